@@ -1,0 +1,77 @@
+"""A registry folder on disk: where its files live and how its index is read and rendered."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .atomic import PRIVATE_DIR
+from .errors import RegistryError
+from .models import Index
+from .schemas import load_model
+from .sums import SUMS_NAME
+
+INDEX_NAME = "index.json"
+CARD_NAME = "README.md"
+GITATTRIBUTES_NAME = ".gitattributes"
+
+# Weights go through LFS on the Hub; the card and JSON stay plain git blobs.
+GITATTRIBUTES = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
+
+
+def render_index(index: Index) -> bytes:
+    """Deterministic bytes for index.json: stable key order, 2-space indent, UTF-8, final LF."""
+    data = index.model_dump(mode="json")
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Repo:
+    root: Path
+
+    @classmethod
+    def open(cls, root: Path | str, must_exist: bool = True) -> "Repo":
+        root = Path(root).absolute()
+        if not root.is_dir():
+            raise RegistryError("layout.not-a-registry", root, "no such directory", "run `registry init DIR` first")
+        repo = cls(root)
+        if must_exist and not repo.index_path.is_file():
+            if not any(root.iterdir()):
+                raise RegistryError("layout.empty", root, "the directory is empty", f"run `registry init {root}`")
+            raise RegistryError("layout.no-index", repo.index_path, "index.json is missing", f"run `registry init {root}`")
+        return repo
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_NAME
+
+    @property
+    def sums_path(self) -> Path:
+        return self.root / SUMS_NAME
+
+    @property
+    def card_path(self) -> Path:
+        return self.root / CARD_NAME
+
+    @property
+    def private(self) -> Path:
+        return self.root / PRIVATE_DIR
+
+    @property
+    def stat_cache_path(self) -> Path:
+        return self.private / "statcache.json"
+
+    @property
+    def published_dir(self) -> Path:
+        return self.private / "published"
+
+    @property
+    def gates_dir(self) -> Path:
+        return self.private / "gates"
+
+    def load_index(self) -> Index:
+        return load_model(self.index_path, "index", INDEX_NAME)  # type: ignore[return-value]
+
+    def rel(self, path: Path) -> str:
+        return path.absolute().relative_to(self.root).as_posix()

@@ -1,0 +1,201 @@
+"""``registry validate``: every layout rule and cross-reference, as a list of findings.
+
+Validation never stops at the first problem: CI wants the whole list.  Each check is a function
+of a :class:`Context` that yields findings; later issues (cards, shards, immutability, gates)
+register more checks in :data:`CHECKS`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import RegistryError
+from .hashing import StatCache
+from .hashing.engine import Progress
+from .layout import SHARD_INDEX, TRAIN_JSON, Finding, Placement, TreeScan, is_weight, place, scan_tree
+from .models import Index, TrainJson
+from .repo import INDEX_NAME, Repo
+from .schemas import load_model, read_json, schema_errors
+from .sums import SUMS_NAME, digest_tree, parse_sums
+
+
+@dataclass
+class Context:
+    repo: Repo
+    scan: TreeScan
+    index: Index | None = None
+    placements: dict[str, Placement] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # actual sha256 of every file
+    listed_sums: dict[str, str] | None = None
+    progress: Progress | None = None
+    options: dict = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.repo.root
+
+
+Check = Callable[[Context], Iterator[Finding]]
+
+
+def check_index(ctx: Context) -> Iterator[Finding]:
+    """index.json parses and matches the schema; every violation is its own finding."""
+    try:
+        data = read_json(ctx.repo.index_path, INDEX_NAME)
+    except RegistryError as err:
+        yield Finding(err.code, err.file or INDEX_NAME, err.message, err.fix)
+        return
+    problems = schema_errors(data, "index")
+    for where, message in problems:
+        yield Finding("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)")
+    if problems:
+        return
+    try:
+        ctx.index = ctx.repo.load_index()
+    except RegistryError as err:
+        yield Finding(err.code, err.file or INDEX_NAME, err.message, err.fix)
+
+
+def check_bases(ctx: Context) -> Iterator[Finding]:
+    index = ctx.index
+    for name, count in Counter(b.name for b in index.bases).items():
+        if count > 1:
+            yield Finding("index.duplicate-base", INDEX_NAME, f"base {name!r} listed {count} times", "remove the duplicate from bases")
+    for sha, count in Counter(b.sha256 for b in index.bases).items():
+        if count > 1:
+            yield Finding("index.duplicate-base", INDEX_NAME, f"base sha256 {sha[:12]}… listed {count} times", "remove the duplicate from bases")
+    for base in index.bases:
+        if base.filename != f"{base.name}.pth":
+            yield Finding("index.base-name", INDEX_NAME, f"base {base.name!r} has filename {base.filename!r}", "the base directory name must be the file name without .pth")
+
+
+def check_layout(ctx: Context) -> Iterator[Finding]:
+    yield from ctx.scan.findings
+    bases = {b.name for b in ctx.index.bases}
+    for rel in ctx.scan.files:
+        placed = place(rel, bases)
+        if isinstance(placed, Finding):
+            yield placed
+        elif placed is not None:
+            ctx.placements[rel] = placed
+    version_dirs = {p.version_dir for p in ctx.placements.values()}
+    have_train = {p.version_dir for p in ctx.placements.values() if p.name == TRAIN_JSON}
+    for directory in sorted(version_dirs - have_train):
+        yield Finding("layout.missing-train-json", f"{directory}/{TRAIN_JSON}", "no train.json in this data-version directory", "add it with `registry add --train-json PATH`")
+
+
+def check_train_json(ctx: Context) -> Iterator[Finding]:
+    entries_by_dir: dict[str, set[str]] = {}
+    for entry in ctx.index.entries:
+        placed = ctx.placements.get(entry.path)
+        if placed:
+            entries_by_dir.setdefault(placed.version_dir, set()).add(entry.data.sha256)
+    for rel, placed in sorted(ctx.placements.items()):
+        if placed.name != TRAIN_JSON:
+            continue
+        try:
+            train: TrainJson = load_model(ctx.root / rel, "train", rel)  # type: ignore[assignment]
+        except RegistryError as err:
+            yield Finding(err.code, err.file or rel, err.message, err.fix)
+            continue
+        for sha in sorted(entries_by_dir.get(placed.version_dir, set()) - {train.data_sha256}):
+            yield Finding("train.data-mismatch", rel, f"data_sha256 {train.data_sha256[:12]}… but an entry here says {sha[:12]}…", "make train.json and the entries name the same training data")
+
+
+def _weight_paths(index: Index) -> Iterator[str]:
+    for entry in index.entries:
+        if entry.format == "safetensors-sharded":
+            yield from (s.path for s in entry.shards)
+        else:
+            yield entry.path
+
+
+def check_entries(ctx: Context) -> Iterator[Finding]:
+    index = ctx.index
+    base_by_sha = {b.sha256: b for b in index.bases}
+    listed = Counter(_weight_paths(index))
+    for path, count in sorted(listed.items()):
+        if count > 1:
+            yield Finding("index.duplicate-entry", INDEX_NAME, f"weight file {path} listed {count} times", "list each weight file in exactly one entry")
+    files = set(ctx.scan.files)
+    for entry in index.entries:
+        base = base_by_sha.get(entry.base_sha256)
+        if base is None:
+            yield Finding("index.unknown-base", INDEX_NAME, f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases", "add the base with `registry add-base` or fix base_sha256")
+        if entry.path not in files:
+            yield Finding("index.missing-file", entry.path, "listed in index.json but not on disk", "restore the file or remove the entry")
+            continue
+        placed = ctx.placements.get(entry.path)
+        if placed and base and (placed.base, placed.method, placed.version) != (base.name, entry.method, entry.data.version):
+            yield Finding("index.misplaced", entry.path, f"entry says {base.name}/{entry.method}/{entry.data.version}", "move the file to its canonical path or fix the entry")
+    for rel in ctx.scan.files:
+        if is_weight(rel) and rel not in listed:
+            yield Finding("index.unlisted-weight", rel, "weight file is not listed in index.json", f"register it with `registry add {rel} ...` or delete it")
+
+
+def check_sums(ctx: Context) -> Iterator[Finding]:
+    """SHA256SUMS lists exactly the files on disk, with their real hashes."""
+    ctx.digests = digest_tree(ctx.root, ctx.scan.files, StatCache(ctx.repo.stat_cache_path), ctx.progress)
+    if not ctx.repo.sums_path.is_file():
+        yield Finding("sums.missing", SUMS_NAME, "SHA256SUMS is missing", "run `registry sums`")
+        return
+    try:
+        ctx.listed_sums = parse_sums(ctx.repo.sums_path.read_bytes())
+    except RegistryError as err:
+        yield Finding(err.code, err.file or SUMS_NAME, err.message, err.fix)
+        return
+    for rel in sorted(set(ctx.digests) - set(ctx.listed_sums)):
+        yield Finding("sums.unlisted-file", rel, "file is not in SHA256SUMS", "run `registry sums`")
+    for rel in sorted(set(ctx.listed_sums) - set(ctx.digests)):
+        yield Finding("sums.missing-file", rel, "listed in SHA256SUMS but not on disk", "restore the file or run `registry sums`")
+    for rel in sorted(set(ctx.listed_sums) & set(ctx.digests)):
+        if ctx.listed_sums[rel] != ctx.digests[rel]:
+            yield Finding("sums.mismatch", rel, f"sha256 is {ctx.digests[rel][:12]}… but SHA256SUMS says {ctx.listed_sums[rel][:12]}…", "restore the original file, or run `registry sums` if the change is intended")
+
+
+def check_entry_hashes(ctx: Context) -> Iterator[Finding]:
+    """index.json's sha256/size of each entry equal the file's (and so SHA256SUMS's)."""
+    for entry in ctx.index.entries:
+        refs = [(entry.path, entry.sha256, entry.size)] + [(s.path, s.sha256, s.size) for s in entry.shards]
+        for path, sha, size in refs:
+            actual = ctx.digests.get(path)
+            if actual is None:
+                continue
+            if actual != sha:
+                yield Finding("index.sha-mismatch", path, f"index.json says sha256 {sha[:12]}… but the file is {actual[:12]}…", "restore the file, or re-add it with `registry add`")
+            elif (ctx.root / path).stat().st_size != size:
+                yield Finding("index.size-mismatch", path, f"index.json says {size} bytes", "re-add the file with `registry add`")
+
+
+CHECKS: list[Check] = [check_bases, check_layout, check_train_json, check_entries, check_sums, check_entry_hashes]
+
+
+def validate_index_file(path: Path) -> list[Finding]:
+    """Check one index.json on its own (schema and base rules), e.g. the known-bases catalog."""
+    path = Path(path)
+    ctx = Context(repo=Repo(path.parent.absolute()), scan=TreeScan())
+    if path.name != INDEX_NAME:
+        raise RegistryError("layout.no-index", path, "expected a file named index.json", "pass the path of an index.json")
+    findings = list(check_index(ctx))
+    if ctx.index is not None:
+        findings.extend(check_bases(ctx))
+    return findings
+
+
+def validate(root: Path, progress: Progress | None = None, **options) -> list[Finding]:
+    """All findings for the registry at ``root`` (empty when clean)."""
+    repo = Repo.open(root, must_exist=False)
+    if not any(repo.root.iterdir()):
+        return [Finding("layout.empty", str(repo.root), "the directory is empty", f"run `registry init {repo.root}`")]
+    if not repo.index_path.is_file():
+        return [Finding("layout.no-index", INDEX_NAME, "index.json is missing", f"run `registry init {repo.root}`")]
+    ctx = Context(repo=repo, scan=scan_tree(repo.root), progress=progress, options=options)
+    findings = list(check_index(ctx))
+    if ctx.index is None:
+        return findings
+    for check in CHECKS:
+        findings.extend(check(ctx))
+    return findings

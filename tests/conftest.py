@@ -1,0 +1,39 @@
+"""Shared fixtures: tiny RWKV-7 artifacts built at test time (no weights are committed)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from registry.artifacts.factory import TinySpec, make_base_checkpoint
+
+# Small enough to build in milliseconds; vocab 65536 only where a tokenizer is involved.
+SMALL = TinySpec(n_layer=2, n_embd=128, vocab_size=512)
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under root except the tool's private folder, for byte-identity assertions."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(Path(root).rglob("*"))
+        if p.is_file() and not p.is_symlink() and ".registry" not in p.relative_to(root).parts
+    }
+
+
+@pytest.fixture(scope="session")
+def small_base(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("bases")
+    return make_base_checkpoint(directory / "rwkv7-tiny-a-20260101.pth", SMALL)
+
+
+@pytest.fixture
+def empty_registry(tmp_path) -> Path:
+    from registry.ops.core import init_registry
+
+    return init_registry(tmp_path / "reg").root

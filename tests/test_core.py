@@ -1,0 +1,222 @@
+"""Registry core: init, SHA256SUMS, validate findings, safe writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from registry.cli import main
+from registry.errors import RegistryError
+from registry.hashing import StatCache, hash_file
+from registry.models import Base, Index
+from registry.ops.core import init_registry, write_sums
+from registry.repo import render_index
+from registry.sums import parse_sums, render_sums
+from registry.validate import validate, validate_index_file
+
+from .conftest import sha256_of, snapshot
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def codes(root: Path) -> set[str]:
+    return {f.code for f in validate(root)}
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def test_init_creates_valid_registry_checkable_by_coreutils(empty_registry):
+    assert validate(empty_registry) == []
+    names = sorted(p.name for p in empty_registry.iterdir())
+    assert "index.json" in names and "SHA256SUMS" in names and ".gitattributes" in names
+    subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=empty_registry, check=True)
+
+
+def test_init_refuses_existing_registry(empty_registry):
+    with pytest.raises(RegistryError) as err:
+        init_registry(empty_registry)
+    assert err.value.code == "init.exists"
+
+
+def test_sums_format_sorted_lf_two_spaces():
+    data = render_sums({"b/x.pth": "b" * 64, "a.json": "a" * 64})
+    assert data == ("a" * 64 + "  a.json\n" + "b" * 64 + "  b/x.pth\n").encode()
+    assert parse_sums(data) == {"a.json": "a" * 64, "b/x.pth": "b" * 64}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"zz  file\n", b"a" * 64 + b" file\n", b"A" * 64 + b"  file\n", b"a" * 64 + b"  file", b"a" * 64 + b"  f\n" + b"b" * 64 + b"  f\n"],
+)
+def test_sums_parse_rejects_malformed(bad):
+    with pytest.raises(RegistryError) as err:
+        parse_sums(bad)
+    assert err.value.code in {"sums.malformed", "sums.duplicate"}
+
+
+def test_validate_reports_sums_problems(empty_registry):
+    sums = empty_registry / "SHA256SUMS"
+    original = sums.read_bytes()
+    sums.write_bytes(original.replace(original[:4], b"0000"))
+    assert "sums.mismatch" in codes(empty_registry)
+    sums.write_bytes(original + b"f" * 64 + b"  ghost.json\n")
+    assert "sums.missing-file" in codes(empty_registry)
+    sums.write_bytes(b"")
+    assert "sums.unlisted-file" in codes(empty_registry)
+    sums.write_bytes(b"not a sums line\n")
+    assert "sums.malformed" in codes(empty_registry)
+    sums.unlink()
+    assert "sums.missing" in codes(empty_registry)
+
+
+def test_malformed_and_schema_breaking_json(empty_registry):
+    index = empty_registry / "index.json"
+    index.write_text('{"bases": [', encoding="utf-8")
+    findings = validate(empty_registry)
+    assert findings[0].code == "json.malformed" and findings[0].file.startswith("index.json:")
+    index.write_text(json.dumps({"format_version": 1, "bases": [{"name": "x"}]}), encoding="utf-8")
+    findings = validate(empty_registry)
+    assert {f.code for f in findings} == {"schema.invalid"}
+    assert any("$.bases[0]" in f.message for f in findings)
+
+
+def test_cli_validate_json_output_and_exit(empty_registry):
+    ok = run("validate", empty_registry, "--json")
+    assert ok.exit_code == 0 and json.loads(ok.output) == {"ok": True, "findings": []}
+    (empty_registry / "stray.txt").write_text("x")
+    bad = run("validate", empty_registry, "--json")
+    assert bad.exit_code == 1
+    finding = json.loads(bad.output)["findings"][0]
+    assert set(finding) == {"code", "file", "message", "fix"}
+
+
+def test_stray_symlink_and_bad_names(empty_registry):
+    (empty_registry / "notes.txt").write_text("x")
+    outside = empty_registry.parent / "outside.pth"
+    outside.write_bytes(b"secret")
+    os.symlink(outside, empty_registry / "link.pth")
+    (empty_registry / "we\nird.pth").write_bytes(b"x")
+    (empty_registry / "back\\slash.pth").write_bytes(b"x")
+    found = {f.code: f for f in validate(empty_registry)}
+    assert {"layout.stray-file", "layout.symlink", "layout.bad-name"} <= set(found)
+    assert "outside.pth" in found["layout.symlink"].message
+
+
+def test_symlinked_directory_is_not_followed(empty_registry, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "big.pth").write_bytes(b"x")
+    os.symlink(elsewhere, empty_registry / "rwkv7-x")
+    findings = validate(empty_registry)
+    assert [f.code for f in findings] == ["layout.symlink"]
+
+
+def test_unknown_method_bad_version_unlisted_weight(empty_registry):
+    index = Index.model_validate_json((empty_registry / "index.json").read_text())
+    index.bases.append(Base(name="b1", filename="b1.pth", sha256="1" * 64))
+    (empty_registry / "index.json").write_bytes(render_index(index))
+    for rel in ("b1/lora/v1/x.pth", "b1/state/1.0/x.pth", "b1/state/v1/x.pth"):
+        (empty_registry / rel).parent.mkdir(parents=True, exist_ok=True)
+        (empty_registry / rel).write_bytes(b"x")
+    found = codes(empty_registry)
+    assert {"layout.unknown-method", "layout.bad-data-version", "index.unlisted-weight", "layout.missing-train-json"} <= found
+
+
+def test_empty_directory_and_missing_index(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert [f.code for f in validate(empty)] == ["layout.empty"]
+    result = run("validate", empty)
+    assert result.exit_code == 1 and "registry init" in result.output
+
+
+def test_read_only_directory_refused_and_unchanged(empty_registry):
+    before = snapshot(empty_registry)
+    (empty_registry / "index.json").write_bytes((empty_registry / "index.json").read_bytes())
+    os.chmod(empty_registry, 0o555)
+    try:
+        result = run("sums", empty_registry)
+        assert result.exit_code == 1
+        assert "read-only" in result.output and "chmod" in result.output
+    finally:
+        os.chmod(empty_registry, 0o755)
+    assert snapshot(empty_registry) == before
+
+
+def test_failed_command_leaves_registry_byte_identical(empty_registry):
+    (empty_registry / "index.json").write_text("{broken", encoding="utf-8")
+    before = snapshot(empty_registry)
+    result = run("sums", empty_registry)
+    # sums itself does not parse the index; validate must still flag it and nothing else changed
+    assert result.exit_code == 0
+    assert snapshot(empty_registry)["index.json"] == before["index.json"]
+    assert not list((empty_registry / ".registry" / "staging").iterdir())
+
+
+def test_stat_cache_skips_unchanged_and_rehashes_changed(tmp_path, monkeypatch):
+    from registry import sums as sums_module
+
+    root = tmp_path
+    f = root / "a.bin"
+    f.write_bytes(b"1" * 1000)
+    old = time.time() - 10
+    os.utime(f, (old, old))
+    cache_path = root / ".registry" / "statcache.json"
+    hashed: list[Path] = []
+    real = sums_module.hash_files
+
+    def counting(paths, progress=None, workers=None):
+        paths = list(paths)
+        hashed.extend(paths)
+        return real(paths, progress, workers)
+
+    monkeypatch.setattr(sums_module, "hash_files", counting)
+    first = sums_module.digest_tree(root, ["a.bin"], StatCache(cache_path))
+    assert hashed == [f]
+    hashed.clear()
+    assert sums_module.digest_tree(root, ["a.bin"], StatCache(cache_path)) == first and hashed == []
+    f.write_bytes(b"2" * 1000)  # same size, rewritten now: must be re-hashed
+    second = sums_module.digest_tree(root, ["a.bin"], StatCache(cache_path))
+    assert hashed == [f] and second != first
+
+
+def test_hash_file_matches_sha256sum(tmp_path):
+    f = tmp_path / "x"
+    f.write_bytes(os.urandom(3 * (1 << 20) + 17))
+    out = subprocess.run(["sha256sum", str(f)], capture_output=True, text=True, check=True).stdout.split()[0]
+    assert hash_file(f) == out == sha256_of(f)
+
+
+def test_schemas_checked_in_match_models():
+    from registry.schemas import SCHEMA_DIR, all_models, render_schema
+
+    for kind in all_models():
+        path = SCHEMA_DIR / f"{kind}.schema.json"
+        assert path.read_text(encoding="utf-8") == render_schema(kind), f"{path} drifted: run `python -m registry.schemas`"
+
+
+def test_project_catalog_is_valid_and_holds_the_seed_base():
+    assert validate_index_file(PROJECT / "index.json") == []
+    catalog = Index.model_validate_json((PROJECT / "index.json").read_text())
+    base = catalog.base_by_name("rwkv7-g1k-7.2b-20260930-ctx25600")
+    assert base.sha256 == "0853d4ce2e4e0629762797d05036a84cc69fb2fb9eff5590dd22aeb518a4c842"
+    assert base.source == "BlinkDL/rwkv7-g1" and base.vocab == "rwkv_vocab_v20230424.txt"
+    assert catalog.entries == []
+
+
+def test_sums_command_rewrites_after_change(empty_registry):
+    (empty_registry / "README.md").write_text("hello\n")
+    assert "sums.unlisted-file" in codes(empty_registry)
+    write_sums(empty_registry)
+    assert validate(empty_registry) == []
+    shutil.rmtree(empty_registry / ".registry")
+    assert validate(empty_registry) == []
