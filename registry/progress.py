@@ -30,6 +30,7 @@ class ByteProgress:
 @contextmanager
 def byte_progress(description: str, total: int | None = None, enabled: bool = True) -> Iterator[ByteProgress]:
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=stderr, transient=True, disable=not enabled) as progress:
+    # A bar only on a terminal: in CI logs and pipes it would be noise between the real lines.
+    with Progress(*columns, console=stderr, transient=True, disable=not (enabled and stderr.is_terminal)) as progress:
         task = progress.add_task(description, total=total or 0)
         yield ByteProgress(progress, task)

@@ -17,6 +17,7 @@ from .hashing import StatCache
 from .hashing.engine import Progress
 from .layout import SHARD_INDEX, TRAIN_JSON, Finding, Placement, TreeScan, is_weight, place, scan_tree
 from .models import Index, TrainJson
+from .ops.published import immutability_findings
 from .repo import INDEX_NAME, Repo
 from .schemas import load_model, read_json, schema_errors
 from .sums import SUMS_NAME, digest_tree, parse_sums
@@ -170,7 +171,19 @@ def check_entry_hashes(ctx: Context) -> Iterator[Finding]:
                 yield Finding("index.size-mismatch", path, f"index.json says {size} bytes", "re-add the file with `registry add`")
 
 
-CHECKS: list[Check] = [check_bases, check_layout, check_train_json, check_entries, check_sums, check_entry_hashes]
+def check_immutable(ctx: Context) -> Iterator[Finding]:
+    yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
+
+
+CHECKS: list[Check] = [
+    check_bases,
+    check_layout,
+    check_train_json,
+    check_entries,
+    check_sums,
+    check_entry_hashes,
+    check_immutable,
+]
 
 
 def validate_index_file(path: Path) -> list[Finding]:

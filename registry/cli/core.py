@@ -1,52 +1,13 @@
-"""The ``registry`` command: a thin shell over the core.
-
-Each command parses options, calls one core function, and prints either a human summary or,
-with ``--json``, a machine-readable result for CI.  Every :class:`RegistryError` becomes one
-line on stderr and a non-zero exit; nothing else is caught.
-"""
+"""Core commands: init, sums, validate, demo."""
 
 from __future__ import annotations
 
-import functools
-import json
-import sys
 from pathlib import Path
 
 import click
 
-from . import __version__
-from .errors import RegistryError
-from .progress import byte_progress, stderr
-
-DIR_ARG = click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
-
-
-def emit_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-def refusals(func):
-    """Turn a RegistryError into ``error: <file>: <message>; fix: <fix>`` and its exit code."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except RegistryError as err:
-            click.echo(f"error: {err.one_line()}", err=True)
-            sys.exit(err.exit_code)
-
-    return wrapper
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="registry")
-def main() -> None:
-    """Validate, maintain and publish Hugging Face repos of RWKV-7 weights.
-
-    A registry is a folder mirrored 1:1 to a model repo: <base>/<method>/<data-version>/...,
-    index.json (the machine-readable index) and SHA256SUMS at its root.
-    """
+from ..progress import byte_progress, stderr
+from .app import DIR_ARG, emit_json, main, refusals, report
 
 
 @main.command()
@@ -56,7 +17,7 @@ def main() -> None:
 @refusals
 def init(directory: Path, title: str | None, license_: str | None) -> None:
     """Create an empty registry in DIRECTORY."""
-    from .ops.core import init_registry
+    from ..ops.core import init_registry
 
     repo = init_registry(directory, title=title, license=license_)
     click.echo(f"initialised registry at {repo.root}")
@@ -69,8 +30,8 @@ def init(directory: Path, title: str | None, license_: str | None) -> None:
 @refusals
 def sums(directory: Path, check: bool, as_json: bool) -> None:
     """Recompute SHA256SUMS (or --check it) for the registry in DIRECTORY."""
-    from .ops.core import write_sums
-    from .validate import validate
+    from ..ops.core import write_sums
+    from ..validate import validate
 
     with byte_progress("hashing", enabled=not as_json) as bar:
         if check:
@@ -84,26 +45,20 @@ def sums(directory: Path, check: bool, as_json: bool) -> None:
         click.echo(f"SHA256SUMS written: {len(digests)} files")
 
 
-def report(findings, as_json: bool, ok_message: str) -> None:
-    if as_json:
-        emit_json({"ok": not findings, "findings": [f.as_dict() for f in findings]})
-    else:
-        for finding in findings:
-            click.echo(finding.one_line())
-        click.echo(ok_message if not findings else f"{len(findings)} problem(s) found", err=bool(findings))
-    if findings:
-        sys.exit(1)
-
-
 @main.command(name="validate")
 @DIR_ARG
 @click.option("--json", "as_json", is_flag=True, help="Print findings as JSON (for CI).")
 @click.option("--index-only", type=click.Path(dir_okay=False, path_type=Path), help="Check just this index.json (e.g. the known-bases catalog).")
+@click.option("--allow-rewrite", "rewrite_reason", metavar="REASON", help="Accept changes to already-published files and record REASON in index.json.")
 @refusals
-def validate_cmd(directory: Path, as_json: bool, index_only: Path | None) -> None:
+def validate_cmd(directory: Path, as_json: bool, index_only: Path | None, rewrite_reason: str | None) -> None:
     """Check layout, schemas, index cross-references and SHA256SUMS; exit 0 only when clean."""
-    from .validate import validate, validate_index_file
+    from ..ops.published import allow_rewrite
+    from ..validate import validate, validate_index_file
 
+    if rewrite_reason:
+        for rewrite in allow_rewrite(directory, rewrite_reason):
+            stderr.print(f"recorded rewrite of {rewrite.path}: {rewrite.reason}")
     if index_only:
         report(validate_index_file(index_only), as_json, f"{index_only} is valid")
         return
@@ -118,8 +73,8 @@ def validate_cmd(directory: Path, as_json: bool, index_only: Path | None) -> Non
 @refusals
 def demo(directory: Path, as_json: bool) -> None:
     """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIRECTORY."""
-    from .demo import run_demo
+    from ..demo import run_demo
 
-    steps = run_demo(directory, echo=None if as_json else lambda line: stderr.print(line, highlight=False))
+    steps = run_demo(directory, echo=None if as_json else lambda line: stderr.print(line, highlight=False, soft_wrap=True))
     if as_json:
         emit_json(steps)

@@ -1,0 +1,58 @@
+"""Helpers shared by the benchmark scripts: timing, peak RSS of a child, synthetic data."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def timed(func, *args, **kwargs) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = func(*args, **kwargs)
+    return time.perf_counter() - start, result
+
+
+def run_timed(cmd: list[str], **kwargs) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, **kwargs)
+    return time.perf_counter() - start
+
+
+def child_peak_rss(code: str, *args: str) -> tuple[float, int, str]:
+    """Run ``python -c code args`` in a fresh process; return (seconds, peak RSS bytes, stdout).
+
+    A fresh process per measurement, so one run's allocations cannot hide another's peak.
+    """
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", "import resource,sys\n" + code + "\nprint('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    elapsed = time.perf_counter() - start
+    peak_kib = int(next(l for l in proc.stdout.splitlines() if l.startswith("PEAK")).split()[1])
+    return elapsed, peak_kib * 1024, proc.stdout
+
+
+def write_random_file(path: Path, size: int, chunk: int = 64 << 20) -> Path:
+    with open(path, "wb") as handle:
+        left = size
+        while left:
+            n = min(chunk, left)
+            handle.write(os.urandom(n))
+            left -= n
+    return path
+
+
+def report(title: str, rows: dict) -> None:
+    print(f"== {title}")
+    print(json.dumps(rows, indent=2))
+
+
+GIB = 1 << 30
+MIB = 1 << 20

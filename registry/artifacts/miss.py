@@ -1,0 +1,323 @@
+"""The MiSS adapter format, as rwkv_lightning's ``rwkv_miss_tune`` exports it.
+
+A MiSS adapter is a torch-zip ``.pth`` holding one bf16 matrix ``D[out, rank]`` per adapted
+Linear of the base (keyed by the Linear's weight name, e.g. ``blocks.3.att.receptance.weight``)
+plus a JSON member ``<top folder>/miss.json`` describing it.  The manifest lives in the zip, not
+in the pickle, so the registry can read it with :mod:`zipfile` alone, without unpickling anything.
+
+Two fingerprints matter (see docs/formats.md):
+
+* ``base_sha256``: sha256 of the base ``.pth`` file the adapter was trained on.  An adapter only
+  fits that exact file; the inference server refuses it on any other base.
+* ``content_version``: sha256 of the adapter's *normalized tensor payload* (:func:`content_version`).
+  The inference server returns it as the adapter's version, so it must not depend on how the
+  container happens to be laid out (zip member order, top-folder name, shared storages).
+
+Merging into the base (what the GPU gate does) is, per target Linear ``W[out, in]``::
+
+    W' = W + scale * D.repeat(1, ceil(in / rank))[:, :in]
+
+i.e. the ``rank`` columns of ``D`` are tiled along the input dimension (:func:`merge_delta`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator
+
+from ..errors import RegistryError
+from ..models import SHA256_PATTERN, Architecture
+from .factory import TinySpec, checkpoint_shapes
+
+MISS_FORMAT = "rwkv-miss"
+MISS_FORMAT_VERSION = 1
+MANIFEST_MEMBER = "miss.json"
+ADAPTER_DTYPE = torch.bfloat16
+
+# The Linears rwkv_miss_tune adapts by default, in the order they appear in a block.
+DEFAULT_TARGET_LINEARS: tuple[str, ...] = (
+    "att.receptance",
+    "att.key",
+    "att.value",
+    "att.output",
+    "ffn.key",
+    "ffn.value",
+)
+_TARGET_NAME = re.compile(r"blocks\.(\d+)\.(" + "|".join(re.escape(t) for t in DEFAULT_TARGET_LINEARS) + r")\.weight")
+
+# dtype names of the safetensors spec: language-neutral, so other tools can rebuild content_version.
+DTYPE_CODES: dict[str, torch.dtype] = {
+    "BOOL": torch.bool,
+    "U8": torch.uint8,
+    "I8": torch.int8,
+    "U16": torch.uint16,
+    "I16": torch.int16,
+    "U32": torch.uint32,
+    "I32": torch.int32,
+    "U64": torch.uint64,
+    "I64": torch.int64,
+    "F8_E4M3": torch.float8_e4m3fn,
+    "F8_E5M2": torch.float8_e5m2,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "F32": torch.float32,
+    "F64": torch.float64,
+}
+_CODE_OF_DTYPE = {dtype: code for code, dtype in DTYPE_CODES.items()}
+
+
+def dtype_code(dtype: torch.dtype) -> str:
+    """The safetensors name of a torch dtype (``torch.bfloat16`` → ``"BF16"``)."""
+    try:
+        return _CODE_OF_DTYPE[dtype]
+    except KeyError:
+        raise RegistryError(
+            "weights.dtype", None, f"tensor dtype {dtype} has no safetensors name", f"convert the tensors to one of {', '.join(DTYPE_CODES)}"
+        ) from None
+
+
+# ----------------------------------------------------------------------------------------------
+# miss.json
+
+
+class MissTarget(BaseModel):
+    """One adapted Linear: its weight name and the *base* weight's shape ``[out, in]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    shape: tuple[PositiveInt, PositiveInt]
+
+
+class MissManifest(BaseModel):
+    """miss.json.  Unknown fields are refused: a new field means a new ``format_version``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["rwkv-miss"] = MISS_FORMAT
+    format_version: Literal[1] = MISS_FORMAT_VERSION
+    rank: PositiveInt
+    scale: float = Field(allow_inf_nan=False)
+    targets: list[MissTarget] = Field(min_length=1)
+    base_sha256: str = Field(pattern=SHA256_PATTERN)
+    content_version: str = Field(pattern=SHA256_PATTERN)
+
+    @field_validator("targets")
+    @classmethod
+    def _unique_names(cls, targets: list[MissTarget]) -> list[MissTarget]:
+        names = [t.name for t in targets]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"target names repeat: {', '.join(duplicates)}")
+        return targets
+
+
+def default_targets(base: Architecture | Mapping[str, Sequence[int]]) -> list[MissTarget]:
+    """The Linears rwkv_miss_tune adapts by default, with their base shapes, in block order.
+
+    ``base`` is either the base's :class:`Architecture` (shapes derived from it) or the base's
+    tensor shapes by name (the Linears present among them).
+    """
+    if isinstance(base, Architecture):
+        return [MissTarget(name=name, shape=shape) for name, shape in _x070_linear_shapes(base).items()]
+    found = [(m, name) for name in base if (m := _TARGET_NAME.fullmatch(name))]
+    found.sort(key=lambda item: (int(item[0][1]), DEFAULT_TARGET_LINEARS.index(item[0][2])))
+    return [MissTarget(name=name, shape=tuple(base[name])) for _, name in found]
+
+
+def _x070_linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
+    if arch.dim_ffn is None:
+        raise RegistryError(
+            "base.architecture-incomplete", None, "the base's dim_ffn is unknown, so its ffn Linear shapes are too", "register the base from its .pth file"
+        )
+    c, f = arch.n_embd, arch.dim_ffn
+    per_linear = {"att.receptance": (c, c), "att.key": (c, c), "att.value": (c, c), "att.output": (c, c), "ffn.key": (f, c), "ffn.value": (c, f)}
+    return {f"blocks.{i}.{linear}.weight": per_linear[linear] for i in range(arch.n_layer) for linear in DEFAULT_TARGET_LINEARS}
+
+
+# ----------------------------------------------------------------------------------------------
+# content_version
+
+
+def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
+    """The tensor's elements in row-major order, little-endian (torch's in-memory order on every
+    platform torch supports), without the container's storage sharing or strides."""
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    return memoryview(flat.view(torch.uint8).numpy())
+
+
+def content_version(tensors: Mapping[str, torch.Tensor]) -> str:
+    """sha256 of the normalized tensor payload: the same weights give the same value, whatever
+    container bytes hold them.
+
+    For each tensor in order of name (Unicode code point order, i.e. UTF-8 byte order), four
+    fields are hashed, each as an unsigned 64-bit little-endian byte length followed by the bytes:
+    the name in UTF-8, the dtype's safetensors name in ASCII (``BF16``), the shape as one u64le
+    per dimension, and the elements (row-major, little-endian).
+    """
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name]
+        shape = b"".join(struct.pack("<Q", d) for d in tensor.shape)
+        for data in (name.encode("utf-8"), dtype_code(tensor.dtype).encode("ascii"), shape, _tensor_bytes(tensor)):
+            digest.update(struct.pack("<Q", len(data)))
+            digest.update(data)
+    return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------
+# The torch-zip container
+
+
+@contextmanager
+def zip_refusals(path: str | Path) -> Iterator[None]:
+    """Turn zipfile's errors about a damaged archive into one refusal."""
+    try:
+        yield
+    except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+        raise RegistryError(
+            "weights.corrupt-zip", path, f"truncated or corrupt zip archive ({error})", "download or copy the file again and compare its sha256"
+        ) from None
+
+
+def torch_zip_folder(archive: zipfile.ZipFile, path: str | Path) -> str:
+    """The archive's top folder, found from its ``<folder>/data.pkl`` member.
+
+    torch.save names it after the file's stem (``archive`` when saving to a file object), so a
+    renamed or re-saved file has another one; it is never assumed.
+    """
+    folders = [name[: -len("/data.pkl")] for name in archive.namelist() if name.endswith("/data.pkl") and name.count("/") == 1]
+    if len(folders) != 1:
+        raise RegistryError(
+            "weights.not-torch-zip", path, "a zip archive without exactly one <folder>/data.pkl member, so not written by torch.save", "re-save the tensors with torch.save"
+        )
+    return folders[0]
+
+
+def write_adapter(
+    path: str | Path,
+    tensors: Mapping[str, torch.Tensor],
+    rank: int,
+    scale: float,
+    targets: Sequence[MissTarget],
+    base_sha256: str,
+) -> MissManifest:
+    """Write an adapter as rwkv_miss_tune exports it: torch.save, then miss.json appended.
+
+    The tensors are checked against the targets first, so no inconsistent file is ever written.
+    Appending keeps torch's members and offsets intact: the file still loads with
+    ``torch.load(weights_only=True, mmap=True)``.
+    """
+    manifest = MissManifest(rank=rank, scale=scale, targets=list(targets), base_sha256=base_sha256, content_version=content_version(tensors))
+    path = Path(path)
+    _check_tensors(manifest, tensors, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(dict(tensors), path)
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr(f"{torch_zip_folder(archive, path)}/{MANIFEST_MEMBER}", manifest.model_dump_json(indent=2) + "\n")
+    return manifest
+
+
+def read_miss_json(path: str | Path) -> MissManifest:
+    """The adapter's miss.json, read with zipfile only: nothing in the file is unpickled."""
+    with zip_refusals(path), zipfile.ZipFile(path) as archive:
+        member = f"{torch_zip_folder(archive, path)}/{MANIFEST_MEMBER}"
+        if member not in archive.namelist():
+            raise RegistryError("miss.no-manifest", path, f"no {member} member, so this is not a MiSS adapter", "export the adapter with rwkv_miss_tune")
+        raw = archive.read(member)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RegistryError("miss.bad-json", path, f"{member} is not valid UTF-8 JSON ({error})", "re-export the adapter with rwkv_miss_tune") from None
+    try:
+        return MissManifest.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise RegistryError(
+            "miss.bad-manifest", path, f"{member} field {where}: {first['msg']} ({error.error_count()} problem(s))", "see docs/formats.md for the miss.json fields"
+        ) from None
+
+
+def _check_tensors(manifest: MissManifest, tensors: Mapping[str, torch.Tensor], path: Path) -> None:
+    """Exactly one bf16 ``[out, rank]`` tensor per target."""
+    targets = {t.name: t for t in manifest.targets}
+    extra = sorted(set(tensors) - set(targets))
+    missing = sorted(set(targets) - set(tensors))
+    if extra or missing:
+        differences = ([f"not in targets: {', '.join(extra[:3])}"] if extra else []) + ([f"no tensor for: {', '.join(missing[:3])}"] if missing else [])
+        raise RegistryError(
+            "miss.tensor-mismatch",
+            path,
+            f"tensors and miss.json targets differ ({'; '.join(differences)})",
+            "re-export the adapter so that miss.json lists exactly its tensors",
+        )
+    for name, tensor in tensors.items():
+        expected = (targets[name].shape[0], manifest.rank)
+        if tuple(tensor.shape) != expected or tensor.dtype != ADAPTER_DTYPE:
+            raise RegistryError(
+                "miss.tensor-mismatch",
+                path,
+                f"{name} is {dtype_code(tensor.dtype)} {list(tensor.shape)} but a rank-{manifest.rank} target needs BF16 {list(expected)}",
+                "re-export the adapter with rwkv_miss_tune",
+            )
+
+
+def verify_adapter(path: str | Path, tensors: Mapping[str, torch.Tensor], manifest: MissManifest | None = None) -> MissManifest:
+    """Check loaded adapter tensors against miss.json; refuse a file edited after export.
+
+    ``manifest`` is read from ``path`` when not given.
+    """
+    path = Path(path)
+    manifest = manifest or read_miss_json(path)
+    _check_tensors(manifest, tensors, path)
+    actual = content_version(tensors)
+    if actual != manifest.content_version:
+        raise RegistryError(
+            "miss.content-mismatch",
+            path,
+            f"miss.json says content_version {manifest.content_version} but the tensors hash to {actual}",
+            "the file was changed after export: download it again or re-export it",
+        )
+    return manifest
+
+
+def merge_delta(weight: torch.Tensor, delta: torch.Tensor, scale: float) -> torch.Tensor:
+    """``W + scale · D.repeat(1, ceil(in/rank))[:, :in]``, computed in fp32, returned in W's dtype."""
+    out_features, in_features = weight.shape
+    if delta.shape[0] != out_features:
+        raise ValueError(f"delta has {delta.shape[0]} rows but the weight has {out_features}")
+    tiled = delta.float().repeat(1, math.ceil(in_features / delta.shape[1]))[:, :in_features]
+    return (weight.float() + scale * tiled).to(weight.dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# Tiny adapters for tests, the demo and benchmarks
+
+
+def make_adapter_tensors(spec: TinySpec, rank: int = 16, seed: int = 2) -> dict[str, torch.Tensor]:
+    """Random bf16 ``D[out, rank]`` for every default target of a tiny checkpoint."""
+    gen = torch.Generator().manual_seed(seed)
+    return {
+        t.name: (torch.randn((t.shape[0], rank), generator=gen) * 0.01).to(ADAPTER_DTYPE)
+        for t in default_targets(checkpoint_shapes(spec))
+    }
+
+
+def make_adapter_file(path: str | Path, spec: TinySpec, base_sha256: str, rank: int = 16, scale: float = 1.0, seed: int = 2) -> Path:
+    """A MiSS adapter for the tiny base built from ``spec`` whose file hashes to ``base_sha256``."""
+    tensors = make_adapter_tensors(spec, rank, seed)
+    write_adapter(path, tensors, rank, scale, default_targets(checkpoint_shapes(spec)), base_sha256)
+    return Path(path)

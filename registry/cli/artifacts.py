@@ -1,0 +1,126 @@
+"""Artifact commands: add-base, add, score, list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..progress import byte_progress
+from .app import emit_json, main, refusals
+
+REGISTRY_OPT = click.option(
+    "-C", "--registry", "registry", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
+    envvar="RWKV_REGISTRY", help="The registry directory (env RWKV_REGISTRY).",
+)
+
+
+@main.command("add-base")
+@click.argument("base", type=click.Path(dir_okay=False, path_type=Path))
+@REGISTRY_OPT
+@click.option("--source", help="Hub repo the base comes from, e.g. BlinkDL/rwkv7-g1.")
+@click.option("--vocab", help="Vocabulary file name, e.g. rwkv_vocab_v20230424.txt.")
+@click.option("--sha256", "sha256", help="Published sha256 (checked against the file; required with --metadata-only).")
+@click.option("--metadata-only", is_flag=True, help="Declare the base by its hash without the file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the new base as JSON.")
+@refusals
+def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_only: bool, as_json: bool) -> None:
+    """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/."""
+    from ..ops.artifacts import BaseRequest, add_base
+
+    request = BaseRequest(path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256)
+    total = None if metadata_only else base.stat().st_size if base.is_file() else None
+    if not metadata_only and total is None:
+        from ..errors import RegistryError
+
+        raise RegistryError("args.missing-file", base, "no such file", "check the path, or use --sha256 HEX --metadata-only")
+    with byte_progress(f"hashing {base.name}", total=total, enabled=not as_json) as bar:
+        added = add_base(registry, request, bar.advance)
+    if as_json:
+        emit_json(added.model_dump(mode="json"))
+    else:
+        click.echo(f"added base {added.name} (sha256 {added.sha256})")
+
+
+@main.command("add")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@REGISTRY_OPT
+@click.option("--base", required=True, help="Base name (the base file name without .pth).")
+@click.option("--method", required=True, type=click.Choice(["state", "miss", "full"]))
+@click.option("--data-version", required=True, help="Training-data version, e.g. v1.41.")
+@click.option("--run", help="Run directory (required for MiSS), e.g. r16-lr2e-5-e2.")
+@click.option("--train-json", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Trainer, hyperparameters, command line, data sha256.")
+@click.option("--data-sha256", help="sha256 of the training data (must equal train.json's).")
+@click.option("--dataset-repo", help="Dataset repo holding the training data, e.g. No-22/rwkv-agent-distill.")
+@click.option("--data-sums", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="The dataset repo's SHA256SUMS; the data sha256 must be listed in it.")
+@click.option("--recommended", is_flag=True, help="Mark as the recommended file for this base and method.")
+@click.option("--notes", default="", help="Free text shown in the card.")
+@click.option("--move", is_flag=True, help="Move the file instead of copying it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the new entry as JSON.")
+@refusals
+def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_json, data_sha256, dataset_repo, data_sums, recommended, notes, move, as_json) -> None:
+    """Put weight FILE at its canonical path, refusing weights that do not fit the base."""
+    from ..ops.artifacts import AddRequest, add_weight
+
+    request = AddRequest(
+        file=file, base=base, method=method, data_version=data_version, train_json=train_json, run=run,
+        data_sha256=data_sha256, dataset_repo=dataset_repo, data_sums=data_sums, recommended=recommended, notes=notes, move=move,
+    )
+    total = file.stat().st_size if file.is_file() else None
+    with byte_progress(f"adding {file.name}", total=total, enabled=not as_json) as bar:
+        entry = add_weight(registry, request, bar.advance)
+    if as_json:
+        emit_json(entry.model_dump(mode="json"))
+    else:
+        click.echo(f"added {entry.path} (sha256 {entry.sha256})")
+
+
+@main.command("score")
+@click.argument("path")
+@REGISTRY_OPT
+@click.option("--benchmark", required=True, help="Benchmark name, e.g. exam.")
+@click.option("--value", required=True, type=float)
+@click.option("--unit", default="%", show_default=True)
+@click.option("--date", "date_", required=True, help="YYYY-MM-DD the evaluation ran.")
+@click.option("--backend", required=True, help="Inference backend and version; only same-date, same-backend scores compare.")
+@click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1), help="Runs averaged.")
+@click.option("--notes", default="")
+@click.option("--json", "as_json", is_flag=True)
+@refusals
+def score_cmd(path: str, registry: Path, benchmark, value, unit, date_, backend, runs, notes, as_json) -> None:
+    """Record an evaluation result for the entry at PATH."""
+    from ..models import Score
+    from ..ops.artifacts import add_score, parse_date
+
+    score = Score(benchmark=benchmark, value=value, unit=unit, date=parse_date(date_), backend=backend, runs=runs, notes=notes)
+    entry = add_score(registry, path, score)
+    if as_json:
+        emit_json(entry.model_dump(mode="json"))
+    else:
+        click.echo(f"recorded {benchmark} = {value}{unit} for {entry.path}")
+
+
+@main.command("list")
+@REGISTRY_OPT
+@click.option("--json", "as_json", is_flag=True, help="Print bases and entries as JSON.")
+@refusals
+def list_cmd(registry: Path, as_json: bool) -> None:
+    """Show bases and entries."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..repo import Repo
+
+    index = Repo.open(registry).load_index()
+    if as_json:
+        emit_json({"bases": [b.model_dump(mode="json") for b in index.bases], "entries": [e.model_dump(mode="json") for e in index.entries]})
+        return
+    bases = Table("base", "source", "sha256", "vocab", title="bases")
+    for b in index.bases:
+        bases.add_row(b.name, b.source or "—", b.sha256[:16] + "…", b.vocab or "—")
+    entries = Table("path", "method", "data", "sha256", "rec.", "scores", title="entries")
+    for e in index.entries:
+        entries.add_row(e.path, e.method, e.data.version, e.sha256[:12] + "…", "★" if e.recommended else "", str(len(e.scores)))
+    console = Console()
+    console.print(bases)
+    console.print(entries)

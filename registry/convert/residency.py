@@ -1,0 +1,31 @@
+"""Keep a memory-mapped checkpoint from filling the process's RSS.
+
+``torch.load(mmap=True)`` maps the whole file; every page read while converting would stay
+mapped (and count in RSS) until the end.  After each tensor is written and verified, its pages
+are dropped from the mapping with madvise(MADV_DONTNEED): the data stays in the page cache, the
+mapping is private and never written, so nothing is lost — the next read simply faults it in.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+
+import torch
+
+_MADV_DONTNEED = 4
+_libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
+
+
+def release_pages(tensor: torch.Tensor) -> None:
+    """Drop the resident pages behind ``tensor``'s bytes (whole pages inside its range only)."""
+    if _libc is None or tensor.device.type != "cpu" or tensor.numel() == 0:
+        return
+    start = tensor.data_ptr()
+    end = start + tensor.numel() * tensor.element_size()
+    page = mmap.PAGESIZE
+    first = (start + page - 1) // page * page  # never touch a page shared with a neighbour
+    last = end // page * page
+    if last > first:
+        _libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), _MADV_DONTNEED)

@@ -1,0 +1,72 @@
+"""Shard planning and the Transformers ``model.safetensors.index.json`` format."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import RegistryError
+
+SHARD_INDEX_NAME = "model.safetensors.index.json"
+SINGLE_NAME = "model.safetensors"
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+
+
+class ShardIndexMetadata(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    total_size: int
+
+
+class ShardIndex(BaseModel):
+    """``{"metadata": {"total_size": …}, "weight_map": {tensor: shard file}}``."""
+
+    model_config = ConfigDict(extra="allow")
+    metadata: ShardIndexMetadata
+    weight_map: dict[str, str]
+
+
+def parse_size(text: str) -> int:
+    """'5GB' → 5·10⁹ (decimal, as Transformers' max_shard_size), '512MiB' → 512·2²⁰."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).upper() if match else None
+    if not match or unit not in _UNITS:
+        raise RegistryError("args.bad-size", text, "not a size like 5GB or 512MiB", "pass --shard-size 5GB")
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise RegistryError("args.bad-size", text, "shard size must be positive", "pass --shard-size 5GB")
+    return size
+
+
+def shard_name(i: int, count: int) -> str:
+    return f"model-{i + 1:05d}-of-{count:05d}.safetensors"
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """Tensor names per output file, in source order."""
+
+    files: list[tuple[str, list[str]]]
+
+    @property
+    def sharded(self) -> bool:
+        return len(self.files) > 1
+
+
+def plan_shards(sizes: dict[str, int], shard_size: int, single_name: str = SINGLE_NAME) -> ShardPlan:
+    """Greedy in source order: a new shard starts when the next tensor would overflow this one.
+
+    A tensor larger than the shard size gets a shard of its own (it cannot be split).
+    """
+    groups: list[list[str]] = [[]]
+    used = 0
+    for name, size in sizes.items():
+        if groups[-1] and used + size > shard_size:
+            groups.append([])
+            used = 0
+        groups[-1].append(name)
+        used += size
+    if len(groups) == 1:
+        return ShardPlan([(single_name, groups[0])])
+    return ShardPlan([(shard_name(i, len(groups)), names) for i, names in enumerate(groups)])

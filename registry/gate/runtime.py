@@ -1,0 +1,414 @@
+"""A small RWKV-7 ("x070") runtime for the smoke-inference gate.
+
+Numerically the model of the official ``rwkv==0.8.32`` package's ``RWKV_x070`` (layer-norm eps
+1e-5, group-norm eps 64e-5, ``blocks.0.ln0`` folded into the embedding at load, the layer-0
+``v_first`` residual, the log-log decay ``w = -softplus(-(w0 + w)) - 0.5``), written batched so
+the gate can check several prompts at once.  The WKV recurrence runs through the project's CUDA
+kernel on CUDA and through the pure-torch reference on CPU.
+
+State is a list of ``3 * n_layer`` tensors in the package's order, each with a leading batch dim:
+``[3i+0]`` attention token-shift ``[B, C]``, ``[3i+1]`` WKV state ``[B, H, N, N]`` float32,
+``[3i+2]`` FFN token-shift ``[B, C]``.  :func:`to_package_state` / :func:`from_package_state`
+convert a batch of one to and from the package's unbatched layout.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import RegistryError
+from .kernel import wkv7
+from .reference import wkv7_reference
+
+GROUP_NORM_EPS = 64e-5
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+LAYER0_UNUSED = ("att.v0", "att.v1", "att.v2")  # official files carry them; the model ignores them
+MIX_KEYS = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g")
+LORA_KEYS = ("w", "a", "v", "g")
+LAYER_KEYS = (
+    "ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias",
+    *(f"att.{m}" for m in MIX_KEYS),
+    "att.w0", "att.a0", "att.v0", "att.k_k", "att.k_a", "att.r_k",
+    *(f"att.{x}{n}" for x in LORA_KEYS for n in (1, 2)),
+    "att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight",
+    "att.ln_x.weight", "att.ln_x.bias",
+    "ffn.x_k", "ffn.key.weight", "ffn.value.weight",
+)  # fmt: skip
+GLOBAL_KEYS = ("emb.weight", "blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias", "head.weight")
+MISS_TARGET = re.compile(r"blocks\.\d+\.(att|ffn)\.\w+\.weight")
+WKV_CHOICES = ("auto", "kernel", "reference")
+
+
+# --------------------------------------------------------------------------------------------
+# Loading weights
+
+
+def _load_pth(path: Path) -> dict[str, torch.Tensor]:
+    return torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+
+
+def _load_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(path)
+
+
+def _load_sharded(index_path: Path) -> dict[str, torch.Tensor]:
+    """Every tensor the index's weight_map names, each read from its shard."""
+    weight_map = json.loads(index_path.read_text(encoding="utf-8")).get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise RegistryError("gate.weights-unreadable", index_path, "has no weight_map", "regenerate the index with the safetensors shards")
+    tensors: dict[str, torch.Tensor] = {}
+    for shard in sorted(set(weight_map.values())):
+        shard_path = index_path.parent / shard
+        if not shard_path.is_file():
+            raise RegistryError("gate.weights-unreadable", index_path, f"names shard {shard}, which does not exist", "upload the missing shard or fix the index")
+        loaded = _load_safetensors(shard_path)
+        for name in (n for n, s in weight_map.items() if s == shard):
+            if name not in loaded:
+                raise RegistryError("gate.weights-unreadable", shard_path, f"lacks {name}, which the index places there", "regenerate the shards and the index together")
+            tensors[name] = loaded[name]
+    return tensors
+
+
+def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
+    """Tensors of a ``.pth``, a ``.safetensors``, a sharded index, or a directory holding one."""
+    path = Path(path)
+    if path.is_dir():
+        candidates = [path / SAFETENSORS_INDEX, path / "model.safetensors"]
+        path = next((c for c in candidates if c.is_file()), candidates[0])
+    if not path.is_file():
+        raise RegistryError("gate.weights-missing", path, "no such weights file", "pass a .pth, .safetensors or model.safetensors.index.json")
+    try:
+        if path.name.endswith(".index.json"):
+            return _load_sharded(path)
+        if path.suffix == ".safetensors":
+            return _load_safetensors(path)
+        if path.suffix in (".pth", ".pt"):
+            return _load_pth(path)
+    except RegistryError:
+        raise
+    except Exception as error:
+        raise RegistryError("gate.weights-unreadable", path, f"cannot be read ({type(error).__name__}: {error})", "re-download or re-convert the file") from error
+    raise RegistryError("gate.weights-unreadable", path, "unknown weights format", "use .pth, .safetensors or a sharded safetensors index")
+
+
+# --------------------------------------------------------------------------------------------
+# Adapters and state layout
+
+
+def merge_miss(
+    base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], scale: float, *, source: str | Path | None = None
+) -> dict[str, torch.Tensor]:
+    """Fold a MiSS adapter into base weights: ``W' = W + scale * D.repeat(1, ceil(in/rank))[:, :in]``.
+
+    MiSS shares one ``[out, rank]`` block across the input columns, so the delta is that block
+    tiled along the input dim and cut to width.  Returns a new dict; the base is not modified.
+    """
+    merged = dict(base)
+    for name, block in adapter.items():
+        if not MISS_TARGET.fullmatch(name):
+            raise RegistryError("gate.miss-key", source, f"adapter tensor {name} is not a blocks.N.(att|ffn).X.weight", "export the adapter with x070 target names")
+        if name not in base:
+            raise RegistryError("gate.miss-target", source, f"adapter targets {name}, which the base model lacks", "merge onto the base the adapter was trained on")
+        weight = base[name]
+        if block.dim() != 2 or weight.dim() != 2 or block.shape[0] != weight.shape[0]:
+            raise RegistryError(
+                "gate.miss-shape", source, f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
+                "merge onto the base the adapter was trained on",
+            )  # fmt: skip
+        width = weight.shape[1]
+        delta = block.float().repeat(1, math.ceil(width / block.shape[1]))[:, :width]
+        merged[name] = (weight.float() + scale * delta).to(weight.dtype)
+    return merged
+
+
+def to_package_state(state: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Batched state of batch size 1 -> the rwkv package's layout (no batch dim)."""
+    if any(s.shape[0] != 1 for s in state):
+        raise ValueError("only a state of batch size 1 has a package layout")
+    return [s[0].clone() for s in state]
+
+
+def from_package_state(state: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The rwkv package's state list -> this runtime's batched layout (batch size 1)."""
+    return [s.unsqueeze(0).clone() for s in state]
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    n_layer: int
+    n_embd: int
+    n_head: int
+    head_size: int
+    vocab_size: int
+    dim_ffn: int
+
+
+@dataclass(frozen=True)
+class Generation:
+    tokens: list[int]  # generated tokens, without the stop token
+    text: str  # their decoded text, cut before the stop text
+    stop_reason: str  # "stop_token", "stop_text" or "max_new_tokens"
+
+
+def _infer_shape(tensors: Mapping[str, torch.Tensor], source) -> ModelShape:
+    for name in ("emb.weight", "blocks.0.att.r_k", "blocks.0.ffn.key.weight"):
+        if name not in tensors:
+            raise RegistryError("gate.weights-keys", source, f"missing {name}", "pass an RWKV-7 (x070) checkpoint")
+    vocab, embd = tensors["emb.weight"].shape
+    heads, head_size = tensors["blocks.0.att.r_k"].shape
+    layers = 1 + max(int(n.split(".")[1]) for n in tensors if n.startswith("blocks."))
+    if heads * head_size != embd:
+        raise RegistryError("gate.weights-shape", source, f"r_k is {heads}x{head_size} but n_embd is {embd}", "pass an RWKV-7 (x070) checkpoint")
+    return ModelShape(layers, embd, heads, head_size, vocab, tensors["blocks.0.ffn.key.weight"].shape[0])
+
+
+def _expected_keys(shape: ModelShape) -> set[str]:
+    keys = set(GLOBAL_KEYS)
+    for i in range(shape.n_layer):
+        keys.update(f"blocks.{i}.{k}" for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED))
+    return keys
+
+
+def _expected_shape(name: str, shape: ModelShape, lora: Mapping[str, int]) -> tuple[int, ...] | None:
+    """The shape a tensor must have, or None where only its use can tell (LoRA ranks)."""
+    c, f, v = shape.n_embd, shape.dim_ffn, shape.vocab_size
+    leaf = name.split(".", 2)[-1] if name.startswith("blocks.") else name
+    square = {"att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight"}
+    if leaf in square:
+        return (c, c)
+    if leaf in ("emb.weight", "head.weight"):
+        return (v, c)
+    if leaf == "ffn.key.weight":
+        return (f, c)
+    if leaf == "ffn.value.weight":
+        return (c, f)
+    if leaf == "att.r_k":
+        return (shape.n_head, shape.head_size)
+    lora_match = re.fullmatch(r"att\.([wavg])([12])", leaf)
+    if lora_match:
+        rank = lora[lora_match.group(1)]
+        return (c, rank) if lora_match.group(2) == "1" else (rank, c)
+    return None  # vectors: checked by element count
+
+
+def _check_weights(tensors: Mapping[str, torch.Tensor], shape: ModelShape, source) -> None:
+    expected = _expected_keys(shape)
+    present = set(tensors) - {f"blocks.0.{k}" for k in LAYER0_UNUSED}
+    missing, unknown = sorted(expected - present), sorted(present - expected)
+    if missing:
+        raise RegistryError("gate.weights-keys", source, f"missing {len(missing)} tensors, e.g. {missing[0]}", "pass a complete RWKV-7 (x070) checkpoint")
+    if unknown:
+        raise RegistryError("gate.weights-keys", source, f"{len(unknown)} tensors this runtime does not know, e.g. {unknown[0]}", "the gate runs plain x070 checkpoints only")
+    lora = {x: tensors[f"blocks.0.att.{x}1"].shape[-1] for x in LORA_KEYS if f"blocks.0.att.{x}1" in tensors}
+    lora.setdefault("v", tensors["blocks.1.att.v1"].shape[-1] if shape.n_layer > 1 else 0)
+    for name in sorted(expected):
+        got = tuple(tensors[name].shape)
+        want = _expected_shape(name, shape, lora)
+        fits = got == want if want is not None else math.prod(got) == shape.n_embd
+        if not fits:
+            raise RegistryError("gate.weights-shape", source, f"{name} is {got}, expected {want or (shape.n_embd,)}", "pass a consistent RWKV-7 (x070) checkpoint")
+
+
+class Rwkv7:
+    """RWKV-7 inference on CPU or CUDA in float32 or bfloat16; see the module docstring."""
+
+    def __init__(
+        self,
+        tensors: Mapping[str, torch.Tensor],
+        *,
+        dtype: torch.dtype = torch.float32,
+        device: str | torch.device = "cpu",
+        wkv: str = "auto",
+        source: str | Path | None = None,
+    ):
+        """``wkv``: "auto" (kernel on CUDA, reference on CPU), "kernel" (CUDA only) or "reference"."""
+        if dtype not in (torch.float32, torch.bfloat16):
+            raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
+        if wkv not in WKV_CHOICES:
+            raise ValueError(f"wkv must be one of {WKV_CHOICES}, got {wkv!r}")
+        self.device = torch.device(device)
+        if wkv == "kernel" and self.device.type != "cuda":
+            raise ValueError("wkv='kernel' needs device='cuda'")
+        self.dtype = dtype
+        self.source = source
+        self.shape = _infer_shape(tensors, source)
+        _check_weights(tensors, self.shape, source)
+        self._wkv = wkv7_reference if wkv == "reference" else wkv7
+        self._prepare(tensors)
+
+    @classmethod
+    def from_path(cls, path: str | Path, **kwargs) -> Rwkv7:
+        return cls(load_tensors(path), source=path, **kwargs)
+
+    def _prepare(self, tensors: Mapping[str, torch.Tensor]) -> None:
+        """Move weights to device/dtype, squeeze the [1, 1, C] vectors, fold ln0 into emb."""
+
+        def prep(name: str) -> torch.Tensor:
+            t = tensors[name].to(device=self.device, dtype=self.dtype)
+            return t.flatten() if name.endswith("att.r_k") else t.squeeze()
+
+        self._layers = [
+            {k: prep(f"blocks.{i}.{k}") for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED)} for i in range(self.shape.n_layer)
+        ]
+        self._ln_out = (prep("ln_out.weight"), prep("ln_out.bias"))
+        self._head = prep("head.weight")
+        self._emb = self._layer_norm(prep("emb.weight"), (prep("blocks.0.ln0.weight"), prep("blocks.0.ln0.bias")))
+
+    def _layer_norm(self, x: torch.Tensor, weight_bias: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return F.layer_norm(x, (self.shape.n_embd,), *weight_bias)
+
+    # ---- state ------------------------------------------------------------------------------
+
+    def zero_state(self, batch: int = 1) -> list[torch.Tensor]:
+        s = self.shape
+        state = []
+        for _ in range(s.n_layer):
+            state.append(torch.zeros(batch, s.n_embd, dtype=self.dtype, device=self.device))
+            state.append(torch.zeros(batch, s.n_head, s.head_size, s.head_size, dtype=torch.float32, device=self.device))
+            state.append(torch.zeros(batch, s.n_embd, dtype=self.dtype, device=self.device))
+        return state
+
+    def apply_state_file(self, tensors: Mapping[str, torch.Tensor], *, batch: int = 1, source: str | Path | None = None) -> list[torch.Tensor]:
+        """Initial state from a state-tuning file: WKV slots = ``blocks.i.att.time_state``, shifts zero."""
+        s = self.shape
+        expected = {f"blocks.{i}.att.time_state" for i in range(s.n_layer)}
+        if set(tensors) != expected:
+            odd = sorted(set(tensors) ^ expected)[0]
+            raise RegistryError("gate.state-mismatch", source, f"state file does not match a {s.n_layer}-layer model (at {odd})", "use the state trained for this base model")
+        state = self.zero_state(batch)
+        for i in range(s.n_layer):
+            t = tensors[f"blocks.{i}.att.time_state"]
+            if tuple(t.shape) != (s.n_head, s.head_size, s.head_size):
+                raise RegistryError(
+                    "gate.state-mismatch", source, f"blocks.{i}.att.time_state is {tuple(t.shape)}, the model needs {(s.n_head, s.head_size, s.head_size)}",
+                    "use the state trained for this base model",
+                )  # fmt: skip
+            state[3 * i + 1] = t.to(device=self.device, dtype=torch.float32).expand(batch, -1, -1, -1).clone()
+        return state
+
+    def _check_state(self, state: Sequence[torch.Tensor], batch: int) -> None:
+        want = self.zero_state(0)
+        if len(state) != len(want) or any(tuple(s.shape) != (batch, *w.shape[1:]) for s, w in zip(state, want)):
+            raise ValueError(f"state does not fit this model with batch {batch}; build it with zero_state() or apply_state_file()")
+
+    # ---- forward ----------------------------------------------------------------------------
+
+    def _token_ids(self, tokens) -> tuple[torch.Tensor, bool]:
+        """[B, T] ids on the device, and whether the input was a single unbatched sequence."""
+        ids = torch.as_tensor(tokens, dtype=torch.long)
+        unbatched = ids.dim() <= 1
+        ids = ids.reshape(1, -1) if unbatched else ids
+        if ids.dim() != 2 or ids.shape[1] == 0:
+            raise ValueError(f"tokens must be a non-empty list or a [B, T] tensor, got shape {tuple(ids.shape)}")
+        if int(ids.min()) < 0 or int(ids.max()) >= self.shape.vocab_size:
+            raise ValueError(f"token ids must be in [0, {self.shape.vocab_size})")
+        return ids.to(self.device), unbatched
+
+    @torch.inference_mode()
+    def forward(self, tokens, state: Sequence[torch.Tensor] | None = None, *, full_output: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Run tokens (a list/1-D tensor: one sequence; a [B, T] tensor: a batch) from ``state``.
+
+        Returns ``(logits, new_state)``: logits of the last position (``[V]`` or ``[B, V]``), or
+        of every position with ``full_output``.  The given state is not modified.  One token at a
+        time (T = 1) is the generation mode; longer inputs are the prefill mode.
+        """
+        ids, unbatched = self._token_ids(tokens)
+        if state is None:
+            state = self.zero_state(ids.shape[0])
+        else:
+            self._check_state(state, ids.shape[0])
+            state = [s.clone() for s in state]
+        x = self._emb[ids]
+        v_first = None
+        for i, p in enumerate(self._layers):
+            out, state[3 * i], v_first = self._time_mix(i, p, self._layer_norm(x, (p["ln1.weight"], p["ln1.bias"])), state[3 * i], state[3 * i + 1], v_first)
+            x = x + out
+            out, state[3 * i + 2] = self._channel_mix(p, self._layer_norm(x, (p["ln2.weight"], p["ln2.bias"])), state[3 * i + 2])
+            x = x + out
+        if not full_output:
+            x = x[:, -1]
+        logits = F.linear(self._layer_norm(x, self._ln_out), self._head)
+        return (logits[0] if unbatched else logits), state
+
+    @staticmethod
+    def _shift_delta(x: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
+        """Token shift: previous position's input minus this one's ([B, T, C])."""
+        return torch.cat((prev.unsqueeze(1), x[:, :-1]), dim=1) - x
+
+    def _time_mix(self, layer: int, p, x, x_prev, wkv_state, v_first):
+        batch, steps, c = x.shape
+        heads, n = self.shape.n_head, self.shape.head_size
+        xx = self._shift_delta(x, x_prev)
+        xr, xw, xk, xv, xa, xg = (x + xx * p[f"att.{m}"] for m in MIX_KEYS)
+
+        r = F.linear(xr, p["att.receptance.weight"])
+        w = torch.tanh(xw @ p["att.w1"]) @ p["att.w2"]
+        k = F.linear(xk, p["att.key.weight"])
+        v = F.linear(xv, p["att.value.weight"])
+        a = torch.sigmoid(p["att.a0"] + (xa @ p["att.a1"]) @ p["att.a2"])
+        g = torch.sigmoid(xg @ p["att.g1"]) @ p["att.g2"]
+
+        kk = F.normalize((k * p["att.k_k"]).view(batch, steps, heads, n), dim=-1, p=2.0).view(batch, steps, c)
+        k = k * (1 + (a - 1) * p["att.k_a"])
+        if layer == 0:
+            v_first = v
+        else:
+            v = v + (v_first - v) * torch.sigmoid(p["att.v0"] + (xv @ p["att.v1"]) @ p["att.v2"])
+        w = -F.softplus(-(p["att.w0"] + w)) - 0.5
+
+        y, _ = self._wkv(r, w, k, v, -kk, kk * a, wkv_state)
+        y = F.group_norm(y.view(batch * steps, c), heads, p["att.ln_x.weight"], p["att.ln_x.bias"], eps=GROUP_NORM_EPS).view(batch, steps, c)
+        bonus = (r * k * p["att.r_k"]).view(batch, steps, heads, n).sum(-1, keepdim=True) * v.view(batch, steps, heads, n)
+        y = y + bonus.view(batch, steps, c)
+        return F.linear(y * g, p["att.output.weight"]), x[:, -1], v_first
+
+    def _channel_mix(self, p, x, x_prev):
+        k = x + self._shift_delta(x, x_prev) * p["ffn.x_k"]
+        k = torch.relu(F.linear(k, p["ffn.key.weight"])) ** 2
+        return F.linear(k, p["ffn.value.weight"]), x[:, -1]
+
+    # ---- generation -------------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompt_tokens: Sequence[int],
+        max_new_tokens: int,
+        *,
+        decode: Callable[[list[int]], str],
+        stop_tokens: Iterable[int] = (0,),
+        stop_text: str | None = "\n\nUser:",
+        state: Sequence[torch.Tensor] | None = None,
+    ) -> Generation:
+        """Greedy continuation of one prompt; stops on a stop token, the stop text or the budget.
+
+        The stop text (the next chat turn's header) is cut from the returned text: a model that
+        answers and then starts the next turn has answered correctly.
+        """
+        stops = set(stop_tokens)
+        logits, state = self.forward(list(prompt_tokens), state)
+        tokens: list[int] = []
+        while len(tokens) < max_new_tokens:
+            if tokens:
+                logits, state = self.forward(tokens[-1:], state)
+            token = int(torch.argmax(logits))
+            if token in stops:
+                return Generation(tokens, decode(tokens), "stop_token")
+            tokens.append(token)
+            text = decode(tokens)
+            if stop_text and stop_text in text:
+                return Generation(tokens, text[: text.index(stop_text)], "stop_text")
+        return Generation(tokens, decode(tokens), "max_new_tokens")

@@ -1,0 +1,317 @@
+"""add-base, add, score: putting weights into a registry, refusing what does not fit.
+
+Each command follows the same plan: check every input (without touching the registry), stage the
+new index, the file and the derived files (card, SHA256SUMS) in one transaction, commit.  Any
+refusal happens before the first rename, so the registry stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from ..artifacts.inspect import Inspection, check_miss_fits, check_state_fits, inspect_weights
+from ..atomic import transaction
+from ..errors import RegistryError
+from ..hashing import hash_file
+from ..hashing.engine import CHUNK, Progress
+from ..layout import TRAIN_JSON, canonical_path
+from ..models import DATA_VERSION_PATTERN, NAME_PATTERN, SHA256_PATTERN, Base, DataRef, Entry, Index, Score, TrainJson
+from ..repo import INDEX_NAME, Repo, render_index
+from ..schemas import PROJECT_ROOT, load_model
+from ..sums import parse_sums
+from .core import stage_derived
+
+CATALOG_PATH = PROJECT_ROOT / INDEX_NAME
+INSPECTION_KIND = {"state": "state", "miss": "miss", "full": "checkpoint"}
+
+
+def _require_name(value: str, what: str, option: str) -> None:
+    if not re.match(NAME_PATTERN, value):
+        raise RegistryError(
+            "args.bad-name", value, f"{what} {value!r} is not a plain name (no path separators, no leading dot)", f"pass a plain name to {option}"
+        )
+
+
+def _require_sha(value: str, option: str) -> str:
+    value = value.lower()
+    if not re.match(SHA256_PATTERN, value):
+        raise RegistryError("args.bad-sha256", value, "not a 64-hex sha256", f"pass the full sha256 to {option}")
+    return value
+
+
+def load_catalog(path: Path = CATALOG_PATH) -> Index:
+    return load_model(path, "index", str(path))  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------------------------
+# add-base
+
+
+@dataclass
+class BaseRequest:
+    path: Path | None
+    filename: str
+    source: str | None = None
+    vocab: str | None = None
+    sha256: str | None = None  # declared (--metadata-only) or expected
+
+
+def _catalog_check(base: Base, catalog: Index) -> Base:
+    """Fill source/vocab from the catalog and refuse a file whose hash the catalog contradicts."""
+    known = next((b for b in catalog.bases if b.filename == base.filename), None)
+    if known is None:
+        return base
+    if known.sha256 != base.sha256:
+        raise RegistryError(
+            "base.catalog-mismatch",
+            base.filename,
+            f"sha256 is {base.sha256} but the known-bases catalog says {known.sha256} (corrupt or partial download?)",
+            "download the file again and compare with the catalog hash",
+        )
+    return base.model_copy(update={"source": base.source or known.source, "vocab": base.vocab or known.vocab})
+
+
+def add_base(root: Path, request: BaseRequest, progress: Progress | None = None, catalog: Index | None = None) -> Base:
+    """Register a base checkpoint (its file stays where it is; only its fingerprint is recorded)."""
+    repo = Repo.open(root)
+    index = repo.load_index()
+    if not request.filename.endswith(".pth"):
+        raise RegistryError("base.not-pth", request.filename, "a base checkpoint must be a .pth file", "pass the official .pth file")
+    name = request.filename[: -len(".pth")]
+    _require_name(name, "base name", "add-base")
+    architecture = None
+    size = None
+    if request.path is not None:
+        inspection = inspect_weights(request.path)
+        if inspection.kind != "checkpoint" or inspection.architecture is None:
+            raise RegistryError("base.not-checkpoint", request.path, f"this is a {inspection.kind} file, not an RWKV-7 checkpoint", "pass the base .pth")
+        architecture = inspection.architecture
+        size = request.path.stat().st_size
+        sha = hash_file(request.path, progress)
+        if request.sha256 and _require_sha(request.sha256, "--sha256") != sha:
+            raise RegistryError("base.sha-mismatch", request.path, f"sha256 is {sha}, not the expected {request.sha256}", "download the file again")
+    else:
+        if not request.sha256:
+            raise RegistryError("args.missing", request.filename, "--metadata-only needs --sha256", "pass the published sha256 with --sha256")
+        sha = _require_sha(request.sha256, "--sha256")
+    base = Base(name=name, filename=request.filename, source=request.source, sha256=sha, vocab=request.vocab, architecture=architecture, size=size)
+    base = _catalog_check(base, catalog if catalog is not None else load_catalog())
+    for existing in index.bases:
+        if existing.name == name or existing.sha256 == sha:
+            raise RegistryError("base.exists", request.filename, f"base already registered as {existing.name} ({existing.sha256[:12]}…)", "nothing to do; old bases are never replaced")
+    index.bases.append(base)
+    with transaction(repo.root) as txn:
+        txn.mkdir(name)
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index, progress)
+    return base
+
+
+# ----------------------------------------------------------------------------------------------
+# add
+
+
+@dataclass
+class AddRequest:
+    file: Path
+    base: str
+    method: str
+    data_version: str
+    train_json: Path
+    run: str | None = None
+    data_sha256: str | None = None
+    dataset_repo: str | None = None
+    data_sums: Path | None = None
+    recommended: bool = False
+    notes: str = ""
+    move: bool = False
+
+
+def _check_request(request: AddRequest, index: Index) -> Base:
+    _require_name(request.base, "base name", "--base")
+    if request.run is not None:
+        _require_name(request.run, "run name", "--run")
+    if not re.match(DATA_VERSION_PATTERN, request.data_version):
+        raise RegistryError("args.bad-data-version", request.data_version, "data version must look like v1.41 or v2.1", "pass --data-version v<major>[.<minor>]")
+    if request.method == "miss" and not request.run:
+        raise RegistryError("args.missing", request.file, "MiSS adapters live in a run directory", "pass --run NAME (e.g. r16-lr2e-5-e2)")
+    if not request.file.is_file():
+        raise RegistryError("args.missing-file", request.file, "no such file", "check the path")
+    if not request.train_json.is_file():
+        raise RegistryError("train.missing", request.train_json, "train.json not found", "pass --train-json with the trainer, hyperparameters, command and data sha256")
+    base = index.base_by_name(request.base)
+    if base is None:
+        raise RegistryError("base.unknown", request.base, "no such base in index.json", f"run `registry add-base {request.base}.pth` first")
+    return base
+
+
+def _check_train_json(request: AddRequest) -> TrainJson:
+    train: TrainJson = load_model(request.train_json, "train", str(request.train_json))  # type: ignore[assignment]
+    if request.data_sha256 and _require_sha(request.data_sha256, "--data-sha256") != train.data_sha256:
+        raise RegistryError(
+            "train.data-mismatch",
+            request.train_json,
+            f"data_sha256 is {train.data_sha256} but --data-sha256 says {request.data_sha256}",
+            "train on and declare the same data, or fix train.json",
+        )
+    return train
+
+
+def _check_data_sums(request: AddRequest, data_sha: str) -> None:
+    """The dataset repo's SHA256SUMS must list a file with exactly this training-data hash."""
+    if request.data_sums is None:
+        return
+    listed = parse_sums(request.data_sums.read_bytes(), request.data_sums)
+    if data_sha not in listed.values():
+        raise RegistryError(
+            "data.not-in-dataset",
+            request.data_sums,
+            f"no file in the dataset's SHA256SUMS has sha256 {data_sha}",
+            "pass the SHA256SUMS of the dataset version the weights were trained on",
+        )
+
+
+def _check_fits(request: AddRequest, inspection: Inspection, base: Base) -> None:
+    expected = INSPECTION_KIND[request.method]
+    if inspection.kind != expected:
+        raise RegistryError("weights.wrong-kind", request.file, f"this is a {inspection.kind} file, not a {request.method} file", f"pass --method matching the file ({inspection.kind})")
+    if base.architecture is None:
+        raise RegistryError(
+            "base.metadata-only",
+            request.base,
+            "the base was declared by hash only, so its shapes are unknown and the weights cannot be checked",
+            f"run `registry add-base {base.filename}` with the base file",
+        )
+    if request.method == "state":
+        check_state_fits(inspection, base.architecture, request.file)
+    elif request.method == "miss":
+        check_miss_fits(inspection, base.architecture, base.sha256, request.file)
+    elif inspection.architecture != base.architecture:
+        raise RegistryError(
+            "weights.architecture",
+            request.file,
+            f"checkpoint architecture {inspection.architecture} differs from base {base.architecture}",
+            "a full fine-tune must keep its base's shapes; register the right base",
+        )
+
+
+def _copy_hashing(source: Path, destination: Path, progress: Progress | None) -> str:
+    """Copy while hashing, so a multi-GB weight file is read once."""
+    digest = hashlib.sha256()
+    with open(source, "rb") as src, open(destination, "wb") as dst:
+        while chunk := src.read(CHUNK):
+            digest.update(chunk)
+            dst.write(chunk)
+            if progress:
+                progress(len(chunk))
+        dst.flush()
+        os.fsync(dst.fileno())
+    shutil.copystat(source, destination)
+    return digest.hexdigest()
+
+
+def _set_recommended(index: Index, entry: Entry) -> None:
+    """One recommended file per base and method (seed 001: "State 推荐", "MiSS 推荐")."""
+    for other in index.entries:
+        if other.base_sha256 == entry.base_sha256 and other.method == entry.method:
+            other.recommended = False
+    entry.recommended = True
+
+
+def add_weight(root: Path, request: AddRequest, progress: Progress | None = None) -> Entry:
+    repo = Repo.open(root)
+    index = repo.load_index()
+    base = _check_request(request, index)
+    train = _check_train_json(request)
+    _check_data_sums(request, train.data_sha256)
+    inspection = inspect_weights(request.file)
+    _check_fits(request, inspection, base)
+    rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
+    if index.entry_by_path(rel) or (repo.root / rel).exists():
+        raise RegistryError("entry.exists", rel, "a file is already registered at this path", "use another --run or file name; published files are never replaced")
+    train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)
+    train_bytes = request.train_json.read_bytes()
+    existing_train = repo.root / train_rel
+    if existing_train.is_file() and existing_train.read_bytes() != train_bytes:
+        raise RegistryError("train.conflict", train_rel, "a different train.json is already in this data-version directory", f"pass --train-json {existing_train}")
+    with transaction(repo.root) as txn:
+        staged = txn.staging / f"add-{os.getpid()}.part"
+        try:
+            if request.move and request.file.stat().st_dev == txn.staging.stat().st_dev:
+                os.replace(request.file, staged)
+                sha = hash_file(staged, progress)
+            else:
+                sha = _copy_hashing(request.file, staged, progress)
+            duplicate = next((e for e in index.entries if e.sha256 == sha), None)
+            if duplicate:
+                raise RegistryError("entry.duplicate", request.file, f"the same bytes are already registered as {duplicate.path}", "nothing to do")
+        except BaseException:
+            if request.move and not request.file.exists() and staged.exists():
+                os.replace(staged, request.file)  # give the user's file back
+            staged.unlink(missing_ok=True)
+            raise
+        entry = Entry(
+            path=rel,
+            method=request.method,  # type: ignore[arg-type]
+            base_sha256=base.sha256,
+            data=DataRef(version=request.data_version, sha256=train.data_sha256, dataset_repo=request.dataset_repo),
+            sha256=sha,
+            size=staged.stat().st_size,
+            format="safetensors" if rel.endswith(".safetensors") else "pth",
+            content_version=inspection.miss.content_version if inspection.miss else None,
+            notes=request.notes,
+        )
+        index.entries.append(entry)
+        if request.recommended:
+            _set_recommended(index, entry)
+        txn.move(staged, rel, sha)
+        if not existing_train.is_file():
+            txn.write(train_rel, train_bytes)
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index, progress)
+    if request.move and request.file.exists():
+        request.file.unlink()
+    return entry
+
+
+# ----------------------------------------------------------------------------------------------
+# score
+
+
+def resolve_entry(repo: Repo, index: Index, path: str) -> Entry:
+    """An entry by registry-relative path (or a path inside the registry)."""
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists():
+        try:
+            path = candidate.absolute().relative_to(repo.root).as_posix()
+        except ValueError:
+            raise RegistryError("entry.outside", path, "the path is outside the registry", "pass a path inside the registry") from None
+    entry = index.entry_by_path(path)
+    if entry is None:
+        raise RegistryError("entry.unknown", path, "no such entry in index.json", "pass a path listed by `registry list`")
+    return entry
+
+
+def add_score(root: Path, path: str, score: Score) -> Entry:
+    repo = Repo.open(root)
+    index = repo.load_index()
+    entry = resolve_entry(repo, index, path)
+    entry.scores.append(score)
+    entry.scores.sort(key=lambda s: (s.date, s.backend, s.benchmark))
+    with transaction(repo.root) as txn:
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index)
+    return entry
+
+
+def parse_date(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise RegistryError("args.bad-date", value, "not a YYYY-MM-DD date", "pass --date YYYY-MM-DD") from None

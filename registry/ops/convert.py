@@ -1,0 +1,91 @@
+"""``registry convert``: safetensors twins of registered weights, recorded as derived entries."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..artifacts.inspect import inspect_weights
+from ..atomic import ensure_writable, fsync_dir, transaction
+from ..convert import ConversionResult, convert_file
+from ..convert.convert import Opener, _default_open
+from ..errors import RegistryError
+from ..hashing import hash_file
+from ..hashing.engine import Progress
+from ..models import Entry, FileRef, Index
+from ..repo import INDEX_NAME, Repo, render_index
+from .artifacts import resolve_entry
+from .core import stage_derived
+
+
+def _metadata(entry: Entry | None, source_sha: str, miss_fields: dict | None) -> dict[str, str]:
+    """safetensors ``__metadata__`` values (strings only): provenance, and miss.json's fields."""
+    meta = {"source_sha256": source_sha}
+    if entry is not None:
+        meta["base_sha256"] = entry.base_sha256
+        if entry.content_version:
+            meta["content_version"] = entry.content_version
+    for key, value in (miss_fields or {}).items():
+        meta[f"miss.{key}"] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return meta
+
+
+def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry:
+    main = result.main
+    shards = [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files[:-1]] if result.sharded else []
+    return source.model_copy(
+        update={
+            "path": repo.rel(main.final),
+            "sha256": main.sha256,
+            "size": main.size,
+            "format": "safetensors-sharded" if result.sharded else "safetensors",
+            "recommended": False,
+            "derived_from": source.path,
+            "notes": f"safetensors twin of {source.path.rsplit('/', 1)[-1]}",
+            "shards": shards,
+            "gate": None,
+            "scores": [s.model_copy() for s in source.scores],
+        },
+        deep=True,
+    )
+
+
+def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, opener: Opener = _default_open, progress: Progress | None = None) -> Entry:
+    """Convert a registered .pth entry; the twins and the index change land in one transaction."""
+    repo = Repo.open(root)
+    index = repo.load_index()
+    source = resolve_entry(repo, index, path)
+    if source.format != "pth":
+        raise RegistryError("convert.not-pth", source.path, "only .pth entries are converted", "pass the .pth entry this file was derived from")
+    inspection = inspect_weights(repo.root / source.path)
+    ensure_writable(repo.root)
+    with transaction(repo.root) as txn:
+        result = convert_file(
+            repo.root / source.path, inspection.kind, _metadata(source, source.sha256, inspection.miss_fields()), shard_size,
+            txn.staging, force, opener, progress,
+        )
+        derived = _derived_entry(repo, source, result)
+        _replace_derived(index, derived)
+        for f in result.files:
+            txn.move(f.temp, repo.rel(f.final), f.sha256)
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index, progress)
+    return derived
+
+
+def _replace_derived(index: Index, derived: Entry) -> None:
+    """A re-conversion (--force, or identical) replaces the earlier derived entry."""
+    index.entries = [e for e in index.entries if e.path != derived.path]
+    index.entries.append(derived)
+
+
+def convert_standalone(path: Path, shard_size: int, force: bool = False, opener: Opener = _default_open, progress: Progress | None = None) -> ConversionResult:
+    """Convert a .pth that is not in a registry (e.g. a base checkpoint), next to itself."""
+    inspection = inspect_weights(path)
+    ensure_writable(path.parent)
+    result = convert_file(path, inspection.kind, _metadata(None, hash_file(path), inspection.miss_fields()), shard_size, path.parent, force, opener, progress)
+    for f in result.files:
+        os.replace(f.temp, f.final)
+    fsync_dir(path.parent)
+    return result

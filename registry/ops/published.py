@@ -1,0 +1,83 @@
+"""Immutability: files once published stay byte-identical.
+
+The SHA256SUMS of the last publish is kept in ``.registry/published/SHA256SUMS`` (publish writes
+it after verifying the remote; ``registry pull`` writes it too).  A published file whose bytes
+changed, or that disappeared, is a finding unless a rewrite was recorded in index.json with a
+reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+from ..atomic import atomic_write, transaction
+from ..hashing import StatCache
+from ..layout import Finding, scan_tree
+from ..models import Index, Rewrite
+from ..repo import INDEX_NAME, Repo, render_index
+from ..sums import SUMS_NAME, digest_tree, parse_sums, render_sums
+from .core import stage_derived
+
+# Derived files are re-rendered by the tool on every change; immutability is about the rest.
+DERIVED = {"index.json", "README.md", SUMS_NAME}
+
+
+def published_sums(repo: Repo) -> dict[str, str]:
+    path = repo.published_dir / SUMS_NAME
+    return parse_sums(path.read_bytes(), path) if path.is_file() else {}
+
+
+def record_published(repo: Repo, digests: dict[str, str]) -> None:
+    repo.published_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(repo.published_dir / SUMS_NAME, render_sums(digests))
+
+
+def _covered(index: Index, path: str, current: str | None) -> bool:
+    return any(r.path == path and r.new_sha256 == current for r in index.rewrites)
+
+
+def rewrite_violations(repo: Repo, index: Index, digests: dict[str, str]) -> Iterator[tuple[str, str, str | None]]:
+    """(path, published sha256, current sha256 or None) for every unrecorded change."""
+    for path, sha in sorted(published_sums(repo).items()):
+        if path in DERIVED:
+            continue
+        current = digests.get(path)
+        if current != sha and not _covered(index, path, current):
+            yield path, sha, current
+
+
+def immutability_findings(repo: Repo, index: Index, digests: dict[str, str]) -> Iterator[Finding]:
+    for path, _, current in rewrite_violations(repo, index, digests):
+        what = "was deleted" if current is None else "changed"
+        yield Finding(
+            "immutable.rewritten",
+            path,
+            f"published file {what} since the last publish",
+            "restore the published bytes, or record why with `registry validate --allow-rewrite REASON`",
+        )
+
+
+def record_rewrites(repo: Repo, index: Index, digests: dict[str, str], reason: str) -> list[Rewrite]:
+    """Add a Rewrite record for every unrecorded change to a published file."""
+    added = [
+        Rewrite(path=path, old_sha256=old, new_sha256=new, reason=reason, date=date.today().isoformat())
+        for path, old, new in rewrite_violations(repo, index, digests)
+    ]
+    index.rewrites.extend(added)
+    return added
+
+
+def allow_rewrite(root: Path, reason: str) -> list[Rewrite]:
+    """Record every unrecorded change to a published file with ``reason``, then refresh the
+    derived files (index.json, card, SHA256SUMS) in one transaction."""
+    repo = Repo.open(root)
+    index = repo.load_index()
+    digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))
+    added = record_rewrites(repo, index, digests, reason)
+    if added:
+        with transaction(repo.root) as txn:
+            txn.write(INDEX_NAME, render_index(index))
+            stage_derived(repo, txn, index)
+    return added

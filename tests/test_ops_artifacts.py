@@ -1,0 +1,199 @@
+"""add-base, add, score, list, immutability: what fits goes in, what does not is refused cleanly."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from registry.artifacts.factory import TinySpec, make_base_checkpoint, make_state_file, save_checkpoint
+from registry.artifacts.miss import make_adapter_file
+from registry.cli import main
+from registry.errors import RegistryError
+from registry.models import Index, Score
+from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_score, add_weight
+from registry.ops.published import record_published
+from registry.sums import parse_sums, render_sums
+from registry.validate import validate
+
+from .conftest import SMALL, sha256_of, snapshot
+
+DATA = "ab" * 32
+OTHER_SPEC = TinySpec(n_layer=3, n_embd=128, vocab_size=512)
+
+
+def train_json(path: Path, data_sha: str = DATA) -> Path:
+    path.write_text(json.dumps({"trainer": {"name": "rwkv_state_tune", "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": "rwkv_state_tune --lr_init 0.01", "data_sha256": data_sha}))
+    return path
+
+
+@pytest.fixture
+def registry_with_base(empty_registry, small_base):
+    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt"))
+    return empty_registry
+
+
+def base_name(path: Path) -> str:
+    return path.name[: -len(".pth")]
+
+
+def refuse(root: Path, func, *args, code: str) -> RegistryError:
+    """Call func expecting a refusal with ``code``; the registry must be byte-identical after."""
+    before = snapshot(root)
+    with pytest.raises(RegistryError) as err:
+        func(*args)
+    assert err.value.code == code, err.value.one_line()
+    assert snapshot(root) == before
+    assert "\n" not in err.value.one_line() and "fix:" in err.value.one_line()
+    return err.value
+
+
+def test_add_base_records_architecture_and_stays_valid(registry_with_base, small_base):
+    index = Index.model_validate_json((registry_with_base / "index.json").read_text())
+    base = index.bases[0]
+    assert base.sha256 == sha256_of(small_base) and base.name == base_name(small_base)
+    assert (base.architecture.n_layer, base.architecture.n_embd, base.architecture.head_size, base.architecture.vocab_size) == (2, 128, 64, 512)
+    assert (registry_with_base / base.name).is_dir()
+    assert validate(registry_with_base) == []
+
+
+def test_add_base_catalog_mismatch_is_refused(empty_registry, tmp_path):
+    fake = make_base_checkpoint(tmp_path / "rwkv7-g1k-7.2b-20260930-ctx25600.pth", SMALL)
+    err = refuse(empty_registry, add_base, empty_registry, BaseRequest(path=fake, filename=fake.name), code="base.catalog-mismatch")
+    assert "0853d4ce" in err.message
+
+
+def test_add_base_metadata_only_then_add_needs_the_file(empty_registry, tmp_path):
+    catalog_name = "rwkv7-g1k-7.2b-20260930-ctx25600.pth"
+    sha = "0853d4ce2e4e0629762797d05036a84cc69fb2fb9eff5590dd22aeb518a4c842"
+    base = add_base(empty_registry, BaseRequest(path=None, filename=catalog_name, sha256=sha))
+    assert base.source == "BlinkDL/rwkv7-g1" and base.architecture is None  # filled from the catalog
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    request = AddRequest(state, base.name, "state", "v1.41", train_json(tmp_path / "t.json"))
+    refuse(empty_registry, add_weight, empty_registry, request, code="base.metadata-only")
+
+
+def test_add_base_refuses_rwkv6_and_non_rwkv(empty_registry, tmp_path):
+    rwkv6 = save_checkpoint(tmp_path / "rwkv6-x.pth", {"emb.weight": torch.zeros(8, 4), "blocks.0.att.time_maa_x": torch.zeros(1, 1, 4), "blocks.0.att.time_decay": torch.zeros(4)})
+    err = refuse(empty_registry, add_base, empty_registry, BaseRequest(path=rwkv6, filename=rwkv6.name), code="weights.not-rwkv7")
+    assert "RWKV-6" in err.message
+    other = save_checkpoint(tmp_path / "bert.pth", {"linear.weight": torch.zeros(2, 2)})
+    refuse(empty_registry, add_base, empty_registry, BaseRequest(path=other, filename=other.name), code="weights.not-rwkv")
+
+
+def test_add_state_and_miss_happy_path(registry_with_base, small_base, tmp_path):
+    name = base_name(small_base)
+    state = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "v141b.pth", SMALL), name, "state", "v1.41", train_json(tmp_path / "t.json"), recommended=True))
+    assert state.path == f"{name}/state/v1.41/v141b.pth" and state.recommended
+    adapter = make_adapter_file(tmp_path / "adapter-final.pth", SMALL, sha256_of(small_base))
+    miss = add_weight(registry_with_base, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r16-lr2e-5-e2"))
+    assert miss.path == f"{name}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth" and len(miss.content_version) == 64
+    assert validate(registry_with_base) == []
+    assert parse_sums((registry_with_base / "SHA256SUMS").read_bytes())[miss.path] == miss.sha256
+
+
+def test_wrong_state_shapes_refused(registry_with_base, small_base, tmp_path):
+    state = make_state_file(tmp_path / "s.pth", OTHER_SPEC)
+    request = AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"))
+    err = refuse(registry_with_base, add_weight, registry_with_base, request, code="state.wrong-base")
+    assert "3 layers" in err.message and "2 layers" in err.message
+
+
+def test_miss_for_another_base_refused_printing_both(registry_with_base, small_base, tmp_path):
+    adapter = make_adapter_file(tmp_path / "adapter-final.pth", SMALL, "cd" * 32)
+    request = AddRequest(adapter, base_name(small_base), "miss", "v2.1", train_json(tmp_path / "t.json"), run="r1")
+    err = refuse(registry_with_base, add_weight, registry_with_base, request, code="miss.wrong-base")
+    assert "cd" * 32 in err.message and sha256_of(small_base) in err.message
+
+
+def test_tampered_content_version_refused(registry_with_base, small_base, tmp_path):
+    adapter = make_adapter_file(tmp_path / "adapter-final.pth", SMALL, sha256_of(small_base))
+    with zipfile.ZipFile(adapter) as z:
+        member = next(n for n in z.namelist() if n.endswith("/miss.json"))
+        manifest = json.loads(z.read(member))
+        members = {n: z.read(n) for n in z.namelist()}
+    manifest["content_version"] = "0" * 64
+    members[member] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(adapter, "w", zipfile.ZIP_STORED) as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    request = AddRequest(adapter, base_name(small_base), "miss", "v2.1", train_json(tmp_path / "t.json"), run="r1")
+    refuse(registry_with_base, add_weight, registry_with_base, request, code="miss.content-mismatch")
+
+
+def test_missing_train_json_and_data_mismatch(registry_with_base, small_base, tmp_path):
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    name = base_name(small_base)
+    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(state, name, "state", "v1.41", tmp_path / "nope.json"), code="train.missing")
+    request = AddRequest(state, name, "state", "v1.41", train_json(tmp_path / "t.json"), data_sha256="ef" * 32)
+    refuse(registry_with_base, add_weight, registry_with_base, request, code="train.data-mismatch")
+
+
+def test_base_name_with_separator_and_unknown_base(registry_with_base, tmp_path):
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(state, "../evil", "state", "v1.41", train_json(tmp_path / "t.json")), code="args.bad-name")
+    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(state, "nobase", "state", "v1.41", train_json(tmp_path / "t.json")), code="base.unknown")
+
+
+def test_same_file_twice_refused(registry_with_base, small_base, tmp_path):
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    name = base_name(small_base)
+    add_weight(registry_with_base, AddRequest(state, name, "state", "v1.41", train_json(tmp_path / "t.json")))
+    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(state, name, "state", "v1.41", tmp_path / "t.json"), code="entry.exists")
+    copy = tmp_path / "other-name.pth"
+    copy.write_bytes(state.read_bytes())
+    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(copy, name, "state", "v1.41", tmp_path / "t.json"), code="entry.duplicate")
+    assert copy.exists()
+
+
+def test_move_moves_and_data_sums_provenance(registry_with_base, small_base, tmp_path):
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    dataset_sums = tmp_path / "SHA256SUMS"
+    dataset_sums.write_bytes(render_sums({"v1.41/dataset/train/segments-1-41.jsonl": "12" * 32}))
+    request = AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"), data_sums=dataset_sums, move=True)
+    refuse(registry_with_base, add_weight, registry_with_base, request, code="data.not-in-dataset")
+    assert state.exists()
+    request.train_json = train_json(tmp_path / "t2.json", "12" * 32)
+    entry = add_weight(registry_with_base, request)
+    assert not state.exists() and (registry_with_base / entry.path).is_file()
+
+
+def test_score_unknown_entry_refused_and_known_recorded(registry_with_base, small_base, tmp_path):
+    score = Score(benchmark="exam", value=46.9, date="2026-10-16", backend="rwkv_lightning 1.8.1", runs=2)
+    refuse(registry_with_base, add_score, registry_with_base, "nope/state/v1/x.pth", score, code="entry.unknown")
+    state = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "s.pth", SMALL), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
+    entry = add_score(registry_with_base, state.path, score)
+    assert entry.scores == [score]
+    assert validate(registry_with_base) == []
+
+
+def test_published_file_rewrite_needs_recorded_reason(registry_with_base, small_base, tmp_path):
+    state = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "s.pth", SMALL), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
+    from registry.repo import Repo
+
+    record_published(Repo(registry_with_base), parse_sums((registry_with_base / "SHA256SUMS").read_bytes()))
+    target = registry_with_base / state.path
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    assert "immutable.rewritten" in {f.code for f in validate(registry_with_base)}
+    result = CliRunner().invoke(main, ["validate", str(registry_with_base), "--allow-rewrite", "fixed a corrupt upload"])
+    index = Index.model_validate_json((registry_with_base / "index.json").read_text())
+    assert index.rewrites and index.rewrites[0].reason == "fixed a corrupt upload" and index.rewrites[0].path == state.path
+    # the entry's own hash is now stale: validate says so rather than silently accepting
+    assert "index.sha-mismatch" in result.output
+
+
+def test_cli_add_list_json_and_errors(registry_with_base, small_base, tmp_path):
+    runner = CliRunner()
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    ok = runner.invoke(main, ["add", str(state), "-C", str(registry_with_base), "--base", base_name(small_base), "--method", "state", "--data-version", "v1.41", "--train-json", str(train_json(tmp_path / "t.json")), "--json"])
+    assert ok.exit_code == 0, ok.output
+    listed = json.loads(runner.invoke(main, ["list", "-C", str(registry_with_base), "--json"]).output)
+    assert [e["path"] for e in listed["entries"]] == [json.loads(ok.output)["path"]]
+    bad = runner.invoke(main, ["add", str(state), "-C", str(registry_with_base), "--base", base_name(small_base), "--method", "miss", "--data-version", "v1.41", "--run", "r", "--train-json", str(tmp_path / "t.json")])
+    assert bad.exit_code == 1 and bad.output.startswith("error: ") and "fix:" in bad.output
