@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .convert.shards import shard_set_problems
 from .errors import RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
@@ -171,6 +172,17 @@ def check_entry_hashes(ctx: Context) -> Iterator[Finding]:
                 yield Finding("index.size-mismatch", path, f"index.json says {size} bytes", "re-add the file with `registry add`")
 
 
+def check_shards(ctx: Context) -> Iterator[Finding]:
+    """A sharded checkpoint's index, shards and weight_map agree with each other and the entry."""
+    files = set(ctx.scan.files)
+    for entry in ctx.index.entries:
+        if entry.format != "safetensors-sharded" or entry.path not in files:
+            continue
+        listed = {s.path.rsplit("/", 1)[-1] for s in entry.shards}
+        for problem in shard_set_problems(ctx.root / entry.path, listed):
+            yield Finding("shards.invalid", entry.path, problem, "re-run `registry convert --force` on the source .pth")
+
+
 def check_immutable(ctx: Context) -> Iterator[Finding]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
@@ -182,6 +194,7 @@ CHECKS: list[Check] = [
     check_entries,
     check_sums,
     check_entry_hashes,
+    check_shards,
     check_immutable,
 ]
 

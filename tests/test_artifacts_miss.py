@@ -55,6 +55,16 @@ def manifest_for(tensors: dict[str, torch.Tensor], base_sha: str, **changes) -> 
     return json.dumps({**fields, **changes})
 
 
+class MarkerPayload:
+    """Pickles as a call to ``os.makedirs(marker)``: unpickling it unsafely creates the marker."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.makedirs, (str(self.marker),))
+
+
 def load(path: Path) -> dict[str, torch.Tensor]:
     return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
 
@@ -100,21 +110,23 @@ def test_written_adapter_loads_with_mmap_and_describes_itself(adapter, base_sha,
 
 def test_content_version_ignores_container_bytes(tmp_path, tensors, base_sha):
     targets = default_targets(checkpoint_shapes(SMALL))
-    plain = write_adapter(tmp_path / "adapter-final.pth", tensors, RANK, 1.0, targets, base_sha)
-    reordered = dict(reversed(list(share_storage(tensors).items())))
-    shared = write_adapter(tmp_path / "other-name.pth", reordered, RANK, 1.0, targets, base_sha)
+    plain_path, renamed_path, shared_path = tmp_path / "adapter-final.pth", tmp_path / "other-name.pth", tmp_path / "copy" / "adapter-final.pth"
+    plain = write_adapter(plain_path, tensors, RANK, 1.0, targets, base_sha)
+    renamed = write_adapter(renamed_path, tensors, RANK, 1.0, targets, base_sha)  # top folder "other-name/"
+    reordered_shared = dict(reversed(list(share_storage(tensors).items())))
+    shared = write_adapter(shared_path, reordered_shared, RANK, 1.0, targets, base_sha)  # one storage, other order
     buffer = io.BytesIO()  # torch.save to a file object: top folder "archive/"
-    torch.save(load(tmp_path / "adapter-final.pth"), buffer)
-    resaved = tmp_path / "resaved.pth"
-    resaved.write_bytes(buffer.getvalue())
-    append_manifest(resaved, plain.model_dump_json())
+    torch.save(load(plain_path), buffer)
+    resaved_path = tmp_path / "resaved.pth"
+    resaved_path.write_bytes(buffer.getvalue())
+    append_manifest(resaved_path, plain.model_dump_json())
 
-    files = [tmp_path / "adapter-final.pth", tmp_path / "other-name.pth", resaved]
-    assert len({f.read_bytes() for f in files}) == 3
-    with zipfile.ZipFile(resaved) as archive:
+    files = [plain_path, renamed_path, shared_path, resaved_path]
+    assert len({f.read_bytes() for f in files}) == len(files)
+    with zipfile.ZipFile(resaved_path) as archive:
         assert "archive/miss.json" in archive.namelist()
-    assert plain.content_version == shared.content_version == read_miss_json(resaved).content_version
-    assert {content_version(load(f)) for f in files} == {plain.content_version}
+    versions = {plain.content_version, renamed.content_version, shared.content_version, read_miss_json(resaved_path).content_version}
+    assert versions == {content_version(load(f)) for f in files} == {content_version(tensors)}
 
 
 def test_content_version_changes_with_any_value_name_or_shape(tensors):
@@ -140,17 +152,13 @@ def test_content_version_follows_the_documented_normalization():
         + field(b"b") + field(b"BF16") + field(struct.pack("<2Q", 1, 2)) + field(struct.pack("<2H", 0x3FC0, 0xC000))
     )
     assert content_version(tensors) == hashlib.sha256(stream).hexdigest()
+    assert content_version(tensors) == "4ab7dab9ca65d41c841718926892d94b3c84ee4f4e36c11367376ae5728a3744"  # docs' check value
 
 
 def test_miss_json_is_read_without_unpickling(tmp_path, tensors, base_sha, monkeypatch):
     marker = tmp_path / "pwned"
-
-    class Payload:
-        def __reduce__(self):
-            return (os.makedirs, (str(marker),))
-
     path = tmp_path / "evil.pth"
-    torch.save({"blocks.0.att.key.weight": Payload()}, path)
+    torch.save({"blocks.0.att.key.weight": MarkerPayload(marker)}, path)
     append_manifest(path, manifest_for(tensors, base_sha))
     monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch.load called"))
     monkeypatch.setattr(pickle, "Unpickler", None)

@@ -133,7 +133,7 @@ def inspect_weights(path: str | Path) -> Inspection:
 
 def _inspect_torch_zip(path: Path) -> Inspection:
     has_manifest = _check_torch_zip(path)
-    tensors = _load_tensor_map(path)
+    tensors = load_tensor_map(path)
     manifest = verify_adapter(path, tensors) if has_manifest else None
     infos = {name: TensorInfo(dtype_code(t.dtype), tuple(t.shape)) for name, t in tensors.items()}
     return _classified(path, "pth", infos, manifest, files=(path,))
@@ -142,21 +142,30 @@ def _inspect_torch_zip(path: Path) -> Inspection:
 def _check_torch_zip(path: Path) -> bool:
     """Refuse a damaged archive before torch sees it; say whether it holds a miss.json.
 
-    Reading data.pkl through zipfile checks its CRC, so a corrupted pickle is reported as
-    corruption rather than as whatever the unpickler makes of random bytes.
+    Every member except the tensor storages (``<folder>/data/<n>``, the bulk of the file) is read
+    through zipfile, which checks its CRC: a corrupted pickle is reported as corruption rather
+    than as whatever the unpickler makes of random bytes.  Damaged tensor data is caught by the
+    file's sha256 (and, for adapters, by content_version).
     """
     with zip_refusals(path), zipfile.ZipFile(path) as archive:
         folder = torch_zip_folder(archive, path)
-        archive.read(f"{folder}/data.pkl")
+        for name in archive.namelist():
+            if not name.startswith(f"{folder}/data/"):
+                archive.read(name)
         return f"{folder}/{MANIFEST_MEMBER}" in archive.namelist()
 
 
 def _unpickler_reason(error: Exception) -> str:
-    match = re.search(r"WeightsUnpickler error: (.*?)(?: was not an allowed global.*)?$", str(error), re.MULTILINE)
-    return match.group(1) if match else str(error).splitlines()[0]
+    """The useful part of torch's long weights_only message (which also suggests unsafe loading)."""
+    text = str(error)
+    if named := re.search(r"GLOBAL ([\w.]+)", text):
+        return f"it names {named[1]}"
+    detail = re.search(r"WeightsUnpickler error: ([^\n]*)", text)
+    return detail[1] if detail else text.splitlines()[0]
 
 
-def _load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
+def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a torch-zip ``.pth``, memory-mapped; refuses anything but str → Tensor."""
     try:
         loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as error:
@@ -166,7 +175,7 @@ def _load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
             f"the pickle builds objects other than tensors, so it was not loaded ({_unpickler_reason(error)})",
             "on a machine you trust, re-save only the tensors: torch.save({name: tensor, ...}, path)",
         ) from None
-    except RuntimeError as error:  # miniz: damage zipfile could not see
+    except (RuntimeError, ValueError, EOFError) as error:  # damage that passed the CRC checks
         raise RegistryError(
             "weights.corrupt-zip", path, f"torch cannot read the archive ({str(error).splitlines()[0]})", "download or copy the file again and compare its sha256"
         ) from None

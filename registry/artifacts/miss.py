@@ -151,11 +151,15 @@ def _x070_linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
 # content_version
 
 
+_UNSIGNED_OF_SIZE = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
+
+
 def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
-    """The tensor's elements in row-major order, little-endian (torch's in-memory order on every
-    platform torch supports), without the container's storage sharing or strides."""
+    """The elements in row-major order as little-endian bytes, whatever the strides, storage
+    sharing or host byte order (on little-endian hosts this copies nothing beyond .contiguous())."""
     flat = tensor.detach().cpu().contiguous().reshape(-1)
-    return memoryview(flat.view(torch.uint8).numpy())
+    words = flat.view(_UNSIGNED_OF_SIZE[flat.element_size()]).numpy()
+    return memoryview(words.astype(words.dtype.newbyteorder("<"), copy=False)).cast("B")
 
 
 def content_version(tensors: Mapping[str, torch.Tensor]) -> str:

@@ -21,12 +21,12 @@ import torch
 from safetensors import safe_open
 
 from .. import __version__
-from ..artifacts.inspect import load_flat_tensors
+from ..artifacts.inspect import load_tensor_map
 from ..errors import RegistryError
 from ..hashing import hash_file
 from .residency import release_pages
 from .shards import SHARD_INDEX_NAME, plan_shards
-from .writer import check_dtypes, write_safetensors
+from .writer import SAFETENSORS_DTYPES, check_dtypes, read_offsets, write_safetensors
 
 Opener = Callable[[Path], BinaryIO]
 
@@ -59,7 +59,7 @@ class ConversionResult:
             f.temp.unlink(missing_ok=True)
 
 
-def _default_open(path: Path) -> BinaryIO:
+def open_for_writing(path: Path) -> BinaryIO:
     return open(path, "wb")
 
 
@@ -94,26 +94,53 @@ def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: 
     return ConvertedFile(final=final, temp=temp, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
+VERIFY_CHUNK = 64 << 20
+
+
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.contiguous().reshape(-1).view(torch.uint8)
+
+
+def _same_tensor(handle: BinaryIO, data_start: int, span: tuple[int, int], original: torch.Tensor) -> bool:
+    """Compare one written tensor's bytes with the source, a block at a time.
+
+    Bytes are read with pread from the file safetensors just validated (page cache, not process
+    memory), and the source's pages are released as they are compared, so peak memory is one
+    block whatever the checkpoint's size.
+    """
+    begin, end = span
+    expected = _bits(original)
+    if end - begin != expected.numel():
+        return False
+    for offset in range(0, expected.numel(), VERIFY_CHUNK):
+        length = min(VERIFY_CHUNK, expected.numel() - offset)
+        written = os.pread(handle.fileno(), length, data_start + begin + offset)
+        if written != memoryview(expected[offset : offset + length].numpy()):
+            return False
+        if original.is_contiguous():
+            release_pages(original, offset, length)
+    return True
+
+
 def verify(result: ConversionResult, source: dict[str, torch.Tensor]) -> None:
     """Re-read every output through safetensors and compare each tensor's bytes to the source."""
     seen: set[str] = set()
     for f in result.files:
         if not f.tensors:
             continue
-        with safe_open(f.temp, framework="pt") as reader:
+        with safe_open(f.temp, framework="pt") as reader:  # the real loader accepts the file
             if (reader.metadata() or {}).get("format") != "pt":
                 raise RegistryError("convert.verify-failed", f.final, "metadata lacks format=pt", "report this bug")
             if sorted(reader.keys()) != sorted(f.tensors):
                 raise RegistryError("convert.verify-failed", f.final, "tensor names differ from the source", "report this bug")
             for name in f.tensors:
-                written = reader.get_tensor(name)
-                original = source[name]
-                same = written.dtype == original.dtype and written.shape == original.shape and torch.equal(
-                    written.reshape(-1).view(torch.uint8), original.contiguous().reshape(-1).view(torch.uint8)
-                )
-                del written
-                release_pages(original)
-                if not same:
+                block = reader.get_slice(name)
+                if block.get_shape() != list(source[name].shape) or block.get_dtype() != SAFETENSORS_DTYPES[source[name].dtype]:
+                    raise RegistryError("convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug")
+        data_start, spans = read_offsets(f.temp)
+        with open(f.temp, "rb") as handle:
+            for name in f.tensors:
+                if not _same_tensor(handle, data_start, spans[name], source[name]):
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from the source", "check the disk and run convert again")
                 seen.add(name)
     missing = set(source) - seen
@@ -133,7 +160,7 @@ def convert_file(
     shard_size: int,
     staging: Path,
     force: bool = False,
-    opener: Opener = _default_open,
+    opener: Opener = open_for_writing,
     progress: Callable[[int], None] | None = None,
 ) -> ConversionResult:
     """Write verified safetensors twins of ``source`` to temp files in ``staging``.
@@ -141,7 +168,7 @@ def convert_file(
     The caller renames ``ConvertedFile.temp`` → ``final`` (or calls ``discard``).  An existing
     output with other bytes is refused unless ``force``.
     """
-    tensors = load_flat_tensors(source)
+    tensors = load_tensor_map(source)
     check_dtypes(tensors, str(source))
     meta = {"format": "pt", "registry_version": __version__, **metadata}
     directory = source.parent

@@ -18,12 +18,17 @@ _MADV_DONTNEED = 4
 _libc = ctypes.CDLL(None, use_errno=True) if os.name == "posix" else None
 
 
-def release_pages(tensor: torch.Tensor) -> None:
-    """Drop the resident pages behind ``tensor``'s bytes (whole pages inside its range only)."""
+def release_pages(tensor: torch.Tensor, offset: int = 0, length: int | None = None) -> None:
+    """Drop the resident pages behind ``tensor``'s bytes [offset, offset+length).
+
+    Only for tensors from ``torch.load(mmap=True)``: on anonymous memory MADV_DONTNEED would
+    zero the data.  Only whole pages inside the range are dropped.
+    """
     if _libc is None or tensor.device.type != "cpu" or tensor.numel() == 0:
         return
-    start = tensor.data_ptr()
-    end = start + tensor.numel() * tensor.element_size()
+    nbytes = tensor.numel() * tensor.element_size()
+    start = tensor.data_ptr() + offset
+    end = start + (nbytes - offset if length is None else min(length, nbytes - offset))
     page = mmap.PAGESIZE
     first = (start + page - 1) // page * page  # never touch a page shared with a neighbour
     last = end // page * page

@@ -18,6 +18,8 @@ import torch
 from ..errors import RegistryError
 from .residency import release_pages
 
+WRITE_CHUNK = 64 << 20  # bytes written (and then released from the source mapping) at a time
+
 SAFETENSORS_DTYPES: dict[torch.dtype, str] = {
     torch.float64: "F64",
     torch.float32: "F32",
@@ -63,6 +65,15 @@ def build_header(tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, st
     return struct.pack("<Q", len(header)) + header
 
 
+def read_offsets(path) -> tuple[int, dict[str, tuple[int, int]]]:
+    """Where the data section starts and each tensor's [start, end) within it."""
+    with open(path, "rb") as handle:
+        (length,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(length))
+    header.pop("__metadata__", None)
+    return 8 + length, {name: tuple(entry["data_offsets"]) for name, entry in header.items()}
+
+
 class HashingWriter:
     """Pass-through writer that hashes and counts every byte on its way to disk."""
 
@@ -88,9 +99,11 @@ def write_safetensors(
     out.write(build_header(tensors, metadata))
     for _, tensor in tensors:
         data = raw_bytes(tensor)
-        out.write(data)
+        for offset in range(0, len(data), WRITE_CHUNK):
+            out.write(data[offset : offset + WRITE_CHUNK])
+            if tensor.is_contiguous():  # else ``data`` is a private copy, freed below
+                release_pages(tensor, offset, WRITE_CHUNK)
+            if progress:
+                progress(min(WRITE_CHUNK, len(data) - offset))
         del data
-        release_pages(tensor)
-        if progress:
-            progress(tensor.numel() * tensor.element_size())
     return out.digest.hexdigest(), out.size

@@ -80,3 +80,9 @@ def make_wkv7_inputs(
     state = torch.randn((batch, heads, head_size, head_size), generator=gen) * 0.1
     inputs = tuple(t.to(dtype=dtype, device=device).contiguous() for t in (r, w, k, v, a, b))
     return inputs, state.to(device)
+
+
+def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """Largest absolute difference over the reference's largest magnitude (on CPU, in fp32)."""
+    want = want.float().cpu()
+    return ((got.float().cpu() - want).abs().max() / want.abs().max()).item()

@@ -170,7 +170,7 @@ def _infer_shape(tensors: Mapping[str, torch.Tensor], source) -> ModelShape:
             raise RegistryError("gate.weights-keys", source, f"missing {name}", "pass an RWKV-7 (x070) checkpoint")
     vocab, embd = tensors["emb.weight"].shape
     heads, head_size = tensors["blocks.0.att.r_k"].shape
-    layers = 1 + max(int(n.split(".")[1]) for n in tensors if n.startswith("blocks."))
+    layers = 1 + max(int(m.group(1)) for n in tensors if (m := re.match(r"blocks\.(\d+)\.", n)))
     if heads * head_size != embd:
         raise RegistryError("gate.weights-shape", source, f"r_k is {heads}x{head_size} but n_embd is {embd}", "pass an RWKV-7 (x070) checkpoint")
     return ModelShape(layers, embd, heads, head_size, vocab, tensors["blocks.0.ffn.key.weight"].shape[0])
@@ -183,26 +183,23 @@ def _expected_keys(shape: ModelShape) -> set[str]:
     return keys
 
 
-def _expected_shape(name: str, shape: ModelShape, lora: Mapping[str, int]) -> tuple[int, ...] | None:
-    """The shape a tensor must have, or None where only its use can tell (LoRA ranks)."""
+def _expected_shape(name: str, shape: ModelShape, tensors: Mapping[str, torch.Tensor]) -> tuple[int, ...] | None:
+    """The shape a matrix must have; None for the vectors, which are checked by element count."""
     c, f, v = shape.n_embd, shape.dim_ffn, shape.vocab_size
     leaf = name.split(".", 2)[-1] if name.startswith("blocks.") else name
-    square = {"att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight"}
-    if leaf in square:
-        return (c, c)
-    if leaf in ("emb.weight", "head.weight"):
-        return (v, c)
-    if leaf == "ffn.key.weight":
-        return (f, c)
-    if leaf == "ffn.value.weight":
-        return (c, f)
-    if leaf == "att.r_k":
-        return (shape.n_head, shape.head_size)
-    lora_match = re.fullmatch(r"att\.([wavg])([12])", leaf)
-    if lora_match:
-        rank = lora[lora_match.group(1)]
-        return (c, rank) if lora_match.group(2) == "1" else (rank, c)
-    return None  # vectors: checked by element count
+    fixed = {
+        "emb.weight": (v, c), "head.weight": (v, c),
+        "att.receptance.weight": (c, c), "att.key.weight": (c, c), "att.value.weight": (c, c), "att.output.weight": (c, c),
+        "ffn.key.weight": (f, c), "ffn.value.weight": (c, f),
+        "att.r_k": (shape.n_head, shape.head_size),
+    }  # fmt: skip
+    if leaf in fixed:
+        return fixed[leaf]
+    lora = re.fullmatch(r"(.*att\.[wavg])([12])", name)
+    if lora:  # a low-rank pair: [C, rank] then [rank, C], the rank read from the first
+        rank = tensors[lora.group(1) + "1"].shape[-1]
+        return (c, rank) if lora.group(2) == "1" else (rank, c)
+    return None
 
 
 def _check_weights(tensors: Mapping[str, torch.Tensor], shape: ModelShape, source) -> None:
@@ -213,13 +210,10 @@ def _check_weights(tensors: Mapping[str, torch.Tensor], shape: ModelShape, sourc
         raise RegistryError("gate.weights-keys", source, f"missing {len(missing)} tensors, e.g. {missing[0]}", "pass a complete RWKV-7 (x070) checkpoint")
     if unknown:
         raise RegistryError("gate.weights-keys", source, f"{len(unknown)} tensors this runtime does not know, e.g. {unknown[0]}", "the gate runs plain x070 checkpoints only")
-    lora = {x: tensors[f"blocks.0.att.{x}1"].shape[-1] for x in LORA_KEYS if f"blocks.0.att.{x}1" in tensors}
-    lora.setdefault("v", tensors["blocks.1.att.v1"].shape[-1] if shape.n_layer > 1 else 0)
     for name in sorted(expected):
         got = tuple(tensors[name].shape)
-        want = _expected_shape(name, shape, lora)
-        fits = got == want if want is not None else math.prod(got) == shape.n_embd
-        if not fits:
+        want = _expected_shape(name, shape, tensors)
+        if (got != want) if want is not None else (math.prod(got) != shape.n_embd):
             raise RegistryError("gate.weights-shape", source, f"{name} is {got}, expected {want or (shape.n_embd,)}", "pass a consistent RWKV-7 (x070) checkpoint")
 
 
@@ -273,14 +267,14 @@ class Rwkv7:
 
     # ---- state ------------------------------------------------------------------------------
 
-    def zero_state(self, batch: int = 1) -> list[torch.Tensor]:
+    def _state_shapes(self, batch: int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         s = self.shape
-        state = []
-        for _ in range(s.n_layer):
-            state.append(torch.zeros(batch, s.n_embd, dtype=self.dtype, device=self.device))
-            state.append(torch.zeros(batch, s.n_head, s.head_size, s.head_size, dtype=torch.float32, device=self.device))
-            state.append(torch.zeros(batch, s.n_embd, dtype=self.dtype, device=self.device))
-        return state
+        shift = ((batch, s.n_embd), self.dtype)
+        wkv = ((batch, s.n_head, s.head_size, s.head_size), torch.float32)
+        return [shift, wkv, shift] * s.n_layer
+
+    def zero_state(self, batch: int = 1) -> list[torch.Tensor]:
+        return [torch.zeros(size, dtype=dtype, device=self.device) for size, dtype in self._state_shapes(batch)]
 
     def apply_state_file(self, tensors: Mapping[str, torch.Tensor], *, batch: int = 1, source: str | Path | None = None) -> list[torch.Tensor]:
         """Initial state from a state-tuning file: WKV slots = ``blocks.i.att.time_state``, shifts zero."""
@@ -297,12 +291,12 @@ class Rwkv7:
                     "gate.state-mismatch", source, f"blocks.{i}.att.time_state is {tuple(t.shape)}, the model needs {(s.n_head, s.head_size, s.head_size)}",
                     "use the state trained for this base model",
                 )  # fmt: skip
-            state[3 * i + 1] = t.to(device=self.device, dtype=torch.float32).expand(batch, -1, -1, -1).clone()
+            state[3 * i + 1] = t.to(device=self.device, dtype=torch.float32).unsqueeze(0).repeat(batch, 1, 1, 1)
         return state
 
     def _check_state(self, state: Sequence[torch.Tensor], batch: int) -> None:
-        want = self.zero_state(0)
-        if len(state) != len(want) or any(tuple(s.shape) != (batch, *w.shape[1:]) for s, w in zip(state, want)):
+        want = self._state_shapes(batch)
+        if len(state) != len(want) or any(tuple(t.shape) != size for t, (size, _) in zip(state, want)):
             raise ValueError(f"state does not fit this model with batch {batch}; build it with zero_state() or apply_state_file()")
 
     # ---- forward ----------------------------------------------------------------------------
@@ -331,7 +325,7 @@ class Rwkv7:
             state = self.zero_state(ids.shape[0])
         else:
             self._check_state(state, ids.shape[0])
-            state = [s.clone() for s in state]
+            state = [s.clone(memory_format=torch.contiguous_format) for s in state]
         x = self._emb[ids]
         v_first = None
         for i, p in enumerate(self._layers):

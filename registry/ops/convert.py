@@ -6,10 +6,10 @@ import json
 import os
 from pathlib import Path
 
-from ..artifacts.inspect import inspect_weights
+from ..artifacts.inspect import Inspection, inspect_weights
 from ..atomic import ensure_writable, fsync_dir, transaction
 from ..convert import ConversionResult, convert_file
-from ..convert.convert import Opener, _default_open
+from ..convert.convert import Opener, open_for_writing
 from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import Progress
@@ -29,6 +29,11 @@ def _metadata(entry: Entry | None, source_sha: str, miss_fields: dict | None) ->
     for key, value in (miss_fields or {}).items():
         meta[f"miss.{key}"] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
     return meta
+
+
+def _miss_fields(inspection: Inspection) -> dict | None:
+    """miss.json's fields, carried into the safetensors metadata of a converted adapter."""
+    return inspection.miss.model_dump(mode="json") if inspection.miss else None
 
 
 def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry:
@@ -51,7 +56,7 @@ def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry
     )
 
 
-def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, opener: Opener = _default_open, progress: Progress | None = None) -> Entry:
+def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, opener: Opener = open_for_writing, progress: Progress | None = None) -> Entry:
     """Convert a registered .pth entry; the twins and the index change land in one transaction."""
     repo = Repo.open(root)
     index = repo.load_index()
@@ -62,7 +67,7 @@ def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, o
     ensure_writable(repo.root)
     with transaction(repo.root) as txn:
         result = convert_file(
-            repo.root / source.path, inspection.kind, _metadata(source, source.sha256, inspection.miss_fields()), shard_size,
+            repo.root / source.path, inspection.kind, _metadata(source, source.sha256, _miss_fields(inspection)), shard_size,
             txn.staging, force, opener, progress,
         )
         derived = _derived_entry(repo, source, result)
@@ -80,11 +85,11 @@ def _replace_derived(index: Index, derived: Entry) -> None:
     index.entries.append(derived)
 
 
-def convert_standalone(path: Path, shard_size: int, force: bool = False, opener: Opener = _default_open, progress: Progress | None = None) -> ConversionResult:
+def convert_standalone(path: Path, shard_size: int, force: bool = False, opener: Opener = open_for_writing, progress: Progress | None = None) -> ConversionResult:
     """Convert a .pth that is not in a registry (e.g. a base checkpoint), next to itself."""
     inspection = inspect_weights(path)
     ensure_writable(path.parent)
-    result = convert_file(path, inspection.kind, _metadata(None, hash_file(path), inspection.miss_fields()), shard_size, path.parent, force, opener, progress)
+    result = convert_file(path, inspection.kind, _metadata(None, hash_file(path), _miss_fields(inspection)), shard_size, path.parent, force, opener, progress)
     for f in result.files:
         os.replace(f.temp, f.final)
     fsync_dir(path.parent)

@@ -1,0 +1,77 @@
+"""The card's YAML front matter, built with huggingface_hub's own ModelCardData.
+
+Using the Hub library (rather than dumping YAML by hand) means the Hub parses exactly what we
+wrote: the same key names (``model-index``), the same eval-result layout, the same YAML dialect.
+"""
+
+from __future__ import annotations
+
+from huggingface_hub import EvalResult, ModelCardData
+
+from ..models import Index
+from .view import CardView
+
+LANGUAGES = ["zh", "en"]
+LIBRARY = "rwkv"
+TASK = "text-generation"
+# Front matter key order: what a reader looks for first; model-index (long) always comes last.
+KEY_ORDER = ["language", "license", "library_name", "tags", "base_model", "base_model_relation", "datasets"]
+
+
+def base_model_relation(index: Index) -> str | None:
+    """How the repo relates to its bases, for the Hub's single ``base_model_relation`` value.
+
+    State files and MiSS adapters are useless without the exact base file, so any repo holding one
+    is an ``adapter`` repo, even when it also holds full checkpoints; only a repo of nothing but
+    full checkpoints is a ``finetune``.  An empty registry states no relation.
+    """
+    methods = {e.method for e in index.entries}
+    if not methods:
+        return None
+    return "finetune" if methods == {"full"} else "adapter"
+
+
+def eval_results(view: CardView) -> list[EvalResult]:
+    """One EvalResult per recorded score.
+
+    The Hub groups results that share task and dataset (type, config) into one model-index
+    result; the dataset config is set to "<date> <backend>" so a group never mixes scores that are
+    not comparable, and the metric name says which file was measured.
+    """
+    return [
+        EvalResult(
+            task_type=TASK,
+            dataset_type=row.score.benchmark,
+            dataset_name=row.score.benchmark,
+            dataset_config=f"{group.date} {group.backend}",
+            metric_type="score",
+            metric_name=row.entry.entry.path,
+            metric_value=row.score.value,
+        )
+        for base in view.bases
+        for group in base.score_groups
+        for row in group.rows
+    ]
+
+
+def front_matter(view: CardView) -> str:
+    """The YAML between the ``---`` lines (no trailing newline)."""
+    return card_data(view).to_yaml(original_order=KEY_ORDER)
+
+
+def card_data(view: CardView) -> ModelCardData:
+    index = view.index
+    sources = sorted({b.source for b in index.bases if b.source})
+    results = eval_results(view)
+    extra = {"base_model_relation": base_model_relation(index)} if sources and index.entries else {}
+    return ModelCardData(
+        language=LANGUAGES,
+        license=index.registry.license,
+        library_name=LIBRARY,
+        tags=index.registry.tags or None,
+        base_model=sources or None,
+        datasets=view.dataset_repos or None,
+        model_name=index.registry.title,
+        eval_results=results or None,
+        **extra,
+    )

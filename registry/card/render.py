@@ -1,0 +1,166 @@
+"""Render README.md from index.json: Hub front matter, a bilingual body, the hand-written part.
+
+The body comes from Jinja2 templates under ``templates/`` (injectable, so tests and forks can
+point elsewhere).  Every failure a maintainer can cause (a template that does not parse, a name
+the template misspells, bytes that are not UTF-8, broken hand-written markers) becomes a
+RegistryError naming the file and, for templates, the line; the caller has written nothing yet.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from huggingface_hub import ModelCard
+
+from ..errors import RegistryError
+from ..models import Index
+from ..repo import INDEX_NAME
+from ..schemas import PROJECT_ROOT
+from . import handwritten
+from .metadata import front_matter
+from .view import build_view
+
+TEMPLATE_DIR = PROJECT_ROOT / "templates"
+MAIN_TEMPLATE = "card.md.j2"
+
+
+# ----------------------------------------------------------------------------------------------
+# Markdown helpers the templates use
+
+
+def md_cell(value: Any) -> str:
+    """Text that stays inside one GFM table cell: ``\\`` and ``|`` escaped, newlines as ``<br>``."""
+    text = str(value).replace("\\", "\\\\").replace("|", "\\|")
+    return "<br>".join(re.split(r"\r\n|\r|\n", text))
+
+
+def md_code(value: Any) -> str:
+    """An inline code span that survives backticks in the text (fence longer than any run)."""
+    text = str(value)
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_inline(value: Any) -> str:
+    """One line of text for a heading or a sentence: any run of whitespace becomes one space."""
+    return " ".join(str(value).split())
+
+
+FILTERS: dict[str, Callable[[Any], str]] = {"md_cell": md_cell, "md_code": md_code, "md_inline": md_inline}
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading templates
+
+
+class _Utf8Loader(jinja2.FileSystemLoader):
+    """FileSystemLoader that names the template when its bytes are not UTF-8."""
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        for directory in self.searchpath:
+            path = Path(directory) / template
+            if path.is_file():
+                _decode(path.read_bytes(), path, "card.template-not-utf8", "save the template as UTF-8")
+        return super().get_source(environment, template)
+
+
+def _decode(data: bytes, file: Path | str, code: str, fix: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise RegistryError(code, f"{file}:{line}", f"not valid UTF-8 (byte {exc.start})", fix) from None
+
+
+def environment(template_dir: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=_Utf8Loader(str(template_dir), encoding="utf-8"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Markdown, not HTML: escaping is done per context by the md_* filters
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    env.globals.update(HANDWRITTEN_START=handwritten.START, HANDWRITTEN_END=handwritten.END)
+    return env
+
+
+def _template_line(exc: BaseException, template_dir: Path) -> str | None:
+    """``file:line`` of the innermost template frame (Jinja rewrites tracebacks to point there)."""
+    root = str(template_dir.absolute())
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(root)]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
+
+
+def _render_body(template_dir: Path, context: dict[str, Any]) -> str:
+    try:
+        return environment(template_dir).get_template(MAIN_TEMPLATE).render(context)
+    except jinja2.TemplateSyntaxError as exc:
+        where = f"{exc.filename or exc.name}:{exc.lineno}"
+        raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", "fix the template") from None
+    except jinja2.TemplateNotFound as exc:
+        raise RegistryError("card.template-missing", template_dir / exc.name, "template not found", "restore the template") from None
+    except jinja2.TemplateError as exc:  # undefined names (StrictUndefined), bad filters, ...
+        where = _template_line(exc, template_dir) or str(template_dir / MAIN_TEMPLATE)
+        raise RegistryError("card.template-error", where, f"template error: {exc}", "fix the template") from None
+
+
+# ----------------------------------------------------------------------------------------------
+# UTF-8 guard for the index's text
+
+
+def _lone_surrogate(value: Any, where: str = "$") -> str | None:
+    """JSON path of the first string holding a lone surrogate (``"\\ud800"`` in index.json).
+
+    json.loads accepts such escapes, but the result cannot be written as UTF-8.
+    """
+    if isinstance(value, str):
+        return where if re.search("[\ud800-\udfff]", value) else None
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = ((f"[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for key, child in items:
+        found = _lone_surrogate(child, f"{where}{key}" if str(key).startswith("[") else f"{where}.{key}")
+        if found:
+            return found
+    return None
+
+
+def _require_utf8(index: Index) -> None:
+    where = _lone_surrogate(index.model_dump(mode="json"))
+    if where:
+        raise RegistryError(
+            "card.not-utf8", INDEX_NAME, f"{where} holds an escaped lone surrogate, which is not valid UTF-8", f"correct the text at {where}"
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def decode_card(data: bytes) -> str:
+    """README.md's text; its hand-written part is kept verbatim, so it must be valid UTF-8."""
+    from ..repo import CARD_NAME
+
+    return _decode(data, CARD_NAME, "card.not-utf8", f"save {CARD_NAME} as UTF-8")
+
+
+def render_card(index: Index, existing: str | None, template_dir: Path = TEMPLATE_DIR) -> str:
+    """README.md for ``index``, keeping the hand-written section of ``existing`` (the current text).
+
+    The result is a pure function of its inputs: no dates, no environment, stable ordering.
+    """
+    _require_utf8(index)
+    view = build_view(index, handwritten.extract(existing))
+    body = _render_body(Path(template_dir), {"view": view, "index": index})
+    card = ModelCard(f"---\n{front_matter(view)}\n---\n\n{body}")
+    return str(card)
