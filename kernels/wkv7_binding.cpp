@@ -79,7 +79,7 @@ at::Tensor wkv7_forward(const at::Tensor& r, const at::Tensor& w, const at::Tens
 }  // namespace rwkv_registry
 
 TORCH_LIBRARY(rwkv_registry, m) {
-    m.def("wkv7_forward(Tensor r, Tensor w, Tensor k, Tensor v, Tensor a, Tensor b, Tensor(s!) state) -> Tensor");
+    m.def("wkv7_forward(Tensor r, Tensor w, Tensor k, Tensor v, Tensor a, Tensor b, Tensor(a!) state) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(rwkv_registry, CUDA, m) { m.impl("wkv7_forward", &rwkv_registry::wkv7_forward); }

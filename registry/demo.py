@@ -22,6 +22,7 @@ from .errors import RegistryError
 from .hashing import hash_file
 from .models import Score
 from .ops.artifacts import AddRequest, BaseRequest, add_base, add_score, add_weight
+from .ops.convert import convert_entry
 from .ops.core import init_registry
 from .validate import validate
 
@@ -112,6 +113,10 @@ def run_demo(directory: Path, echo: Echo | None = None) -> list[dict]:
     ):
         add_score(root, entry.path, Score(benchmark="exam", value=value, unit="%", date=date.fromisoformat(day), backend=backend, runs=2))
         step("score", f"{entry.path} exam {value}% ({day}, {backend})")
+    for entry, shard_size in ((entries[0], 1 << 40), (entries[1], 1 << 40), (entries[4], 8 << 20)):
+        derived = convert_entry(root, entry.path, shard_size)
+        shards = f" in {len(derived.shards)} shards" if derived.shards else ""
+        step("convert", f"{entry.path} -> {derived.path}{shards} (bit-exact)")
     findings = validate(root)
     if findings:
         raise RegistryError("demo.invalid", root, findings[0].one_line(), "report this bug")

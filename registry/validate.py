@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .card import check_card
 from .convert.shards import shard_set_problems
 from .errors import RegistryError
 from .hashing import StatCache
@@ -196,6 +197,7 @@ CHECKS: list[Check] = [
     check_entry_hashes,
     check_shards,
     check_immutable,
+    check_card,
 ]
 
 

@@ -15,7 +15,7 @@ import torch
 
 from registry.artifacts.factory import TinySpec, make_base_state_dict
 from registry.errors import RegistryError
-from registry.gate.kernel import BUILD_LOG, KERNEL_DIR, KERNEL_SOURCES, build_kernel, kernel_source_hash, parity_check, wkv7
+from registry.gate.kernel import BUILD_LOG, KERNEL_DIR, KERNEL_SOURCES, PARITY_CASES, build_kernel, kernel_source_hash, parity_check, wkv7
 from registry.gate.reference import make_wkv7_inputs
 from registry.gate.runtime import Rwkv7
 
@@ -35,15 +35,12 @@ def run_steps(inputs, state, start: int = 0, stop: int | None = None):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 class TestKernelOnGpu:
-    @pytest.mark.parametrize(
-        ("dtype", "batch", "steps", "heads"),
-        [(torch.float32, 2, 256, 4), (torch.bfloat16, 2, 256, 4), (torch.float32, 8, 64, 2), (torch.bfloat16, 1, 1024, 64)],
-    )
-    def test_kernel_matches_reference(self, built, dtype, batch, steps, heads):
-        result = parity_check(batch, steps, heads, dtype, seed=batch + steps)
+    @pytest.mark.parametrize("case", PARITY_CASES, ids=lambda case: "{}-B{}-T{}-H{}".format(*case))
+    def test_kernel_matches_reference(self, built, case):
+        result = parity_check(*case, seed=7)
         assert result["ok"], result
 
-    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
     def test_state_carried_across_chunks_equals_one_run(self, built, dtype):
         inputs, state = make_wkv7_inputs(2, 100, 2, dtype=dtype, device="cuda", seed=1)
         y_whole, state_whole = run_steps(inputs, state.clone())

@@ -71,7 +71,9 @@ def card_data(view: CardView) -> ModelCardData:
         tags=index.registry.tags or None,
         base_model=sources or None,
         datasets=view.dataset_repos or None,
-        model_name=index.registry.title,
+        # ModelCardData turns (model_name, eval_results) into model-index; alone, model_name
+        # would be dumped as a stray top-level key.
+        model_name=index.registry.title if results else None,
         eval_results=results or None,
         **extra,
     )

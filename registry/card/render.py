@@ -9,17 +9,19 @@ RegistryError naming the file and, for templates, the line; the caller has writt
 from __future__ import annotations
 
 import re
+import shlex
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.loaders import split_template_path
 from huggingface_hub import ModelCard
 
 from ..errors import RegistryError
 from ..models import Index
-from ..repo import INDEX_NAME
+from ..repo import CARD_NAME, INDEX_NAME
 from ..schemas import PROJECT_ROOT
 from . import handwritten
 from .metadata import front_matter
@@ -52,22 +54,26 @@ def md_inline(value: Any) -> str:
     return " ".join(str(value).split())
 
 
-FILTERS: dict[str, Callable[[Any], str]] = {"md_cell": md_cell, "md_code": md_code, "md_inline": md_inline}
+FILTERS: dict[str, Callable[[Any], str]] = {"md_cell": md_cell, "md_code": md_code, "md_inline": md_inline, "sh_quote": shlex.quote}
 
 
 # ----------------------------------------------------------------------------------------------
 # Loading templates
 
 
-class _Utf8Loader(jinja2.FileSystemLoader):
-    """FileSystemLoader that names the template when its bytes are not UTF-8."""
+class _Utf8Loader(jinja2.BaseLoader):
+    """Loads templates from one directory; bytes that are not UTF-8 are refused by file and line."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
 
     def get_source(self, environment: jinja2.Environment, template: str):
-        for directory in self.searchpath:
-            path = Path(directory) / template
-            if path.is_file():
-                _decode(path.read_bytes(), path, "card.template-not-utf8", "save the template as UTF-8")
-        return super().get_source(environment, template)
+        path = self.directory.joinpath(*split_template_path(template))
+        if not path.is_file():
+            raise jinja2.TemplateNotFound(template)
+        mtime = path.stat().st_mtime
+        text = _decode(path.read_bytes(), path, "card.template-not-utf8", "save the template as UTF-8")
+        return text, str(path), lambda: path.stat().st_mtime == mtime
 
 
 def _decode(data: bytes, file: Path | str, code: str, fix: str) -> str:
@@ -80,7 +86,7 @@ def _decode(data: bytes, file: Path | str, code: str, fix: str) -> str:
 
 def environment(template_dir: Path) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=_Utf8Loader(str(template_dir), encoding="utf-8"),
+        loader=_Utf8Loader(template_dir),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Markdown, not HTML: escaping is done per context by the md_* filters
         keep_trailing_newline=True,
@@ -149,18 +155,17 @@ def _require_utf8(index: Index) -> None:
 
 def decode_card(data: bytes) -> str:
     """README.md's text; its hand-written part is kept verbatim, so it must be valid UTF-8."""
-    from ..repo import CARD_NAME
-
     return _decode(data, CARD_NAME, "card.not-utf8", f"save {CARD_NAME} as UTF-8")
 
 
-def render_card(index: Index, existing: str | None, template_dir: Path = TEMPLATE_DIR) -> str:
+def render_card(index: Index, existing: str | None, template_dir: Path | None = None) -> str:
     """README.md for ``index``, keeping the hand-written section of ``existing`` (the current text).
 
-    The result is a pure function of its inputs: no dates, no environment, stable ordering.
+    ``template_dir`` defaults to :data:`TEMPLATE_DIR`, looked up at call time.  The result is a
+    pure function of its inputs: no dates, no environment, stable ordering.
     """
     _require_utf8(index)
     view = build_view(index, handwritten.extract(existing))
-    body = _render_body(Path(template_dir), {"view": view, "index": index})
+    body = _render_body(Path(template_dir or TEMPLATE_DIR), {"view": view, "index": index})
     card = ModelCard(f"---\n{front_matter(view)}\n---\n\n{body}")
     return str(card)

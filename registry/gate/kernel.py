@@ -33,6 +33,14 @@ CUDA_FLAGS = ("-O3", "-Xptxas=-O3")
 # outputs carry one bf16 rounding (~0.4%) that the fp32 reference output does not.
 STATE_TOLERANCE = 1e-5
 OUTPUT_TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 1e-2}
+# (dtype, batch, steps, heads) the GPU tests and the bench check: both dtypes, B > 1, and the
+# full size of a 4096-wide model over a long prompt.
+PARITY_CASES = (
+    (torch.float32, 2, 256, 4),
+    (torch.bfloat16, 2, 256, 4),
+    (torch.float32, 8, 64, 2),
+    (torch.bfloat16, 1, 1024, 64),
+)
 
 
 @dataclass(frozen=True)
@@ -180,7 +188,7 @@ def wkv7(r, w, k, v, a, b, state: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     return torch.ops.rwkv_registry.wkv7_forward(r, w, k, v, a, b, state), state
 
 
-def parity_check(batch: int = 2, steps: int = 256, heads: int = 4, dtype: torch.dtype = torch.float32, seed: int = 0) -> dict:
+def parity_check(dtype: torch.dtype, batch: int, steps: int, heads: int, seed: int = 0) -> dict:
     """Kernel vs reference on random, realistically ranged inputs; ``ok`` when within tolerance.
 
     The reference runs on CPU, where no TF32 setting can lower its precision.

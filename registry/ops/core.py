@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..atomic import Transaction, transaction
+from ..card import stage_card
 from ..errors import RegistryError
 from ..hashing import StatCache
 from ..hashing.engine import Progress
@@ -40,6 +41,7 @@ def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress
 
     SHA256SUMS must cover the new index and card, so they are hashed from the staged bytes.
     """
+    stage_card(repo, txn, index)
     return stage_sums(repo, txn, progress)
 
 

@@ -1,0 +1,77 @@
+"""Gate receipts: proof that exactly these bytes ran through the kernel and agreed.
+
+One JSON per gated file in ``.registry/gates/<file sha256>.json``.  Publish trusts a receipt only
+when its ``file_sha256`` equals the bytes about to be uploaded, it passed, and it ran on CUDA
+(a ``cpu`` receipt needs ``--allow-cpu-gate``).  The schema is checked in as
+``schemas/receipt.schema.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models import SHA256_PATTERN
+
+RECEIPT_FORMAT = "rwkv-registry-gate-receipt"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CheckResult(_Strict):
+    """One check of the gate: its measured figures, the thresholds it was held to, the verdict."""
+
+    name: str
+    passed: bool
+    figures: dict[str, float | int | str | bool | None] = Field(default_factory=dict)
+    thresholds: dict[str, float | int | str] = Field(default_factory=dict)
+    detail: str = ""
+
+
+class Environment(_Strict):
+    device: Literal["cuda", "cpu"]
+    gpu: str | None = None
+    driver: str | None = None
+    torch: str
+    cuda: str | None = None
+    rwkv: str | None = None
+    python: str
+    registry: str
+    kernel_source_hash: str
+
+
+class Timings(_Strict):
+    kernel_build_s: float | None = None
+    kernel_cached: bool | None = None
+    load_s: float
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+    total_s: float
+
+
+class Receipt(_Strict):
+    """Everything a reviewer needs to trust (or re-run) one gate."""
+
+    format: Literal["rwkv-registry-gate-receipt"] = RECEIPT_FORMAT
+    format_version: Literal[1] = 1
+    entry: str
+    method: Literal["state", "miss", "full"]
+    file_sha256: str = Field(pattern=SHA256_PATTERN)
+    files: dict[str, str] = Field(description="sha256 of every file the gate loaded for this entry (shards too), by registry path")
+    base_sha256: str = Field(pattern=SHA256_PATTERN)
+    created: str
+    environment: Environment
+    checks: list[CheckResult]
+    timings: Timings
+    passed: bool
+
+    def failed_checks(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.passed]
+
+
+def receipt_path(gates_dir: Path, file_sha256: str) -> Path:
+    return gates_dir / f"{file_sha256}.json"

@@ -1,0 +1,58 @@
+"""The demo is the whole product end to end; the README's two commands stay true."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from registry.cli import main
+from registry.models import Index
+from registry.validate import validate
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def test_demo_runs_every_step_and_ends_valid(tmp_path):
+    result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo"), "--json"])
+    assert result.exit_code == 0, result.output
+    steps = [s["step"] for s in json.loads(result.output)]
+    for expected in ("build", "init", "add-base", "add", "score", "convert", "validate"):
+        assert expected in steps
+    assert steps[-1] == "validate"
+    root = tmp_path / "demo" / "registry"
+    assert validate(root) == []
+    index = Index.model_validate_json((root / "index.json").read_text())
+    assert {e.method for e in index.entries} == {"state", "miss", "full"} and len(index.bases) == 2
+    subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=root, check=True)
+
+
+def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(tmp_path):
+    runner = CliRunner()
+    assert runner.invoke(main, ["demo", str(tmp_path / "d")]).exit_code == 0
+    assert runner.invoke(main, ["demo", str(tmp_path / "d")]).exit_code == 0
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.txt").write_text("precious")
+    refused = runner.invoke(main, ["demo", str(tmp_path / "mine")])
+    assert refused.exit_code == 1 and (tmp_path / "mine" / "thesis.txt").read_text() == "precious"
+
+
+def test_readme_has_the_two_quickstart_commands_and_ci_runs_the_test_one():
+    readme = (PROJECT / "README.md").read_text()
+    demo = re.search(r"```bash demo\n(.+)\n```", readme).group(1)
+    test = re.search(r"```bash test\n(.+)\n```", readme).group(1)
+    assert "torch==2.13.0" in demo and "registry demo" in demo
+    assert "torch==2.13.0" in test and "pytest" in test
+    ci = subprocess.run(["bash", "-c", "awk '/^```bash test$/{getline; print; exit}' README.md"], cwd=PROJECT, capture_output=True, text=True)
+    assert ci.stdout.strip() == test
+    assert "README.md" in (PROJECT / ".ci" / "run").read_text()
+
+
+def test_every_command_has_help():
+    runner = CliRunner()
+    for name, command in main.commands.items():
+        result = runner.invoke(main, [name, "--help"])
+        assert result.exit_code == 0 and command.help and len(result.output) > 80, name
