@@ -72,7 +72,7 @@ class TestKernelOnGpu:
         with pytest.raises(RuntimeError, match="Half"):
             op(*(t.half() for t in (r, w, k, v, a, b)), state)
         with pytest.raises(RuntimeError, match="state must be"):
-            op(r, w, k, v, a, b, state[:, :1])
+            op(r, w, k, v, a, b, state[:, :1].clone())
         with pytest.raises(RuntimeError, match="CUDA tensor"):
             op(r, w, k, v, a, b, state.cpu())
 

@@ -9,52 +9,27 @@ RegistryError naming the file and, for templates, the line; the caller has writt
 from __future__ import annotations
 
 import re
-import shlex
 import traceback
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2.loaders import split_template_path
 from huggingface_hub import ModelCard
+from jinja2.loaders import split_template_path
 
 from ..errors import RegistryError
 from ..models import Index
 from ..repo import CARD_NAME, INDEX_NAME
 from ..schemas import PROJECT_ROOT
 from . import handwritten
+from .markdown import FILTERS
 from .metadata import front_matter
 from .view import build_view
 
 TEMPLATE_DIR = PROJECT_ROOT / "templates"
 MAIN_TEMPLATE = "card.md.j2"
-
-
-# ----------------------------------------------------------------------------------------------
-# Markdown helpers the templates use
-
-
-def md_cell(value: Any) -> str:
-    """Text that stays inside one GFM table cell: ``\\`` and ``|`` escaped, newlines as ``<br>``."""
-    text = str(value).replace("\\", "\\\\").replace("|", "\\|")
-    return "<br>".join(re.split(r"\r\n|\r|\n", text))
-
-
-def md_code(value: Any) -> str:
-    """An inline code span that survives backticks in the text (fence longer than any run)."""
-    text = str(value)
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def md_inline(value: Any) -> str:
-    """One line of text for a heading or a sentence: any run of whitespace becomes one space."""
-    return " ".join(str(value).split())
-
-
-FILTERS: dict[str, Callable[[Any], str]] = {"md_cell": md_cell, "md_code": md_code, "md_inline": md_inline, "sh_quote": shlex.quote}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -71,9 +46,8 @@ class _Utf8Loader(jinja2.BaseLoader):
         path = self.directory.joinpath(*split_template_path(template))
         if not path.is_file():
             raise jinja2.TemplateNotFound(template)
-        mtime = path.stat().st_mtime
         text = _decode(path.read_bytes(), path, "card.template-not-utf8", "save the template as UTF-8")
-        return text, str(path), lambda: path.stat().st_mtime == mtime
+        return text, str(path), None  # each render builds a fresh Environment: no cache to invalidate
 
 
 def _decode(data: bytes, file: Path | str, code: str, fix: str) -> str:
@@ -100,7 +74,7 @@ def environment(template_dir: Path) -> jinja2.Environment:
 
 def _template_line(exc: BaseException, template_dir: Path) -> str | None:
     """``file:line`` of the innermost template frame (Jinja rewrites tracebacks to point there)."""
-    root = str(template_dir.absolute())
+    root = str(template_dir)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(root)]
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
 
@@ -110,44 +84,36 @@ def _render_body(template_dir: Path, context: dict[str, Any]) -> str:
         return environment(template_dir).get_template(MAIN_TEMPLATE).render(context)
     except jinja2.TemplateSyntaxError as exc:
         where = f"{exc.filename or exc.name}:{exc.lineno}"
-        raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", "fix the template") from None
+        raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", "correct the Jinja syntax at that line") from None
     except jinja2.TemplateNotFound as exc:
         raise RegistryError("card.template-missing", template_dir / exc.name, "template not found", "restore the template") from None
     except jinja2.TemplateError as exc:  # undefined names (StrictUndefined), bad filters, ...
         where = _template_line(exc, template_dir) or str(template_dir / MAIN_TEMPLATE)
-        raise RegistryError("card.template-error", where, f"template error: {exc}", "fix the template") from None
+        raise RegistryError("card.template-error", where, f"template error: {exc}", "correct the expression at that line (templates see only `view` and `index`)") from None
 
 
 # ----------------------------------------------------------------------------------------------
 # UTF-8 guard for the index's text
 
 
-def _lone_surrogate(value: Any, where: str = "$") -> str | None:
-    """JSON path of the first string holding a lone surrogate (``"\\ud800"`` in index.json).
-
-    json.loads accepts such escapes, but the result cannot be written as UTF-8.
-    """
+def _strings(value: Any, where: str = "$") -> Iterator[tuple[str, str]]:
+    """Every string in a JSON-like value, with its JSON path."""
     if isinstance(value, str):
-        return where if re.search("[\ud800-\udfff]", value) else None
-    if isinstance(value, dict):
-        items = value.items()
+        yield where, value
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            yield from _strings(child, f"{where}.{key}")
     elif isinstance(value, list):
-        items = ((f"[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for key, child in items:
-        found = _lone_surrogate(child, f"{where}{key}" if str(key).startswith("[") else f"{where}.{key}")
-        if found:
-            return found
-    return None
+        for number, child in enumerate(value):
+            yield from _strings(child, f"{where}[{number}]")
 
 
 def _require_utf8(index: Index) -> None:
-    where = _lone_surrogate(index.model_dump(mode="json"))
-    if where:
-        raise RegistryError(
-            "card.not-utf8", INDEX_NAME, f"{where} holds an escaped lone surrogate, which is not valid UTF-8", f"correct the text at {where}"
-        )
+    """Refuse text that cannot be written as UTF-8: json.loads turns an escaped lone surrogate
+    (``"\\ud800"`` in index.json) into a str that has no UTF-8 encoding."""
+    for where, text in _strings(index.model_dump(mode="json")):
+        if _SURROGATE.search(text):
+            raise RegistryError("card.not-utf8", INDEX_NAME, f"{where} holds an escaped lone surrogate, which is not valid UTF-8", f"correct the text at {where}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -166,6 +132,6 @@ def render_card(index: Index, existing: str | None, template_dir: Path | None = 
     """
     _require_utf8(index)
     view = build_view(index, handwritten.extract(existing))
-    body = _render_body(Path(template_dir or TEMPLATE_DIR), {"view": view, "index": index})
+    body = _render_body(Path(template_dir or TEMPLATE_DIR).absolute(), {"view": view, "index": index})
     card = ModelCard(f"---\n{front_matter(view)}\n---\n\n{body}")
     return str(card)

@@ -98,9 +98,10 @@ class BaseView:
     def examples(self, method: str) -> list[EntryView]:
         """The files a usage example names: the recommended ones, else the first by path.
 
-        Full checkpoints only count in .pth form, the one the rwkv package loads.
+        Only .pth files count: rwkv-cli and the rwkv package load those, and a safetensors twin
+        made by ``registry convert`` always sits next to its .pth.
         """
-        candidates = [e for e in self.of_method(method) if method != "full" or e.entry.format == "pth"]
+        candidates = [e for e in self.of_method(method) if e.entry.format == "pth"]
         return [e for e in candidates if e.entry.recommended] or candidates[:1]
 
 
@@ -130,7 +131,8 @@ class CardView:
         return sorted({e.data.dataset_repo for e in self.index.entries if e.data.dataset_repo})
 
     def first_example(self, method: str) -> tuple[BaseView, EntryView] | None:
-        """The (base, file) of the one example a long snippet (the full-checkpoint code) shows."""
+        """The (base, file) of the one example a long snippet (the full-checkpoint code) shows;
+        None when the method has no .pth file to show."""
         return next(((b, e) for b in self.bases for e in b.examples(method)), None)
 
 

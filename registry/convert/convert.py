@@ -24,7 +24,7 @@ from .. import __version__
 from ..artifacts.inspect import load_tensor_map
 from ..errors import RegistryError
 from ..hashing import hash_file
-from .residency import release_pages
+from .residency import populate_pages, release_pages
 from .shards import SHARD_INDEX_NAME, plan_shards
 from .writer import SAFETENSORS_DTYPES, check_dtypes, read_offsets, write_safetensors
 
@@ -101,7 +101,7 @@ def _bits(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.contiguous().reshape(-1).view(torch.uint8)
 
 
-def _same_tensor(handle: BinaryIO, data_start: int, span: tuple[int, int], original: torch.Tensor) -> bool:
+def _same_tensor(handle: BinaryIO, data_start: int, span: tuple[int, int], original: torch.Tensor, buffer: bytearray) -> bool:
     """Compare one written tensor's bytes with the source, a block at a time.
 
     Bytes are read with pread from the file safetensors just validated (page cache, not process
@@ -112,10 +112,14 @@ def _same_tensor(handle: BinaryIO, data_start: int, span: tuple[int, int], origi
     expected = _bits(original)
     if end - begin != expected.numel():
         return False
+    block = torch.frombuffer(buffer, dtype=torch.uint8)
     for offset in range(0, expected.numel(), VERIFY_CHUNK):
         length = min(VERIFY_CHUNK, expected.numel() - offset)
-        written = os.pread(handle.fileno(), length, data_start + begin + offset)
-        if written != memoryview(expected[offset : offset + length].numpy()):
+        if os.preadv(handle.fileno(), [memoryview(buffer)[:length]], data_start + begin + offset) != length:
+            return False
+        if original.is_contiguous():
+            populate_pages(original, offset, length)
+        if not torch.equal(block[:length], expected[offset : offset + length]):
             return False
         if original.is_contiguous():
             release_pages(original, offset, length)
@@ -138,9 +142,10 @@ def verify(result: ConversionResult, source: dict[str, torch.Tensor]) -> None:
                 if block.get_shape() != list(source[name].shape) or block.get_dtype() != SAFETENSORS_DTYPES[source[name].dtype]:
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug")
         data_start, spans = read_offsets(f.temp)
+        buffer = bytearray(VERIFY_CHUNK)
         with open(f.temp, "rb") as handle:
             for name in f.tensors:
-                if not _same_tensor(handle, data_start, spans[name], source[name]):
+                if not _same_tensor(handle, data_start, spans[name], source[name], buffer):
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from the source", "check the disk and run convert again")
                 seen.add(name)
     missing = set(source) - seen
