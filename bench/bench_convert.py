@@ -27,6 +27,12 @@ from registry.ops.convert import convert_standalone
 convert_standalone(Path(sys.argv[1]), 1 << 40, force=True)
 """
 
+MAKE = """
+from pathlib import Path
+from bench_convert import make_checkpoint
+make_checkpoint(Path(sys.argv[1]), float(sys.argv[2]))
+"""
+
 NAIVE = """
 import torch
 from safetensors.torch import save_file
@@ -68,7 +74,8 @@ def bench(directory: Path, gib: float, naive: bool) -> dict:
     work = directory / f"{gib:g}gib"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    source = make_checkpoint(work / "rwkv7-synthetic.pth", gib)
+    source = work / "rwkv7-synthetic.pth"
+    child_peak_rss(MAKE, str(source), str(gib))  # built in a child so this process stays small
     size = source.stat().st_size
     t_cp = run_timed(["cp", str(source), str(work / "copy.pth")])
     (work / "copy.pth").unlink()

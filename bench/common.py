@@ -22,14 +22,19 @@ def run_timed(cmd: list[str], **kwargs) -> float:
     return time.perf_counter() - start
 
 
+PEAK_PROBE = "\nprint('PEAK', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
+
+
 def child_peak_rss(code: str, *args: str) -> tuple[float, int, str]:
     """Run ``python -c code args`` in a fresh process; return (seconds, peak RSS bytes, stdout).
 
-    A fresh process per measurement, so one run's allocations cannot hide another's peak.
+    The peak is the child's own VmHWM: getrusage's ru_maxrss is inherited across fork+exec on
+    Linux, so a child of a large parent would report the parent's peak.
     """
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-c", "import resource,sys\n" + code + "\nprint('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)", *args],
+        [sys.executable, "-c", "import sys\n" + code + PEAK_PROBE, *args],
+        cwd=Path(__file__).resolve().parent,
         check=True,
         capture_output=True,
         text=True,

@@ -25,34 +25,34 @@ cudaError_t wkv7_forward_cuda(int64_t B, int64_t T, int64_t H, float* state, con
 
 namespace {
 
+// Messages are plain text (names and dtypes only): callers reach this op through the Python
+// wrapper, which reports shapes in detail, and formatting sizes here crashed torch 2.11 on
+// the GPU host (a segfault while raising) where names and dtypes did not.
 void check_cuda_contiguous(const at::Tensor& t, const char* name, const at::Tensor& like) {
-    TORCH_CHECK(t.is_cuda(), "wkv7_forward: ", name, " must be a CUDA tensor, got ", t.device());
-    TORCH_CHECK(t.device() == like.device(), "wkv7_forward: ", name, " is on ", t.device(), " but r is on ",
-                like.device());
+    TORCH_CHECK(t.is_cuda(), "wkv7_forward: ", name, " must be a CUDA tensor");
+    TORCH_CHECK(t.device() == like.device(), "wkv7_forward: ", name, " must be on the device of r");
     TORCH_CHECK(t.is_contiguous(), "wkv7_forward: ", name, " must be contiguous");
 }
 
-// r, w, k, v, a, b: [B, T, H*N] in one dtype; state: [B, H, N, N] fp32.
+// r, w, k, v, a, b: [B, T, H*64] in one dtype; state: [B, H, 64, 64] fp32.
 void check_inputs(const at::Tensor& r, const at::Tensor& w, const at::Tensor& k, const at::Tensor& v,
                   const at::Tensor& a, const at::Tensor& b, const at::Tensor& state) {
-    TORCH_CHECK(r.dim() == 3, "wkv7_forward: r must be [B, T, H*N], got ", r.sizes());
+    static_assert(kHeadSize == 64, "the messages below spell out N = 64");
+    TORCH_CHECK(r.dim() == 3, "wkv7_forward: r must be [B, T, H*64]");
     const std::pair<const at::Tensor*, const char*> inputs[] = {{&r, "r"}, {&w, "w"}, {&k, "k"},
                                                                 {&v, "v"}, {&a, "a"}, {&b, "b"}};
     for (const auto& [t, name] : inputs) {
         check_cuda_contiguous(*t, name, r);
-        TORCH_CHECK(t->sizes() == r.sizes(), "wkv7_forward: ", name, " has shape ", t->sizes(), ", r has ",
-                    r.sizes());
+        TORCH_CHECK(t->sizes() == r.sizes(), "wkv7_forward: ", name, " must have the shape of r");
         TORCH_CHECK(t->scalar_type() == r.scalar_type(), "wkv7_forward: ", name, " is ", t->scalar_type(),
                     ", r is ", r.scalar_type());
     }
     check_cuda_contiguous(state, "state", r);
     TORCH_CHECK(state.scalar_type() == at::kFloat, "wkv7_forward: state must be float32, got ",
                 state.scalar_type());
-    const int64_t B = r.size(0), C = r.size(2);
-    TORCH_CHECK(state.dim() == 4 && state.size(0) == B && state.size(2) == kHeadSize &&
-                    state.size(3) == kHeadSize && state.size(1) * kHeadSize == C,
-                "wkv7_forward: state must be [B, H, ", kHeadSize, ", ", kHeadSize, "] with B=", B,
-                " and H*", kHeadSize, "=", C, ", got ", state.sizes());
+    TORCH_CHECK(state.dim() == 4 && state.size(0) == r.size(0) && state.size(2) == kHeadSize &&
+                    state.size(3) == kHeadSize && state.size(1) * kHeadSize == r.size(2),
+                "wkv7_forward: state must be [B, H, 64, 64] with B = r.size(0) and H*64 = r.size(2)");
 }
 
 at::Tensor wkv7_forward(const at::Tensor& r, const at::Tensor& w, const at::Tensor& k, const at::Tensor& v,

@@ -11,8 +11,9 @@ What is modelled:
   * branches, tags and pull-request refs (``refs/pr/N``); every new repo gets the Hub's "initial commit" holding
     the default ``.gitattributes``;
   * Git LFS: the preupload endpoint decides ``lfs`` vs ``regular`` like the Hub does (``.gitattributes`` patterns of
-    the target revision, a size threshold, or binary content), the batch endpoint hands out single-use-free upload
-    URLs (basic transfer, no auth header needed, like pre-signed S3 URLs), uploads are checked against sha256/size;
+    the target revision, a size threshold, or binary content), the batch endpoint answers with basic-transfer upload
+    URLs that carry their own credential (like pre-signed S3 URLs: the client sends no auth header there and
+    retries the same URL), and uploads are checked against their sha256 and size;
   * downloads via ``/resolve`` (200 with the bytes, never a CDN redirect), with ``Range`` support.
 
 What is deliberately missing: Xet (the fixture sets ``HF_HUB_DISABLE_XET``), multipart LFS, discussions,
@@ -33,12 +34,13 @@ import threading
 import time
 import traceback
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit
 
 import pytest
@@ -146,16 +148,18 @@ class Repo:
     repo_type: str
     repo_id: str
     private: bool
-    created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     commits: dict[str, Commit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     pulls: dict[int, str] = field(default_factory=dict)  # PR number -> head commit of refs/pr/N
     lfs_objects: dict[str, bytes] = field(default_factory=dict)  # sha256 -> content (LFS is scoped per repo)
 
-    def add_commit(self, parent: str | None, tree: Mapping[str, Blob], title: str, description: str, author: str):
+    def add_commit(
+        self, parent: str | None, tree: Mapping[str, Blob], title: str, description: str, author: str
+    ) -> Commit:
         """Store a commit (refs are left alone); its id is the real git commit id."""
-        date = datetime.now(timezone.utc)
+        date = datetime.now(UTC)
         message = f"{title}\n\n{description}" if description else title
         signature = f"{author} <{author}@users.noreply.huggingface.co> {int(date.timestamp())} +0000"
         body = f"tree {git_tree_id({p: b.oid for p, b in tree.items()})}\n"
@@ -231,7 +235,15 @@ def json_response(
 class HubError(Exception):
     """An error answer, shaped like the Hub's: the client maps ``X-Error-Code`` to its exception classes."""
 
-    def __init__(self, status: int, message: str, *, code: str | None = None, headers=None, extra=None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.code = status, message, code
         self.headers, self.extra = dict(headers or {}), dict(extra or {})
@@ -415,9 +427,7 @@ class HubServer:
         self._drops: Counter[str] = Counter()
         self._pushes_before_commit: list[tuple[tuple[str, str], str]] = []
         self._lock = threading.RLock()
-        self._routes = [
-            (methods.split(), re.compile(pattern + r"/?"), name) for methods, pattern, name in _ROUTES
-        ]
+        self._routes = [(methods.split(), re.compile(pattern + r"/?"), name) for methods, pattern, name in _ROUTES]
         self._http: _HTTPServer | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -565,8 +575,15 @@ class HubServer:
 
     def _on_whoami(self, request: Request, params: Mapping[str, str]) -> Response:
         token_info = {"displayName": "hubserver", "role": "write"}
-        return json_response({"type": "user", "name": self.username, "fullname": self.username, "orgs": [],
-                              "auth": {"type": "access_token", "accessToken": token_info}})
+        return json_response(
+            {
+                "type": "user",
+                "name": self.username,
+                "fullname": self.username,
+                "orgs": [],
+                "auth": {"type": "access_token", "accessToken": token_info},
+            }
+        )
 
     def _on_validate_yaml(self, request: Request, params: Mapping[str, str]) -> Response:
         """Reject a README whose front matter is not a YAML mapping, as the Hub does before any upload."""
@@ -583,12 +600,22 @@ class HubServer:
         repo = self._repo(request, params)
         commit = repo.resolve(params.get("rev", "main"))
         with_blobs = _truthy(request.query.get("blobs"))
-        return json_response({
-            "id": repo.repo_id, "author": repo.repo_id.split("/")[0], "sha": commit.oid, "private": repo.private,
-            "gated": False, "disabled": False, "downloads": 0, "likes": 0, "tags": [],
-            "createdAt": repo.created_at.strftime("%Y-%m-%dT%H:%M:%S.000Z"), "lastModified": commit.iso_date,
-            "siblings": [self._sibling(path, blob, with_blobs) for path, blob in sorted(commit.tree.items())],
-        })
+        return json_response(
+            {
+                "id": repo.repo_id,
+                "author": repo.repo_id.split("/")[0],
+                "sha": commit.oid,
+                "private": repo.private,
+                "gated": False,
+                "disabled": False,
+                "downloads": 0,
+                "likes": 0,
+                "tags": [],
+                "createdAt": repo.created_at.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+                "lastModified": commit.iso_date,
+                "siblings": [self._sibling(path, blob, with_blobs) for path, blob in sorted(commit.tree.items())],
+            }
+        )
 
     @staticmethod
     def _sibling(path: str, blob: Blob, with_blobs: bool) -> dict[str, Any]:
@@ -625,7 +652,7 @@ class HubServer:
     def _tree_entry(self, repo: Repo, commit: Commit, path: str, is_dir: bool, expand: bool) -> dict[str, Any]:
         if is_dir:
             prefix = path + "/"
-            tree_id = git_tree_id({p[len(prefix):]: b.oid for p, b in commit.tree.items() if p.startswith(prefix)})
+            tree_id = git_tree_id({p[len(prefix) :]: b.oid for p, b in commit.tree.items() if p.startswith(prefix)})
             entry: dict[str, Any] = {"type": "directory", "oid": tree_id, "size": 0, "path": path}
         else:
             blob = commit.tree[path]
@@ -636,8 +663,11 @@ class HubServer:
             last = repo.last_change(commit, path, is_dir)
             entry["lastCommit"] = {"id": last.oid, "title": last.title, "date": last.iso_date}
             if not is_dir:
-                entry["securityFileStatus"] = {"status": "safe", "avScan": {"virusFound": False, "virusNames": None},
-                                               "pickleImportScan": None}
+                entry["securityFileStatus"] = {
+                    "status": "safe",
+                    "avScan": {"virusFound": False, "virusNames": None},
+                    "pickleImportScan": None,
+                }
         return entry
 
     def _on_commits(self, request: Request, params: Mapping[str, str]) -> Response:
@@ -656,13 +686,12 @@ class HubServer:
         if start + size < len(items):
             next_query = urlencode({**request.query, "cursor": start + size})
             headers["Link"] = f'<{self.url}{request.path}?{next_query}>; rel="next"'
-        return json_response(items[start:start + size], headers=headers)
+        return json_response(items[start : start + size], headers=headers)
 
     # -- refs --------------------------------------------------------------------------------------------------
 
     def _on_refs(self, request: Request, params: Mapping[str, str]) -> Response:
         repo = self._repo(request, params)
-
         data: dict[str, list[dict[str, str]]] = {
             "branches": [_ref(name, f"refs/heads/{name}", oid) for name, oid in repo.branches.items()],
             "tags": [_ref(name, f"refs/tags/{name}", oid) for name, oid in repo.tags.items()],
@@ -726,21 +755,28 @@ class HubServer:
         if payload.get("operation") != "upload":
             raise HubError(400, "Only the 'upload' operation is supported")
         objects = [self._batch_answer(repo, obj.get("oid"), obj.get("size")) for obj in payload.get("objects", [])]
-        return json_response({"transfer": "basic", "objects": objects, "hash_algo": "sha256"},
-                             content_type="application/vnd.git-lfs+json")
+        return json_response(
+            {"transfer": "basic", "objects": objects, "hash_algo": "sha256"},
+            content_type="application/vnd.git-lfs+json",
+        )
 
     def _batch_answer(self, repo: Repo, oid: Any, size: Any) -> dict[str, Any]:
         if not (isinstance(oid, str) and _SHA256_RE.fullmatch(oid) and isinstance(size, int) and size >= 0):
-            return {"oid": str(oid), "size": size if isinstance(size, int) else 0,
-                    "error": {"code": 422, "message": "Invalid oid or size"}}
+            return {
+                "oid": str(oid),
+                "size": size if isinstance(size, int) else 0,
+                "error": {"code": 422, "message": "Invalid oid or size"},
+            }
         answer: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
         if oid in repo.lfs_objects:
             return answer  # no actions: the client skips the upload
         ticket = secrets.token_hex(16)
         self._upload_tickets[ticket] = ((repo.repo_type, repo.repo_id), oid, size)
         verify_url = f"{self._repo_url(repo)}.git/info/lfs/objects/verify"
-        answer["actions"] = {"upload": {"href": f"{self.url}/lfs-upload/{ticket}", "expires_in": 3600},
-                             "verify": {"href": verify_url, "header": {}}}
+        answer["actions"] = {
+            "upload": {"href": f"{self.url}/lfs-upload/{ticket}", "expires_in": 3600},
+            "verify": {"href": verify_url, "header": {}},
+        }
         return answer
 
     def _on_lfs_upload(self, request: Request, params: Mapping[str, str]) -> Response:
@@ -800,8 +836,14 @@ class HubServer:
         else:
             repo.move_ref(target, commit.oid)
         self.commits_made += 1
-        return json_response({"success": True, "commitOid": commit.oid, "pullRequestUrl": pr_url,
-                              "commitUrl": f"{self._repo_url(repo)}/commit/{commit.oid}"})
+        return json_response(
+            {
+                "success": True,
+                "commitOid": commit.oid,
+                "pullRequestUrl": pr_url,
+                "commitUrl": f"{self._repo_url(repo)}/commit/{commit.oid}",
+            }
+        )
 
     def _apply_operations(self, repo: Repo, base: Commit, operations: list[dict[str, Any]]) -> dict[str, Blob]:
         tree = dict(base.tree)
@@ -854,8 +896,12 @@ class HubServer:
         blob = commit.tree.get(params["path"])
         if blob is None:
             raise _entry_not_found(f"Entry not found: {params['path']}", commit)
-        headers = {"X-Repo-Commit": commit.oid, "ETag": f'"{blob.oid}"', "Accept-Ranges": "bytes",
-                   "Content-Type": "application/octet-stream"}
+        headers = {
+            "X-Repo-Commit": commit.oid,
+            "ETag": f'"{blob.oid}"',
+            "Accept-Ranges": "bytes",
+            "Content-Type": "application/octet-stream",
+        }
         if blob.lfs_oid:
             headers.update({"X-Linked-Etag": f'"{blob.lfs_oid}"', "X-Linked-Size": str(blob.size)})
         content = repo.lfs_objects[blob.lfs_oid] if blob.lfs_oid else blob.data
@@ -873,7 +919,7 @@ def _ranged(range_header: str | None, content: bytes, headers: dict[str, str]) -
     end = min(int(last), size - 1) if first and last else size - 1
     if start >= size or start > end:
         return Response(416, b"", {**headers, "Content-Range": f"bytes */{size}"})
-    return Response(206, content[start:end + 1], {**headers, "Content-Range": f"bytes {start}-{end}/{size}"})
+    return Response(206, content[start : end + 1], {**headers, "Content-Range": f"bytes {start}-{end}/{size}"})
 
 
 def _tree_paths(tree: Mapping[str, Blob], base: str, *, recursive: bool) -> list[tuple[str, bool]]:
@@ -883,7 +929,7 @@ def _tree_paths(tree: Mapping[str, Blob], base: str, *, recursive: bool) -> list
     for path in tree:
         if not path.startswith(prefix):
             continue
-        parts = path[len(prefix):].split("/")
+        parts = path[len(prefix) :].split("/")
         folders = [prefix + "/".join(parts[:depth]) for depth in range(1, len(parts))]
         if recursive:
             entries.update((folder, True) for folder in folders)
@@ -916,9 +962,18 @@ def _matches_any(path: str, patterns: list[str]) -> bool:
 # Environment variables that would otherwise override HF_HOME-derived paths, force offline mode or
 # swap the token, in this process or in subprocesses (e.g. a CLI under test).
 _CONFLICTING_ENV = (
-    "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_ASSETS_CACHE",
-    "HUGGINGFACE_ASSETS_CACHE", "HF_XET_CACHE", "HF_TOKEN_PATH", "HUGGING_FACE_HUB_TOKEN", "HF_OIDC_RESOURCE",
-    "HUGGINGFACE_CO_STAGING", "HF_HUB_DISABLE_IMPLICIT_TOKEN",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "HF_ASSETS_CACHE",
+    "HUGGINGFACE_ASSETS_CACHE",
+    "HF_XET_CACHE",
+    "HF_TOKEN_PATH",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_OIDC_RESOURCE",
+    "HUGGINGFACE_CO_STAGING",
+    "HF_HUB_DISABLE_IMPLICIT_TOKEN",
 )
 
 
@@ -937,8 +992,13 @@ def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.Monkey
     hub_cache, assets_cache = str(hf_home / "hub"), str(hf_home / "assets")
     for name in _CONFLICTING_ENV:
         monkeypatch.delenv(name, raising=False)
-    env = {"HF_ENDPOINT": server.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(hf_home),
-           "HF_HUB_DISABLE_TELEMETRY": "1", "HF_TOKEN": server.token}
+    env = {
+        "HF_ENDPOINT": server.url,
+        "HF_HUB_DISABLE_XET": "1",
+        "HF_HOME": str(hf_home),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_TOKEN": server.token,
+    }
     for name, value in env.items():
         if value is None:
             monkeypatch.delenv(name, raising=False)
@@ -950,10 +1010,13 @@ def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.Monkey
         "HUGGINGFACE_CO_URL_TEMPLATE": server.url + "/{repo_id}/resolve/{revision}/{filename}",
         "HF_URL_HOSTS": constants.HF_URL_HOSTS | {"127.0.0.1"},
         "HF_HOME": str(hf_home),
-        "HF_HUB_CACHE": hub_cache, "HUGGINGFACE_HUB_CACHE": hub_cache,
-        "HF_ASSETS_CACHE": assets_cache, "HUGGINGFACE_ASSETS_CACHE": assets_cache,
+        "HF_HUB_CACHE": hub_cache,
+        "HUGGINGFACE_HUB_CACHE": hub_cache,
+        "HF_ASSETS_CACHE": assets_cache,
+        "HUGGINGFACE_ASSETS_CACHE": assets_cache,
         "HF_XET_CACHE": str(hf_home / "xet"),
-        "HF_TOKEN_PATH": str(hf_home / "token"), "HF_STORED_TOKENS_PATH": str(hf_home / "stored_tokens"),
+        "HF_TOKEN_PATH": str(hf_home / "token"),
+        "HF_STORED_TOKENS_PATH": str(hf_home / "stored_tokens"),
         "HF_HUB_OFFLINE": False,
         "HF_HUB_DISABLE_XET": True,  # with hf_xet installed, uploads would go to Xet with no LFS fallback
         "HF_HUB_DISABLE_TELEMETRY": True,

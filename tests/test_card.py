@@ -17,10 +17,9 @@ import pytest
 from click.testing import CliRunner
 from huggingface_hub import ModelCard
 
-from registry.card import TEMPLATE_DIR, render_card
-from registry.card import handwritten
-from registry.card.metadata import base_model_relation
+from registry.card import TEMPLATE_DIR, handwritten, render_card
 from registry.card.markdown import md_cell, md_code
+from registry.card.metadata import base_model_relation
 from registry.cli import main
 from registry.errors import RegistryError
 from registry.models import Base, DataRef, Entry, Index, RegistryInfo, Score
@@ -151,13 +150,14 @@ def test_front_matter_parses_with_huggingface_hub(seed_card):
     assert data.datasets == ["No-22/rwkv-agent-distill"]
     assert "license" not in data.to_dict()
     assert data.model_name == "RWKV-Agent 权重（State 与 MiSS 适配器）"
-    results = {(r.metric_name, r.metric_value, r.dataset_config) for r in data.eval_results}
+    results = {(r.metric_name, r.metric_value, r.dataset_name, r.dataset_config) for r in data.eval_results}
     assert results == {
-        (f"{BASE_A}/state/v1.41/v141b-s1224.pth", 46.9, f"2026-10-16 {BACKEND1}"),
-        (f"{BASE_A}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth", 52.2, f"2026-10-17 {BACKEND2}"),
-        (f"{BASE_A}/miss/v2.1/r16-lr1e-5-e2/adapter-final.pth", 51.3, f"2026-10-17 {BACKEND2}"),
-        (f"{BASE_A}/miss/v2.1/r16-lr3e-5-e2/adapter-final.pth", 49.4, f"2026-10-17 {BACKEND2}"),
+        (f"{BASE_A}/state/v1.41/v141b-s1224.pth (%)", 46.9, "exam", f"2026-10-16 {BACKEND1}"),
+        (f"{BASE_A}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth (%)", 52.2, "exam", f"2026-10-17 {BACKEND2}"),
+        (f"{BASE_A}/miss/v2.1/r16-lr1e-5-e2/adapter-final.pth (%)", 51.3, "exam", f"2026-10-17 {BACKEND2}"),
+        (f"{BASE_A}/miss/v2.1/r16-lr3e-5-e2/adapter-final.pth (%)", 49.4, "exam", f"2026-10-17 {BACKEND2}"),
     }
+    assert len(data.eval_results) == 4  # one per score
 
 
 def test_license_in_front_matter_and_body_when_set():
@@ -189,7 +189,7 @@ def test_empty_registry_states_no_relation_and_no_model_index():
 
 def test_every_table_row_has_its_header_column_count(seed_card):
     found = tables(seed_card)
-    assert len(found) >= 5  # bases, two files tables... at least bases, files, two score days, content_version
+    assert len(found) == 5  # bases, files of base A, two score days, content_version
     for rows in found:
         width = len(split_row(rows[0]))
         assert re.fullmatch(r"\|( --- \|)+", rows[1]) and len(split_row(rows[1])) == width
@@ -249,6 +249,14 @@ def test_full_checkpoint_usage_names_the_path_without_pth():
                    'split("\\n\\nUser:", 1)'):
         assert needle in usage, needle
     assert ModelCard(card).data["base_model_relation"] == "adapter"
+
+
+def test_method_without_a_pth_file_says_so_instead_of_an_example():
+    index = seed001_index()
+    index.entries.append(full_entry(f"{BASE_A}/full/v1.0/model.safetensors.index.json").model_copy(update={"format": "safetensors-sharded"}))
+    usage = sections(render_card(index, None))["用法 · Usage"]
+    full = sections(usage, "### ")["完整权重 · Full checkpoints"]
+    assert "RWKV(model=" not in full and "都不是 `.pth` 文件" in full and "is a `.pth` file" in full
 
 
 def test_new_base_procedure_and_checksums_use_registry_commands(seed_card):

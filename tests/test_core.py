@@ -214,8 +214,9 @@ def test_project_catalog_is_valid_and_holds_the_seed_base():
 
 
 def test_sums_command_rewrites_after_change(empty_registry):
-    (empty_registry / "README.md").write_text("hello\n")
-    assert "sums.unlisted-file" in codes(empty_registry)
+    card = empty_registry / "README.md"
+    card.write_text(card.read_text(encoding="utf-8").replace("尚未记录。", "hello"), encoding="utf-8")
+    assert "sums.mismatch" in codes(empty_registry)
     write_sums(empty_registry)
     assert validate(empty_registry) == []
     shutil.rmtree(empty_registry / ".registry")

@@ -36,7 +36,8 @@ def eval_results(view: CardView) -> list[EvalResult]:
 
     The Hub groups results that share task and dataset (type, config) into one model-index
     result; the dataset config is set to "<date> <backend>" so a group never mixes scores that are
-    not comparable, and the metric name says which file was measured.
+    not comparable.  The value stays a number (leaderboards sort it); the metric name says which
+    file was measured and in what unit.
     """
     return [
         EvalResult(
@@ -45,7 +46,7 @@ def eval_results(view: CardView) -> list[EvalResult]:
             dataset_name=row.score.benchmark,
             dataset_config=f"{group.date} {group.backend}",
             metric_type="score",
-            metric_name=row.entry.entry.path,
+            metric_name=f"{row.entry.entry.path} ({row.score.unit})",
             metric_value=row.score.value,
         )
         for base in view.bases

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..atomic import Transaction
@@ -49,21 +48,22 @@ class CardState:
         source = CARD_NAME if self.current is not None else "/dev/null"
         return "".join(difflib.unified_diff(before, after, source, f"{CARD_NAME} (rendered from index.json)"))
 
+    def first_difference(self) -> int:
+        """1-based number of the first line where the two differ."""
+        current, expected = (self.current or "").splitlines(), self.expected.splitlines()
+        differing = (n for n, (a, b) in enumerate(zip(current, expected), start=1) if a != b)
+        return next(differing, min(len(current), len(expected)) + 1)
 
-def card_state(repo: Repo, index: Index, template_dir: Path | None = None) -> CardState:
+
+def card_state(repo: Repo, index: Index) -> CardState:
+    """README.md as it is and as ``index`` renders it (with the hand-written section on disk)."""
     current = read_card(repo)
-    return CardState(current, render_card(index, current, template_dir))
+    return CardState(current, render_card(index, current))
 
 
 def stage_card(repo: Repo, txn: Transaction, index: Index) -> None:
     """Stage README.md rendered from ``index``, keeping the hand-written section on disk."""
     txn.write(CARD_NAME, card_state(repo, index).expected.encode("utf-8"))
-
-
-def _first_difference(state: CardState) -> int:
-    current = (state.current or "").splitlines()
-    expected = state.expected.splitlines()
-    return next((n for n, (a, b) in enumerate(zip(current, expected), start=1) if a != b), min(len(current), len(expected)) + 1)
 
 
 def check_card(ctx: Context) -> Iterator[Finding]:
@@ -77,5 +77,4 @@ def check_card(ctx: Context) -> Iterator[Finding]:
         yield Finding(err.code, err.file or CARD_NAME, err.message, err.fix)
         return
     if not state.fresh:
-        line = _first_difference(state)
-        yield Finding("card.stale", CARD_NAME, f"differs from what index.json renders (first difference at line {line})", FIX)
+        yield Finding("card.stale", CARD_NAME, f"differs from what index.json renders (first difference at line {state.first_difference()})", FIX)

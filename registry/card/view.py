@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from ..models import METHODS, Base, Entry, Index, Score
 
 METHOD_LABELS = {"state": "State", "miss": "MiSS", "full": "Full"}
-# The rwkv package's PIPELINE takes the vocab by name; RWKV-7 G1 bases all use this one.
+# The rwkv package's PIPELINE takes the vocab by name; shown when a base records none, as it
+# is the vocab of the RWKV-7 G1 bases (seeds 000 and 001).
 DEFAULT_VOCAB = "rwkv_vocab_v20230424"
 
 
