@@ -25,9 +25,10 @@ cudaError_t wkv7_forward_cuda(int64_t B, int64_t T, int64_t H, float* state, con
 
 namespace {
 
-// Messages are plain text (names and dtypes only): callers reach this op through the Python
-// wrapper, which reports shapes in detail, and formatting sizes here crashed torch 2.11 on
-// the GPU host (a segfault while raising) where names and dtypes did not.
+// Messages name the argument and at most dtypes, never sizes: under torch 2.11+cu130 a failing
+// check whose message formatted integers and sizes segfaulted instead of raising, while these
+// name/dtype messages raise normally (cause not isolated).  The Python wrapper checks shapes
+// first and reports them in full.
 void check_cuda_contiguous(const at::Tensor& t, const char* name, const at::Tensor& like) {
     TORCH_CHECK(t.is_cuda(), "wkv7_forward: ", name, " must be a CUDA tensor");
     TORCH_CHECK(t.device() == like.device(), "wkv7_forward: ", name, " must be on the device of r");

@@ -71,10 +71,22 @@ class TestKernelOnGpu:
             op(r, w, strided_k, v, a, b, state)
         with pytest.raises(RuntimeError, match="Half"):
             op(*(t.half() for t in (r, w, k, v, a, b)), state)
-        with pytest.raises(RuntimeError, match="state must be"):
-            op(r, w, k, v, a, b, state[:, :1].clone())
-        with pytest.raises(RuntimeError, match="CUDA tensor"):
+        with pytest.raises(RuntimeError, match="state must be float32"):
+            op(r, w, k, v, a, b, state.double())
+        with pytest.raises(RuntimeError, match="state must be a CUDA tensor"):
             op(r, w, k, v, a, b, state.cpu())
+        with pytest.raises(ValueError, match="state must be"):
+            wkv7(r, w, k, v, a, b, state[:, :1].clone())
+
+    def test_op_refuses_a_misshaped_state_without_crashing(self, built):
+        # In a child process: this check once segfaulted the interpreter (see wkv7_binding.cpp).
+        probe = (
+            "import sys, torch; from registry.gate.kernel import build_kernel; build_kernel(cache_root=sys.argv[1]); "
+            "x = torch.zeros(1, 4, 128, device='cuda'); "
+            "torch.ops.rwkv_registry.wkv7_forward(x, x, x, x, x, x, torch.zeros(1, 1, 64, 64, device='cuda'))"
+        )
+        proc = subprocess.run([sys.executable, "-c", probe, str(built.directory.parent)], capture_output=True, text=True, cwd=REPO_ROOT)
+        assert proc.returncode == 1 and "state must be [B, H, 64, 64]" in proc.stderr, proc.stderr[-2000:]
 
     def test_runtime_on_cuda_matches_the_cpu_reference_path(self, built):
         tensors = make_base_state_dict(TinySpec(n_layer=2, n_embd=128))

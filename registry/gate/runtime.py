@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..artifacts.miss import merge_delta
 from ..errors import RegistryError
 from .kernel import wkv7
 from .reference import wkv7_reference
@@ -108,10 +109,10 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
 def merge_miss(
     base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], scale: float, *, source: str | Path | None = None
 ) -> dict[str, torch.Tensor]:
-    """Fold a MiSS adapter into base weights: ``W' = W + scale * D.repeat(1, ceil(in/rank))[:, :in]``.
+    """Fold a MiSS adapter into base weights with :func:`~registry.artifacts.miss.merge_delta`
+    (``W' = W + scale * D.repeat(1, ceil(in/rank))[:, :in]``), after checking every target fits.
 
-    MiSS shares one ``[out, rank]`` block across the input columns, so the delta is that block
-    tiled along the input dim and cut to width.  Returns a new dict; the base is not modified.
+    Returns a new dict; the base is not modified.
     """
     merged = dict(base)
     for name, block in adapter.items():
@@ -125,9 +126,7 @@ def merge_miss(
                 "gate.miss-shape", source, f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
                 "merge onto the base the adapter was trained on",
             )  # fmt: skip
-        width = weight.shape[1]
-        delta = block.float().repeat(1, math.ceil(width / block.shape[1]))[:, :width]
-        merged[name] = (weight.float() + scale * delta).to(weight.dtype)
+        merged[name] = merge_delta(weight, block.to(weight.device), scale)
     return merged
 
 

@@ -1,0 +1,36 @@
+"""registry smoke: the GPU smoke-inference gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..progress import stderr
+from .app import emit_json, main, refusals
+from .artifacts import REGISTRY_OPT
+
+
+@main.command("smoke")
+@click.argument("paths", nargs=-1)
+@REGISTRY_OPT
+@click.option("--base-file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The base .pth the entries were trained on (its sha256 is checked first).")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True, help="cpu runs everything but the kernel; publish then needs --allow-cpu-gate.")
+@click.option("--json", "as_json", is_flag=True, help="Print the receipts as JSON.")
+@refusals
+def smoke_cmd(paths: tuple[str, ...], registry: Path, base_file: Path, device: str, as_json: bool) -> None:
+    """Run entries PATH… (default: all) through the RWKV-7 kernel and the official runtime.
+
+    Writes one receipt per entry to .registry/gates/<sha256>.json and a summary into index.json;
+    exits 1 when any entry failed a check.
+    """
+    from ..gate.smoke import smoke
+
+    receipts = smoke(registry, list(paths), base_file, device, echo=None if as_json else lambda line: stderr.print(line, highlight=False, soft_wrap=True))
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in receipts])
+    else:
+        for r in receipts:
+            click.echo(f"{'passed' if r.passed else 'FAILED'} {r.entry} ({r.environment.device}, {r.timings.total_s:.1f} s)")
+    if not all(r.passed for r in receipts):
+        raise SystemExit(1)

@@ -1,0 +1,108 @@
+"""The official ``rwkv==0.8.32`` runtime as the gate's independent implementation.
+
+It reads its switches from the environment when ``rwkv.model`` is first imported, so they are
+set here right before that import: RWKV_V7_ON=1 always, RWKV_CUDA_ON=1 on CUDA (its own
+JIT-built wkv7s kernel) and 0 on CPU.  State files go into its state list at ``[3i+1]``; merged
+MiSS weights replace its (transposed) Linear weights, exactly where its loader put them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import RegistryError
+
+# The loader stores these weights transposed (x @ W form).
+_TRANSPOSED = ("key.weight", "value.weight", "receptance.weight", "output.weight", "head.weight")
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """Send both Python's and the C level's stdout (compiler subprocesses) to stderr."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _import_model(device: str):
+    wanted_cuda = "1" if device == "cuda" else "0"
+    if "rwkv.model" in sys.modules and os.environ.get("RWKV_CUDA_ON") != wanted_cuda:
+        raise RegistryError(
+            "gate.official-runtime", "rwkv.model", f"the rwkv package was already imported with RWKV_CUDA_ON={os.environ.get('RWKV_CUDA_ON')}",
+            f"run the {device} gate in a fresh process",
+        )  # fmt: skip
+    os.environ["RWKV_V7_ON"] = "1"
+    os.environ["RWKV_JIT_ON"] = "1"
+    os.environ["RWKV_CUDA_ON"] = wanted_cuda
+    try:
+        with stdout_to_stderr():  # its JIT builds print compiler output
+            import rwkv.model as model  # noqa: PLC0415
+    except ImportError as error:
+        raise RegistryError("gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32") from None
+    return model
+
+
+@dataclass
+class OfficialModel:
+    """An ``rwkv.model.RWKV`` plus what it took to load."""
+
+    model: object
+    device: str
+    load_s: float
+    version: str
+
+    def state_from_file(self, tensors: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+        """Zero state with each layer's WKV slot replaced by the State file's time_state."""
+        state = self.model.generate_zero_state()
+        for i in range(len(state) // 3):
+            state[3 * i + 1] = tensors[f"blocks.{i}.att.time_state"].to(device=self.device, dtype=torch.float32).clone()
+        return state
+
+    def replace_weights(self, tensors: Mapping[str, torch.Tensor]) -> None:
+        """Overwrite Linear weights (merged MiSS) in the loader's layout, in place.
+
+        The TorchScript module captured the loader's tensors when it was built, so assigning new
+        tensors to ``z`` would go unseen: the bytes are copied into the captured tensors instead.
+        """
+        z = self.model.z
+        with torch.no_grad():
+            for name, weight in tensors.items():
+                if name not in z:
+                    raise RegistryError("gate.official-runtime", name, "the official runtime has no such weight", "report this bug")
+                value = weight.t() if name.endswith(_TRANSPOSED) else weight
+                z[name].copy_(value)
+
+    def logits(self, tokens: list[int], state: list[torch.Tensor] | None) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        state = [s.clone() for s in state] if state is not None else None
+        out, new_state = self.model.forward(tokens, state)
+        return out.float(), new_state
+
+
+def load_official(checkpoint: Path, device: str) -> OfficialModel:
+    """Load a .pth checkpoint (the loader wants the path without .pth) on cuda bf16 or cpu fp32."""
+    module = _import_model(device)
+    from importlib.metadata import version  # noqa: PLC0415
+
+    strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
+    start = time.perf_counter()
+    with stdout_to_stderr():  # the loader prints progress; keep --json clean
+        model = module.RWKV(model=str(checkpoint)[: -len(".pth")], strategy=strategy)
+    # Importing rwkv.model turns TF32 on for all of torch; the gate's fp32 reference needs it off.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return OfficialModel(model, device, time.perf_counter() - start, version("rwkv"))

@@ -1,0 +1,182 @@
+"""``registry publish``: gated, planned, one atomic commit, verified before it is recorded.
+
+1. validate must be clean (checksums, layout, card freshness, local immutability);
+2. plan against the remote head (:mod:`registry.hub.plan`): only new and changed files are sent;
+   a change to a file already on the Hub is refused unless index.json records the rewrite;
+3. every entry whose bytes are not on the Hub yet needs a passing gate receipt;
+4. one ``create_commit`` holding every operation with ``parent_commit`` = the planned head, so a
+   push by someone else in between makes the Hub refuse it (412) instead of mixing trees;
+5. the new commit's tree is listed and compared with the plan; only then is the published state
+   recorded locally.
+
+A failure at any step leaves the Hub without a commit (uploaded LFS objects stay invisible until a
+commit names them, and a re-run reuses them) and the local record untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+from ..atomic import registry_lock
+from ..errors import RegistryError
+from ..layout import Finding
+from ..models import Index
+from ..repo import Repo
+from ..validate import validate
+from .gates import entries_to_gate, gate_findings
+from .local import local_files, local_sums, with_git_sha1
+from .plan import MUTABLE, LocalFile, Plan, RemoteState, make_plan, plain_paths, verify_tree
+from .record import RemoteRecord, record_remote
+from .refused import Refused
+from .remote import CommitResult, Hub
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    repo_id: str
+    revision: str = "main"
+    dry_run: bool = False
+    create_pr: bool = False
+    tag: str | None = None
+    allow_cpu_gate: bool = False
+    delete_remote_extra: bool = False
+    assume_empty_remote: bool = False  # plan as if the repo did not exist yet, without contacting the Hub (dry run only)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The plan, what blocks it, and (after a real publish) the commit made, if any."""
+
+    plan: Plan
+    blockers: tuple[Finding, ...] = ()
+    commit: CommitResult | None = None
+    tagged: str | None = None
+
+    def as_dict(self) -> dict:
+        commit = self.commit
+        return {
+            "ok": not self.blockers,
+            "plan": self.plan.as_dict(),
+            "blockers": [b.as_dict() for b in self.blockers],
+            "commit": None if commit is None else {"oid": commit.oid, "url": commit.url, "pr_revision": commit.pr_revision, "pr_url": commit.pr_url},
+            "tag": self.tagged,
+        }
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """A plan with everything needed to carry it out."""
+
+    index: Index
+    sums: dict[str, str]
+    local: dict[str, LocalFile]
+    plan: Plan
+    blockers: tuple[Finding, ...]
+
+
+def _check_options(options: PublishOptions) -> None:
+    if options.assume_empty_remote and not options.dry_run:
+        raise RegistryError("args.conflict", options.repo_id, "--assume-empty-remote only makes sense with --dry-run", "add --dry-run, or drop --assume-empty-remote")
+    if options.tag and options.create_pr:
+        raise RegistryError("args.conflict", options.repo_id, "a release tag must point at a commit on the branch, not at a pull request", "drop --tag or --create-pr")
+
+
+def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, options: PublishOptions, hub: Hub) -> _Draft:
+    local = local_files(repo, sums)
+    local = with_git_sha1(repo.root, local, plain_paths(local, remote.files))
+    plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
+    blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate)]
+    if options.tag and remote.exists and options.tag in hub.tags():
+        blockers.append(Finding("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
+    return _Draft(index, sums, local, plan, tuple(blockers))
+
+
+def _remote(options: PublishOptions, hub: Hub) -> RemoteState:
+    return RemoteState(options.repo_id, options.revision, None) if options.assume_empty_remote else hub.state()
+
+
+def _operations(repo: Repo, plan: Plan) -> list[CommitOperationAdd | CommitOperationDelete]:
+    """Every operation of the commit; refuses a file whose bytes changed since the plan was made."""
+    operations: list[CommitOperationAdd | CommitOperationDelete] = []
+    for planned in plan.uploads:
+        add = CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=str(repo.root / planned.path))
+        if add.upload_info.sha256.hex() != planned.local.sha256:
+            raise RegistryError("publish.changed-meanwhile", planned.path, "the file changed while publish was running", "run `registry publish` again")
+        operations.append(add)
+    operations += [CommitOperationDelete(path_in_repo=f.path) for f in plan.deletions]
+    return operations
+
+
+def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
+    """(summary, description): the entries added, the rewrites and deletions, the files sent."""
+    added = entries_to_gate(index, [f.path for f in plan.with_status("new")])
+    rewritten = [f.path for f in plan.with_status("changed") if f.path not in MUTABLE]
+    summary = f"Publish {len(added)} entr{'y' if len(added) == 1 else 'ies'}" if added else "Update registry files"
+    lines = [f"add {e.path} ({e.method}, data {e.data.version}, sha256 {e.sha256})" for e in added]
+    lines += [f"rewrite {p}: {r.reason}" for p in rewritten for r in index.rewrites if r.path == p]
+    lines += [f"delete {f.path}" for f in plan.deletions]
+    lines.append(f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes uploaded by rwkv-registry")
+    return summary, "\n".join(lines)
+
+
+def _verify(repo: Repo, draft: _Draft, hub: Hub, commit: str) -> None:
+    after = hub.tree(commit)
+    local = with_git_sha1(repo.root, draft.local, plain_paths(draft.local, after))
+    problems = verify_tree(draft.plan, local, after)
+    if problems:
+        raise Refused(problems)
+
+
+def _require_clear(draft: _Draft) -> None:
+    if draft.blockers:
+        raise Refused(draft.blockers, Outcome(draft.plan, draft.blockers).as_dict())
+
+
+def publish(root, options: PublishOptions, hub: Hub | None = None, say: Say | None = None) -> Outcome:
+    """Plan (``dry_run``) or publish the registry at ``root``; see the module docstring for the steps."""
+    say = say or (lambda _line: None)
+    _check_options(options)
+    repo = Repo.open(root)
+    hub = hub or Hub(options.repo_id, options.revision)
+    # A real publish holds the lock throughout, so no registry command changes a file mid-upload.
+    with nullcontext() if options.dry_run else registry_lock(repo.root):
+        say("validating the registry")
+        findings = validate(repo.root)
+        if findings:
+            raise Refused(findings)  # SHA256SUMS is the plan's input: it must be true first
+        index, sums = repo.load_index(), local_sums(repo)
+        say(f"planning against {options.repo_id}@{options.revision}")
+        remote = _remote(options, hub)
+        draft = _draft(repo, index, sums, remote, options, hub)
+        if options.dry_run:
+            return Outcome(draft.plan, draft.blockers)
+        _require_clear(draft)
+        if not remote.exists:
+            say(f"creating {options.repo_id}")
+            hub.create_repo()
+            draft = _draft(repo, index, sums, hub.state(), options, hub)  # re-plan on the Hub's initial commit
+            _require_clear(draft)
+        return _carry_out(repo, draft, options, hub, say)
+
+
+def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Say) -> Outcome:
+    plan, result = draft.plan, None
+    if plan.empty:
+        say("nothing to publish")
+    else:
+        say(f"uploading {len(plan.uploads)} file(s), {plan.upload_bytes} bytes, in one commit")
+        result = hub.commit(_operations(repo, plan), *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)
+        say(f"verifying commit {result.oid[:12]}")
+        _verify(repo, draft, hub, result.oid)
+    commit = result.oid if result else plan.head
+    if options.tag:
+        hub.create_tag(options.tag, commit)
+    revision = result.pr_revision if result and result.pr_revision else options.revision
+    record_remote(repo, draft.sums, RemoteRecord(repo_id=options.repo_id, revision=revision, commit=commit))
+    return Outcome(plan, (), result, options.tag)

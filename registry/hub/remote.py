@@ -1,0 +1,147 @@
+"""Every call to the Hub, through huggingface_hub's HfApi, and the errors users see from them.
+
+The endpoint comes from ``HF_ENDPOINT`` and the token from ``HF_TOKEN`` or ``hf auth login``, both
+read by the library itself: this module never handles the token except to scrub it from error
+text, so no message, log line or ``--json`` output can carry it.  Every library exception becomes
+a one-line :class:`RegistryError` naming the repo and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2  # huggingface_hub's HTTP client: its transport errors are the network failures
+from huggingface_hub import CommitOperation, HfApi, get_token
+from huggingface_hub.errors import HfHubHTTPError, RemoteEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+from huggingface_hub.hf_api import RepoFile
+
+from ..errors import RegistryError
+from .plan import RemoteFile, RemoteState
+
+_TOKEN_SHAPED = re.compile(r"hf_[A-Za-z0-9_]{6,}")
+AUTH_FIX = "set HF_TOKEN to a token with write access to the repo (or run `hf auth login`)"
+RETRY_FIX = "run the command again (publish re-plans against what the Hub holds; uploaded files are not sent twice)"
+
+
+def scrub(text: str) -> str:
+    """``text`` without the token in use, nor anything shaped like a Hub token."""
+    token = get_token()
+    if token:
+        text = text.replace(token, "***")
+    return _TOKEN_SHAPED.sub("hf_***", text)
+
+
+def _server_says(err: HfHubHTTPError) -> str:
+    return scrub(err.server_message or str(err).splitlines()[0]).strip()
+
+
+@contextmanager
+def hub_errors(repo_id: str, revision: str) -> Iterator[None]:
+    """Translate huggingface_hub's exceptions into one-line refusals (token scrubbed)."""
+    try:
+        yield
+    except RevisionNotFoundError:
+        raise RegistryError("hub.revision-missing", repo_id, f"revision {revision!r} does not exist", "create the branch on the Hub, or pass --revision main") from None
+    except RemoteEntryNotFoundError as err:
+        raise RegistryError("hub.file-missing", repo_id, f"a file is missing on the Hub ({_server_says(err)})", "publish the registry again, or check --revision") from None
+    except RepositoryNotFoundError:
+        raise RegistryError("hub.repo-missing", repo_id, "no such repo on the Hub (or the token cannot see it)", "check --repo-id, or publish the registry first (publish creates the repo)") from None
+    except HfHubHTTPError as err:
+        status = err.response.status_code
+        if status in (401, 403):
+            raise RegistryError("hub.auth", repo_id, f"the Hub refused the credentials ({status})", AUTH_FIX) from None
+        if status == 412:
+            raise RegistryError("hub.moved", repo_id, f"{revision} moved since the plan was made (someone else pushed); nothing was committed", "run `registry publish` again to plan against the new head") from None
+        raise RegistryError("hub.http", repo_id, f"the Hub answered {status}: {_server_says(err)}", RETRY_FIX) from None
+    except httpx2.HTTPError as err:
+        raise RegistryError("hub.network", repo_id, f"network error talking to the Hub ({type(err).__name__}: {scrub(str(err))})", RETRY_FIX) from None
+
+
+def _remote_file(item: RepoFile) -> RemoteFile:
+    return RemoteFile(item.path, item.size, item.blob_id, item.lfs.sha256 if item.lfs else None)
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    oid: str
+    url: str
+    pr_revision: str | None
+    pr_url: str | None
+
+
+class Hub:
+    """One repo at one revision on the Hub."""
+
+    def __init__(self, repo_id: str, revision: str = "main", api: HfApi | None = None):
+        self.repo_id = repo_id
+        self.revision = revision
+        self.api = api or HfApi()
+
+    def _errors(self):
+        return hub_errors(self.repo_id, self.revision)
+
+    def state(self) -> RemoteState:
+        """The head of the revision and every file in its tree; an empty state when the repo is missing.
+
+        The tree is listed at the head's commit id, not the branch name, so it is exactly the tree
+        the commit will be based on (``parent_commit``).
+        """
+        try:
+            with self._errors():
+                head = self.api.repo_info(self.repo_id, revision=self.revision).sha
+        except RegistryError as err:
+            if err.code == "hub.repo-missing":
+                return RemoteState(self.repo_id, self.revision, None)
+            raise
+        return RemoteState(self.repo_id, self.revision, head, self.tree(head))
+
+    def existing_state(self) -> RemoteState:
+        """:meth:`state`, refusing a missing repo (pull and verify-remote have nothing to read)."""
+        state = self.state()
+        if not state.exists:
+            raise RegistryError("hub.repo-missing", self.repo_id, "no such repo on the Hub (or the token cannot see it)", "check --repo-id and the token")
+        return state
+
+    def tree(self, commit: str) -> dict[str, RemoteFile]:
+        with self._errors():
+            items = self.api.list_repo_tree(self.repo_id, recursive=True, revision=commit)
+            return {item.path: _remote_file(item) for item in items if isinstance(item, RepoFile)}
+
+    def tags(self) -> set[str]:
+        with self._errors():
+            return {tag.name for tag in self.api.list_repo_refs(self.repo_id).tags}
+
+    def create_repo(self) -> None:
+        with self._errors():
+            self.api.create_repo(self.repo_id, exist_ok=True)
+
+    def commit(self, operations: Sequence[CommitOperation], message: str, description: str, parent: str, create_pr: bool) -> CommitResult:
+        """One commit with every operation, refused by the Hub if ``revision`` moved past ``parent``."""
+        with self._errors():
+            try:
+                info = self.api.create_commit(
+                    self.repo_id, list(operations), commit_message=message, commit_description=description,
+                    revision=self.revision, parent_commit=parent, create_pr=create_pr,
+                )  # fmt: skip
+            except RuntimeError as err:  # raised by the upload step once the client's retries are spent
+                cause = f" ({type(err.__cause__).__name__})" if err.__cause__ else ""
+                raise RegistryError("hub.upload-failed", self.repo_id, f"{scrub(str(err))}{cause}; nothing was committed", RETRY_FIX) from None
+            except ValueError as err:  # e.g. README.md front matter rejected before any upload
+                raise RegistryError("hub.rejected", self.repo_id, scrub(str(err)), "fix the file named above and run `registry publish` again") from None
+        return CommitResult(info.oid, info.commit_url, info.pr_revision, info.pr_url)
+
+    def create_tag(self, tag: str, commit: str) -> None:
+        with self._errors():
+            self.api.create_tag(self.repo_id, tag=tag, revision=commit)
+
+    def download(self, filename: str, commit: str, local_dir: Path) -> Path:
+        with self._errors():
+            return Path(self.api.hf_hub_download(self.repo_id, filename, revision=commit, local_dir=local_dir))
+
+    def snapshot(self, commit: str, local_dir: Path) -> None:
+        with self._errors():
+            self.api.snapshot_download(self.repo_id, revision=commit, local_dir=local_dir)
