@@ -19,6 +19,7 @@ import torch
 from .artifacts.factory import TinySpec, make_base_state_dict, make_state_file, save_checkpoint
 from .artifacts.miss import make_adapter_file
 from .errors import RegistryError
+from .gate.smoke import smoke
 from .hashing import hash_file
 from .models import Score
 from .ops.artifacts import AddRequest, BaseRequest, add_base, add_score, add_weight
@@ -117,6 +118,9 @@ def run_demo(directory: Path, echo: Echo | None = None) -> list[dict]:
         derived = convert_entry(root, entry.path, shard_size)
         shards = f" in {len(derived.shards)} shards" if derived.shards else ""
         step("convert", f"{entry.path} -> {derived.path}{shards} (bit-exact)")
+    for receipt in smoke(root, [], files["base_a"], "cpu"):
+        verdict = "passed" if receipt.passed else "FAILED " + ", ".join(c.name for c in receipt.failed_checks())
+        step("smoke", f"{receipt.entry} {verdict} (cpu gate; CUDA runs: docs/gpu-gate.md)")
     findings = validate(root)
     if findings:
         raise RegistryError("demo.invalid", root, findings[0].one_line(), "report this bug")

@@ -18,6 +18,7 @@ import httpx2  # huggingface_hub's HTTP client: its transport errors are the net
 from huggingface_hub import CommitOperation, HfApi, get_token
 from huggingface_hub.errors import HfHubHTTPError, RemoteEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 from huggingface_hub.hf_api import RepoFile
+from huggingface_hub.utils import HFValidationError, validate_repo_id
 
 from ..errors import RegistryError
 from .plan import RemoteFile, RemoteState
@@ -61,6 +62,17 @@ def hub_errors(repo_id: str, revision: str) -> Iterator[None]:
         raise RegistryError("hub.network", repo_id, f"network error talking to the Hub ({type(err).__name__}: {scrub(str(err))})", RETRY_FIX) from None
 
 
+def check_repo_id(repo_id: str) -> str:
+    """A Hub repo id of the form NAMESPACE/NAME, refused before any request is made."""
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as err:
+        raise RegistryError("args.bad-repo-id", repo_id, str(err).rstrip("."), "pass --repo-id NAMESPACE/NAME") from None
+    if repo_id.count("/") != 1:
+        raise RegistryError("args.bad-repo-id", repo_id, "not of the form NAMESPACE/NAME", "pass --repo-id NAMESPACE/NAME")
+    return repo_id
+
+
 def _remote_file(item: RepoFile) -> RemoteFile:
     return RemoteFile(item.path, item.size, item.blob_id, item.lfs.sha256 if item.lfs else None)
 
@@ -77,7 +89,7 @@ class Hub:
     """One repo at one revision on the Hub."""
 
     def __init__(self, repo_id: str, revision: str = "main", api: HfApi | None = None):
-        self.repo_id = repo_id
+        self.repo_id = check_repo_id(repo_id)
         self.revision = revision
         self.api = api or HfApi()
 

@@ -1,0 +1,154 @@
+"""Hub commands: publish, pull, verify-remote.
+
+The token is never an option: huggingface_hub reads HF_TOKEN or the ``hf auth login`` token
+itself, so it cannot end up in shell history, CI logs or ``--json`` output.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import RegistryError
+from ..progress import stderr
+from .app import emit_json, main, refusals
+from .artifacts import REGISTRY_OPT
+
+REVISION_OPT = click.option("--revision", default="main", show_default=True, help="Branch to publish to or read from.")
+JSON_OPT = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (for CI).")
+
+
+def _say(as_json: bool):
+    return None if as_json else lambda line: stderr.print(line, highlight=False, soft_wrap=True)
+
+
+def itemized(func):
+    """Print every reason of a multi-reason refusal as its own ``error:`` line (and as JSON with --json)."""
+    from ..hub import Refused
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except Refused as err:
+            if kwargs.get("as_json"):
+                emit_json({"ok": False, **err.payload, "findings": [f.as_dict() for f in err.findings]})
+            for finding in err.findings:
+                _error_line(finding)
+            sys.exit(err.exit_code)
+
+    return wrapper
+
+
+def _error_line(finding) -> None:
+    click.echo(f"error: {RegistryError(finding.code, finding.file, finding.message, finding.fix).one_line()}", err=True)
+
+
+def _print_plan(plan) -> None:
+    from rich.filesize import decimal
+
+    where = f"head {plan.head[:12]}" if plan.head else "new repo"
+    click.echo(f"plan for {plan.repo_id}@{plan.revision} ({where}):")
+    for f in plan.files:
+        if f.status == "unchanged":
+            continue
+        note = decimal(f.local.size) if f.local else ("delete" if plan.delete_extra else "kept; --delete-remote-extra deletes it")
+        click.echo(f"  {f.status:<12} {f.path}  ({note})")
+    click.echo(f"  {len(plan.with_status('unchanged'))} file(s) unchanged")
+    click.echo(f"upload {len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}; delete {len(plan.deletions)}")
+
+
+def _repo_id(repo_id: str | None, registry: Path) -> str:
+    """--repo-id, else registry.repo_id from index.json."""
+    if repo_id:
+        return repo_id
+    from ..repo import Repo
+
+    configured = Repo.open(registry).load_index().registry.repo_id
+    if not configured:
+        raise RegistryError("args.missing", "--repo-id", "no repo id given and index.json has no registry.repo_id", "pass --repo-id NAMESPACE/NAME")
+    return configured
+
+
+@main.command("publish")
+@click.option("--repo-id", metavar="NS/NAME", help="Target repo on the Hub (default: registry.repo_id in index.json).")
+@REGISTRY_OPT
+@REVISION_OPT
+@click.option("--dry-run", is_flag=True, help="Print the plan and what blocks it; upload nothing (exit 1 when publish would refuse).")
+@click.option("--assume-empty-remote", is_flag=True, help="With --dry-run: plan as if the repo did not exist yet, without contacting the Hub.")
+@click.option("--create-pr", is_flag=True, help="Open a pull request with the commit instead of committing to the branch.")
+@click.option("--tag", metavar="NAME", help="Tag the published commit (or the unchanged head) with NAME.")
+@click.option("--allow-cpu-gate", is_flag=True, help="Accept gate receipts from CPU-only runs.")
+@click.option("--delete-remote-extra", is_flag=True, help="Delete files on the Hub that the registry does not have.")
+@JSON_OPT
+@refusals
+@itemized
+def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, as_json) -> None:
+    """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
+    from ..hub import PublishOptions, publish
+
+    options = PublishOptions(
+        repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
+        allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote,
+    )  # fmt: skip
+    outcome = publish(registry, options, say=_say(as_json))
+    if as_json:
+        emit_json(outcome.as_dict())
+    else:
+        _print_plan(outcome.plan)
+        for blocker in outcome.blockers:
+            _error_line(blocker)
+        if outcome.commit:
+            click.echo(f"published commit {outcome.commit.oid} ({outcome.commit.pr_url or outcome.commit.url})")
+        elif not dry_run:
+            click.echo("nothing to publish")
+        if outcome.tagged:
+            click.echo(f"tagged {outcome.tagged}")
+    if outcome.blockers:
+        sys.exit(1)
+
+
+@main.command("pull")
+@click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to download.")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@REVISION_OPT
+@JSON_OPT
+@refusals
+@itemized
+def pull_cmd(repo_id: str, directory: Path, revision: str, as_json: bool) -> None:
+    """Download a registry into DIRECTORY (new or empty), verify every file, then move it into place."""
+    from ..hub import pull
+    from ..hub.record import REMOTE_NAME
+
+    repo = pull(repo_id, directory, revision, say=_say(as_json))
+    record = (repo.published_dir / REMOTE_NAME).read_text()
+    if as_json:
+        emit_json({"ok": True, "directory": str(repo.root), "remote": __import__("json").loads(record)})
+    else:
+        click.echo(f"pulled {repo_id} into {repo.root} (verified)")
+
+
+@main.command("verify-remote")
+@click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to check.")
+@click.option("-C", "--registry", type=click.Path(file_okay=False, path_type=Path), help="Also compare with this local registry's SHA256SUMS.")
+@REVISION_OPT
+@JSON_OPT
+@refusals
+@itemized
+def verify_remote_cmd(repo_id: str, registry: Path | None, revision: str, as_json: bool) -> None:
+    """Check the Hub's files against its SHA256SUMS and index.json without downloading the weights."""
+    from ..hub import verify_remote
+
+    report = verify_remote(repo_id, revision, registry)
+    if as_json:
+        emit_json(report.as_dict())
+    else:
+        for finding in report.findings:
+            click.echo(finding.one_line())
+        summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) match SHA256SUMS"
+        click.echo(summary if not report.findings else f"{len(report.findings)} problem(s) found", err=bool(report.findings))
+    if report.findings:
+        sys.exit(1)

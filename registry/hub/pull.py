@@ -1,0 +1,68 @@
+"""``registry pull``: a registry from the Hub, verified before it appears.
+
+Everything is downloaded into a hidden sibling of the target folder, checked there (the tree's
+LFS oids against the downloaded SHA256SUMS, then a full ``validate``: every file's sha256, the
+index, the card), recorded as published, and only then renamed into place.  The target either
+does not exist or is empty; a failed pull leaves it as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from ..errors import RegistryError
+from ..repo import Repo
+from ..sums import SUMS_NAME
+from ..validate import validate
+from .local import local_sums
+from .plan import RemoteFile, plain_paths
+from .record import RemoteRecord, record_remote
+from .refused import Refused
+from .remote import Hub
+from .verify import remote_findings, sha256_file
+
+# snapshot_download(local_dir=...) keeps its bookkeeping here; it is no part of the registry.
+DOWNLOAD_METADATA = ".cache"
+
+
+def _check_target(target: Path) -> None:
+    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
+        raise RegistryError("pull.not-empty", target, "exists and is not an empty directory", "pass a new or empty directory")
+
+
+def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> None:
+    if not (staging / SUMS_NAME).is_file():
+        raise RegistryError("pull.no-sums", SUMS_NAME, "the repo has no SHA256SUMS, so its files cannot be verified", "publish the registry with `registry publish`")
+    sums = local_sums(Repo(staging))
+    plain = {p: sha256_file(staging / p) for p in plain_paths(sums, tree)}
+    findings = [*remote_findings(sums, tree, plain), *validate(staging)]
+    if findings:
+        raise Refused(findings)
+
+
+def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None) -> Repo:
+    """Download, verify and atomically place the registry at ``directory``; returns it."""
+    say = say or (lambda _line: None)
+    target = Path(directory).absolute()
+    _check_target(target)
+    hub = hub or Hub(repo_id, revision)
+    state = hub.existing_state()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}.pull-{secrets.token_hex(4)}"
+    staging.mkdir()  # a plain mkdir: the folder keeps the mode a user's mkdir would give it
+    try:
+        say(f"downloading {len(state.files)} file(s) of {repo_id}@{state.head[:12]}")
+        hub.snapshot(state.head, staging)
+        shutil.rmtree(staging / DOWNLOAD_METADATA, ignore_errors=True)
+        say("verifying")
+        _check_download(staging, state.files)
+        record_remote(Repo(staging), local_sums(Repo(staging)), RemoteRecord(repo_id=repo_id, revision=revision, commit=state.head))
+        os.replace(staging, target)  # an empty target directory is replaced too
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Repo(target)

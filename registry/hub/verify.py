@@ -1,0 +1,99 @@
+"""``registry verify-remote``: does the Hub hold what its own SHA256SUMS says, without downloading weights?
+
+LFS files are checked by the sha256 oid the tree listing reports; plain git files (the card, the
+JSON files: the Hub keeps anything over 10 MB in LFS) are downloaded and hashed.  index.json must
+agree with SHA256SUMS, and, given a local registry, the local SHA256SUMS with the remote one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..layout import Finding
+from ..models import Index
+from ..repo import GITATTRIBUTES_NAME, INDEX_NAME, Repo
+from ..schemas import load_model
+from ..sums import SUMS_NAME, parse_sums
+from .gates import entry_files
+from .local import local_sums
+from .plan import RemoteFile, plain_paths
+from .remote import Hub
+
+REPUBLISH = "run `registry publish` from the registry that holds the right bytes"
+UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME}
+
+
+def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Finding]:
+    """Every file SHA256SUMS lists is in the tree with that sha256 (LFS oid, or the hash of the plain
+    file's bytes in ``plain_sha256``), and the tree holds nothing it does not list."""
+    for path, sha in sorted(sums.items()):
+        remote = tree.get(path)
+        if remote is None:
+            yield Finding("remote.missing-file", path, "listed in the remote SHA256SUMS but not in the repo", REPUBLISH)
+            continue
+        actual = remote.lfs_sha256 or plain_sha256.get(path)
+        if actual != sha:
+            yield Finding("remote.mismatch", path, f"the Hub holds sha256 {str(actual)[:12]}… but its SHA256SUMS says {sha[:12]}…", REPUBLISH)
+    for path in sorted(set(tree) - set(sums) - UNLISTED_OK):
+        yield Finding("remote.unlisted-file", path, "in the repo but not in its SHA256SUMS", "publish with --delete-remote-extra, or add the file to the registry")
+
+
+def index_findings(index: Index, sums: Mapping[str, str]) -> Iterator[Finding]:
+    """Every file of every entry in index.json is listed in SHA256SUMS with the entry's sha256."""
+    for entry in index.entries:
+        expected = {entry.path: entry.sha256, **{s.path: s.sha256 for s in entry.shards}}
+        for path in entry_files(entry):
+            if sums.get(path) != expected[path]:
+                yield Finding("remote.index-mismatch", path, "index.json and SHA256SUMS on the Hub disagree", REPUBLISH)
+
+
+def compare_findings(local: Mapping[str, str], remote: Mapping[str, str]) -> Iterator[Finding]:
+    """The local SHA256SUMS against the remote one."""
+    for path in sorted(set(local) | set(remote)):
+        if path not in remote:
+            yield Finding("local.unpublished", path, "in the local registry but not on the Hub", "run `registry publish`")
+        elif path not in local:
+            yield Finding("local.missing", path, "on the Hub but not in the local registry", "run `registry pull` into a new folder, or publish the deletion")
+        elif local[path] != remote[path]:
+            yield Finding("local.differs", path, f"local sha256 {local[path][:12]}… but the Hub's is {remote[path][:12]}…", "restore the published bytes, or publish a recorded rewrite")
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class RemoteReport:
+    repo_id: str
+    revision: str
+    commit: str
+    files: int
+    findings: list[Finding] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "ok": not self.findings,
+            "repo_id": self.repo_id,
+            "revision": self.revision,
+            "commit": self.commit,
+            "files": self.files,
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None) -> RemoteReport:
+    """Check the remote against its SHA256SUMS and index.json (and the local registry's SHA256SUMS)."""
+    hub = hub or Hub(repo_id, revision)
+    state = hub.existing_state()
+    with tempfile.TemporaryDirectory(prefix="registry-verify-") as tmp:
+        sums = parse_sums(hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes(), f"{repo_id}/{SUMS_NAME}")
+        index: Index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), "index", f"{repo_id}/{INDEX_NAME}")  # type: ignore[assignment]
+        plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
+    findings = [*remote_findings(sums, state.files, plain), *index_findings(index, sums)]
+    if registry is not None:
+        findings += compare_findings(local_sums(Repo.open(registry)), sums)
+    return RemoteReport(repo_id, revision, state.head, len(state.files), findings)

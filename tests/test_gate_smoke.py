@@ -1,0 +1,144 @@
+"""registry smoke on CPU: receipts, the index summary, and every refusal the gate owes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+from jsonschema import Draft202012Validator
+
+from registry.artifacts.factory import TinySpec, make_base_checkpoint, make_state_file, save_checkpoint
+from registry.artifacts.miss import make_adapter_file
+from registry.cli import main
+from registry.errors import RegistryError
+from registry.gate.receipt import Receipt
+from registry.gate.smoke import smoke
+from registry.models import Index
+from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
+from registry.repo import INDEX_NAME, render_index
+from registry.schemas import SCHEMA_DIR
+from registry.validate import validate
+
+from .conftest import sha256_of, snapshot
+from .test_ops_artifacts import train_json
+
+# vocab 65536: the gate feeds the seeds' prompts through the real rwkv tokenizer
+GATE_SPEC = TinySpec(n_layer=2, n_embd=64, vocab_size=65536, seed=11)
+
+
+@pytest.fixture(scope="module")
+def gated_registry(tmp_path_factory):
+    """A registry with one State, one MiSS and one full entry, gated once on CPU."""
+    tmp = tmp_path_factory.mktemp("gate")
+    from registry.ops.core import init_registry
+
+    root = init_registry(tmp / "reg").root
+    base = make_base_checkpoint(tmp / "rwkv7-gate-20260101.pth", GATE_SPEC)
+    add_base(root, BaseRequest(path=base, filename=base.name))
+    name = base.name[:-4]
+    state = add_weight(root, AddRequest(make_state_file(tmp / "s.pth", GATE_SPEC), name, "state", "v1.41", train_json(tmp / "t.json")))
+    adapter = make_adapter_file(tmp / "adapter-final.pth", GATE_SPEC, sha256_of(base), rank=8, scale=2.0)
+    miss = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp / "m.json"), run="r8"))
+    tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
+    full = add_weight(root, AddRequest(save_checkpoint(tmp / "rwkv-final.pth", tuned), name, "full", "v1.0", train_json(tmp / "f.json")))
+    receipts = smoke(root, [], base, "cpu")
+    return root, base, {"state": state, "miss": miss, "full": full}, receipts
+
+
+def test_every_method_passes_on_cpu_with_receipts(gated_registry):
+    root, _, entries, receipts = gated_registry
+    assert [r.passed for r in receipts] == [True, True, True], [c for r in receipts for c in r.failed_checks()]
+    schema = json.loads((SCHEMA_DIR / "receipt.schema.json").read_text())
+    index = Index.model_validate_json((root / INDEX_NAME).read_text())
+    for receipt in receipts:
+        entry = index.entry_by_path(receipt.entry)
+        path = root / ".registry" / "gates" / f"{entry.sha256}.json"
+        Draft202012Validator(schema).validate(json.loads(path.read_text()))
+        assert receipt.environment.device == "cpu" and receipt.file_sha256 == entry.sha256
+        assert entry.gate.passed and entry.gate.device == "cpu" and entry.gate.receipt.endswith(f"{entry.sha256}.json")
+        names = {c.name for c in receipt.checks}
+        assert {"kernel-parity", "finite-weights", "model-parity", "finite-logits", "greedy-decoding"} <= names
+        parity = next(c for c in receipt.checks if c.name == "model-parity")
+        assert parity.figures["ours_vs_official_max_scaled_err"] < 1e-3
+        assert receipt.timings.prefill_tokens_per_s > 0 and receipt.timings.decode_tokens_per_s > 0
+    assert validate(root) == []
+
+
+def test_the_adapter_changes_the_model(gated_registry):
+    """The MiSS gate compares merged weights: an adapter that did nothing would be a toy check."""
+    root, base, entries, receipts = gated_registry
+    miss = next(r for r in receipts if r.method == "miss")
+    parity = next(c for c in miss.checks if c.name == "model-parity")
+    assert parity.passed
+    from registry.gate.runtime import Rwkv7, load_tensors, merge_miss
+
+    base_t = load_tensors(base)
+    merged = merge_miss(base_t, load_tensors(root / entries["miss"].path), 2.0)
+    ids = [1, 2, 3]
+    assert float((Rwkv7(base_t).forward(ids)[0] - Rwkv7(merged).forward(ids)[0]).abs().max()) > 1e-3
+
+
+def test_wrong_base_file_is_refused_before_loading(gated_registry, tmp_path):
+    root, _, entries, _ = gated_registry
+    other = make_base_checkpoint(tmp_path / "other.pth", TinySpec(n_layer=2, n_embd=64, vocab_size=65536, seed=99))
+    before = snapshot(root)
+    with pytest.raises(RegistryError) as err:
+        smoke(root, [entries["state"].path], other, "cpu")
+    assert err.value.code == "gate.base-mismatch" and sha256_of(other) in err.value.message
+    assert snapshot(root) == before
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_cuda_without_cuda_is_refused(gated_registry):
+    root, base, entries, _ = gated_registry
+    result = CliRunner().invoke(main, ["smoke", entries["state"].path, "-C", str(root), "--base-file", str(base), "--device", "cuda"])
+    assert result.exit_code == 1 and "CUDA is not available" in result.output and "--device cpu" in result.output
+
+
+def _replace_entry_file(root: Path, path: str, tensors: dict) -> None:
+    """Swap an entry's bytes and keep index/SUMS consistent (a hand-edited registry)."""
+    save_checkpoint(root / path, tensors)
+    index = Index.model_validate_json((root / INDEX_NAME).read_text())
+    entry = index.entry_by_path(path)
+    entry.sha256, entry.size = sha256_of(root / path), (root / path).stat().st_size
+    (root / INDEX_NAME).write_bytes(render_index(index))
+
+
+def test_nan_in_weights_fails_and_the_receipt_says_where(tmp_path, small_registry_factory):
+    root, base, entry = small_registry_factory(tmp_path)
+    poisoned = torch.load(root / entry.path, weights_only=True)
+    poisoned["blocks.1.att.time_state"][0, 0, 0] = float("nan")
+    _replace_entry_file(root, entry.path, poisoned)
+    [receipt] = smoke(root, [entry.path], base, "cpu")
+    assert not receipt.passed
+    finite = next(c for c in receipt.checks if c.name == "finite-weights")
+    assert not finite.passed and "blocks.1.att.time_state" in finite.detail
+    assert not Index.model_validate_json((root / INDEX_NAME).read_text()).entry_by_path(entry.path).gate.passed
+
+
+def test_state_that_does_not_fit_is_refused_without_a_receipt(tmp_path, small_registry_factory):
+    root, base, entry = small_registry_factory(tmp_path)
+    _replace_entry_file(root, entry.path, {f"blocks.{i}.att.time_state": torch.zeros(1, 64, 64) for i in range(3)})
+    with pytest.raises(RegistryError) as err:
+        smoke(root, [entry.path], base, "cpu")
+    assert err.value.code == "gate.state-mismatch"
+    assert not (root / ".registry" / "gates").exists() or not list((root / ".registry" / "gates").iterdir())
+
+
+@pytest.fixture
+def small_registry_factory():
+    def build(tmp: Path):
+        from registry.ops.core import init_registry
+
+        root = init_registry(tmp / "reg").root
+        base = make_base_checkpoint(tmp / "rwkv7-gate-20260101.pth", GATE_SPEC)
+        add_base(root, BaseRequest(path=base, filename=base.name))
+        entry = add_weight(root, AddRequest(make_state_file(tmp / "s.pth", GATE_SPEC), base.name[:-4], "state", "v1.41", train_json(tmp / "t.json")))
+        return root, base, entry
+
+    return build
+
+
