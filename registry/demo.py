@@ -21,6 +21,7 @@ from .artifacts.miss import make_adapter_file
 from .errors import RegistryError
 from .gate.smoke import smoke
 from .hashing import hash_file
+from .hub.publish import PublishOptions, publish
 from .models import Score
 from .ops.artifacts import AddRequest, BaseRequest, add_base, add_score, add_weight
 from .ops.convert import convert_entry
@@ -34,6 +35,7 @@ DATA_STATE = "feb2fd6b" + "0" * 56  # stand-ins for the dataset hashes, shaped l
 DATA_MISS = "2fbf6760" + "0" * 56
 DATA_FULL = "5d3040d2" + "0" * 56
 SPEC = TinySpec(n_layer=2, n_embd=128, vocab_size=65536)
+DEMO_REPO_ID = "demo/rwkv-agent-weights"  # the demo never contacts the Hub: it plans against an empty remote
 
 Echo = Callable[[str], None]
 
@@ -121,6 +123,7 @@ def run_demo(directory: Path, echo: Echo | None = None) -> list[dict]:
     for receipt in smoke(root, [], files["base_a"], "cpu"):
         verdict = "passed" if receipt.passed else "FAILED " + ", ".join(c.name for c in receipt.failed_checks())
         step("smoke", f"{receipt.entry} {verdict} (cpu gate; CUDA runs: docs/gpu-gate.md)")
+    step("publish --dry-run", publish(root, PublishOptions(DEMO_REPO_ID, dry_run=True, allow_cpu_gate=True, assume_empty_remote=True)).summary())
     findings = validate(root)
     if findings:
         raise RegistryError("demo.invalid", root, findings[0].one_line(), "report this bug")

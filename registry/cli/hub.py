@@ -27,13 +27,16 @@ def _say(as_json: bool):
 
 def itemized(func):
     """Print every reason of a multi-reason refusal as its own ``error:`` line (and as JSON with --json)."""
-    from ..hub import Refused
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except Refused as err:
+        except RegistryError as err:
+            from ..hub.refused import Refused  # imported late: the hub package pulls in huggingface_hub
+
+            if not isinstance(err, Refused):
+                raise
             if kwargs.get("as_json"):
                 emit_json({"ok": False, **err.payload, "findings": [f.as_dict() for f in err.findings]})
             for finding in err.findings:
@@ -121,14 +124,12 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 def pull_cmd(repo_id: str, directory: Path, revision: str, as_json: bool) -> None:
     """Download a registry into DIRECTORY (new or empty), verify every file, then move it into place."""
     from ..hub import pull
-    from ..hub.record import REMOTE_NAME
 
-    repo = pull(repo_id, directory, revision, say=_say(as_json))
-    record = (repo.published_dir / REMOTE_NAME).read_text()
+    pulled = pull(repo_id, directory, revision, say=_say(as_json))
     if as_json:
-        emit_json({"ok": True, "directory": str(repo.root), "remote": __import__("json").loads(record)})
+        emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump()})
     else:
-        click.echo(f"pulled {repo_id} into {repo.root} (verified)")
+        click.echo(f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} (verified)")
 
 
 @main.command("verify-remote")

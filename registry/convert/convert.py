@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import torch
 from safetensors import safe_open
 
@@ -24,7 +25,7 @@ from .. import __version__
 from ..artifacts.inspect import load_tensor_map
 from ..errors import RegistryError
 from ..hashing import hash_file
-from .residency import populate_pages, release_pages
+from .source import SourceBytes
 from .shards import SHARD_INDEX_NAME, plan_shards
 from .writer import SAFETENSORS_DTYPES, check_dtypes, read_offsets, write_safetensors
 
@@ -69,11 +70,11 @@ def _temp_for(final: Path, staging: Path) -> Path:
     return Path(name)
 
 
-def _write_one(final: Path, staging: Path, tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str], opener: Opener, progress) -> ConvertedFile:
+def _write_one(final: Path, staging: Path, names: list[str], source: SourceBytes, metadata: dict[str, str], opener: Opener, progress) -> ConvertedFile:
     temp = _temp_for(final, staging)
     try:
         with opener(temp) as sink:
-            sha, size = write_safetensors(sink, tensors, metadata, progress)
+            sha, size = write_safetensors(sink, names, source, metadata, progress)
             sink.flush()
             os.fsync(sink.fileno())
     except OSError as exc:
@@ -82,7 +83,7 @@ def _write_one(final: Path, staging: Path, tensors: list[tuple[str, torch.Tensor
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    return ConvertedFile(final=final, temp=temp, sha256=sha, size=size, tensors=[n for n, _ in tensors])
+    return ConvertedFile(final=final, temp=temp, sha256=sha, size=size, tensors=names)
 
 
 def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: int, metadata: dict[str, str]) -> ConvertedFile:
@@ -94,41 +95,34 @@ def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: 
     return ConvertedFile(final=final, temp=temp, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
-VERIFY_CHUNK = 64 << 20
+VERIFY_CHUNK = 16 << 20
 
 
-def _bits(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.contiguous().reshape(-1).view(torch.uint8)
+def _same_tensor(written: BinaryIO, data_start: int, span: tuple[int, int], name: str, source: SourceBytes, buffers: tuple[memoryview, memoryview]) -> bool:
+    """Compare one written tensor's bytes with the source's, a block at a time.
 
-
-def _same_tensor(handle: BinaryIO, data_start: int, span: tuple[int, int], original: torch.Tensor, buffer: bytearray) -> bool:
-    """Compare one written tensor's bytes with the source, a block at a time.
-
-    Bytes are read with pread from the file safetensors just validated (page cache, not process
-    memory), and the source's pages are released as they are compared, so peak memory is one
-    block whatever the checkpoint's size.
+    Both sides are read with pread into reused buffers (page cache, not process memory), so
+    memory stays at two blocks whatever the checkpoint's size.
     """
     begin, end = span
-    expected = _bits(original)
-    if end - begin != expected.numel():
+    size = source.nbytes(name)
+    if end - begin != size:
         return False
-    block = torch.frombuffer(buffer, dtype=torch.uint8)
-    for offset in range(0, expected.numel(), VERIFY_CHUNK):
-        length = min(VERIFY_CHUNK, expected.numel() - offset)
-        if os.preadv(handle.fileno(), [memoryview(buffer)[:length]], data_start + begin + offset) != length:
+    out_view, src_view = buffers
+    for offset in range(0, size, VERIFY_CHUNK):
+        length = min(VERIFY_CHUNK, size - offset)
+        if os.preadv(written.fileno(), [out_view[:length]], data_start + begin + offset) != length:
             return False
-        if original.is_contiguous():
-            populate_pages(original, offset, length)
-        if not torch.equal(block[:length], expected[offset : offset + length]):
+        expected = source.read_into(name, offset, src_view[:length])
+        if not np.array_equal(np.frombuffer(out_view[:length], np.uint8), np.frombuffer(expected, np.uint8)):
             return False
-        if original.is_contiguous():
-            release_pages(original, offset, length)
     return True
 
 
-def verify(result: ConversionResult, source: dict[str, torch.Tensor]) -> None:
+def verify(result: ConversionResult, source: SourceBytes) -> None:
     """Re-read every output through safetensors and compare each tensor's bytes to the source."""
     seen: set[str] = set()
+    buffers = (memoryview(bytearray(VERIFY_CHUNK)), memoryview(bytearray(VERIFY_CHUNK)))
     for f in result.files:
         if not f.tensors:
             continue
@@ -139,16 +133,16 @@ def verify(result: ConversionResult, source: dict[str, torch.Tensor]) -> None:
                 raise RegistryError("convert.verify-failed", f.final, "tensor names differ from the source", "report this bug")
             for name in f.tensors:
                 block = reader.get_slice(name)
-                if block.get_shape() != list(source[name].shape) or block.get_dtype() != SAFETENSORS_DTYPES[source[name].dtype]:
+                tensor = source.tensors[name]
+                if block.get_shape() != list(tensor.shape) or block.get_dtype() != SAFETENSORS_DTYPES[tensor.dtype]:
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug")
         data_start, spans = read_offsets(f.temp)
-        buffer = bytearray(VERIFY_CHUNK)
-        with open(f.temp, "rb") as handle:
+        with open(f.temp, "rb") as written:
             for name in f.tensors:
-                if not _same_tensor(handle, data_start, spans[name], source[name], buffer):
+                if not _same_tensor(written, data_start, spans[name], name, source, buffers):
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from the source", "check the disk and run convert again")
                 seen.add(name)
-    missing = set(source) - seen
+    missing = set(source.tensors) - seen
     if missing:
         raise RegistryError("convert.verify-failed", result.source, f"{len(missing)} tensors were not written", "report this bug")
 
@@ -181,11 +175,12 @@ def convert_file(
     plan = plan_shards(sizes, shard_size if kind == "checkpoint" else max(sum(sizes.values()), 1), output_names(source, kind))
     result = ConversionResult(source=source, files=[], sharded=plan.sharded)
     try:
-        for name, names in plan.files:
-            result.files.append(_write_one(directory / name, staging, [(n, tensors[n]) for n in names], meta, opener, progress))
-        if plan.sharded:
-            result.files.append(_write_index(directory / SHARD_INDEX_NAME, staging, result.files, sum(sizes.values()), meta))
-        verify(result, tensors)
+        with SourceBytes(source, tensors) as reader:
+            for name, names in plan.files:
+                result.files.append(_write_one(directory / name, staging, names, reader, meta, opener, progress))
+            if plan.sharded:
+                result.files.append(_write_index(directory / SHARD_INDEX_NAME, staging, result.files, sum(sizes.values()), meta))
+            verify(result, reader)
         result.unchanged = _check_existing(result, force)
     except BaseException:
         result.discard()

@@ -11,15 +11,15 @@ import hashlib
 import json
 import struct
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 import torch
 
 from ..errors import RegistryError
-from .residency import populate_pages, release_pages
+from .source import SourceBytes
 
-WRITE_CHUNK = 64 << 20  # bytes written (and then released from the source mapping) at a time
+WRITE_CHUNK = 16 << 20  # bytes read, hashed and written at a time
 
 SAFETENSORS_DTYPES: dict[torch.dtype, str] = {
     torch.float64: "F64",
@@ -48,12 +48,6 @@ def check_dtypes(tensors: dict[str, torch.Tensor], source: str) -> None:
             )
 
 
-def raw_bytes(tensor: torch.Tensor) -> memoryview:
-    """The tensor's own bytes (not its whole shared storage), without a copy when contiguous."""
-    flat = tensor.contiguous().reshape(-1)
-    return memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b"")
-
-
 def build_header(tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str]) -> bytes:
     entries: dict[str, object] = {"__metadata__": metadata}
     offset = 0
@@ -78,8 +72,9 @@ def read_offsets(path) -> tuple[int, dict[str, tuple[int, int]]]:
 class HashingWriter:
     """Pass-through writer that hashes and counts every byte on its way to disk.
 
-    Hashing runs on a second thread while the same bytes are written (both release the GIL), so
-    the sha256 costs no extra pass and little extra time.
+    Hashing runs on a second thread, overlapping this chunk's write and the next chunk's read
+    (all three release the GIL), so the sha256 costs no extra pass.  Contract: the bytes given
+    to :meth:`write` must stay unchanged until the following ``write`` or :meth:`close`.
     """
 
     def __init__(self, sink: BinaryIO):
@@ -87,44 +82,53 @@ class HashingWriter:
         self.digest = hashlib.sha256()
         self.size = 0
         self._hasher = ThreadPoolExecutor(max_workers=1)
+        self._pending: Future | None = None
 
     def write(self, data) -> None:
-        hashed = self._hasher.submit(self.digest.update, data)
-        try:
-            self.sink.write(data)
-        finally:
-            hashed.result()  # the caller may release ``data`` after we return
+        self._wait()
+        self._pending = self._hasher.submit(self.digest.update, data)
+        self.sink.write(data)
         self.size += len(data)
 
+    def _wait(self) -> None:
+        if self._pending is not None:
+            self._pending.result()
+            self._pending = None
+
     def close(self) -> None:
-        self._hasher.shutdown()
+        try:
+            self._wait()
+        finally:
+            self._hasher.shutdown()
 
 
 def write_safetensors(
     sink: BinaryIO,
-    tensors: list[tuple[str, torch.Tensor]],
+    names: list[str],
+    source: SourceBytes,
     metadata: dict[str, str],
     progress: Callable[[int], None] | None = None,
 ) -> tuple[str, int]:
-    """Write one safetensors file to ``sink``; return (sha256, size) of what was written."""
+    """Write one safetensors file holding ``names`` to ``sink``; return (sha256, size) written."""
     out = HashingWriter(sink)
     try:
-        _write_all(out, tensors, metadata, progress)
+        out.write(build_header([(n, source.tensors[n]) for n in names], metadata))
+        _copy_tensors(out, names, source, progress)
     finally:
         out.close()
     return out.digest.hexdigest(), out.size
 
 
-def _write_all(out: HashingWriter, tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str], progress) -> None:
-    out.write(build_header(tensors, metadata))
-    for _, tensor in tensors:
-        data = raw_bytes(tensor)
-        for offset in range(0, len(data), WRITE_CHUNK):
-            if tensor.is_contiguous():
-                populate_pages(tensor, offset, WRITE_CHUNK)
-            out.write(data[offset : offset + WRITE_CHUNK])
-            if tensor.is_contiguous():  # else ``data`` is a private copy, freed below
-                release_pages(tensor, offset, WRITE_CHUNK)
+def _copy_tensors(out: HashingWriter, names: list[str], source: SourceBytes, progress) -> None:
+    """Each tensor's bytes in chunks through two alternating buffers: one is being hashed and
+    written while the next chunk is read into the other."""
+    buffers = [memoryview(bytearray(WRITE_CHUNK)) for _ in range(2)]
+    turn = 0
+    for name in names:
+        size = source.nbytes(name)
+        for offset in range(0, size, WRITE_CHUNK):
+            length = min(WRITE_CHUNK, size - offset)
+            out.write(source.read_into(name, offset, buffers[turn][:length]))
+            turn ^= 1
             if progress:
-                progress(min(WRITE_CHUNK, len(data) - offset))
-        del data
+                progress(length)

@@ -58,6 +58,15 @@ class Outcome:
     commit: CommitResult | None = None
     tagged: str | None = None
 
+    def summary(self) -> str:
+        """One line: what the plan sends, and what blocks it."""
+        plan = self.plan
+        line = f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes, to {plan.repo_id}@{plan.revision} in one commit"
+        if not self.blockers:
+            return f"{line}; ready"
+        codes = sorted({b.code for b in self.blockers})
+        return f"{line}; blocked by {len(self.blockers)} problem(s) ({', '.join(codes)}): {', '.join(b.file for b in self.blockers)}"
+
     def as_dict(self) -> dict:
         commit = self.commit
         return {

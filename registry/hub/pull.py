@@ -12,6 +12,7 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RegistryError
@@ -34,7 +35,8 @@ def _check_target(target: Path) -> None:
         raise RegistryError("pull.not-empty", target, "exists and is not an empty directory", "pass a new or empty directory")
 
 
-def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> None:
+def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> dict[str, str]:
+    """The downloaded SHA256SUMS, once the download agrees with it, with the tree and with validate."""
     if not (staging / SUMS_NAME).is_file():
         raise RegistryError("pull.no-sums", SUMS_NAME, "the repo has no SHA256SUMS, so its files cannot be verified", "publish the registry with `registry publish`")
     sums = local_sums(Repo(staging))
@@ -42,10 +44,18 @@ def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> None:
     findings = [*remote_findings(sums, tree, plain), *validate(staging)]
     if findings:
         raise Refused(findings)
+    return sums
 
 
-def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None) -> Repo:
-    """Download, verify and atomically place the registry at ``directory``; returns it."""
+@dataclass(frozen=True)
+class Pulled:
+    root: Path
+    files: int
+    remote: RemoteRecord
+
+
+def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None) -> Pulled:
+    """Download, verify and atomically place the registry at ``directory``."""
     say = say or (lambda _line: None)
     target = Path(directory).absolute()
     _check_target(target)
@@ -59,10 +69,11 @@ def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None 
         hub.snapshot(state.head, staging)
         shutil.rmtree(staging / DOWNLOAD_METADATA, ignore_errors=True)
         say("verifying")
-        _check_download(staging, state.files)
-        record_remote(Repo(staging), local_sums(Repo(staging)), RemoteRecord(repo_id=repo_id, revision=revision, commit=state.head))
+        sums = _check_download(staging, state.files)
+        remote = RemoteRecord(repo_id=repo_id, revision=revision, commit=state.head)
+        record_remote(Repo(staging), sums, remote)
         os.replace(staging, target)  # an empty target directory is replaced too
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return Repo(target)
+    return Pulled(target, len(state.files), remote)
