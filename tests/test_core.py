@@ -221,3 +221,43 @@ def test_sums_command_rewrites_after_change(empty_registry):
     assert validate(empty_registry) == []
     shutil.rmtree(empty_registry / ".registry")
     assert validate(empty_registry) == []
+
+
+def _index_with_entry(root: Path, **overrides) -> dict:
+    data = json.loads((root / "index.json").read_text())
+    data["bases"] = [{"name": "b1", "filename": "b1.pth", "sha256": "1" * 64}]
+    entry = {
+        "path": "b1/state/v1/x.pth", "method": "state", "base_sha256": "1" * 64,
+        "data": {"version": "v1", "sha256": "2" * 64}, "sha256": "3" * 64, "size": 1,
+    }  # fmt: skip
+    entry.update(overrides)
+    data["entries"] = [entry]
+    return data
+
+
+@pytest.mark.parametrize("bad_path", ["../outside.pth", "/etc/passwd", "b1/state/v1/../../x.pth", "b1//x.pth"])
+def test_entry_path_that_leaves_the_root_is_refused(empty_registry, bad_path):
+    (empty_registry / "index.json").write_text(json.dumps(_index_with_entry(empty_registry, path=bad_path)))
+    findings = validate(empty_registry)
+    assert any(f.code == "schema.invalid" and "$.entries[0].path" in f.message for f in findings), findings
+
+
+def test_duplicate_entry_and_unknown_method_in_index(empty_registry):
+    data = _index_with_entry(empty_registry)
+    data["entries"].append(dict(data["entries"][0]))
+    (empty_registry / "index.json").write_text(json.dumps(data))
+    assert "index.duplicate-entry" in codes(empty_registry)
+    (empty_registry / "index.json").write_text(json.dumps(_index_with_entry(empty_registry, method="lora")))
+    findings = validate(empty_registry)
+    assert any(f.code == "schema.invalid" and "$.entries[0].method" in f.message for f in findings)
+
+
+def test_index_sha_must_equal_sums_sha(empty_registry, tmp_path):
+    """An entry whose recorded sha256 differs from the file (and so from SHA256SUMS) is flagged."""
+    data = _index_with_entry(empty_registry)
+    (empty_registry / "b1" / "state" / "v1").mkdir(parents=True)
+    (empty_registry / "b1" / "state" / "v1" / "x.pth").write_bytes(b"x")
+    (empty_registry / "b1" / "state" / "v1" / "train.json").write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "c", "data_sha256": "2" * 64}))
+    (empty_registry / "index.json").write_text(json.dumps(data))
+    write_sums(empty_registry)
+    assert "index.sha-mismatch" in codes(empty_registry)

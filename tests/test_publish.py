@@ -303,13 +303,16 @@ def test_failing_or_stale_receipts_are_refused(hub_server, registry, cli):
 
 
 def test_invalid_registry_is_refused_with_every_finding(hub_server, registry, cli):
-    (registry / "README.md").write_text("# edited by hand\n")
-    write_sums(registry)
+    card = registry / "README.md"
+    card.write_text(card.read_text().replace("Publish test", "Publish TEST"))
+    (registry / "notes.txt").write_text("scratch\n")
 
     result = cli(*publish_args(registry), code=1)
 
     assert "error: README.md: differs from what index.json renders" in result.output
-    assert hub_server.commits_made == 0
+    assert "error: notes.txt: unexpected file at the registry root" in result.output
+    assert "error: notes.txt: file is not in SHA256SUMS" in result.output
+    assert (hub_server.requests["repo_info"], hub_server.commits_made) == (0, 0)
 
 
 def test_changing_a_published_file_is_refused_unless_the_rewrite_is_recorded(hub_server, registry, tmp_path, cli):

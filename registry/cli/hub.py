@@ -149,7 +149,7 @@ def verify_remote_cmd(repo_id: str, registry: Path | None, revision: str, as_jso
     else:
         for finding in report.findings:
             click.echo(finding.one_line())
-        summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) match SHA256SUMS"
+        summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
         click.echo(summary if not report.findings else f"{len(report.findings)} problem(s) found", err=bool(report.findings))
     if report.findings:
         sys.exit(1)

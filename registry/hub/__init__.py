@@ -7,7 +7,7 @@ that tie them to a registry on disk.
 
 from .plan import LocalFile, Plan, PlannedFile, RemoteFile, RemoteState, make_plan, verify_tree
 from .publish import Outcome, PublishOptions, publish
-from .pull import pull
+from .pull import Pulled, pull
 from .refused import Refused
 from .remote import Hub
 from .verify import RemoteReport, verify_remote
@@ -19,6 +19,7 @@ __all__ = [
     "Plan",
     "PlannedFile",
     "PublishOptions",
+    "Pulled",
     "Refused",
     "RemoteFile",
     "RemoteReport",

@@ -21,10 +21,10 @@ def entry_files(entry: Entry) -> list[str]:
     return [entry.path, *(s.path for s in entry.shards)]
 
 
-def entries_to_gate(index: Index, uploads: Iterable[str]) -> list[Entry]:
-    """Entries with at least one file among ``uploads`` (new or changed on the Hub)."""
-    uploads = set(uploads)
-    return [e for e in index.entries if uploads.intersection(entry_files(e))]
+def entries_touching(index: Index, paths: Iterable[str]) -> list[Entry]:
+    """Entries with at least one file among ``paths``."""
+    paths = set(paths)
+    return [e for e in index.entries if paths.intersection(entry_files(e))]
 
 
 def _receipt_problem(receipt: Receipt, entry: Entry, sums: dict[str, str], allow_cpu: bool) -> tuple[str, str] | None:
@@ -44,7 +44,7 @@ def _receipt_problem(receipt: Receipt, entry: Entry, sums: dict[str, str], allow
 
 def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], allow_cpu: bool) -> Iterator[Finding]:
     """One finding per entry about to be uploaded without a passing receipt for its bytes."""
-    for entry in entries_to_gate(index, uploads):
+    for entry in entries_touching(index, uploads):
         base = index.base_by_sha(entry.base_sha256)
         fix = f"run `registry smoke {entry.path} --base-file {base.filename if base else 'BASE.pth'}`"
         path = receipt_path(repo.gates_dir, entry.sha256)

@@ -16,14 +16,17 @@ from typing import Literal
 
 from ..layout import Finding
 from ..models import Rewrite
-from ..repo import CARD_NAME, GITATTRIBUTES_NAME, INDEX_NAME
-from ..sums import SUMS_NAME
+from ..ops.published import DERIVED
+from ..repo import GITATTRIBUTES_NAME
 
-# Files the tool re-renders on every change; any other file on the Hub is immutable.
-MUTABLE = frozenset({INDEX_NAME, CARD_NAME, SUMS_NAME, GITATTRIBUTES_NAME})
+# Files the tool renders (and .gitattributes, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
+MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME})
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
-REWRITE_FIX = "restore the published bytes, or record the rewrite with `registry validate --allow-rewrite REASON`"
+REWRITE_FIX = (
+    "restore the published bytes; to replace them, record why with `registry validate --allow-rewrite REASON`"
+    " in a registry that knows the published state (one that published or pulled this repo)"
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ def plain_paths(local: Iterable[str], remote: Mapping[str, RemoteFile]) -> set[s
 
 
 def same_content(local: LocalFile, remote: RemoteFile) -> bool:
+    """Equal bytes, judged by the id the Hub keeps: the LFS sha256, else the git blob sha1."""
     if remote.lfs_sha256 is not None:
         return local.sha256 == remote.lfs_sha256
     if local.git_sha1 is None:
@@ -79,14 +83,12 @@ def same_content(local: LocalFile, remote: RemoteFile) -> bool:
 
 @dataclass(frozen=True)
 class PlannedFile:
+    """One path, what each side holds, and the verdict: new and changed files are uploaded."""
+
     path: str
     status: Status
     local: LocalFile | None
     remote: RemoteFile | None
-
-    @property
-    def upload(self) -> bool:
-        return self.status in ("new", "changed")
 
     def as_dict(self) -> dict:
         return {
@@ -159,8 +161,14 @@ def _classify(path: str, local: LocalFile | None, remote: RemoteFile | None) -> 
     return PlannedFile(path, status, local, remote)
 
 
-def _rewrite_recorded(rewrites: Iterable[Rewrite], planned: PlannedFile) -> bool:
-    return any(r.path == planned.path and r.new_sha256 == planned.local.sha256 for r in rewrites)
+def recorded_rewrite(rewrites: Iterable[Rewrite], planned: PlannedFile) -> Rewrite | None:
+    """The rewrite in index.json that produced exactly the planned bytes, if any."""
+    return next((r for r in rewrites if r.path == planned.path and r.new_sha256 == planned.local.sha256), None)
+
+
+def rewrites_needed(files: Iterable[PlannedFile]) -> list[PlannedFile]:
+    """Changed files that the Hub already holds and that the tool does not re-render."""
+    return [f for f in files if f.status == "changed" and f.path not in MUTABLE]
 
 
 def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewrite]) -> list[Finding]:
@@ -168,8 +176,8 @@ def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewri
     rewrites = list(rewrites)
     return [
         Finding("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote.content_id[:12]}…)", REWRITE_FIX)
-        for f in files
-        if f.status == "changed" and f.path not in MUTABLE and not _rewrite_recorded(rewrites, f)
+        for f in rewrites_needed(files)
+        if recorded_rewrite(rewrites, f) is None
     ]
 
 

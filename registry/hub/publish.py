@@ -9,8 +9,9 @@
 5. the new commit's tree is listed and compared with the plan; only then is the published state
    recorded locally.
 
-A failure at any step leaves the Hub without a commit (uploaded LFS objects stay invisible until a
-commit names them, and a re-run reuses them) and the local record untouched.
+A failure before step 4 leaves the Hub without a commit (uploaded LFS objects stay invisible until a
+commit names them, and a re-run reuses them).  Whatever fails, the local record is only written
+once the Hub was seen holding the planned bytes, so a re-run plans against what is really there.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from rich.filesize import decimal
 
 from ..atomic import registry_lock
 from ..errors import RegistryError
@@ -27,9 +30,9 @@ from ..layout import Finding
 from ..models import Index
 from ..repo import Repo
 from ..validate import validate
-from .gates import entries_to_gate, gate_findings
+from .gates import entries_touching, gate_findings
 from .local import local_files, local_sums, with_git_sha1
-from .plan import MUTABLE, LocalFile, Plan, RemoteState, make_plan, plain_paths, verify_tree
+from .plan import LocalFile, Plan, RemoteState, make_plan, plain_paths, recorded_rewrite, rewrites_needed, verify_tree
 from .record import RemoteRecord, record_remote
 from .refused import Refused
 from .remote import CommitResult, Hub
@@ -61,7 +64,7 @@ class Outcome:
     def summary(self) -> str:
         """One line: what the plan sends, and what blocks it."""
         plan = self.plan
-        line = f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes, to {plan.repo_id}@{plan.revision} in one commit"
+        line = f"{len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}, to {plan.repo_id}@{plan.revision} in one commit"
         if not self.blockers:
             return f"{line}; ready"
         codes = sorted({b.code for b in self.blockers})
@@ -124,11 +127,10 @@ def _operations(repo: Repo, plan: Plan) -> list[CommitOperationAdd | CommitOpera
 
 def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
     """(summary, description): the entries added, the rewrites and deletions, the files sent."""
-    added = entries_to_gate(index, [f.path for f in plan.with_status("new")])
-    rewritten = [f.path for f in plan.with_status("changed") if f.path not in MUTABLE]
+    added = entries_touching(index, [f.path for f in plan.with_status("new")])
     summary = f"Publish {len(added)} entr{'y' if len(added) == 1 else 'ies'}" if added else "Update registry files"
     lines = [f"add {e.path} ({e.method}, data {e.data.version}, sha256 {e.sha256})" for e in added]
-    lines += [f"rewrite {p}: {r.reason}" for p in rewritten for r in index.rewrites if r.path == p]
+    lines += [f"rewrite {f.path}: {recorded_rewrite(index.rewrites, f).reason}" for f in rewrites_needed(plan.files)]
     lines += [f"delete {f.path}" for f in plan.deletions]
     lines.append(f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes uploaded by rwkv-registry")
     return summary, "\n".join(lines)
@@ -144,10 +146,10 @@ def _verify(repo: Repo, draft: _Draft, hub: Hub, commit: str) -> None:
 
 def _require_clear(draft: _Draft) -> None:
     if draft.blockers:
-        raise Refused(draft.blockers, Outcome(draft.plan, draft.blockers).as_dict())
+        raise Refused(draft.blockers, {"plan": draft.plan.as_dict()})
 
 
-def publish(root, options: PublishOptions, hub: Hub | None = None, say: Say | None = None) -> Outcome:
+def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, say: Say | None = None) -> Outcome:
     """Plan (``dry_run``) or publish the registry at ``root``; see the module docstring for the steps."""
     say = say or (lambda _line: None)
     _check_options(options)
@@ -176,10 +178,8 @@ def publish(root, options: PublishOptions, hub: Hub | None = None, say: Say | No
 
 def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Say) -> Outcome:
     plan, result = draft.plan, None
-    if plan.empty:
-        say("nothing to publish")
-    else:
-        say(f"uploading {len(plan.uploads)} file(s), {plan.upload_bytes} bytes, in one commit")
+    if not plan.empty:
+        say(f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} deletion(s)")
         result = hub.commit(_operations(repo, plan), *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)
         say(f"verifying commit {result.oid[:12]}")
         _verify(repo, draft, hub, result.oid)

@@ -50,7 +50,7 @@ def hub_errors(repo_id: str, revision: str) -> Iterator[None]:
     except RemoteEntryNotFoundError as err:
         raise RegistryError("hub.file-missing", repo_id, f"a file is missing on the Hub ({_server_says(err)})", "publish the registry again, or check --revision") from None
     except RepositoryNotFoundError:
-        raise RegistryError("hub.repo-missing", repo_id, "no such repo on the Hub (or the token cannot see it)", "check --repo-id, or publish the registry first (publish creates the repo)") from None
+        raise RegistryError("hub.repo-missing", repo_id, "no such repo on the Hub (or the token cannot see it)", "check --repo-id and the token (`registry publish` creates a missing repo)") from None
     except HfHubHTTPError as err:
         status = err.response.status_code
         if status in (401, 403):
@@ -96,27 +96,24 @@ class Hub:
     def _errors(self):
         return hub_errors(self.repo_id, self.revision)
 
-    def state(self) -> RemoteState:
-        """The head of the revision and every file in its tree; an empty state when the repo is missing.
+    def existing_state(self) -> RemoteState:
+        """The head of the revision and every file in its tree; refuses a missing repo.
 
         The tree is listed at the head's commit id, not the branch name, so it is exactly the tree
-        the commit will be based on (``parent_commit``).
+        a commit with ``parent_commit=head`` will be based on.
         """
-        try:
-            with self._errors():
-                head = self.api.repo_info(self.repo_id, revision=self.revision).sha
-        except RegistryError as err:
-            if err.code == "hub.repo-missing":
-                return RemoteState(self.repo_id, self.revision, None)
-            raise
+        with self._errors():
+            head = self.api.repo_info(self.repo_id, revision=self.revision).sha
         return RemoteState(self.repo_id, self.revision, head, self.tree(head))
 
-    def existing_state(self) -> RemoteState:
-        """:meth:`state`, refusing a missing repo (pull and verify-remote have nothing to read)."""
-        state = self.state()
-        if not state.exists:
-            raise RegistryError("hub.repo-missing", self.repo_id, "no such repo on the Hub (or the token cannot see it)", "check --repo-id and the token")
-        return state
+    def state(self) -> RemoteState:
+        """:meth:`existing_state`, or an empty state when the repo does not exist (publish creates it)."""
+        try:
+            return self.existing_state()
+        except RegistryError as err:
+            if err.code != "hub.repo-missing":
+                raise
+            return RemoteState(self.repo_id, self.revision, None)
 
     def tree(self, commit: str) -> dict[str, RemoteFile]:
         with self._errors():
@@ -139,6 +136,8 @@ class Hub:
                     self.repo_id, list(operations), commit_message=message, commit_description=description,
                     revision=self.revision, parent_commit=parent, create_pr=create_pr,
                 )  # fmt: skip
+            except HfHubHTTPError:
+                raise  # an answer from the Hub: hub_errors says what it means
             except RuntimeError as err:  # raised by the upload step once the client's retries are spent
                 cause = f" ({type(err.__cause__).__name__})" if err.__cause__ else ""
                 raise RegistryError("hub.upload-failed", self.repo_id, f"{scrub(str(err))}{cause}; nothing was committed", RETRY_FIX) from None
