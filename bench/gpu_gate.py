@@ -23,9 +23,10 @@ import torch
 
 from registry.artifacts.factory import TinySpec, make_base_state_dict, make_state_file, save_checkpoint
 from registry.artifacts.miss import make_adapter_file
-from registry.demo import BASE_A, run_demo
+from registry.demo import BASE_A, build_inputs
 from registry.hashing import hash_file
 from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
+from registry.ops.convert import convert_entry
 from registry.ops.core import init_registry
 
 BIG = TinySpec(n_layer=32, n_embd=4096, vocab_size=65536, seed=72)
@@ -53,6 +54,20 @@ def smoke(root: Path, base: Path, paths: list[str], out: Path, tag: str) -> dict
         "tag": tag, "rc": proc.returncode, "wall_s": round(wall, 1),
         "entries": {r["entry"]: {"passed": r["passed"], "timings": r["timings"], "failed": [c["name"] for c in r["checks"] if not c["passed"]]} for r in receipts},
     }  # fmt: skip
+
+
+def tiny_registry(work: Path) -> tuple[Path, Path]:
+    """The demo's tiny artifacts for base A: a State, three MiSS runs, a full checkpoint and a
+    sharded safetensors twin (the card, scores and publish steps of the demo are not needed)."""
+    files = build_inputs(work / "inputs")
+    root = init_registry(work / "registry").root
+    add_base(root, BaseRequest(path=files["base_a"], filename=files["base_a"].name))
+    add_weight(root, AddRequest(files["state"], BASE_A, "state", "v1.41", files["train_state"]))
+    for run in ("r16-lr2e-5-e2", "r16-lr1e-5-e2", "r16-lr3e-5-e2"):
+        add_weight(root, AddRequest(files[run], BASE_A, "miss", "v2.1", files["train_miss"], run=run))
+    full = add_weight(root, AddRequest(files["full"], BASE_A, "full", "v1.0", files["train_full"]))
+    convert_entry(root, full.path, 8 << 20)
+    return root, files["base_a"]
 
 
 def big_registry(work: Path) -> tuple[Path, Path, list[str]]:
@@ -86,9 +101,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     emit(step="env", gpu=torch.cuda.get_device_name(0), torch=torch.__version__, cuda=torch.version.cuda)
     if not args.skip_tiny:
-        run_demo(args.work / "demo")
-        tiny_root = args.work / "demo" / "registry"
-        tiny_base = args.work / "demo" / "inputs" / f"{BASE_A}.pth"
+        tiny_root, tiny_base = tiny_registry(args.work / "tiny")
         emit(**smoke(tiny_root, tiny_base, [], args.out, "tiny-all"))
     root, base, entries = big_registry(args.work)
     for i, path in enumerate(entries):

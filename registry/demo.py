@@ -21,7 +21,6 @@ from .artifacts.miss import make_adapter_file
 from .errors import RegistryError
 from .gate.smoke import smoke
 from .hashing import hash_file
-from .hub.publish import PublishOptions, publish
 from .models import Score
 from .ops.artifacts import AddRequest, BaseRequest, add_base, add_score, add_weight
 from .ops.convert import convert_entry
@@ -123,6 +122,8 @@ def run_demo(directory: Path, echo: Echo | None = None) -> list[dict]:
     for receipt in smoke(root, [], files["base_a"], "cpu"):
         verdict = "passed" if receipt.passed else "FAILED " + ", ".join(c.name for c in receipt.failed_checks())
         step("smoke", f"{receipt.entry} {verdict} (cpu gate; CUDA runs: docs/gpu-gate.md)")
+    from .hub.publish import PublishOptions, publish  # noqa: PLC0415 — only this step needs the Hub client
+
     step("publish --dry-run", publish(root, PublishOptions(DEMO_REPO_ID, dry_run=True, allow_cpu_gate=True, assume_empty_remote=True)).summary())
     findings = validate(root)
     if findings:
