@@ -19,8 +19,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 def test_demo_runs_every_step_and_ends_valid(tmp_path):
     result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo"), "--json"])
     assert result.exit_code == 0, result.output
-    steps = [s["step"] for s in json.loads(result.output)]
-    for expected in ("build", "init", "add-base", "add", "score", "convert", "validate"):
+    steps = [s["step"] for s in json.loads(result.stdout)]
+    for expected in ("build", "init", "add-base", "add", "score", "convert", "smoke", "publish --dry-run", "validate"):
         assert expected in steps
     assert steps[-1] == "validate"
     root = tmp_path / "demo" / "registry"
@@ -56,3 +56,8 @@ def test_every_command_has_help():
     for name, command in main.commands.items():
         result = runner.invoke(main, [name, "--help"])
         assert result.exit_code == 0 and command.help and len(result.output) > 80, name
+
+
+def test_pre_commit_hooks_file_is_the_one_documented():
+    documented = re.search(r"```yaml\n(- id: registry-validate.*?)```", (PROJECT / "docs" / "ci.md").read_text(), re.S).group(1)
+    assert (PROJECT / ".pre-commit-hooks.yaml").read_text() == documented

@@ -125,11 +125,12 @@ def weight_path(root: Path) -> str:
 
 
 def hub_files(server) -> dict[str, bytes]:
-    return {p: b for p, b in server.files(REPO).items()}
+    return server.files(REPO)
 
 
 def local_files(root: Path) -> dict[str, bytes]:
-    return snapshot(root)  # everything but .registry/, .gitattributes included
+    """What publish puts on the Hub: every file but the private .registry/ (.gitattributes included)."""
+    return snapshot(root)
 
 
 def assert_nothing_recorded(root: Path) -> None:

@@ -2,7 +2,7 @@
 
 The endpoint comes from ``HF_ENDPOINT`` and the token from ``HF_TOKEN`` or ``hf auth login``, both
 read by the library itself: this module never handles the token except to scrub it from error
-text, so no message, log line or ``--json`` output can carry it.  Every library exception becomes
+text, so none of the registry's messages or ``--json`` output can carry it.  Every library exception becomes
 a one-line :class:`RegistryError` naming the repo and the fix.
 """
 
@@ -23,7 +23,7 @@ from huggingface_hub.utils import HFValidationError, validate_repo_id
 from ..errors import RegistryError
 from .plan import RemoteFile, RemoteState
 
-_TOKEN_SHAPED = re.compile(r"hf_[A-Za-z0-9_]{6,}")
+_TOKEN_SHAPED = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")  # user access tokens: hf_ + 34 letters and digits
 AUTH_FIX = "set HF_TOKEN to a token with write access to the repo (or run `hf auth login`)"
 RETRY_FIX = "run the command again (publish re-plans against what the Hub holds; uploaded files are not sent twice)"
 
