@@ -29,11 +29,7 @@ def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_onl
     from ..ops.artifacts import BaseRequest, add_base
 
     request = BaseRequest(path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256)
-    total = None if metadata_only else base.stat().st_size if base.is_file() else None
-    if not metadata_only and total is None:
-        from ..errors import RegistryError
-
-        raise RegistryError("args.missing-file", base, "no such file", "check the path, or use --sha256 HEX --metadata-only")
+    total = base.stat().st_size if not metadata_only and base.is_file() else None
     with byte_progress(f"hashing {base.name}", total=total, enabled=not as_json) as bar:
         added = add_base(registry, request, bar.advance)
     if as_json:
