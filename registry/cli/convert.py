@@ -33,12 +33,13 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
     results = []
     for raw in paths:
         path = Path(raw)
-        absolute = path if path.is_absolute() else (Path.cwd() / path)
-        inside = (root / raw).exists() or absolute.resolve().is_relative_to(root.resolve())
-        total = (root / raw).stat().st_size if (root / raw).is_file() else absolute.stat().st_size if absolute.is_file() else None
+        # A relative path names a registry entry when it exists under the registry, else a file here.
+        absolute = path if path.is_absolute() else root / path if (root / path).exists() else Path.cwd() / path
+        inside = absolute.absolute().is_relative_to(root)
+        total = absolute.stat().st_size if absolute.is_file() else None
         with byte_progress(f"converting {path.name}", total=total, enabled=not as_json) as bar:
             if inside:
-                entry = convert_entry(root, raw, size, force, progress=bar.advance)
+                entry = convert_entry(root, absolute.absolute().relative_to(root).as_posix(), size, force, progress=bar.advance)
                 results.append(entry.model_dump(mode="json"))
                 message = f"{raw} -> {entry.path} (sha256 {entry.sha256[:12]}…)"
             else:
