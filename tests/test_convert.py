@@ -180,3 +180,21 @@ def test_validate_catches_missing_shard_and_duplicate_tensor(populated):
     duplicated = original.replace('"weight_map": {', f'"weight_map": {{\n    "{name}": "{shard}",', 1)
     codes = _break_shard_index(root, derived.path, lambda _t: duplicated)
     assert "shards.invalid" in codes
+
+
+def test_cli_converts_registry_entries_and_outside_files(populated, small_base, tmp_path):
+    from click.testing import CliRunner
+
+    from registry.cli import main
+
+    root, entries = populated
+    outside = tmp_path / "outside" / small_base.name
+    outside.parent.mkdir()
+    outside.write_bytes(small_base.read_bytes())
+    runner = CliRunner()
+    result = runner.invoke(main, ["convert", str(outside), entries["state"].path, "-C", str(root), "--json"])
+    assert result.exit_code == 0, result.output
+    outputs = json.loads(result.stdout)
+    assert outputs[0]["outputs"] == [str(outside.parent / "model.safetensors")]
+    assert outputs[1]["derived_from"] == entries["state"].path
+    assert (outside.parent / "model.safetensors").is_file() and validate(root) == []
