@@ -47,10 +47,10 @@ class TinySpec:
     def lora(self) -> dict[str, int]:
         c = self.n_embd
         return {
-            "w": _lora_dim(c, 2.5, 0.5),
-            "a": _lora_dim(c, 2.5, 0.5),
-            "v": _lora_dim(c, 1.7, 0.5),
-            "g": _lora_dim(c, 5.0, 0.8),
+            "w": _lora_dim(c, 1.8, 0.5),
+            "a": _lora_dim(c, 1.8, 0.5),
+            "v": _lora_dim(c, 1.3, 0.5),
+            "g": _lora_dim(c, 0.6, 0.8),
         }
 
 
