@@ -13,6 +13,7 @@ Targets: peak RSS < 10% of the file for 12 GiB; throughput >= 0.5x cp.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 from pathlib import Path
 
@@ -77,8 +78,11 @@ def bench(directory: Path, gib: float, naive: bool) -> dict:
     source = work / "rwkv7-synthetic.pth"
     child_peak_rss(MAKE, str(source), str(gib))  # built in a child so this process stays small
     size = source.stat().st_size
+    # Each timed step starts with no dirty pages, so none pays for another's writeback.
+    os.sync()
     t_cp = run_timed(["cp", str(source), str(work / "copy.pth")])
     (work / "copy.pth").unlink()
+    os.sync()
     t_conv, rss_conv, _ = child_peak_rss(CONVERT, str(source))
     row = {
         "file_bytes": size,
@@ -89,6 +93,7 @@ def bench(directory: Path, gib: float, naive: bool) -> dict:
         "convert_peak_rss_pct_of_file": round(100 * rss_conv / size, 1),
     }
     if naive:
+        os.sync()
         t_naive, rss_naive, _ = child_peak_rss(NAIVE, str(source), str(work / "naive.safetensors"))
         row.update({"naive_s": round(t_naive, 2), "naive_peak_rss_MiB": rss_naive >> 20, "rss_ratio_convert_vs_naive": round(rss_conv / rss_naive, 3)})
     shutil.rmtree(work)
