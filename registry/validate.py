@@ -17,7 +17,7 @@ from .convert.shards import shard_set_problems
 from .errors import RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
-from .layout import SHARD_INDEX, TRAIN_JSON, Finding, Placement, TreeScan, is_weight, place, scan_tree
+from .layout import TRAIN_JSON, Finding, Placement, TreeScan, is_weight, place, scan_tree
 from .models import Index, TrainJson
 from .ops.published import immutability_findings
 from .repo import INDEX_NAME, Repo

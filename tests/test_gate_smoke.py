@@ -14,7 +14,6 @@ from registry.artifacts.factory import TinySpec, make_base_checkpoint, make_stat
 from registry.artifacts.miss import make_adapter_file
 from registry.cli import main
 from registry.errors import RegistryError
-from registry.gate.receipt import Receipt
 from registry.gate.smoke import smoke
 from registry.models import Index
 from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight

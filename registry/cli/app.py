@@ -16,8 +16,14 @@ import click
 
 from .. import __version__
 from ..errors import RegistryError
+from ..progress import stderr
 
 DIR_ARG = click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
+
+
+def progress_echo(as_json: bool):
+    """Step-by-step lines on stderr for humans; nothing with --json (stdout carries the JSON)."""
+    return None if as_json else lambda line: stderr.print(line, highlight=False, soft_wrap=True)
 
 
 def emit_json(data) -> None:

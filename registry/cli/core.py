@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..progress import byte_progress, stderr
-from .app import DIR_ARG, emit_json, main, refusals, report
+from .app import DIR_ARG, emit_json, main, progress_echo, refusals, report
 
 
 @main.command()
@@ -75,6 +75,6 @@ def demo(directory: Path, as_json: bool) -> None:
     """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIRECTORY."""
     from ..demo import run_demo
 
-    steps = run_demo(directory, echo=None if as_json else lambda line: stderr.print(line, highlight=False, soft_wrap=True))
+    steps = run_demo(directory, echo=progress_echo(as_json))
     if as_json:
         emit_json(steps)

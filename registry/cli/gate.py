@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..progress import stderr
-from .app import emit_json, main, refusals
+from .app import emit_json, main, progress_echo, refusals
 from .artifacts import REGISTRY_OPT
 
 
@@ -26,7 +25,7 @@ def smoke_cmd(paths: tuple[str, ...], registry: Path, base_file: Path, device: s
     """
     from ..gate.smoke import smoke
 
-    receipts = smoke(registry, list(paths), base_file, device, echo=None if as_json else lambda line: stderr.print(line, highlight=False, soft_wrap=True))
+    receipts = smoke(registry, list(paths), base_file, device, echo=progress_echo(as_json))
     if as_json:
         emit_json([r.model_dump(mode="json") for r in receipts])
     else:

@@ -13,16 +13,11 @@ from pathlib import Path
 import click
 
 from ..errors import RegistryError
-from ..progress import stderr
-from .app import emit_json, main, refusals
+from .app import emit_json, main, progress_echo, refusals
 from .artifacts import REGISTRY_OPT
 
 REVISION_OPT = click.option("--revision", default="main", show_default=True, help="Branch to publish to or read from.")
 JSON_OPT = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (for CI).")
-
-
-def _say(as_json: bool):
-    return None if as_json else lambda line: stderr.print(line, highlight=False, soft_wrap=True)
 
 
 def itemized(func):
@@ -97,7 +92,7 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
         allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote,
     )  # fmt: skip
-    outcome = publish(registry, options, say=_say(as_json))
+    outcome = publish(registry, options, say=progress_echo(as_json))
     if as_json:
         emit_json(outcome.as_dict())
     else:
@@ -125,7 +120,7 @@ def pull_cmd(repo_id: str, directory: Path, revision: str, as_json: bool) -> Non
     """Download a registry into DIRECTORY (new or empty), verify every file, then move it into place."""
     from ..hub import pull
 
-    pulled = pull(repo_id, directory, revision, say=_say(as_json))
+    pulled = pull(repo_id, directory, revision, say=progress_echo(as_json))
     if as_json:
         emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump()})
     else:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-import torch
 from safetensors import safe_open
 
 from .. import __version__
