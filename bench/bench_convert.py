@@ -2,7 +2,9 @@
 
 Builds synthetic RWKV-7-shaped bf16 checkpoints (n_embd 4096, vocab 65536, every tensor a view
 of one shared storage, like the official files), then in fresh processes measures:
-  * registry's streaming convert (torch.load mmap + tensor-by-tensor write + bit-exact verify)
+  * registry's streaming convert (torch.load mmap + tensor-by-tensor write + bit-exact verify),
+    both of a registered full checkpoint (``registry convert PATH``: the source sha256 comes
+    from index.json) and of a standalone file (its sha256 is computed first, for the metadata)
   * ``cp`` of the same file (throughput peer)
   * the naive path the Hub conversion bot takes: torch.load without mmap, then
     safetensors.torch.save_file (shared views cloned first, as save_file refuses shared storage)
@@ -26,6 +28,26 @@ CONVERT = """
 from pathlib import Path
 from registry.ops.convert import convert_standalone
 convert_standalone(Path(sys.argv[1]), 1 << 40, force=True)
+"""
+
+REGISTER = """
+import json
+from pathlib import Path
+from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
+from registry.ops.core import init_registry
+source, root = Path(sys.argv[1]), Path(sys.argv[2])
+init_registry(root)
+add_base(root, BaseRequest(path=source, filename=source.name))
+train = root.parent / "train.json"
+train.write_text(json.dumps({"trainer": {"name": "bench", "version": "0"}, "hyperparameters": {}, "command": "bench", "data_sha256": "0" * 64}))
+entry = add_weight(root, AddRequest(source, source.name[:-4], "full", "v1.0", train, move=True))
+print("ENTRY", entry.path)
+"""
+
+CONVERT_ENTRY = """
+from pathlib import Path
+from registry.ops.convert import convert_entry
+convert_entry(Path(sys.argv[1]), sys.argv[2], 1 << 40)
 """
 
 MAKE = """
@@ -87,15 +109,26 @@ def bench(directory: Path, gib: float, naive: bool) -> dict:
     row = {
         "file_bytes": size,
         "cp_s": round(t_cp, 2),
-        "convert_s": round(t_conv, 2),
-        "throughput_vs_cp": round(t_cp / t_conv, 2),
+        "standalone_convert_s": round(t_conv, 2),
+        "standalone_throughput_vs_cp": round(t_cp / t_conv, 2),
         "convert_peak_rss_MiB": rss_conv >> 20,
         "convert_peak_rss_pct_of_file": round(100 * rss_conv / size, 1),
     }
     if naive:
         os.sync()
         t_naive, rss_naive, _ = child_peak_rss(NAIVE, str(source), str(work / "naive.safetensors"))
+        (work / "naive.safetensors").unlink()
         row.update({"naive_s": round(t_naive, 2), "naive_peak_rss_MiB": rss_naive >> 20, "rss_ratio_convert_vs_naive": round(rss_conv / rss_naive, 3)})
+    (work / "model.safetensors").unlink()
+    _, _, out = child_peak_rss(REGISTER, str(source), str(work / "reg"))  # moves the file in
+    entry = next(line.split(None, 1)[1] for line in out.splitlines() if line.startswith("ENTRY"))
+    os.sync()
+    t_entry, rss_entry, _ = child_peak_rss(CONVERT_ENTRY, str(work / "reg"), entry)
+    row.update({
+        "registered_convert_s": round(t_entry, 2),
+        "registered_throughput_vs_cp": round(t_cp / t_entry, 2),
+        "registered_peak_rss_MiB": rss_entry >> 20,
+    })  # fmt: skip
     shutil.rmtree(work)
     return row
 

@@ -12,7 +12,7 @@ import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -122,6 +122,7 @@ class Transaction:
         self._staged: list[tuple[Path, Path, bool]] = []  # (source, target, source is our temp file)
         self._digests: dict[str, str] = {}
         self._made_dirs: list[Path] = []
+        self._after_commit: list[Callable[[], None]] = []
 
     def write(self, relpath: str | Path, data: bytes) -> None:
         target = self.root / relpath
@@ -135,6 +136,10 @@ class Transaction:
         self._mkdirs(target.parent)
         self._staged.append((Path(source), target, False))
         self._digests[Path(relpath).as_posix()] = sha256
+
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once every staged file is in place (e.g. remember their hashes)."""
+        self._after_commit.append(action)
 
     def staged_files(self) -> dict[str, str]:
         """sha256 of every file this transaction will create or replace, by relative path."""
@@ -163,6 +168,9 @@ class Transaction:
         self._staged.clear()
         self._digests.clear()
         self._made_dirs.clear()
+        for action in self._after_commit:
+            action()
+        self._after_commit.clear()
 
     def rollback(self) -> None:
         for source, _, is_temp in self._staged:
@@ -175,6 +183,7 @@ class Transaction:
                 pass
         self._staged.clear()
         self._digests.clear()
+        self._after_commit.clear()
         self._made_dirs.clear()
 
 

@@ -197,3 +197,22 @@ def test_cli_add_list_json_and_errors(registry_with_base, small_base, tmp_path):
     assert [e["path"] for e in listed["entries"]] == [json.loads(ok.output)["path"]]
     bad = runner.invoke(main, ["add", str(state), "-C", str(registry_with_base), "--base", base_name(small_base), "--method", "miss", "--data-version", "v1.41", "--run", "r", "--train-json", str(tmp_path / "t.json")])
     assert bad.exit_code == 1 and bad.output.startswith("error: ") and "fix:" in bad.output
+
+
+def test_added_weight_is_not_read_again_by_the_next_check(registry_with_base, small_base, tmp_path, monkeypatch):
+    """add hashed the file while copying it; the stat cache remembers that, so a later validate
+    of a multi-GB weight costs a stat, not a read."""
+    import os
+    import time
+
+    from registry import sums as sums_module
+
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    old = time.time() - 60
+    os.utime(state, (old, old))
+    entry = add_weight(registry_with_base, AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"), move=True))
+    hashed: list = []
+    real = sums_module.hash_files
+    monkeypatch.setattr(sums_module, "hash_files", lambda paths, progress=None, workers=None: hashed.extend(paths) or real(paths, progress, workers))
+    assert validate(registry_with_base) == []
+    assert registry_with_base / entry.path not in hashed

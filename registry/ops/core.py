@@ -52,7 +52,17 @@ def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None) -
     digests = digest_tree(repo.root, on_disk, StatCache(repo.stat_cache_path), progress)
     digests.update(staged)
     txn.write(SUMS_NAME, render_sums(digests))
+    txn.after_commit(lambda: remember_digests(repo, staged))
     return digests
+
+
+def remember_digests(repo: Repo, digests: dict[str, str]) -> None:
+    """Put files the tool just wrote or moved in the stat cache: their hashes are known, so the
+    next command need not read a freshly added multi-GB weight again."""
+    cache = StatCache(repo.stat_cache_path)
+    for rel, sha in digests.items():
+        cache.store(rel, (repo.root / rel).stat(), sha)
+    cache.save()
 
 
 def write_sums(root: Path, progress: Progress | None = None) -> dict[str, str]:
