@@ -94,7 +94,7 @@ def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: 
     return ConvertedFile(final=final, temp=temp, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
-VERIFY_CHUNK = 16 << 20
+VERIFY_CHUNK = 64 << 20
 
 
 def _same_tensor(written: BinaryIO, data_start: int, span: tuple[int, int], name: str, source: SourceBytes, buffers: tuple[memoryview, memoryview]) -> bool:
@@ -137,6 +137,7 @@ def verify(result: ConversionResult, source: SourceBytes) -> None:
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug")
         data_start, spans = read_offsets(f.temp)
         with open(f.temp, "rb") as written:
+            os.posix_fadvise(written.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
             for name in f.tensors:
                 if not _same_tensor(written, data_start, spans[name], name, source, buffers):
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from the source", "check the disk and run convert again")

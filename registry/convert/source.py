@@ -59,6 +59,7 @@ class SourceBytes:
         self.tensors = tensors
         self.offsets = locate_tensors(path, tensors)
         self._fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # bigger readahead
         self._in_memory: tuple[str, memoryview] | None = None
 
     def nbytes(self, name: str) -> int:

@@ -19,7 +19,7 @@ import torch
 from ..errors import RegistryError
 from .source import SourceBytes
 
-WRITE_CHUNK = 16 << 20  # bytes read, hashed and written at a time
+WRITE_CHUNK = 64 << 20  # bytes read, hashed and written at a time
 
 SAFETENSORS_DTYPES: dict[torch.dtype, str] = {
     torch.float64: "F64",
