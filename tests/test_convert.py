@@ -198,3 +198,18 @@ def test_cli_converts_registry_entries_and_outside_files(populated, small_base, 
     assert outputs[0]["outputs"] == [str(outside.parent / "model.safetensors")]
     assert outputs[1]["derived_from"] == entries["state"].path
     assert (outside.parent / "model.safetensors").is_file() and validate(root) == []
+
+
+def test_verification_does_not_trust_our_own_byte_offsets(populated, monkeypatch):
+    """If the source byte ranges were located wrongly, the write and the block comparison would
+    agree with each other; the rows safetensors reads must still equal what torch loads."""
+    import registry.convert.source as source_module
+
+    root, entries = populated
+    real = source_module.locate_tensors
+    monkeypatch.setattr(source_module, "locate_tensors", lambda path, tensors: {k: v + 2 for k, v in real(path, tensors).items()})
+    before = snapshot(root)
+    with pytest.raises(RegistryError) as err:
+        convert_entry(root, entries["full"].path, BIG)
+    assert err.value.code == "convert.verify-failed" and "what torch loads" in err.value.message
+    assert snapshot(root) == before

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
+import torch
 from safetensors import safe_open
 
 from .. import __version__
@@ -118,6 +119,20 @@ def _same_tensor(written: BinaryIO, data_start: int, span: tuple[int, int], name
     return True
 
 
+def _rows_as_torch_loads_them(reader, name: str, tensor: torch.Tensor) -> bool:
+    """Spot check independent of our byte offsets on either side: the first and last rows as
+    safetensors reads them equal the same rows of the tensor torch loaded from the source."""
+    if tensor.dim() == 0:
+        return torch.equal(reader.get_tensor(name).reshape(1).view(torch.uint8), tensor.reshape(1).view(torch.uint8))
+    block = reader.get_slice(name)
+    last = tensor.shape[0] - 1
+    for rows in (slice(0, 1), slice(last, last + 1)):
+        got, want = block[rows].contiguous(), tensor[rows].contiguous()
+        if got.numel() and not torch.equal(got.reshape(-1).view(torch.uint8), want.reshape(-1).view(torch.uint8)):
+            return False
+    return True
+
+
 def verify(result: ConversionResult, source: SourceBytes) -> None:
     """Re-read every output through safetensors and compare each tensor's bytes to the source."""
     seen: set[str] = set()
@@ -135,6 +150,8 @@ def verify(result: ConversionResult, source: SourceBytes) -> None:
                 tensor = source.tensors[name]
                 if block.get_shape() != list(tensor.shape) or block.get_dtype() != SAFETENSORS_DTYPES[tensor.dtype]:
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug")
+                if not _rows_as_torch_loads_them(reader, name, tensor):
+                    raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from what torch loads from the source", "report this bug")
         data_start, spans = read_offsets(f.temp)
         with open(f.temp, "rb") as written:
             os.posix_fadvise(written.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
