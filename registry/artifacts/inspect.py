@@ -32,6 +32,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
 from ..errors import RegistryError
+from ..layout import SHARD_INDEX
 from ..models import Architecture
 from .miss import (
     DTYPE_CODES,
@@ -47,7 +48,6 @@ from .miss import (
 Kind = Literal["checkpoint", "state", "miss"]
 Format = Literal["pth", "safetensors", "safetensors-sharded"]
 
-SHARD_INDEX_NAME = "model.safetensors.index.json"
 MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
 STATE_DTYPES = ("BF16", "F32")
 
@@ -105,7 +105,7 @@ def inspect_weights(path: str | Path) -> Inspection:
     ``model.safetensors.index.json`` or the folder holding it)."""
     path = Path(path)
     if path.is_dir():
-        path = path / SHARD_INDEX_NAME
+        path = path / SHARD_INDEX
     if not path.is_file():
         raise RegistryError("args.missing-file", path, "no such file", "check the path")
     if path.name.endswith(".json"):
@@ -273,7 +273,7 @@ def _inspect_sharded(index_path: Path) -> Inspection:
     except ValidationError as error:
         first = error.errors()[0]
         raise RegistryError(
-            "weights.bad-shard-index", index_path, f"not a safetensors shard index ({'.'.join(map(str, first['loc']))}: {first['msg']})", f"pass the checkpoint's {SHARD_INDEX_NAME}"
+            "weights.bad-shard-index", index_path, f"not a safetensors shard index ({'.'.join(map(str, first['loc']))}: {first['msg']})", f"pass the checkpoint's {SHARD_INDEX}"
         ) from None
     tensors: dict[str, TensorInfo] = {}
     shards = tuple(_shard_file(index_path, name) for name in sorted(set(index.weight_map.values())))

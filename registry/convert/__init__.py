@@ -1,6 +1,6 @@
 """``.pth`` → safetensors, streaming, sharded, verified bit-exact (see :func:`convert_file`)."""
 
 from .convert import ConvertedFile, ConversionResult, convert_file
-from .shards import SHARD_INDEX_NAME, ShardIndex, parse_size
+from .shards import ShardIndex, parse_size
 
-__all__ = ["ConvertedFile", "ConversionResult", "convert_file", "SHARD_INDEX_NAME", "ShardIndex", "parse_size"]
+__all__ = ["ConvertedFile", "ConversionResult", "convert_file", "ShardIndex", "parse_size"]

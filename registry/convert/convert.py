@@ -26,7 +26,8 @@ from ..artifacts.inspect import load_tensor_map
 from ..errors import RegistryError
 from ..hashing import hash_file
 from .source import SourceBytes
-from .shards import SHARD_INDEX_NAME, plan_shards
+from ..layout import SHARD_INDEX
+from .shards import plan_shards
 from .writer import SAFETENSORS_DTYPES, check_dtypes, read_offsets, write_safetensors
 
 Opener = Callable[[Path], BinaryIO]
@@ -196,7 +197,7 @@ def convert_file(
             for name, names in plan.files:
                 result.files.append(_write_one(directory / name, staging, names, reader, meta, opener, progress))
             if plan.sharded:
-                result.files.append(_write_index(directory / SHARD_INDEX_NAME, staging, result.files, sum(sizes.values()), meta))
+                result.files.append(_write_index(directory / SHARD_INDEX, staging, result.files, sum(sizes.values()), meta))
             verify(result, reader)
         result.unchanged = _check_existing(result, force)
     except BaseException:

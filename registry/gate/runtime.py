@@ -26,11 +26,11 @@ import torch.nn.functional as F
 
 from ..artifacts.miss import merge_delta
 from ..errors import RegistryError
+from ..layout import SHARD_INDEX
 from .kernel import wkv7
 from .reference import wkv7_reference
 
 GROUP_NORM_EPS = 64e-5
-SAFETENSORS_INDEX = "model.safetensors.index.json"
 LAYER0_UNUSED = ("att.v0", "att.v1", "att.v2")  # official files carry them; the model ignores them
 MIX_KEYS = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g")
 LORA_KEYS = ("w", "a", "v", "g")
@@ -84,7 +84,7 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
     """Tensors of a ``.pth``, a ``.safetensors``, a sharded index, or a directory holding one."""
     path = Path(path)
     if path.is_dir():
-        candidates = [path / SAFETENSORS_INDEX, path / "model.safetensors"]
+        candidates = [path / SHARD_INDEX, path / "model.safetensors"]
         path = next((c for c in candidates if c.is_file()), candidates[0])
     if not path.is_file():
         raise RegistryError("gate.weights-missing", path, "no such weights file", "pass a .pth, .safetensors or model.safetensors.index.json")
