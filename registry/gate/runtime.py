@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import merge_delta
 from ..errors import RegistryError
 from ..layout import SHARD_INDEX
@@ -50,10 +51,6 @@ WKV_CHOICES = ("auto", "kernel", "reference")
 
 # --------------------------------------------------------------------------------------------
 # Loading weights
-
-
-def _load_pth(path: Path) -> dict[str, torch.Tensor]:
-    return torch.load(path, map_location="cpu", mmap=True, weights_only=True)
 
 
 def _load_safetensors(path: Path) -> dict[str, torch.Tensor]:
@@ -94,7 +91,7 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
         if path.suffix == ".safetensors":
             return _load_safetensors(path)
         if path.suffix in (".pth", ".pt"):
-            return _load_pth(path)
+            return load_tensor_map(path)
     except RegistryError:
         raise
     except Exception as error:
