@@ -7,16 +7,15 @@ a multiple of 8) mapping names to dtype, shape and [start, end) offsets, then th
 
 from __future__ import annotations
 
-import hashlib
 import json
 import struct
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 import torch
 
 from ..errors import RegistryError
+from ..hashing.engine import HashingWriter
 from .source import SourceBytes
 
 WRITE_CHUNK = 64 << 20  # bytes read, hashed and written at a time
@@ -67,39 +66,6 @@ def read_offsets(path) -> tuple[int, dict[str, tuple[int, int]]]:
         header = json.loads(handle.read(length))
     header.pop("__metadata__", None)
     return 8 + length, {name: tuple(entry["data_offsets"]) for name, entry in header.items()}
-
-
-class HashingWriter:
-    """Pass-through writer that hashes and counts every byte on its way to disk.
-
-    Hashing runs on a second thread, overlapping this chunk's write and the next chunk's read
-    (all three release the GIL), so the sha256 costs no extra pass.  Contract: the bytes given
-    to :meth:`write` must stay unchanged until the following ``write`` or :meth:`close`.
-    """
-
-    def __init__(self, sink: BinaryIO):
-        self.sink = sink
-        self.digest = hashlib.sha256()
-        self.size = 0
-        self._hasher = ThreadPoolExecutor(max_workers=1)
-        self._pending: Future | None = None
-
-    def write(self, data) -> None:
-        self._wait()
-        self._pending = self._hasher.submit(self.digest.update, data)
-        self.sink.write(data)
-        self.size += len(data)
-
-    def _wait(self) -> None:
-        if self._pending is not None:
-            self._pending.result()
-            self._pending = None
-
-    def close(self) -> None:
-        try:
-            self._wait()
-        finally:
-            self._hasher.shutdown()
 
 
 def write_safetensors(

@@ -7,7 +7,6 @@ refusal happens before the first rename, so the registry stays byte-identical.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -19,7 +18,7 @@ from ..artifacts.inspect import Inspection, check_miss_fits, check_state_fits, i
 from ..atomic import transaction
 from ..errors import RegistryError
 from ..hashing import hash_file
-from ..hashing.engine import CHUNK, Progress
+from ..hashing.engine import CHUNK, HashingWriter, Progress
 from ..layout import TRAIN_JSON, canonical_path
 from ..models import DATA_VERSION_PATTERN, NAME_PATTERN, SHA256_PATTERN, Base, DataRef, Entry, Index, Score, TrainJson
 from ..repo import INDEX_NAME, Repo, render_index
@@ -203,17 +202,19 @@ def _check_fits(request: AddRequest, inspection: Inspection, base: Base) -> None
 
 def _copy_hashing(source: Path, destination: Path, progress: Progress | None) -> str:
     """Copy while hashing, so a multi-GB weight file is read once."""
-    digest = hashlib.sha256()
     with open(source, "rb") as src, open(destination, "wb") as dst:
-        while chunk := src.read(CHUNK):
-            digest.update(chunk)
-            dst.write(chunk)
-            if progress:
-                progress(len(chunk))
+        out = HashingWriter(dst)
+        try:
+            while chunk := src.read(CHUNK):
+                out.write(chunk)
+                if progress:
+                    progress(len(chunk))
+        finally:
+            out.close()
         dst.flush()
         os.fsync(dst.fileno())
     shutil.copystat(source, destination)
-    return digest.hexdigest()
+    return out.digest.hexdigest()
 
 
 def _set_recommended(index: Index, entry: Entry) -> None:
