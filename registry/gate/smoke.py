@@ -39,11 +39,11 @@ from ..models import Entry, GateSummary, Index
 from ..ops.artifacts import resolve_entry
 from ..ops.core import stage_derived
 from ..repo import INDEX_NAME, Repo, render_index
-from .kernel import PARITY_CASES, build_kernel, kernel_source_hash, parity_check
+from .kernel import PARITY_CASES, build_kernel, kernel_source_hash, parity_check, wkv7
 from .official import OfficialModel, load_official
 from .prompts import PROMPTS, STOP_TEXT, STOP_TOKEN, tokenizer
 from .receipt import CheckResult, Environment, Receipt, Timings, receipt_path
-from .reference import make_wkv7_inputs, relative_error, wkv7_reference
+from .reference import make_wkv7_inputs, relative_error
 from .runtime import Rwkv7, load_tensors, merge_miss
 
 FP32_TOLERANCE = 1e-3
@@ -146,13 +146,12 @@ def check_kernel(device: str) -> tuple[CheckResult, dict]:
             figures[f"{tag}_y_rel_err"] = result["y_rel_err"]
             figures[f"{tag}_state_rel_err"] = result["state_rel_err"]
             passed &= bool(result["ok"])
-    wkv = _kernel_fn(device)
     inputs, state = make_wkv7_inputs(2, 96, 2, dtype=torch.float32, device=device, seed=3)
-    y_full, s_full = wkv(*inputs, state.clone())
+    y_full, s_full = wkv7(*inputs, state.clone())  # kernel on CUDA, torch recurrence on CPU
     carried = state.clone()
     ys = []
     for lo, hi in ((0, 17), (17, 64), (64, 96)):
-        y, carried = wkv(*(t[:, lo:hi].contiguous() for t in inputs), carried)
+        y, carried = wkv7(*(t[:, lo:hi].contiguous() for t in inputs), carried)
         ys.append(y)
     chunk_err = max(relative_error(torch.cat(ys, 1), y_full), relative_error(carried, s_full))
     figures["chunked_state_rel_err"] = chunk_err
@@ -163,12 +162,6 @@ def check_kernel(device: str) -> tuple[CheckResult, dict]:
     detail = "kernel vs torch recurrence" if device == "cuda" else "cpu gate: the CUDA kernel was not run; recurrence chunking checked"
     timings = {"kernel_build_s": build.seconds if build else None, "kernel_cached": build.cached if build else None}
     return CheckResult(name="kernel-parity", passed=passed, figures=figures, thresholds=thresholds, detail=detail), timings
-
-
-def _kernel_fn(device: str):
-    from .kernel import wkv7  # noqa: PLC0415
-
-    return wkv7 if device == "cuda" else wkv7_reference
 
 
 @dataclass
