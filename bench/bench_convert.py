@@ -1,22 +1,31 @@
-"""``.pth`` → safetensors conversion: throughput vs ``cp`` and peak RSS vs the naive path.
+"""``registry convert`` of a ``.pth``: throughput vs ``cp``, peak RSS vs the naive path.
 
 Builds synthetic RWKV-7-shaped bf16 checkpoints (n_embd 4096, vocab 65536, every tensor a view
-of one shared storage, like the official files), then in fresh processes measures:
-  * registry's streaming convert (torch.load mmap + tensor-by-tensor write + bit-exact verify),
-    both of a registered full checkpoint (``registry convert PATH``: the source sha256 comes
-    from index.json) and of a standalone file (its sha256 is computed first, for the metadata)
-  * ``cp`` of the same file (throughput peer)
-  * the naive path the Hub conversion bot takes: torch.load without mmap, then
-    safetensors.torch.save_file (shared views cloned first, as save_file refuses shared storage)
-Run: ``python bench/bench_convert.py [--sizes 3,12] [--dir /tmp/bench-convert]``.
+of one shared storage, like the official files) and times, each in a fresh process:
+  * ``cp`` of the file (the throughput peer), and ``cp`` then ``sync``: convert fsyncs its
+    outputs before renaming them, ``cp`` leaves its copy in the page cache;
+  * the ``registry convert`` command on the file outside any registry ("standalone": it also
+    hashes the source, for the metadata) and on the same file registered as a full checkpoint
+    ("registered": index.json has its sha256), with the default ``--shard-size 5GB``;
+  * once, on the first size, the naive path the Hub conversion bot takes: ``torch.load``
+    without mmap, then ``safetensors.torch.save_file`` (shared views cloned first, as save_file
+    refuses shared storage); it needs about twice the file in RAM.
+
+Every step starts from the same state: no output of an earlier step on disk, ``sync``, clean
+page cache dropped (when run as root), then the source read once so that it is cached, as a file
+just downloaded or trained is.  A full page cache made writes 2-3x slower here.  The steps run
+in interleaved rounds (``--rounds``), as this VM's disk speed drifts from minute to minute;
+medians are reported, with every sample.  Run: ``python bench/bench_convert.py [--sizes 3,12] [--rounds 3] [--dir DIR]``.
 Targets: peak RSS < 10% of the file for 12 GiB; throughput >= 0.5x cp.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
+import statistics
 from pathlib import Path
 
 import torch
@@ -24,10 +33,13 @@ from common import GIB, child_peak_rss, report, run_timed
 
 from registry.artifacts.factory import TinySpec, checkpoint_shapes
 
-CONVERT = """
-from pathlib import Path
-from registry.ops.convert import convert_standalone
-convert_standalone(Path(sys.argv[1]), 1 << 40, force=True)
+CLI = """
+from registry.cli import main
+main(sys.argv[1:], standalone_mode=False)
+"""
+
+WARM_IMPORTS = """
+import registry.cli, registry.ops.convert
 """
 
 REGISTER = """
@@ -42,12 +54,6 @@ train = root.parent / "train.json"
 train.write_text(json.dumps({"trainer": {"name": "bench", "version": "0"}, "hyperparameters": {}, "command": "bench", "data_sha256": "0" * 64}))
 entry = add_weight(root, AddRequest(source, source.name[:-4], "full", "v1.0", train, move=True))
 print("ENTRY", entry.path)
-"""
-
-CONVERT_ENTRY = """
-from pathlib import Path
-from registry.ops.convert import convert_entry
-convert_entry(Path(sys.argv[1]), sys.argv[2], 1 << 40)
 """
 
 MAKE = """
@@ -93,53 +99,108 @@ def make_checkpoint(path: Path, gib: float) -> Path:
     return path
 
 
-def bench(directory: Path, gib: float, naive: bool) -> dict:
+def small_files(root: Path) -> dict[Path, bytes]:
+    """Every file of a registry but its weights, to put the registry back after a conversion."""
+    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and p.stat().st_size < 1 << 20}
+
+
+def restore(root: Path, saved: dict[Path, bytes], keep: Path) -> None:
+    for path in [p for p in root.rglob("*") if p.is_file() and p not in saved and p != keep]:
+        path.unlink()
+    for path, data in saved.items():
+        path.write_bytes(data)
+
+
+def remove_outputs(directory: Path) -> None:
+    for path in directory.glob("model*.safetensors*"):
+        path.unlink()
+
+
+def same_start(source: Path) -> bool:
+    """sync, drop the clean page cache if allowed, then cache ``source`` and the libraries the
+    command imports (as on a machine that just ran it); whether caches were dropped."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
+        dropped = True
+    except OSError:
+        dropped = False
+    with open(source, "rb", buffering=0) as handle:
+        while handle.read(64 << 20):
+            pass
+    child_peak_rss(WARM_IMPORTS)
+    return dropped
+
+
+def bench(directory: Path, gib: float, rounds: int, naive: bool) -> dict:
     work = directory / f"{gib:g}gib"
     shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    source = work / "rwkv7-synthetic.pth"
+    (work / "outside").mkdir(parents=True)
+    source = work / "outside" / "rwkv7-synthetic.pth"
     child_peak_rss(MAKE, str(source), str(gib))  # built in a child so this process stays small
     size = source.stat().st_size
-    # Each timed step starts with no dirty pages, so none pays for another's writeback.
-    os.sync()
-    t_cp = run_timed(["cp", str(source), str(work / "copy.pth")])
-    (work / "copy.pth").unlink()
-    os.sync()
-    t_conv, rss_conv, _ = child_peak_rss(CONVERT, str(source))
+    # The registered copy is a hard link, made before add: one inode, one page cache, and its
+    # stat fingerprint (which the stat cache checks) no longer changes after add remembers it.
+    linked = work / source.name
+    os.link(source, linked)
+    _, _, out = child_peak_rss(REGISTER, str(linked), str(work / "reg"))
+    entry = next(line.split(None, 1)[1] for line in out.splitlines() if line.startswith("ENTRY"))
+    registered = work / "reg" / entry
+    saved = small_files(work / "reg")
+    copy = work / "copy.pth"
+
+    samples: dict[str, list[float]] = {"cp": [], "cp_then_sync": [], "standalone": [], "registered": []}
+    peak = {"standalone": 0, "registered": 0}
+    for _ in range(rounds):
+        dropped = same_start(source)
+        samples["cp"].append(run_timed(["cp", str(source), str(copy)]))
+        copy.unlink()
+        same_start(source)
+        samples["cp_then_sync"].append(run_timed(["sh", "-c", f"cp '{source}' '{copy}' && sync"]))
+        copy.unlink()
+        same_start(source)
+        seconds, rss, out = child_peak_rss(CLI, "convert", str(source), "--json")
+        assert json.loads(out.split("PEAK")[0])[0]["outputs"], out  # it did convert
+        samples["standalone"].append(seconds)
+        peak["standalone"] = max(peak["standalone"], rss)
+        remove_outputs(source.parent)
+        same_start(source)
+        seconds, rss, _ = child_peak_rss(CLI, "convert", "-C", str(work / "reg"), entry, "--json")
+        samples["registered"].append(seconds)
+        peak["registered"] = max(peak["registered"], rss)
+        restore(work / "reg", saved, registered)
+
+    median = {k: statistics.median(v) for k, v in samples.items()}
     row = {
         "file_bytes": size,
-        "cp_s": round(t_cp, 2),
-        "standalone_convert_s": round(t_conv, 2),
-        "standalone_throughput_vs_cp": round(t_cp / t_conv, 2),
-        "convert_peak_rss_MiB": rss_conv >> 20,
-        "convert_peak_rss_pct_of_file": round(100 * rss_conv / size, 1),
+        "rounds": rounds,
+        "page_cache_dropped_before_each_step": dropped,
+        **{f"{k}_s": round(v, 2) for k, v in median.items()},
+        "standalone_throughput_vs_cp": round(median["cp"] / median["standalone"], 2),
+        "registered_throughput_vs_cp": round(median["cp"] / median["registered"], 2),
+        "standalone_throughput_vs_cp_then_sync": round(median["cp_then_sync"] / median["standalone"], 2),
+        "registered_throughput_vs_cp_then_sync": round(median["cp_then_sync"] / median["registered"], 2),
+        "convert_peak_rss_MiB": max(peak.values()) >> 20,
+        "convert_peak_rss_pct_of_file": round(100 * max(peak.values()) / size, 1),
+        "samples_s": {k: [round(x, 2) for x in v] for k, v in samples.items()},
     }
     if naive:
-        os.sync()
+        same_start(source)
         t_naive, rss_naive, _ = child_peak_rss(NAIVE, str(source), str(work / "naive.safetensors"))
-        (work / "naive.safetensors").unlink()
-        row.update({"naive_s": round(t_naive, 2), "naive_peak_rss_MiB": rss_naive >> 20, "rss_ratio_convert_vs_naive": round(rss_conv / rss_naive, 3)})
-    (work / "model.safetensors").unlink()
-    _, _, out = child_peak_rss(REGISTER, str(source), str(work / "reg"))  # moves the file in
-    entry = next(line.split(None, 1)[1] for line in out.splitlines() if line.startswith("ENTRY"))
-    os.sync()
-    t_entry, rss_entry, _ = child_peak_rss(CONVERT_ENTRY, str(work / "reg"), entry)
-    row.update({
-        "registered_convert_s": round(t_entry, 2),
-        "registered_throughput_vs_cp": round(t_cp / t_entry, 2),
-        "registered_peak_rss_MiB": rss_entry >> 20,
-    })  # fmt: skip
+        row.update({"naive_s": round(t_naive, 2), "naive_peak_rss_MiB": rss_naive >> 20, "rss_ratio_convert_vs_naive": round(max(peak.values()) / rss_naive, 3)})
     shutil.rmtree(work)
     return row
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="3,12", help="GiB, comma separated; the naive path runs on the first only")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved repetitions of every step")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/bench-convert"))
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive path (it needs about 2x the first size in RAM)")
     args = parser.parse_args()
     for i, gib in enumerate(float(s) for s in args.sizes.split(",")):
-        report(f"convert {gib:g} GiB checkpoint", bench(args.dir, gib, naive=i == 0))
+        report(f"convert {gib:g} GiB checkpoint", bench(args.dir, gib, args.rounds, naive=i == 0 and not args.no_naive))
 
 
 if __name__ == "__main__":

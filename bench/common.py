@@ -22,12 +22,18 @@ def run_timed(cmd: list[str], **kwargs) -> float:
     return time.perf_counter() - start
 
 
-PEAK_PROBE = "\nprint('PEAK', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
+# Ends with os._exit, as the ``registry`` entry point does (registry.cli.run): no torch teardown.
+PEAK_PROBE = """
+print('PEAK', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')), flush=True)
+import os
+os._exit(0)
+"""
 
 
 def child_peak_rss(code: str, *args: str) -> tuple[float, int, str]:
     """Run ``python -c code args`` in a fresh process; return (seconds, peak RSS bytes, stdout).
 
+    The seconds are the whole process's, from start to exit (which skips the teardown).
     The peak is the child's own VmHWM: getrusage's ru_maxrss is inherited across fork+exec on
     Linux, so a child of a large parent would report the parent's peak.
     """

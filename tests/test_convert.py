@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from safetensors import safe_open
 from registry.artifacts.factory import make_base_state_dict, make_state_file, save_checkpoint, share_storage
 from registry.artifacts.miss import make_adapter_file
 from registry.convert import convert_file
+from registry.convert.writer import OutputFile, read_offsets
 from registry.errors import RegistryError
 from registry.models import Index
 from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
@@ -110,22 +113,20 @@ def test_disk_full_leaves_nothing_behind(populated):
     root, entries = populated
     before = snapshot(root)
 
-    class FullDisk:
-        def __init__(self, path):
-            self.handle = open(path, "wb")
-            self.written = 0
+    class FullDisk(OutputFile):
+        """Every write that reaches past 10 kB fails, as on a full disk."""
 
-        def write(self, data):
-            self.written += len(data)
-            if self.written > 10_000:
+        def write_at(self, data, offset):
+            self._fail_past(offset + len(data))
+            super().write_at(data, offset)
+
+        def copy_from(self, source_fd, source_offset, length, offset):
+            self._fail_past(offset + length)
+            super().copy_from(source_fd, source_offset, length, offset)
+
+        def _fail_past(self, end):
+            if end > 10_000:
                 raise OSError(errno.ENOSPC, "No space left on device")
-            self.handle.write(data)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.handle.close()
 
     with pytest.raises(RegistryError) as err:
         convert_entry(root, entries["full"].path, BIG, opener=FullDisk)
@@ -146,7 +147,7 @@ def test_pickle_with_non_tensor_objects_refused(tmp_path):
 def test_unsupported_dtype_refused(tmp_path):
     source = save_checkpoint(tmp_path / "s.pth", {"blocks.0.att.time_state": torch.zeros(1, 64, 64, dtype=torch.complex64)})
     with pytest.raises(RegistryError) as err:
-        convert_file(source, "state", {}, BIG, tmp_path)
+        convert_file(source, "state", {}, "0" * 64, BIG, tmp_path)
     assert err.value.code == "convert.unsupported-dtype" and "complex64" in err.value.message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.pth"]
 
@@ -200,6 +201,22 @@ def test_cli_converts_registry_entries_and_outside_files(populated, small_base, 
     assert (outside.parent / "model.safetensors").is_file() and validate(root) == []
 
 
+def test_cli_outside_any_registry_converts_standalone(small_base, tmp_path, monkeypatch):
+    """In a plain folder (no index.json, no -C) a relative file name converts next to itself."""
+    from click.testing import CliRunner
+
+    from registry.cli import main
+
+    (tmp_path / small_base.name).write_bytes(small_base.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RWKV_REGISTRY", raising=False)
+    result = CliRunner().invoke(main, ["convert", small_base.name])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "model.safetensors").is_file() and not (tmp_path / "index.json").exists()
+    refused = CliRunner().invoke(main, ["convert", small_base.name, "-C", ".", "--force"])
+    assert refused.exit_code == 1 and "index.json is missing" in refused.output  # -C says: a registry
+
+
 def test_verification_does_not_trust_our_own_byte_offsets(populated, monkeypatch):
     """If the source byte ranges were located wrongly, the write and the block comparison would
     agree with each other; the rows safetensors reads must still equal what torch loads."""
@@ -213,3 +230,187 @@ def test_verification_does_not_trust_our_own_byte_offsets(populated, monkeypatch
         convert_entry(root, entries["full"].path, BIG)
     assert err.value.code == "convert.verify-failed" and "what torch loads" in err.value.message
     assert snapshot(root) == before
+
+
+def _flipping_opener(position: int):
+    """An opener whose file gets the byte at ``position`` flipped after it was written, as a bad
+    disk or controller would; what the writer meant to write is the source's bytes."""
+
+    class FlipOne(OutputFile):
+        def write_at(self, data, offset):
+            super().write_at(data, offset)
+            self._flip_within(offset, len(data))
+
+        def copy_from(self, source_fd, source_offset, length, offset):
+            super().copy_from(source_fd, source_offset, length, offset)
+            self._flip_within(offset, length)
+
+        def _flip_within(self, offset, length):
+            if offset <= position < offset + length:
+                with open(self.path, "r+b") as raw:
+                    raw.seek(position)
+                    flipped = raw.read(1)[0] ^ 0xFF
+                    raw.seek(position)
+                    raw.write(bytes([flipped]))
+
+    return FlipOne
+
+
+@pytest.mark.parametrize("piece", [64, 1 << 20])
+def test_a_byte_changed_on_disk_fails_verification(populated, monkeypatch, piece):
+    """The read-back comparison catches one flipped byte in the middle of a tensor (where the row
+    spot check does not look), whether the tensor is copied in one piece or many."""
+    import registry.convert.writer as writer_module
+
+    root, entries = populated
+    monkeypatch.setattr(writer_module, "PIECE", piece)
+    twin = convert_entry(root, entries["full"].path, BIG)
+    data_start, spans = read_offsets(root / twin.path)
+    begin, end = spans["emb.weight"]
+    assert end - begin > 3 * 64  # several pieces of 64 bytes, so the flipped one is not the last
+    before = snapshot(root)
+    with pytest.raises(RegistryError) as err:
+        convert_entry(root, entries["full"].path, BIG, force=True, opener=_flipping_opener(data_start + (begin + end) // 2))
+    assert err.value.code == "convert.verify-failed" and "emb.weight differs from the source" in err.value.message, err.value.message
+    assert snapshot(root) == before and not list((root / ".registry" / "staging").iterdir())
+    assert validate(root) == []
+
+
+def test_a_byte_changed_in_the_header_fails_verification(populated):
+    root, entries = populated
+    before = snapshot(root)
+    with pytest.raises(RegistryError) as err:
+        convert_entry(root, entries["state"].path, BIG, opener=_flipping_opener(20))
+    assert err.value.code == "convert.verify-failed" and "header" in err.value.message
+    assert snapshot(root) == before and not list((root / ".registry" / "staging").iterdir())
+
+
+def test_interrupted_conversion_leaves_no_output(populated):
+    """Ctrl-C in the middle of the copy: nothing under the final name, nothing staged."""
+    root, entries = populated
+    before = snapshot(root)
+
+    class InterruptedAfterFirstPiece(OutputFile):
+        copies = 0
+
+        def copy_from(self, *args):
+            type(self).copies += 1
+            if self.copies > 1:
+                raise KeyboardInterrupt
+            super().copy_from(*args)
+
+    with pytest.raises(KeyboardInterrupt):
+        convert_entry(root, entries["full"].path, BIG, opener=InterruptedAfterFirstPiece)
+    assert InterruptedAfterFirstPiece.copies == 2
+    assert snapshot(root) == before and not list((root / ".registry" / "staging").iterdir())
+
+
+def test_copy_through_memory_when_the_kernel_cannot_copy(populated, monkeypatch):
+    """copy_file_range refused (another filesystem, an old kernel): same bytes, same digest."""
+    root, entries = populated
+    kernel = convert_entry(root, entries["full"].path, BIG)
+    calls = []
+
+    def refuse(*args):
+        calls.append(args)
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    through_memory = convert_entry(root, entries["full"].path, BIG, force=True)
+    assert calls and through_memory.sha256 == kernel.sha256 == sha256_of(root / through_memory.path)
+    assert validate(root) == []
+
+
+def test_tensors_that_are_not_file_ranges_are_written_from_memory(tmp_path):
+    """A transposed view is not a byte range of the file: its bytes come from the loaded tensor."""
+    base = torch.arange(64 * 48, dtype=torch.float32).reshape(64, 48)
+    source = save_checkpoint(tmp_path / "s.pth", {"blocks.0.att.time_state": base.t(), "blocks.1.att.time_state": base + 1})
+    result = convert_file(source, "state", {}, "0" * 64, BIG, tmp_path)
+    tensors, _ = read_all([result.main.temp])
+    assert same_bits(tensors, torch.load(source, weights_only=True))
+    assert result.main.sha256 == sha256_of(result.main.temp)
+
+
+def test_writeback_starts_in_order_while_copying(populated, monkeypatch):
+    """Written stretches are handed to the disk from the start, in order, none twice; the file is
+    unchanged by it."""
+    import registry.convert.writer as writer_module
+
+    root, entries = populated
+    monkeypatch.setattr(writer_module, "PIECE", 4096)
+    monkeypatch.setattr(writer_module, "WRITEBACK_EVERY", 16384)
+    started: list[tuple[int, int, str]] = []
+    real = writer_module.start_writeback
+    monkeypatch.setattr(writer_module, "start_writeback", lambda fd, offset, length: started.append((offset, length, threading.current_thread().name)) or real(fd, offset, length))
+    derived = convert_entry(root, entries["full"].path, BIG)
+    assert derived.sha256 == sha256_of(root / derived.path)
+    assert same_bits(read_all([root / derived.path])[0], torch.load(root / entries["full"].path, weights_only=True))
+    assert started[0][0] == 0 and all(a + n == b for (a, n, _), (b, _, _) in zip(started, started[1:]))
+    assert all(n >= 16384 for _, n, _ in started) and derived.size - sum(n for _, n, _ in started) < 16384 + 4096
+    assert all(thread.startswith("writeback ") for _, _, thread in started)  # never the copying thread
+
+
+def test_writer_waits_for_the_read_back_and_finishes(populated, monkeypatch):
+    """With the allowed lag smaller than a piece, the copier waits for the hasher after every
+    piece: the conversion still finishes (no deadlock) with the right digest."""
+    import registry.convert.readback as readback_module
+    import registry.convert.writer as writer_module
+
+    root, entries = populated
+    monkeypatch.setattr(writer_module, "PIECE", 4096)
+    monkeypatch.setattr(readback_module, "MAX_LAG", 1)
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(convert_entry(root, entries["full"].path, BIG)), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert done, "the conversion did not finish"
+    assert done[0].sha256 == sha256_of(root / done[0].path) and validate(root) == []
+
+
+def test_outputs_get_the_mode_of_a_plain_new_file(populated):
+    from registry.atomic import FILE_MODE
+
+    root, entries = populated
+    derived = convert_entry(root, entries["state"].path, BIG)
+    assert (root / derived.path).stat().st_mode & 0o777 == FILE_MODE
+
+
+def test_standalone_sharded_index_records_the_source_sha256(small_base, tmp_path):
+    copy = tmp_path / small_base.name
+    copy.write_bytes(small_base.read_bytes())
+    result = convert_standalone(copy, 200_000)
+    assert result.sharded and len(result.files) > 2
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text())
+    assert index["metadata"]["source_sha256"] == sha256_of(copy)
+    for shard in result.files[:-1]:
+        assert read_all([shard.final])[1]["source_sha256"] == sha256_of(copy)
+
+
+def _mapped_kib(path: Path) -> int:
+    """Resident KiB of this process's mappings of ``path`` (Linux /proc/self/smaps)."""
+    total, current = 0, None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            current = fields[-1] if len(fields) >= 6 else None
+        elif fields and fields[0] == "Rss:" and current == str(path):
+            total += int(fields[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux /proc")
+def test_spot_checked_pages_leave_the_process_but_not_the_data(tmp_path):
+    """After the verifier drops an mmap-loaded tensor's pages, RSS of the mapping falls and
+    the tensor still reads the same values (they come back from the file)."""
+    from registry.artifacts.inspect import load_tensor_map
+    from registry.convert.convert import _unmap_touched
+
+    path = tmp_path / "big.pth"
+    torch.save({"emb.weight": torch.arange(4 << 20, dtype=torch.float32).reshape(1024, -1)}, path)
+    tensor = load_tensor_map(path)["emb.weight"]
+    expected = float(tensor.double().sum())  # touches every page
+    touched = _mapped_kib(path)
+    assert touched >= 12 << 10  # most of 16 MiB is resident
+    _unmap_touched(tensor)
+    assert _mapped_kib(path) < touched // 8
+    assert float(tensor.double().sum()) == expected

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from registry.cli import main
 from registry.errors import RegistryError
 from registry.hashing import StatCache, hash_file
+from registry.libc import same_bytes
 from registry.models import Base, Index
 from registry.ops.core import init_registry, write_sums
 from registry.repo import render_index
@@ -261,3 +262,71 @@ def test_index_sha_must_equal_sums_sha(empty_registry, tmp_path):
     (empty_registry / "index.json").write_text(json.dumps(data))
     write_sums(empty_registry)
     assert "index.sha-mismatch" in codes(empty_registry)
+
+
+def test_same_bytes_sees_any_difference_and_length():
+    a = memoryview(bytearray(os.urandom(1 << 16)))
+    b = memoryview(bytearray(a))
+    assert same_bytes(a, b) and same_bytes(a[:0], b[:0])
+    for position in (0, len(a) // 2, len(a) - 1):
+        b[position] ^= 1
+        assert not same_bytes(a, b)
+        b[position] ^= 1
+    assert not same_bytes(a, b[:-1])
+    assert same_bytes(bytes(a), a) and not same_bytes(bytes(a), b"x" * len(a))  # read-only buffers too
+
+
+def test_mapped_reads_any_range_and_lets_go(tmp_path):
+    import mmap
+
+    from registry.libc import mapped
+
+    data = os.urandom(3 * mmap.ALLOCATIONGRANULARITY + 123)
+    path = tmp_path / "f"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for offset, length in [(0, len(data)), (1, 10), (mmap.ALLOCATIONGRANULARITY + 7, 5000), (len(data) - 3, 3), (17, 0)]:
+            with mapped(fd, offset, length) as view:
+                assert bytes(view) == data[offset : offset + length]
+            if length:
+                with pytest.raises(ValueError):  # released with its mapping: nothing stays mapped
+                    len(view)
+    finally:
+        os.close(fd)
+
+
+def test_console_entry_flushes_output_and_keeps_exit_codes(tmp_path):
+    """``python -m registry`` goes through the entry point that skips the interpreter teardown:
+    what the command printed still arrives, and refusals still exit non-zero."""
+    import sys
+
+    def registry(*args):
+        return subprocess.run([sys.executable, "-m", "registry", *args], capture_output=True, text=True, cwd=tmp_path)
+
+    created = registry("init", "reg", "--title", "T")
+    assert created.returncode == 0, created.stderr
+    listed = registry("list", "-C", "reg", "--json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)["bases"] == []
+    refused = registry("validate", "missing")
+    assert refused.returncode == 1 and refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    usage = registry("no-such-command")
+    assert usage.returncode == 2 and "No such command" in usage.stderr
+
+
+def test_mapped_and_background_hashes_agree_with_sha256sum(tmp_path):
+    from registry.hashing.engine import MAPPED_WINDOW, hash_in_background, hash_mapped
+
+    for size in (0, 1, MAPPED_WINDOW + 4097):
+        path = tmp_path / f"f{size}"
+        path.write_bytes(os.urandom(size))
+        expected = subprocess.run(["sha256sum", str(path)], capture_output=True, text=True, check=True).stdout.split()[0]
+        assert hash_mapped(path) == expected == hash_in_background(path).result(timeout=60)
+
+
+def test_background_hash_of_a_missing_file_is_a_clear_error(tmp_path):
+    from registry.hashing.engine import hash_in_background
+
+    with pytest.raises(RegistryError) as err:
+        hash_in_background(tmp_path / "gone.pth").result(timeout=60)
+    assert err.value.code == "fs.read-failed" and "gone.pth" in err.value.one_line()

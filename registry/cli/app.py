@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -52,6 +53,28 @@ def main() -> None:
     A registry is a folder mirrored 1:1 to a model repo: <base>/<method>/<data-version>/...,
     index.json (the machine-readable index) and SHA256SUMS at its root.
     """
+
+
+def run() -> None:
+    """The console entry point: run the command, then leave without the interpreter's teardown.
+
+    Tearing torch down takes about 0.5 s here (``python -c "import torch"``: 1.5-1.9 s, against
+    1.05-1.2 s ending in ``os._exit``), a tenth of a 3 GiB conversion.  When a command returns,
+    everything it wrote is already fsynced and closed, so only the two streams need flushing.
+    A crash (any other exception) still leaves through the normal path, traceback and all.
+    """
+    try:
+        main()
+    except SystemExit as exit_request:
+        code = exit_request.code
+    else:
+        code = 0
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
 
 
 def report(findings, as_json: bool, ok_message: str) -> None:

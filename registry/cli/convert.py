@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..progress import byte_progress
 from .app import emit_json, main, refusals
@@ -23,30 +24,48 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
 
     Each output is re-read and compared bit-exactly with the source before it gets its final
     name; registered sources get a derived entry in index.json (same base, data and scores).
+    Run outside any registry (no -C, no index.json here), every file converts standalone.
     """
-    from ..convert import parse_size
-    from ..ops.convert import convert_entry, convert_standalone
+    from ..hashing.engine import hash_in_background
     from ..repo import Repo
 
+    repo = Repo.open(registry, must_exist=False)
+    in_a_registry = repo.index_path.is_file() or click.get_current_context().get_parameter_source("registry") != ParameterSource.DEFAULT
+    root = repo.root
+    targets = [_target(raw, root, in_a_registry) for raw in paths]
+    # A standalone source's sha256 needs no torch, which takes a second or two to import: start it now.
+    first, first_inside = targets[0]
+    early = hash_in_background(first) if not first_inside and first.is_file() else None
+
+    from ..convert import parse_size
+    from ..ops.convert import convert_entry, convert_standalone
+
     size = parse_size(shard_size)
-    root = Repo.open(registry, must_exist=False).root
     results = []
-    for raw in paths:
-        path = Path(raw)
-        # A relative path names a registry entry when it exists under the registry, else a file here.
-        absolute = path if path.is_absolute() else root / path if (root / path).exists() else Path.cwd() / path
-        inside = absolute.absolute().is_relative_to(root)
+    for raw, (absolute, inside) in zip(paths, targets):
         total = absolute.stat().st_size if absolute.is_file() else None
-        with byte_progress(f"converting {path.name}", total=total, enabled=not as_json) as bar:
+        with byte_progress(f"converting {absolute.name}", total=total, enabled=not as_json) as bar:
             if inside:
-                entry = convert_entry(root, absolute.absolute().relative_to(root).as_posix(), size, force, progress=bar.advance)
+                entry = convert_entry(root, absolute.relative_to(root).as_posix(), size, force, progress=bar.advance)
                 results.append(entry.model_dump(mode="json"))
                 message = f"{raw} -> {entry.path} (sha256 {entry.sha256[:12]}…)"
             else:
-                result = convert_standalone(absolute, size, force, progress=bar.advance)
+                digest = early if absolute == first else None
+                result = convert_standalone(absolute, size, force, progress=bar.advance, source_sha256=digest)
                 results.append({"source": str(absolute), "outputs": [str(f.final) for f in result.files]})
                 message = f"{raw} -> {', '.join(f.final.name for f in result.files)}"
         if not as_json:
             click.echo(message)
     if as_json:
         emit_json(results)
+
+
+def _target(raw: str, root: Path, in_a_registry: bool) -> tuple[Path, bool]:
+    """The absolute path ``raw`` names, and whether it is a registry entry.
+
+    A relative path names a registry entry when it exists under the registry, else a file here.
+    """
+    path = Path(raw)
+    absolute = path if path.is_absolute() else root / path if (root / path).exists() else Path.cwd() / path
+    absolute = absolute.absolute()
+    return absolute, in_a_registry and absolute.is_relative_to(root)

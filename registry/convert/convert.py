@@ -2,8 +2,10 @@
 
 The source is opened with ``torch.load(mmap=True, weights_only=True)`` and written tensor by
 tensor, so memory does not grow with the checkpoint.  Outputs are written to temporary names;
-only after every tensor was re-read through safetensors and compared byte for byte does the
-caller rename them (inside a registry transaction, or directly for a standalone file).
+each tensor is read back from the file and compared byte for byte with the source as soon as
+it is written, and each finished file is reopened through safetensors and spot-checked against
+what torch loads.  Only then does the caller rename them (inside a registry transaction, or
+directly for a standalone file).
 """
 
 from __future__ import annotations
@@ -12,25 +14,30 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
-import numpy as np
 import torch
 from safetensors import safe_open
 
 from .. import __version__
 from ..artifacts.inspect import load_tensor_map
+from ..atomic import FILE_MODE, write_temp
 from ..errors import RegistryError
 from ..hashing import hash_file
-from .source import SourceBytes
+from ..hashing.engine import Progress
 from ..layout import SHARD_INDEX
+from ..libc import unmap_pages
+from .readback import ReadBack
 from .shards import plan_shards
-from .writer import SAFETENSORS_DTYPES, check_dtypes, read_offsets, write_safetensors
+from .source import SourceBytes
+from .writer import SAFETENSORS_DTYPES, Layout, OutputFile, check_dtypes, copy_tensors, plan_layout
 
-Opener = Callable[[Path], BinaryIO]
+Opener = Callable[[Path], OutputFile]
+SHA256_PLACEHOLDER = "0" * 64  # a hex sha256 always has 64 digits, so the header keeps its size
 
 
 @dataclass
@@ -61,63 +68,79 @@ class ConversionResult:
             f.temp.unlink(missing_ok=True)
 
 
-def open_for_writing(path: Path) -> BinaryIO:
-    return open(path, "wb")
-
-
 def _temp_for(final: Path, staging: Path) -> Path:
     fd, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".partial", dir=staging)
+    os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 would make the published twin private
     os.close(fd)
     return Path(name)
 
 
-def _write_one(final: Path, staging: Path, names: list[str], source: SourceBytes, metadata: dict[str, str], opener: Opener, progress) -> ConvertedFile:
+def _write_one(
+    final: Path, staging: Path, names: list[str], source: SourceBytes, metadata: dict[str, str], source_sha256: Future[str], opener: Opener, progress: Progress | None
+) -> ConvertedFile:
+    """Write one output to a temp file while it is read back, compared and hashed as it lands."""
     temp = _temp_for(final, staging)
+    entries = [(name, source.tensors[name]) for name in names]
+    draft = plan_layout(entries, {**metadata, "source_sha256": SHA256_PLACEHOLDER})
     try:
-        with opener(temp) as sink:
-            sha, size = write_safetensors(sink, names, source, metadata, progress)
-            sink.flush()
-            os.fsync(sink.fileno())
+        with opener(temp) as out, ReadBack(temp) as readback:
+            differing = _copy_then_header(out, readback, draft, lambda: plan_layout(entries, {**metadata, "source_sha256": source_sha256.result()}), source, progress)
+            out.sync()
+            checked = readback.finish()
     except OSError as exc:
         temp.unlink(missing_ok=True)
         raise RegistryError("convert.write-failed", final, f"writing failed: {exc.strerror or exc}", "free disk space (or fix the target) and run convert again") from None
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    return ConvertedFile(final=final, temp=temp, sha256=sha, size=size, tensors=names)
+    mismatch = differing or checked.mismatch
+    if mismatch:
+        temp.unlink(missing_ok=True)
+        raise RegistryError("convert.verify-failed", final, mismatch, "check the disk and run convert again")
+    return ConvertedFile(final=final, temp=temp, sha256=checked.sha256, size=checked.size, tensors=names)
+
+
+def _copy_then_header(out: OutputFile, readback: ReadBack, draft: Layout, final_layout: Callable[[], Layout], source: SourceBytes, progress: Progress | None) -> str | None:
+    """Copy the tensor bytes on a worker thread from the start, while this thread waits for the
+    header's last value (the source's sha256: at once for a registered source) and writes the
+    header.  Returns the first tensor that differs from the source, if any."""
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy") as copier:
+        copying = copier.submit(copy_tensors, out, draft, source, readback.landed, progress, stop)
+        try:
+            layout = final_layout()
+            if layout.spans != draft.spans or len(layout.header) != len(draft.header):
+                raise AssertionError("the source sha256 changed the header's size")
+            out.write_at(layout.header, 0)
+            readback.header_written(layout.header)
+            return copying.result()
+        except BaseException:
+            stop.set()  # the copier stops after its current piece; the caller removes the file
+            raise
 
 
 def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: int, metadata: dict[str, str]) -> ConvertedFile:
     weight_map = {name: f.final.name for f in files for name in f.tensors}
     body = {"metadata": {"total_size": total, **{k: v for k, v in metadata.items() if k != "format"}}, "weight_map": weight_map}
     data = (json.dumps(body, indent=2, sort_keys=False) + "\n").encode()
-    temp = _temp_for(final, staging)
-    temp.write_bytes(data)
+    temp = write_temp(final, data, staging)
     return ConvertedFile(final=final, temp=temp, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
-VERIFY_CHUNK = 64 << 20
+FAULT_AROUND = 64 << 10  # Linux maps up to this much cached file around a faulted page
 
 
-def _same_tensor(written: BinaryIO, data_start: int, span: tuple[int, int], name: str, source: SourceBytes, buffers: tuple[memoryview, memoryview]) -> bool:
-    """Compare one written tensor's bytes with the source's, a block at a time.
-
-    Both sides are read with pread into reused buffers (page cache, not process memory), so
-    memory stays at two blocks whatever the checkpoint's size.
-    """
-    begin, end = span
-    size = source.nbytes(name)
-    if end - begin != size:
-        return False
-    out_view, src_view = buffers
-    for offset in range(0, size, VERIFY_CHUNK):
-        length = min(VERIFY_CHUNK, size - offset)
-        if os.preadv(written.fileno(), [out_view[:length]], data_start + begin + offset) != length:
-            return False
-        expected = source.read_into(name, offset, src_view[:length])
-        if not np.array_equal(np.frombuffer(out_view[:length], np.uint8), np.frombuffer(expected, np.uint8)):
-            return False
-    return True
+def _unmap_touched(tensor: torch.Tensor) -> None:
+    """Reading rows of an mmap-loaded tensor maps its pages (and neighbours) into this process;
+    drop them again so thousands of spot checks do not add up to hundreds of MiB of RSS.
+    Only for tensors whose storage is the file mapping: on anonymous memory this would zero it."""
+    storage = tensor.untyped_storage()
+    if not storage.nbytes():
+        return
+    first = tensor.data_ptr()
+    last = first + tensor.numel() * tensor.element_size()
+    start = max(storage.data_ptr(), first - FAULT_AROUND)
+    unmap_pages(start, min(storage.data_ptr() + storage.nbytes(), last + FAULT_AROUND) - start)
 
 
 def _rows_as_torch_loads_them(reader, name: str, tensor: torch.Tensor) -> bool:
@@ -135,9 +158,10 @@ def _rows_as_torch_loads_them(reader, name: str, tensor: torch.Tensor) -> bool:
 
 
 def verify(result: ConversionResult, source: SourceBytes) -> None:
-    """Re-read every output through safetensors and compare each tensor's bytes to the source."""
+    """Reopen every finished output through safetensors: names, shapes, dtypes and end rows agree
+    with what torch loads from the source.  (Every tensor's bytes were already read back from
+    the file and compared with the source as they were copied: see :func:`.writer.copy_tensors`.)"""
     seen: set[str] = set()
-    buffers = (memoryview(bytearray(VERIFY_CHUNK)), memoryview(bytearray(VERIFY_CHUNK)))
     for f in result.files:
         if not f.tensors:
             continue
@@ -151,14 +175,11 @@ def verify(result: ConversionResult, source: SourceBytes) -> None:
                 tensor = source.tensors[name]
                 if block.get_shape() != list(tensor.shape) or block.get_dtype() != SAFETENSORS_DTYPES[tensor.dtype]:
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug")
-                if not _rows_as_torch_loads_them(reader, name, tensor):
+                same_rows = _rows_as_torch_loads_them(reader, name, tensor)
+                if source.in_file(name):
+                    _unmap_touched(tensor)
+                if not same_rows:
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from what torch loads from the source", "report this bug")
-        data_start, spans = read_offsets(f.temp)
-        with open(f.temp, "rb") as written:
-            os.posix_fadvise(written.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
-            for name in f.tensors:
-                if not _same_tensor(written, data_start, spans[name], name, source, buffers):
-                    raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from the source", "check the disk and run convert again")
                 seen.add(name)
     missing = set(source.tensors) - seen
     if missing:
@@ -174,19 +195,22 @@ def convert_file(
     source: Path,
     kind: str,
     metadata: dict[str, str],
+    source_sha256: str | Future[str],
     shard_size: int,
     staging: Path,
     force: bool = False,
-    opener: Opener = open_for_writing,
-    progress: Callable[[int], None] | None = None,
+    opener: Opener = OutputFile,
+    progress: Progress | None = None,
 ) -> ConversionResult:
     """Write verified safetensors twins of ``source`` to temp files in ``staging``.
 
-    The caller renames ``ConvertedFile.temp`` → ``final`` (or calls ``discard``).  An existing
-    output with other bytes is refused unless ``force``.
+    ``source_sha256`` goes into every header; a future (a hash still being computed) lets the
+    tensor bytes be copied meanwhile.  The caller renames ``ConvertedFile.temp`` → ``final``
+    (or calls ``discard``).  An existing output with other bytes is refused unless ``force``.
     """
     tensors = load_tensor_map(source)
     check_dtypes(tensors, str(source))
+    digest = source_sha256 if isinstance(source_sha256, Future) else _known(source_sha256)
     meta = {"format": "pt", "registry_version": __version__, **metadata}
     directory = source.parent
     sizes = {name: t.numel() * t.element_size() for name, t in tensors.items()}
@@ -195,8 +219,9 @@ def convert_file(
     try:
         with SourceBytes(source, tensors) as reader:
             for name, names in plan.files:
-                result.files.append(_write_one(directory / name, staging, names, reader, meta, opener, progress))
+                result.files.append(_write_one(directory / name, staging, names, reader, meta, digest, opener, progress))
             if plan.sharded:
+                meta["source_sha256"] = digest.result()
                 result.files.append(_write_index(directory / SHARD_INDEX, staging, result.files, sum(sizes.values()), meta))
             verify(result, reader)
         result.unchanged = _check_existing(result, force)
@@ -204,6 +229,12 @@ def convert_file(
         result.discard()
         raise
     return result
+
+
+def _known(value: str) -> Future[str]:
+    done: Future[str] = Future()
+    done.set_result(value)
+    return done
 
 
 def _check_existing(result: ConversionResult, force: bool) -> bool:

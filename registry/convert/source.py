@@ -1,12 +1,13 @@
-"""Read each tensor's bytes straight from the ``.pth`` file, as ``cp`` reads a file.
+"""Find each tensor's bytes in the ``.pth`` file, so they can be copied as ``cp`` copies a file.
 
 A torch-zip checkpoint stores every storage as an uncompressed zip member, and the tensors of
 official files are contiguous slices of those storages, so a tensor's bytes are a plain byte
 range of the file.  ``torch.load(mmap=True, weights_only=True)`` tells us the tensors; their
 storages' addresses inside the mapping, lined up with the members' offsets, tell us where each
-range starts.  Reading with pread into a reused buffer never faults the mapping in, so memory
-stays flat whatever the checkpoint's size.  A tensor that is not such a range (non-contiguous,
-or an archive laid out differently) is read from memory instead.
+range starts.  Those ranges are copied file to file by the kernel and compared through short-lived
+mappings of a few MiB, never through torch's mapping of the whole file, so memory stays flat
+whatever the checkpoint's size.  A tensor that is not such a range (non-contiguous, or an archive
+laid out differently) is taken from the loaded tensor instead.
 """
 
 from __future__ import annotations
@@ -14,9 +15,17 @@ from __future__ import annotations
 import os
 import struct
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+from ..libc import mapped
+
+if TYPE_CHECKING:
+    from .writer import OutputFile
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
 
@@ -53,29 +62,40 @@ def locate_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> dict[str, in
 
 
 class SourceBytes:
-    """Chunks of each tensor's bytes, from the file where possible, from memory otherwise."""
+    """Each tensor's bytes: a range of the file where possible, the loaded tensor otherwise."""
 
     def __init__(self, path: Path, tensors: dict[str, torch.Tensor]):
         self.tensors = tensors
         self.offsets = locate_tensors(path, tensors)
         self._fd = os.open(path, os.O_RDONLY)
         os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # bigger readahead
-        self._in_memory: tuple[str, memoryview] | None = None
+        self._in_memory: tuple[str, memoryview] | None = None  # the last such tensor, flattened
 
     def nbytes(self, name: str) -> int:
         tensor = self.tensors[name]
         return tensor.numel() * tensor.element_size()
 
-    def read_into(self, name: str, offset: int, buffer: memoryview) -> memoryview:
-        """Fill ``buffer`` with the tensor's bytes [offset, offset + len(buffer))."""
+    def in_file(self, name: str) -> bool:
+        """Whether the tensor's bytes are a range of the file (and its memory that file's mapping)."""
+        return name in self.offsets
+
+    def copy_to(self, name: str, offset: int, length: int, out: OutputFile, at: int) -> None:
+        """Put the tensor's bytes [offset, offset + length) at ``at`` in ``out``."""
         start = self.offsets.get(name)
         if start is not None:
-            n = os.preadv(self._fd, [buffer], start + offset)
-            if n != len(buffer):
-                raise OSError(f"short read of {name} from the source")
-            return buffer
-        buffer[:] = self._memory_bytes(name)[offset : offset + len(buffer)]
-        return buffer
+            out.copy_from(self._fd, start + offset, length, at)
+        else:
+            out.write_at(self._memory_bytes(name)[offset : offset + length], at)
+
+    @contextmanager
+    def window(self, name: str, offset: int, length: int) -> Iterator[memoryview]:
+        """The tensor's bytes [offset, offset + length), read where they lie, copied nowhere."""
+        start = self.offsets.get(name)
+        if start is not None:
+            with mapped(self._fd, start + offset, length) as view:
+                yield view
+        else:
+            yield self._memory_bytes(name)[offset : offset + length]
 
     def _memory_bytes(self, name: str) -> memoryview:
         if self._in_memory is None or self._in_memory[0] != name:

@@ -1,24 +1,38 @@
-"""A streaming safetensors writer: header first, then each tensor's own bytes, hashed as written.
+"""A streaming safetensors writer: each tensor's own bytes go straight to their place in the file.
 
-safetensors' ``save_file`` needs every tensor in memory at once; this writer needs one tensor at
-a time.  The format: an 8-byte little-endian header length, a JSON header (padded with spaces to
-a multiple of 8) mapping names to dtype, shape and [start, end) offsets, then the raw data.
+safetensors' ``save_file`` needs every tensor in memory at once; this writer needs none.  The
+format: an 8-byte little-endian header length, a JSON header (padded with spaces to a multiple
+of 8) mapping names to dtype, shape and [start, end) offsets, then the raw data.
+
+Every byte goes to a fixed offset (:class:`OutputFile`), which buys two things.  The tensor
+bytes are copied file to file inside the kernel (``copy_file_range``, what ``cp`` does), never
+through a Python buffer.  And they can be copied before the header exists: a standalone
+conversion records the source's sha256 in the header, and that hash is still being computed
+while the data is copied (its hex form has a fixed length, so the offsets do not depend on it).
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import queue
 import struct
+import threading
 from collections.abc import Callable
-from typing import BinaryIO
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from ..errors import RegistryError
-from ..hashing.engine import HashingWriter
+from ..hashing.engine import Progress
+from ..libc import mapped, same_bytes, start_writeback
 from .source import SourceBytes
 
-WRITE_CHUNK = 64 << 20  # bytes read, hashed and written at a time
+PIECE = 32 << 20  # bytes copied, then read back and compared, at a time
+WRITEBACK_EVERY = 256 << 20  # written bytes handed to the background writeback at a time
+_FALLBACK_CHUNK = 8 << 20
 
 SAFETENSORS_DTYPES: dict[torch.dtype, str] = {
     torch.float64: "F64",
@@ -35,6 +49,9 @@ SAFETENSORS_DTYPES: dict[torch.dtype, str] = {
     torch.float8_e5m2: "F8_E5M2",
 }
 
+# copy_file_range refusals that mean "not between these two files": copy through memory instead.
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF}
+
 
 def check_dtypes(tensors: dict[str, torch.Tensor], source: str) -> None:
     for name, tensor in tensors.items():
@@ -47,20 +64,38 @@ def check_dtypes(tensors: dict[str, torch.Tensor], source: str) -> None:
             )
 
 
-def build_header(tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str]) -> bytes:
+@dataclass(frozen=True)
+class Layout:
+    """One output file's bytes: the header, then each tensor at its [start, end) in the data."""
+
+    header: bytes
+    spans: dict[str, tuple[int, int]]  # in file order
+
+    @property
+    def data_start(self) -> int:
+        return len(self.header)
+
+    @property
+    def size(self) -> int:
+        return self.data_start + max((end for _, end in self.spans.values()), default=0)
+
+
+def plan_layout(tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str]) -> Layout:
     entries: dict[str, object] = {"__metadata__": metadata}
+    spans: dict[str, tuple[int, int]] = {}
     offset = 0
     for name, tensor in tensors:
         size = tensor.numel() * tensor.element_size()
+        spans[name] = (offset, offset + size)
         entries[name] = {"dtype": SAFETENSORS_DTYPES[tensor.dtype], "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
         offset += size
     header = json.dumps(entries, separators=(",", ":"), ensure_ascii=True).encode()
     header += b" " * (-len(header) % 8)
-    return struct.pack("<Q", len(header)) + header
+    return Layout(struct.pack("<Q", len(header)) + header, spans)
 
 
-def read_offsets(path) -> tuple[int, dict[str, tuple[int, int]]]:
-    """Where the data section starts and each tensor's [start, end) within it."""
+def read_offsets(path: Path) -> tuple[int, dict[str, tuple[int, int]]]:
+    """Where the data section starts and each tensor's [start, end) within it, from the file."""
     with open(path, "rb") as handle:
         (length,) = struct.unpack("<Q", handle.read(8))
         header = json.loads(handle.read(length))
@@ -68,33 +103,119 @@ def read_offsets(path) -> tuple[int, dict[str, tuple[int, int]]]:
     return 8 + length, {name: tuple(entry["data_offsets"]) for name, entry in header.items()}
 
 
-def write_safetensors(
-    sink: BinaryIO,
-    names: list[str],
-    source: SourceBytes,
-    metadata: dict[str, str],
-    progress: Callable[[int], None] | None = None,
-) -> tuple[str, int]:
-    """Write one safetensors file holding ``names`` to ``sink``; return (sha256, size) written."""
-    out = HashingWriter(sink)
-    try:
-        out.write(build_header([(n, source.tensors[n]) for n in names], metadata))
-        _copy_tensors(out, names, source, progress)
-    finally:
-        out.close()
-    return out.digest.hexdigest(), out.size
+class OutputFile:
+    """An output file written by offset.  Tests subclass it to fail or corrupt writes.
+
+    Every :data:`WRITEBACK_EVERY` bytes written, a background thread asks the kernel to start
+    writing them to disk, so the disk works from the start and :meth:`sync` waits for the last
+    stretch only.  On a thread of its own because the call blocks while the disk queue is full:
+    made by the copying thread, it slowed copy plus fsync of 3 GiB here (3.6 s, against 3.2-3.5 s
+    with no hint and 2.7-2.8 s from a thread of its own).
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR)  # read too: see holds()
+        self._kernel_copy = hasattr(os, "copy_file_range")
+        self._written_back = 0
+        self._writeback: queue.SimpleQueue[tuple[int, int] | None] = queue.SimpleQueue()
+        self._flusher: threading.Thread | None = None
+
+    def write_at(self, data, offset: int) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            n = os.pwrite(self.fd, view, offset)
+            view, offset = view[n:], offset + n
+        self._wrote_up_to(offset)
+
+    def copy_from(self, source_fd: int, source_offset: int, length: int, offset: int) -> None:
+        """Copy ``length`` bytes of ``source_fd`` at ``source_offset`` to ``offset`` here."""
+        while length and self._kernel_copy:
+            try:
+                n = os.copy_file_range(source_fd, self.fd, length, source_offset, offset)
+            except OSError as exc:
+                if exc.errno not in _NO_KERNEL_COPY:
+                    raise
+                self._kernel_copy = False
+                break
+            if n == 0:  # the source ended early: the copy through memory reports it
+                break
+            source_offset, offset, length = source_offset + n, offset + n, length - n
+        if length:
+            self._copy_through_memory(source_fd, source_offset, length, offset)
+        self._wrote_up_to(offset + length)
+
+    def _copy_through_memory(self, source_fd: int, source_offset: int, length: int, offset: int) -> None:
+        buffer = memoryview(bytearray(min(length, _FALLBACK_CHUNK)))
+        while length:
+            chunk = buffer[: min(length, len(buffer))]
+            if os.preadv(source_fd, [chunk], source_offset) != len(chunk):
+                raise OSError(errno.EIO, "the source file is shorter than its tensors")
+            self.write_at(chunk, offset)
+            source_offset, offset, length = source_offset + len(chunk), offset + len(chunk), length - len(chunk)
+
+    def holds(self, at: int, expected: memoryview) -> bool:
+        """Whether the file's bytes at ``at`` are ``expected``, as read back through a mapping."""
+        if os.fstat(self.fd).st_size < at + len(expected):  # mapping past the end would fault
+            return False
+        with mapped(self.fd, at, len(expected)) as written:
+            return same_bytes(written, expected)
+
+    def sync(self) -> None:
+        self._stop_writeback()
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        self._stop_writeback()
+        os.close(self.fd)
+
+    def _wrote_up_to(self, end: int) -> None:
+        if end - self._written_back < WRITEBACK_EVERY:
+            return
+        if self._flusher is None:
+            self._flusher = threading.Thread(target=self._write_back, name=f"writeback {self.path.name}", daemon=True)
+            self._flusher.start()
+        self._writeback.put((self._written_back, end - self._written_back))
+        self._written_back = end
+
+    def _write_back(self) -> None:
+        while (stretch := self._writeback.get()) is not None:
+            start_writeback(self.fd, *stretch)
+
+    def _stop_writeback(self) -> None:
+        if self._flusher is not None:
+            self._writeback.put(None)
+            self._flusher.join()
+            self._flusher = None
+
+    def __enter__(self) -> "OutputFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
-def _copy_tensors(out: HashingWriter, names: list[str], source: SourceBytes, progress) -> None:
-    """Each tensor's bytes in chunks through two alternating buffers: one is being hashed and
-    written while the next chunk is read into the other."""
-    buffers = [memoryview(bytearray(WRITE_CHUNK)) for _ in range(2)]
-    turn = 0
-    for name in names:
-        size = source.nbytes(name)
-        for offset in range(0, size, WRITE_CHUNK):
-            length = min(WRITE_CHUNK, size - offset)
-            out.write(source.read_into(name, offset, buffers[turn][:length]))
-            turn ^= 1
+def copy_tensors(
+    out: OutputFile, layout: Layout, source: SourceBytes, landed: Callable[[int, int], None], progress: Progress | None, stop: threading.Event
+) -> str | None:
+    """Put every tensor's bytes at its place in ``out``, a :data:`PIECE` at a time, in file order,
+    and compare each piece, read back from the file, with the source.
+
+    ``landed(at, length)`` hears of each piece once it is in the file and checked.  Returns the
+    first tensor that differs from the source (and stops there), else None; returns early when
+    ``stop`` is set.
+    """
+    for name, (begin, end) in layout.spans.items():
+        for offset in range(0, end - begin, PIECE):
+            if stop.is_set():
+                return None
+            length = min(PIECE, end - begin - offset)
+            at = layout.data_start + begin + offset
+            source.copy_to(name, offset, length, out, at)
+            with source.window(name, offset, length) as expected:
+                if not out.holds(at, expected):
+                    return f"tensor {name} differs from the source"
+            landed(at, length)
             if progress:
                 progress(length)
+    return None

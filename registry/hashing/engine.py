@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
+
+from ..errors import RegistryError
+from ..libc import mapped
 
 CHUNK = 1 << 20
 
@@ -34,6 +38,45 @@ def hash_file(path: Path, progress: Progress | None = None) -> str:
             if progress:
                 progress(n)
     return digest.hexdigest()
+
+
+MAPPED_WINDOW = 64 << 20
+
+
+def hash_mapped(path: Path) -> str:
+    """Hex sha256 of one file read through 64 MiB read-only mappings.
+
+    For hashing beside other work: each ``update`` runs about 35 ms without the GIL, where
+    :func:`hash_file`'s 1 MiB reads need it back every 0.6 ms and crawl while the main thread
+    imports torch.  Only for files nobody shrinks meanwhile (reading a mapping past the end of
+    a truncated file kills the process), such as a source that is also ``torch.load``-mapped.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        for offset in range(0, size, MAPPED_WINDOW):
+            with mapped(handle.fileno(), offset, min(MAPPED_WINDOW, size - offset)) as window:
+                digest.update(window)
+    return digest.hexdigest()
+
+
+def hash_in_background(path: Path) -> Future[str]:
+    """Start hashing ``path`` (see :func:`hash_mapped`) on its own thread; the future gets the
+    hex digest or the error.  A daemon thread, so a command that fails meanwhile exits without
+    finishing a multi-GB hash.
+    """
+    digest: Future[str] = Future()
+
+    def run() -> None:
+        try:
+            digest.set_result(hash_mapped(path))
+        except OSError as exc:
+            digest.set_exception(RegistryError("fs.read-failed", path, f"reading failed: {exc.strerror or exc}", "check the file and run the command again"))
+        except BaseException as exc:
+            digest.set_exception(exc)
+
+    threading.Thread(target=run, name=f"sha256 {path.name}", daemon=True).start()
+    return digest
 
 
 def default_workers() -> int:

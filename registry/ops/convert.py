@@ -4,24 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import Future
 from pathlib import Path
 
 from ..artifacts.inspect import Inspection, inspect_weights
 from ..atomic import ensure_writable, fsync_dir, transaction
 from ..convert import ConversionResult, convert_file
-from ..convert.convert import Opener, open_for_writing
+from ..convert.convert import Opener
+from ..convert.writer import OutputFile
 from ..errors import RegistryError
-from ..hashing import hash_file
-from ..hashing.engine import Progress
+from ..hashing.engine import Progress, hash_in_background
 from ..models import Entry, FileRef, Index
 from ..repo import INDEX_NAME, Repo, render_index
 from .artifacts import resolve_entry
 from .core import stage_derived
 
 
-def _metadata(entry: Entry | None, source_sha: str, miss_fields: dict | None) -> dict[str, str]:
-    """safetensors ``__metadata__`` values (strings only): provenance, and miss.json's fields."""
-    meta = {"source_sha256": source_sha}
+def _metadata(entry: Entry | None, miss_fields: dict | None) -> dict[str, str]:
+    """safetensors ``__metadata__`` values (strings only): provenance, and miss.json's fields.
+    (The source's sha256 is added by the conversion, which may still be computing it.)"""
+    meta = {}
     if entry is not None:
         meta["base_sha256"] = entry.base_sha256
         if entry.content_version:
@@ -56,7 +58,7 @@ def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry
     )
 
 
-def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, opener: Opener = open_for_writing, progress: Progress | None = None) -> Entry:
+def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, opener: Opener = OutputFile, progress: Progress | None = None) -> Entry:
     """Convert a registered .pth entry; the twins and the index change land in one transaction."""
     repo = Repo.open(root)
     index = repo.load_index()
@@ -67,15 +69,19 @@ def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, o
     ensure_writable(repo.root)
     with transaction(repo.root) as txn:
         result = convert_file(
-            repo.root / source.path, inspection.kind, _metadata(source, source.sha256, _miss_fields(inspection)), shard_size,
+            repo.root / source.path, inspection.kind, _metadata(source, _miss_fields(inspection)), source.sha256, shard_size,
             txn.staging, force, opener, progress,
         )
-        derived = _derived_entry(repo, source, result)
-        _replace_derived(index, derived)
-        for f in result.files:
-            txn.move(f.temp, repo.rel(f.final), f.sha256)
-        txn.write(INDEX_NAME, render_index(index))
-        stage_derived(repo, txn, index, progress)
+        try:
+            derived = _derived_entry(repo, source, result)
+            _replace_derived(index, derived)
+            for f in result.files:
+                txn.move(f.temp, repo.rel(f.final), f.sha256)
+            txn.write(INDEX_NAME, render_index(index))
+            stage_derived(repo, txn, index, progress)
+        except BaseException:
+            result.discard()  # the transaction only removes temp files it wrote itself
+            raise
     return derived
 
 
@@ -85,11 +91,18 @@ def _replace_derived(index: Index, derived: Entry) -> None:
     index.entries.append(derived)
 
 
-def convert_standalone(path: Path, shard_size: int, force: bool = False, opener: Opener = open_for_writing, progress: Progress | None = None) -> ConversionResult:
-    """Convert a .pth that is not in a registry (e.g. a base checkpoint), next to itself."""
+def convert_standalone(
+    path: Path, shard_size: int, force: bool = False, opener: Opener = OutputFile, progress: Progress | None = None, source_sha256: Future[str] | None = None
+) -> ConversionResult:
+    """Convert a .pth that is not in a registry (e.g. a base checkpoint), next to itself.
+
+    Its sha256 (for the metadata) is computed while the tensors are copied; pass
+    ``source_sha256`` from :func:`hash_in_background` to start it even earlier.
+    """
+    digest = hash_in_background(path) if source_sha256 is None else source_sha256
     inspection = inspect_weights(path)
     ensure_writable(path.parent)
-    result = convert_file(path, inspection.kind, _metadata(None, hash_file(path), _miss_fields(inspection)), shard_size, path.parent, force, opener, progress)
+    result = convert_file(path, inspection.kind, _metadata(None, _miss_fields(inspection)), digest, shard_size, path.parent, force, opener, progress)
     for f in result.files:
         os.replace(f.temp, f.final)
     fsync_dir(path.parent)
