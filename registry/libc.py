@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -59,7 +60,10 @@ def mapped(fd: int, offset: int, length: int) -> Iterator[memoryview]:
     """The bytes ``[offset, offset + length)`` of ``fd``, mapped read-only and prefaulted.
 
     The mapping is gone when the block ends, so at most ``length`` bytes count towards RSS.
+    Raises EOFError when the file is shorter: reading a mapping past its end would kill the process.
     """
+    if os.fstat(fd).st_size < offset + length:
+        raise EOFError(f"the file ends before byte {offset + length}")
     if length == 0:
         yield memoryview(b"")
         return

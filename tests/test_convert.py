@@ -15,7 +15,8 @@ from safetensors import safe_open
 from registry.artifacts.factory import make_base_state_dict, make_state_file, save_checkpoint, share_storage
 from registry.artifacts.miss import make_adapter_file
 from registry.convert import convert_file
-from registry.convert.writer import OutputFile, read_offsets
+from registry.artifacts.inspect import _read_safetensors_json
+from registry.convert.writer import OutputFile
 from registry.errors import RegistryError
 from registry.models import Index
 from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
@@ -265,8 +266,9 @@ def test_a_byte_changed_on_disk_fails_verification(populated, monkeypatch, piece
     root, entries = populated
     monkeypatch.setattr(writer_module, "PIECE", piece)
     twin = convert_entry(root, entries["full"].path, BIG)
-    data_start, spans = read_offsets(root / twin.path)
-    begin, end = spans["emb.weight"]
+    header, data_size = _read_safetensors_json(root / twin.path)
+    data_start = twin.size - data_size
+    begin, end = header["emb.weight"]["data_offsets"]
     assert end - begin > 3 * 64  # several pieces of 64 bytes, so the flipped one is not the last
     before = snapshot(root)
     with pytest.raises(RegistryError) as err:

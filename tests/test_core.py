@@ -292,6 +292,9 @@ def test_mapped_reads_any_range_and_lets_go(tmp_path):
             if length:
                 with pytest.raises(ValueError):  # released with its mapping: nothing stays mapped
                     len(view)
+        with pytest.raises(EOFError):  # past the end: refused before mapping, not a SIGBUS
+            with mapped(fd, len(data) - 10, 11):
+                pass
     finally:
         os.close(fd)
 

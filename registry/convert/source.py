@@ -71,10 +71,6 @@ class SourceBytes:
         os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # bigger readahead
         self._in_memory: tuple[str, memoryview] | None = None  # the last such tensor, flattened
 
-    def nbytes(self, name: str) -> int:
-        tensor = self.tensors[name]
-        return tensor.numel() * tensor.element_size()
-
     def in_file(self, name: str) -> bool:
         """Whether the tensor's bytes are a range of the file (and its memory that file's mapping)."""
         return name in self.offsets

@@ -75,10 +75,6 @@ class Layout:
     def data_start(self) -> int:
         return len(self.header)
 
-    @property
-    def size(self) -> int:
-        return self.data_start + max((end for _, end in self.spans.values()), default=0)
-
 
 def plan_layout(tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str]) -> Layout:
     entries: dict[str, object] = {"__metadata__": metadata}
@@ -92,15 +88,6 @@ def plan_layout(tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str
     header = json.dumps(entries, separators=(",", ":"), ensure_ascii=True).encode()
     header += b" " * (-len(header) % 8)
     return Layout(struct.pack("<Q", len(header)) + header, spans)
-
-
-def read_offsets(path: Path) -> tuple[int, dict[str, tuple[int, int]]]:
-    """Where the data section starts and each tensor's [start, end) within it, from the file."""
-    with open(path, "rb") as handle:
-        (length,) = struct.unpack("<Q", handle.read(8))
-        header = json.loads(handle.read(length))
-    header.pop("__metadata__", None)
-    return 8 + length, {name: tuple(entry["data_offsets"]) for name, entry in header.items()}
 
 
 class OutputFile:
@@ -156,10 +143,11 @@ class OutputFile:
 
     def holds(self, at: int, expected: memoryview) -> bool:
         """Whether the file's bytes at ``at`` are ``expected``, as read back through a mapping."""
-        if os.fstat(self.fd).st_size < at + len(expected):  # mapping past the end would fault
+        try:
+            with mapped(self.fd, at, len(expected)) as written:
+                return same_bytes(written, expected)
+        except EOFError:
             return False
-        with mapped(self.fd, at, len(expected)) as written:
-            return same_bytes(written, expected)
 
     def sync(self) -> None:
         self._stop_writeback()
