@@ -18,8 +18,8 @@ from common import child_peak_rss, report
 ADD_BASE = """
 import time
 from pathlib import Path
-from registry.ops.artifacts import BaseRequest, add_base
-from registry.ops.core import init_registry
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.init import init_registry
 root = init_registry(Path(sys.argv[2])).root
 path = Path(sys.argv[1])
 start = time.perf_counter()

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 from common import GIB, child_peak_rss, report, run_timed
 
-from registry.artifacts.factory import TinySpec, checkpoint_shapes
+from registry.synthetic import TinySpec, checkpoint_shapes
 
 CLI = """
 from registry.cli import main
@@ -45,8 +45,9 @@ import registry.cli, registry.ops.convert
 REGISTER = """
 import json
 from pathlib import Path
-from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
-from registry.ops.core import init_registry
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.init import init_registry
 source, root = Path(sys.argv[1]), Path(sys.argv[2])
 init_registry(root)
 add_base(root, BaseRequest(path=source, filename=source.name))

@@ -16,8 +16,9 @@ from pathlib import Path
 from common import GIB, MIB, report, run_timed, timed, write_random_file
 
 from registry.hashing import hash_file, hash_files
-from registry.ops.core import init_registry, write_sums
-from registry.validate import validate
+from registry.ops.init import init_registry
+from registry.ops.sums import write_sums
+from registry.ops.validate import validate
 
 
 def bench_one_file(directory: Path, size: int) -> dict:

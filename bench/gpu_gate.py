@@ -21,13 +21,19 @@ from pathlib import Path
 
 import torch
 
-from registry.artifacts.factory import TinySpec, make_base_state_dict, make_state_file, save_checkpoint
-from registry.artifacts.miss import make_adapter_file
-from registry.demo import BASE_A, build_inputs
 from registry.hashing import hash_file
-from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.convert import convert_entry
-from registry.ops.core import init_registry
+from registry.ops.demo import BASE_A, build_inputs
+from registry.ops.init import init_registry
+from registry.synthetic import (
+    TinySpec,
+    make_adapter_file,
+    make_base_state_dict,
+    make_state_file,
+    save_checkpoint,
+)
 
 BIG = TinySpec(n_layer=32, n_embd=4096, vocab_size=65536, seed=72)
 BIG_NAME = "rwkv7-random-7.2b-shape-20261203"

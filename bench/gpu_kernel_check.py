@@ -27,7 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import torch  # noqa: E402
 
-from registry.gate.kernel import HEAD_SIZE, OUTPUT_TOLERANCE, PARITY_CASES, STATE_TOLERANCE, build_kernel, parity_check  # noqa: E402
+from registry.gate.kernel import (  # noqa: E402
+    HEAD_SIZE,
+    OUTPUT_TOLERANCE,
+    PARITY_CASES,
+    STATE_TOLERANCE,
+    build_kernel,
+    parity_check,
+)
 from registry.gate.reference import make_wkv7_inputs, relative_error  # noqa: E402
 
 STEPS, HEADS = 1024, 64

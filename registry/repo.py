@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .atomic import PRIVATE_DIR
 from .errors import RegistryError
-from .models import Index
+from .models import Entry, Index
 from .schemas import load_model
 from .sums import SUMS_NAME
 
@@ -75,3 +75,17 @@ class Repo:
 
     def rel(self, path: Path) -> str:
         return path.absolute().relative_to(self.root).as_posix()
+
+
+def resolve_entry(repo: Repo, index: Index, path: str) -> Entry:
+    """An entry by registry-relative path (or a path inside the registry)."""
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists():
+        try:
+            path = candidate.absolute().relative_to(repo.root).as_posix()
+        except ValueError:
+            raise RegistryError("entry.outside", path, "the path is outside the registry", "pass a path inside the registry") from None
+    entry = index.entry_by_path(path)
+    if entry is None:
+        raise RegistryError("entry.unknown", path, "no such entry in index.json", "pass a path listed by `registry list`")
+    return entry

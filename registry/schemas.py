@@ -17,9 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import RegistryError
 from .models import MODELS
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_DIR = PROJECT_ROOT / "schemas"
+from .resources import schema_dir
 
 
 def extra_models() -> dict[str, type[BaseModel]]:
@@ -50,8 +48,8 @@ def render_schema(kind: str) -> str:
     return json.dumps(generate_schema(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
-    directory.mkdir(exist_ok=True)
+def write_schemas(directory: Path | None = None) -> list[Path]:
+    directory = directory or schema_dir()
     written = []
     for kind in all_models():
         path = directory / f"{kind}.schema.json"

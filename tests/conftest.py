@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.artifacts.factory import TinySpec, make_base_checkpoint
+from registry.synthetic import TinySpec, make_base_checkpoint
 
 # Small enough to build in milliseconds; vocab 65536 only where a tokenizer is involved.
 SMALL = TinySpec(n_layer=2, n_embd=128, vocab_size=512)
@@ -34,6 +34,5 @@ def small_base(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def empty_registry(tmp_path) -> Path:
-    from registry.ops.core import init_registry
-
+    from registry.ops.init import init_registry
     return init_registry(tmp_path / "reg").root

@@ -12,11 +12,21 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from registry.artifacts.factory import TinySpec, make_base_checkpoint, make_base_state_dict, make_state_tensors, save_checkpoint
-from registry.artifacts.inspect import check_miss_fits, check_state_fits, inspect_weights
-from registry.artifacts.miss import make_adapter_file
+from registry.artifacts.inspect import (
+    check_miss_fits,
+    check_state_fits,
+    inspect_weights,
+)
 from registry.errors import RegistryError
 from registry.models import Architecture
+from registry.synthetic import (
+    TinySpec,
+    make_adapter_file,
+    make_base_checkpoint,
+    make_base_state_dict,
+    make_state_tensors,
+    save_checkpoint,
+)
 
 from .conftest import SMALL, sha256_of
 from .test_artifacts_miss import MarkerPayload, append_manifest, manifest_for

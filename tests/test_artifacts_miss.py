@@ -14,12 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from registry.artifacts.factory import checkpoint_shapes, share_storage
 from registry.artifacts.miss import (
     content_version,
     default_targets,
-    make_adapter_file,
-    make_adapter_tensors,
     merge_delta,
     read_miss_json,
     torch_zip_folder,
@@ -28,6 +25,12 @@ from registry.artifacts.miss import (
 )
 from registry.errors import RegistryError
 from registry.models import Architecture
+from registry.synthetic import (
+    checkpoint_shapes,
+    make_adapter_file,
+    make_adapter_tensors,
+    share_storage,
+)
 
 from .conftest import SMALL, sha256_of
 

@@ -17,14 +17,15 @@ import pytest
 from click.testing import CliRunner
 from huggingface_hub import ModelCard
 
-from registry.card import TEMPLATE_DIR, handwritten, render_card
+from registry.card import handwritten, render_card
 from registry.card.markdown import md_cell, md_code
 from registry.card.metadata import base_model_relation
 from registry.cli import main
 from registry.errors import RegistryError
 from registry.models import Base, DataRef, Entry, Index, RegistryInfo, Score
+from registry.ops.validate import validate
 from registry.repo import render_index
-from registry.validate import validate
+from registry.resources import template_dir
 
 from .conftest import snapshot
 
@@ -327,7 +328,7 @@ def test_broken_markers_are_refused(seed_card, mutate, needle):
 
 @pytest.fixture
 def templates(tmp_path) -> Path:
-    return Path(shutil.copytree(TEMPLATE_DIR, tmp_path / "templates"))
+    return Path(shutil.copytree(template_dir(), tmp_path / "templates"))
 
 
 def _break_line(path: Path, line: int, text: str) -> None:
@@ -454,7 +455,7 @@ def test_failures_leave_the_registry_unchanged(empty_registry, damage, code):
 
 def test_template_failure_leaves_the_registry_unchanged(empty_registry, templates, monkeypatch):
     _break_line(templates / "card.md.j2", 1, "{% for %}")
-    monkeypatch.setattr("registry.card.render.TEMPLATE_DIR", templates)
+    monkeypatch.setattr("registry.card.render.bundled_templates", lambda: templates)
     index = Index.model_validate_json((empty_registry / "index.json").read_text())
     index.registry.title = "changed"
     (empty_registry / "index.json").write_bytes(render_index(index))

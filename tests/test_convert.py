@@ -12,17 +12,23 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from registry.artifacts.factory import make_base_state_dict, make_state_file, save_checkpoint, share_storage
-from registry.artifacts.miss import make_adapter_file
-from registry.convert import convert_file
 from registry.artifacts.inspect import _read_safetensors_json
+from registry.convert import convert_file
 from registry.convert.writer import OutputFile
 from registry.errors import RegistryError
 from registry.models import Index
-from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.convert import convert_entry, convert_standalone
+from registry.ops.validate import validate
 from registry.repo import INDEX_NAME, render_index
-from registry.validate import validate
+from registry.synthetic import (
+    make_adapter_file,
+    make_base_state_dict,
+    make_state_file,
+    save_checkpoint,
+    share_storage,
+)
 
 from .conftest import SMALL, sha256_of, snapshot
 from .test_ops_artifacts import train_json
@@ -405,7 +411,7 @@ def test_spot_checked_pages_leave_the_process_but_not_the_data(tmp_path):
     """After the verifier drops an mmap-loaded tensor's pages, RSS of the mapping falls and
     the tensor still reads the same values (they come back from the file)."""
     from registry.artifacts.inspect import load_tensor_map
-    from registry.convert.convert import _unmap_touched
+    from registry.convert.pipeline import _unmap_touched
 
     path = tmp_path / "big.pth"
     torch.save({"emb.weight": torch.arange(4 << 20, dtype=torch.float32).reshape(1024, -1)}, path)

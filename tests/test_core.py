@@ -17,10 +17,11 @@ from registry.errors import RegistryError
 from registry.hashing import StatCache, hash_file
 from registry.libc import same_bytes
 from registry.models import Base, Index
-from registry.ops.core import init_registry, write_sums
+from registry.ops.init import init_registry
+from registry.ops.sums import write_sums
+from registry.ops.validate import validate, validate_index_file
 from registry.repo import render_index
 from registry.sums import parse_sums, render_sums
-from registry.validate import validate, validate_index_file
 
 from .conftest import sha256_of, snapshot
 
@@ -198,10 +199,11 @@ def test_hash_file_matches_sha256sum(tmp_path):
 
 
 def test_schemas_checked_in_match_models():
-    from registry.schemas import SCHEMA_DIR, all_models, render_schema
+    from registry.resources import schema_dir
+    from registry.schemas import all_models, render_schema
 
     for kind in all_models():
-        path = SCHEMA_DIR / f"{kind}.schema.json"
+        path = schema_dir() / f"{kind}.schema.json"
         assert path.read_text(encoding="utf-8") == render_schema(kind), f"{path} drifted: run `python -m registry.schemas`"
 
 

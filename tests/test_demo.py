@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from registry.cli import main
 from registry.models import Index
-from registry.validate import validate
+from registry.ops.validate import validate
 
 PROJECT = Path(__file__).resolve().parent.parent
 

@@ -13,11 +13,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from registry.artifacts.factory import TinySpec, make_base_state_dict
 from registry.errors import RegistryError
-from registry.gate.kernel import BUILD_LOG, KERNEL_DIR, KERNEL_SOURCES, PARITY_CASES, build_kernel, kernel_source_hash, parity_check, wkv7
+from registry.gate.kernel import (
+    BUILD_LOG,
+    KERNEL_SOURCES,
+    PARITY_CASES,
+    build_kernel,
+    kernel_source_hash,
+    parity_check,
+    wkv7,
+)
 from registry.gate.reference import make_wkv7_inputs
 from registry.gate.runtime import Rwkv7
+from registry.resources import kernel_dir
+from registry.synthetic import TinySpec, make_base_state_dict
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,7 +123,7 @@ def test_build_failure_names_the_log(tmp_path):
     broken = tmp_path / "kernels"
     broken.mkdir()
     for name in KERNEL_SOURCES:  # a missing include stops both compilers at once
-        (broken / name).write_text('#include "wkv7_deliberately_missing.h"\n' + (KERNEL_DIR / name).read_text())
+        (broken / name).write_text('#include "wkv7_deliberately_missing.h"\n' + (kernel_dir() / name).read_text())
     with pytest.raises(RegistryError) as caught:
         build_kernel(source_dir=broken, cache_root=tmp_path / "cache")
     error = caught.value

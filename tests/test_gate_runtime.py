@@ -15,11 +15,22 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from registry.artifacts.factory import TinySpec, make_base_state_dict, make_state_tensors, save_checkpoint
 from registry.errors import RegistryError
 from registry.gate.kernel import wkv7
 from registry.gate.reference import make_wkv7_inputs, wkv7_reference
-from registry.gate.runtime import Rwkv7, from_package_state, load_tensors, merge_miss, to_package_state
+from registry.gate.runtime import (
+    Rwkv7,
+    from_package_state,
+    load_tensors,
+    merge_miss,
+    to_package_state,
+)
+from registry.synthetic import (
+    TinySpec,
+    make_base_state_dict,
+    make_state_tensors,
+    save_checkpoint,
+)
 
 SPEC = TinySpec(n_layer=2, n_embd=128)
 PROMPT = [1, 5, 300, 7, 9000, 12, 65535, 3]

@@ -10,16 +10,22 @@ import torch
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
-from registry.artifacts.factory import TinySpec, make_base_checkpoint, make_state_file, save_checkpoint
-from registry.artifacts.miss import make_adapter_file
 from registry.cli import main
 from registry.errors import RegistryError
-from registry.gate.smoke import smoke
 from registry.models import Index
-from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.smoke import smoke
+from registry.ops.validate import validate
 from registry.repo import INDEX_NAME, render_index
-from registry.schemas import SCHEMA_DIR
-from registry.validate import validate
+from registry.resources import schema_dir
+from registry.synthetic import (
+    TinySpec,
+    make_adapter_file,
+    make_base_checkpoint,
+    make_state_file,
+    save_checkpoint,
+)
 
 from .conftest import sha256_of, snapshot
 from .test_ops_artifacts import train_json
@@ -32,8 +38,7 @@ GATE_SPEC = TinySpec(n_layer=2, n_embd=64, vocab_size=65536, seed=11)
 def gated_registry(tmp_path_factory):
     """A registry with one State, one MiSS and one full entry, gated once on CPU."""
     tmp = tmp_path_factory.mktemp("gate")
-    from registry.ops.core import init_registry
-
+    from registry.ops.init import init_registry
     root = init_registry(tmp / "reg").root
     base = make_base_checkpoint(tmp / "rwkv7-gate-20260101.pth", GATE_SPEC)
     add_base(root, BaseRequest(path=base, filename=base.name))
@@ -50,7 +55,7 @@ def gated_registry(tmp_path_factory):
 def test_every_method_passes_on_cpu_with_receipts(gated_registry):
     root, _, entries, receipts = gated_registry
     assert [r.passed for r in receipts] == [True, True, True], [c for r in receipts for c in r.failed_checks()]
-    schema = json.loads((SCHEMA_DIR / "receipt.schema.json").read_text())
+    schema = json.loads((schema_dir() / "receipt.schema.json").read_text())
     index = Index.model_validate_json((root / INDEX_NAME).read_text())
     for receipt in receipts:
         entry = index.entry_by_path(receipt.entry)
@@ -130,8 +135,7 @@ def test_state_that_does_not_fit_is_refused_without_a_receipt(tmp_path, small_re
 @pytest.fixture
 def small_registry_factory():
     def build(tmp: Path):
-        from registry.ops.core import init_registry
-
+        from registry.ops.init import init_registry
         root = init_registry(tmp / "reg").root
         base = make_base_checkpoint(tmp / "rwkv7-gate-20260101.pth", GATE_SPEC)
         add_base(root, BaseRequest(path=base, filename=base.name))

@@ -10,15 +10,22 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from registry.artifacts.factory import TinySpec, make_base_checkpoint, make_state_file, save_checkpoint
-from registry.artifacts.miss import make_adapter_file
 from registry.cli import main
 from registry.errors import RegistryError
 from registry.models import Index, Score
-from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_score, add_weight
-from registry.ops.published import record_published
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.score import add_score
+from registry.ops.validate import validate
+from registry.published import record_published
 from registry.sums import parse_sums, render_sums
-from registry.validate import validate
+from registry.synthetic import (
+    TinySpec,
+    make_adapter_file,
+    make_base_checkpoint,
+    make_state_file,
+    save_checkpoint,
+)
 
 from .conftest import SMALL, sha256_of, snapshot
 
@@ -70,7 +77,9 @@ def test_add_base_catalog_mismatch_is_refused(empty_registry, tmp_path):
 def test_add_base_metadata_only_then_add_needs_the_file(empty_registry, tmp_path):
     catalog_name = "rwkv7-g1k-7.2b-20260930-ctx25600.pth"
     sha = "0853d4ce2e4e0629762797d05036a84cc69fb2fb9eff5590dd22aeb518a4c842"
-    base = add_base(empty_registry, BaseRequest(path=None, filename=catalog_name, sha256=sha))
+    added = add_base(empty_registry, BaseRequest(path=None, filename=catalog_name, sha256=sha))
+    assert added.in_catalog
+    base = added.base
     assert base.source == "BlinkDL/rwkv7-g1" and base.architecture is None  # filled from the catalog
     state = make_state_file(tmp_path / "s.pth", SMALL)
     request = AddRequest(state, base.name, "state", "v1.41", train_json(tmp_path / "t.json"))

@@ -18,17 +18,25 @@ import yaml
 from click.testing import CliRunner
 from huggingface_hub import HfApi
 
-from registry.artifacts.factory import make_state_file
 from registry.cli import main
-from registry.gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_path
+from registry.gate.receipt import (
+    CheckResult,
+    Environment,
+    Receipt,
+    Timings,
+    receipt_path,
+)
 from registry.hub.plan import LocalFile, RemoteFile, RemoteState, make_plan, verify_tree
-from registry.hub.publish import commit_message
 from registry.models import Entry, Rewrite
-from registry.ops.artifacts import AddRequest, BaseRequest, add_base, add_weight
-from registry.ops.core import init_registry, write_sums
-from registry.ops.published import allow_rewrite
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.init import init_registry
+from registry.ops.publish import commit_message
+from registry.ops.sums import write_sums
+from registry.ops.validate import allow_rewrite
 from registry.repo import Repo
 from registry.sums import parse_sums
+from registry.synthetic import make_state_file
 
 from .conftest import SMALL, snapshot
 from .test_ops_artifacts import train_json
@@ -98,7 +106,7 @@ def cli() -> Cli:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
     """A registry with one base and one State entry, built once (receipts are added per test)."""
-    from registry.artifacts.factory import make_base_checkpoint
+    from registry.synthetic import make_base_checkpoint
 
     tmp = tmp_path_factory.mktemp("template")
     root = init_registry(tmp / "reg", title="Publish test").root

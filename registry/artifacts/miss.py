@@ -35,11 +35,17 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+)
 
 from ..errors import RegistryError
 from ..models import SHA256_PATTERN, Architecture
-from .factory import TinySpec, checkpoint_shapes
 
 MISS_FORMAT = "rwkv-miss"
 MISS_FORMAT_VERSION = 1
@@ -311,17 +317,4 @@ def merge_delta(weight: torch.Tensor, delta: torch.Tensor, scale: float) -> torc
 # Tiny adapters for tests, the demo and benchmarks
 
 
-def make_adapter_tensors(spec: TinySpec, rank: int = 16, seed: int = 2) -> dict[str, torch.Tensor]:
-    """Random bf16 ``D[out, rank]`` for every default target of a tiny checkpoint."""
-    gen = torch.Generator().manual_seed(seed)
-    return {
-        t.name: (torch.randn((t.shape[0], rank), generator=gen) * 0.01).to(ADAPTER_DTYPE)
-        for t in default_targets(checkpoint_shapes(spec))
-    }
 
-
-def make_adapter_file(path: str | Path, spec: TinySpec, base_sha256: str, rank: int = 16, scale: float = 1.0, seed: int = 2) -> Path:
-    """A MiSS adapter for the tiny base built from ``spec`` whose file hashes to ``base_sha256``."""
-    tensors = make_adapter_tensors(spec, rank, seed)
-    write_adapter(path, tensors, rank, scale, default_targets(checkpoint_shapes(spec)), base_sha256)
-    return Path(path)

@@ -6,7 +6,7 @@ over verbatim.  ``registry card`` writes it, ``validate`` checks it, and every c
 changes the index re-renders it through ``stage_derived``.
 """
 
-from .render import TEMPLATE_DIR, render_card
+from .render import render_card
 from .sync import card_state, check_card, stage_card
 
-__all__ = ["TEMPLATE_DIR", "card_state", "check_card", "render_card", "stage_card"]
+__all__ = ["card_state", "check_card", "render_card", "stage_card"]

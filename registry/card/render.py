@@ -21,13 +21,12 @@ from jinja2.loaders import split_template_path
 from ..errors import RegistryError
 from ..models import Index
 from ..repo import CARD_NAME, INDEX_NAME
-from ..schemas import PROJECT_ROOT
+from ..resources import template_dir as bundled_templates
 from . import handwritten
 from .markdown import FILTERS
 from .metadata import front_matter
 from .view import build_view
 
-TEMPLATE_DIR = PROJECT_ROOT / "templates"
 MAIN_TEMPLATE = "card.md.j2"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -127,11 +126,11 @@ def decode_card(data: bytes) -> str:
 def render_card(index: Index, existing: str | None, template_dir: Path | None = None) -> str:
     """README.md for ``index``, keeping the hand-written section of ``existing`` (the current text).
 
-    ``template_dir`` defaults to :data:`TEMPLATE_DIR`, looked up at call time.  The result is a
+    ``template_dir`` defaults to the installed package's templates.  The result is a
     pure function of its inputs: no dates, no environment, stable ordering.
     """
     _require_utf8(index)
     view = build_view(index, handwritten.extract(existing))
-    body = _render_body(Path(template_dir or TEMPLATE_DIR).absolute(), {"view": view, "index": index})
+    body = _render_body(Path(template_dir or bundled_templates()).absolute(), {"view": view, "index": index})
     card = ModelCard(f"---\n{front_matter(view)}\n---\n\n{body}")
     return str(card)

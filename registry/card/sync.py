@@ -3,7 +3,7 @@
 :func:`stage_card` is called by ``stage_derived`` so that every command that changes the index
 re-renders the card in the same transaction (and SHA256SUMS, staged after it, covers it).
 :func:`check_card` is a ``validate`` check; it takes the validation context by duck typing
-(``ctx.repo``, ``ctx.index``) so this module never imports :mod:`registry.validate`.
+(``ctx.repo``, ``ctx.index``) so this module never imports :mod:`registry.ops.validate`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..repo import CARD_NAME, Repo
 from .render import decode_card, render_card
 
 if TYPE_CHECKING:
-    from ..validate import Context
+    from ..ops.validate import Context
 
 FIX = "run `registry card`"
 

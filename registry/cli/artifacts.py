@@ -26,16 +26,18 @@ REGISTRY_OPT = click.option(
 @refusals
 def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_only: bool, as_json: bool) -> None:
     """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/."""
-    from ..ops.artifacts import BaseRequest, add_base
+    from ..ops.add_base import BaseRequest, add_base
 
     request = BaseRequest(path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256)
     total = base.stat().st_size if not metadata_only and base.is_file() else None
     with byte_progress(f"hashing {base.name}", total=total, enabled=not as_json) as bar:
         added = add_base(registry, request, bar.advance)
     if as_json:
-        emit_json(added.model_dump(mode="json"))
-    else:
-        click.echo(f"added base {added.name} (sha256 {added.sha256})")
+        emit_json({**added.base.model_dump(mode="json"), "in_catalog": added.in_catalog})
+        return
+    click.echo(f"added base {added.base.name} (sha256 {added.base.sha256})")
+    if not added.in_catalog:
+        click.echo(f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself (docs/formats.md says how the catalog grows)", err=True)
 
 
 @main.command("add")
@@ -56,7 +58,7 @@ def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_onl
 @refusals
 def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_json, data_sha256, dataset_repo, data_sums, recommended, notes, move, as_json) -> None:
     """Put weight FILE at its canonical path, refusing weights that do not fit the base."""
-    from ..ops.artifacts import AddRequest, add_weight
+    from ..ops.add import AddRequest, add_weight
 
     request = AddRequest(
         file=file, base=base, method=method, data_version=data_version, train_json=train_json, run=run,
@@ -85,8 +87,9 @@ def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_j
 @refusals
 def score_cmd(path: str, registry: Path, benchmark, value, unit, date_, backend, runs, notes, as_json) -> None:
     """Record an evaluation result for the entry at PATH."""
+    from ..arguments import parse_date
     from ..models import Score
-    from ..ops.artifacts import add_score, parse_date
+    from ..ops.score import add_score
 
     score = Score(benchmark=benchmark, value=value, unit=unit, date=parse_date(date_), backend=backend, runs=runs, notes=notes)
     entry = add_score(registry, path, score)

@@ -20,7 +20,7 @@ def card(directory: Path, check: bool, as_json: bool) -> None:
 
     The hand-written section between the registry:handwritten markers is kept verbatim.
     """
-    from ..card.commands import compare_card, write_card
+    from ..ops.card import compare_card, write_card
 
     if check:
         state = compare_card(directory)

@@ -17,7 +17,7 @@ from .app import DIR_ARG, emit_json, main, progress_echo, refusals, report
 @refusals
 def init(directory: Path, title: str | None, license_: str | None) -> None:
     """Create an empty registry in DIRECTORY."""
-    from ..ops.core import init_registry
+    from ..ops.init import init_registry
 
     repo = init_registry(directory, title=title, license=license_)
     click.echo(f"initialised registry at {repo.root}")
@@ -30,8 +30,8 @@ def init(directory: Path, title: str | None, license_: str | None) -> None:
 @refusals
 def sums(directory: Path, check: bool, as_json: bool) -> None:
     """Recompute SHA256SUMS (or --check it) for the registry in DIRECTORY."""
-    from ..ops.core import write_sums
-    from ..validate import validate
+    from ..ops.sums import write_sums
+    from ..ops.validate import validate
 
     with byte_progress("hashing", enabled=not as_json) as bar:
         if check:
@@ -53,8 +53,7 @@ def sums(directory: Path, check: bool, as_json: bool) -> None:
 @refusals
 def validate_cmd(directory: Path, as_json: bool, index_only: Path | None, rewrite_reason: str | None) -> None:
     """Check layout, schemas, index cross-references and SHA256SUMS; exit 0 only when clean."""
-    from ..ops.published import allow_rewrite
-    from ..validate import validate, validate_index_file
+    from ..ops.validate import allow_rewrite, validate, validate_index_file
 
     if rewrite_reason:
         for rewrite in allow_rewrite(directory, rewrite_reason):
@@ -73,7 +72,7 @@ def validate_cmd(directory: Path, as_json: bool, index_only: Path | None, rewrit
 @refusals
 def demo(directory: Path, as_json: bool) -> None:
     """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIRECTORY."""
-    from ..demo import run_demo
+    from ..ops.demo import run_demo
 
     steps = run_demo(directory, echo=progress_echo(as_json))
     if as_json:

@@ -23,7 +23,7 @@ def smoke_cmd(paths: tuple[str, ...], registry: Path, base_file: Path, device: s
     Writes one receipt per entry to .registry/gates/<sha256>.json and a summary into index.json;
     exits 1 when any entry failed a check.
     """
-    from ..gate.smoke import smoke
+    from ..ops.smoke import smoke
 
     receipts = smoke(registry, list(paths), base_file, device, echo=progress_echo(as_json))
     if as_json:

@@ -28,7 +28,9 @@ def itemized(func):
         try:
             return func(*args, **kwargs)
         except RegistryError as err:
-            from ..hub.refused import Refused  # imported late: the hub package pulls in huggingface_hub
+            from ..hub.refused import (
+                Refused,  # imported late: the hub package pulls in huggingface_hub
+            )
 
             if not isinstance(err, Refused):
                 raise
@@ -86,7 +88,7 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
 @itemized
 def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, as_json) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
-    from ..hub import PublishOptions, publish
+    from ..ops.publish import PublishOptions, publish
 
     options = PublishOptions(
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
@@ -118,7 +120,7 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @itemized
 def pull_cmd(repo_id: str, directory: Path, revision: str, as_json: bool) -> None:
     """Download a registry into DIRECTORY (new or empty), verify every file, then move it into place."""
-    from ..hub import pull
+    from ..ops.pull import pull
 
     pulled = pull(repo_id, directory, revision, say=progress_echo(as_json))
     if as_json:
@@ -136,7 +138,7 @@ def pull_cmd(repo_id: str, directory: Path, revision: str, as_json: bool) -> Non
 @itemized
 def verify_remote_cmd(repo_id: str, registry: Path | None, revision: str, as_json: bool) -> None:
     """Check the Hub's files against its SHA256SUMS and index.json without downloading the weights."""
-    from ..hub import verify_remote
+    from ..ops.verify_remote import verify_remote
 
     report = verify_remote(repo_id, revision, registry)
     if as_json:

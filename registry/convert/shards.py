@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..artifacts.inspect import inspect_weights
 from ..errors import RegistryError
 
-
 SINGLE_NAME = "model.safetensors"
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 

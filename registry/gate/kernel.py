@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 
 from ..errors import RegistryError
+from ..resources import REINSTALL, kernel_dir
 from .reference import check_wkv7_args, make_wkv7_inputs, relative_error, wkv7_reference
 
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 KERNEL_SOURCES = ("wkv7_fwd.cu", "wkv7_binding.cpp")
 HEAD_SIZE = 64  # the kernel's compile-time N
 CACHE_ENV = "RWKV_REGISTRY_KERNEL_CACHE"
@@ -59,11 +59,11 @@ _loaded: KernelBuild | None = None  # torch registers the op namespace once per 
 
 
 def _source_paths(source_dir: Path | None) -> list[Path]:
-    directory = Path(source_dir) if source_dir is not None else KERNEL_DIR
+    directory = Path(source_dir) if source_dir is not None else kernel_dir()
     paths = [directory / name for name in KERNEL_SOURCES]
     missing = [p for p in paths if not p.is_file()]
     if missing:
-        raise RegistryError("gate.kernel-source", missing[0], "WKV kernel source is missing", "restore the kernels/ directory from the repository")
+        raise RegistryError("gate.kernel-source", missing[0], "WKV kernel source is missing", REINSTALL if source_dir is None else "restore the kernel sources")
     return paths
 
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 from ..layout import Finding
 from ..models import Rewrite
-from ..ops.published import DERIVED
+from ..published import DERIVED
 from ..repo import GITATTRIBUTES_NAME
 
 # Files the tool renders (and .gitattributes, which SHA256SUMS cannot cover); everything else on the Hub is immutable.

@@ -1,6 +1,6 @@
 """What the registry remembers of the Hub: the published SHA256SUMS and where it went.
 
-``.registry/published/SHA256SUMS`` is the immutability record (see :mod:`registry.ops.published`);
+``.registry/published/SHA256SUMS`` is the immutability record (see :mod:`registry.published`);
 ``.registry/published/remote.json`` says which repo, revision and commit it describes.  Both are
 written only after the remote was verified to hold exactly those bytes.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ..atomic import atomic_write
-from ..ops.published import record_published
+from ..published import record_published
 from ..repo import Repo
 
 REMOTE_NAME = "remote.json"

@@ -16,7 +16,12 @@ from pathlib import Path
 
 import httpx2  # huggingface_hub's HTTP client: its transport errors are the network failures
 from huggingface_hub import CommitOperation, HfApi, get_token
-from huggingface_hub.errors import HfHubHTTPError, RemoteEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+from huggingface_hub.errors import (
+    HfHubHTTPError,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils import HFValidationError, validate_repo_id
 

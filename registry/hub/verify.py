@@ -8,20 +8,15 @@ agree with SHA256SUMS, and, given a local registry, the local SHA256SUMS with th
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..layout import Finding
 from ..models import Index
-from ..repo import GITATTRIBUTES_NAME, INDEX_NAME, Repo
-from ..schemas import load_model
-from ..sums import SUMS_NAME, parse_sums
+from ..repo import GITATTRIBUTES_NAME
+from ..sums import SUMS_NAME
 from .gates import entry_files
-from .local import local_sums
-from .plan import RemoteFile, plain_paths
-from .remote import Hub
+from .plan import RemoteFile
 
 REPUBLISH = "run `registry publish` from the registry that holds the right bytes"
 UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME}
@@ -66,34 +61,4 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@dataclass(frozen=True)
-class RemoteReport:
-    repo_id: str
-    revision: str
-    commit: str
-    files: int
-    findings: list[Finding] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
-        return {
-            "ok": not self.findings,
-            "repo_id": self.repo_id,
-            "revision": self.revision,
-            "commit": self.commit,
-            "files": self.files,
-            "findings": [f.as_dict() for f in self.findings],
-        }
-
-
-def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None) -> RemoteReport:
-    """Check the remote against its SHA256SUMS and index.json (and the local registry's SHA256SUMS)."""
-    hub = hub or Hub(repo_id, revision)
-    state = hub.existing_state()
-    with tempfile.TemporaryDirectory(prefix="registry-verify-") as tmp:
-        sums = parse_sums(hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes(), f"{repo_id}/{SUMS_NAME}")
-        index: Index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), "index", f"{repo_id}/{INDEX_NAME}")  # type: ignore[assignment]
-        plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
-    findings = [*remote_findings(sums, state.files, plain), *index_findings(index, sums)]
-    if registry is not None:
-        findings += compare_findings(local_sums(Repo.open(registry)), sums)
-    return RemoteReport(repo_id, revision, state.head, len(state.files), findings)

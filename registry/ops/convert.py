@@ -10,14 +10,13 @@ from pathlib import Path
 from ..artifacts.inspect import Inspection, inspect_weights
 from ..atomic import ensure_writable, fsync_dir, transaction
 from ..convert import ConversionResult, convert_file
-from ..convert.convert import Opener
+from ..convert.pipeline import Opener
 from ..convert.writer import OutputFile
+from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing.engine import Progress, hash_in_background
 from ..models import Entry, FileRef, Index
-from ..repo import INDEX_NAME, Repo, render_index
-from .artifacts import resolve_entry
-from .core import stage_derived
+from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
 
 def _metadata(entry: Entry | None, miss_fields: dict | None) -> dict[str, str]:

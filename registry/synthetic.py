@@ -15,6 +15,8 @@ from pathlib import Path
 
 import torch
 
+from .artifacts.miss import ADAPTER_DTYPE, default_targets, write_adapter
+
 HEAD_SIZE = 64
 
 
@@ -186,3 +188,19 @@ def make_state_tensors(spec: TinySpec, seed: int = 1, dtype: torch.dtype | None 
 
 def make_state_file(path: Path, spec: TinySpec = TinySpec(), seed: int = 1) -> Path:
     return save_checkpoint(path, make_state_tensors(spec, seed))
+
+
+def make_adapter_tensors(spec: TinySpec, rank: int = 16, seed: int = 2) -> dict[str, torch.Tensor]:
+    """Random bf16 ``D[out, rank]`` for every default target of a tiny checkpoint."""
+    gen = torch.Generator().manual_seed(seed)
+    return {
+        t.name: (torch.randn((t.shape[0], rank), generator=gen) * 0.01).to(ADAPTER_DTYPE)
+        for t in default_targets(checkpoint_shapes(spec))
+    }
+
+
+def make_adapter_file(path: str | Path, spec: TinySpec, base_sha256: str, rank: int = 16, scale: float = 1.0, seed: int = 2) -> Path:
+    """A MiSS adapter for the tiny base built from ``spec`` whose file hashes to ``base_sha256``."""
+    tensors = make_adapter_tensors(spec, rank, seed)
+    write_adapter(path, tensors, rank, scale, default_targets(checkpoint_shapes(spec)), base_sha256)
+    return Path(path)

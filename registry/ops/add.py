@@ -1,6 +1,6 @@
-"""add-base, add, score: putting weights into a registry, refusing what does not fit.
+"""``registry add``: put a weight at its canonical path, refusing what does not fit its base.
 
-Each command follows the same plan: check every input (without touching the registry), stage the
+The plan (shared with add-base and score): check every input (without touching the registry), stage the
 new index, the file and the derived files (card, SHA256SUMS) in one transaction, commit.  Any
 refusal happens before the first rename, so the registry stays byte-identical.
 """
@@ -11,105 +11,40 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 
-from ..artifacts.inspect import Inspection, check_miss_fits, check_state_fits, inspect_weights
+from ..arguments import require_name, require_sha
+from ..artifacts.inspect import (
+    Inspection,
+    check_miss_fits,
+    check_state_fits,
+    inspect_weights,
+)
 from ..atomic import transaction
+from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import CHUNK, HashingWriter, Progress
 from ..layout import TRAIN_JSON, canonical_path
-from ..models import DATA_VERSION_PATTERN, NAME_PATTERN, SHA256_PATTERN, Base, DataRef, Entry, Index, Score, TrainJson
+from ..models import (
+    DATA_VERSION_PATTERN,
+    Base,
+    DataRef,
+    Entry,
+    Index,
+    TrainJson,
+)
 from ..repo import INDEX_NAME, Repo, render_index
-from ..schemas import PROJECT_ROOT, load_model
+from ..schemas import load_model
 from ..sums import parse_sums
-from .core import stage_derived
 
-CATALOG_PATH = PROJECT_ROOT / INDEX_NAME
 INSPECTION_KIND = {"state": "state", "miss": "miss", "full": "checkpoint"}
 
-
-def _require_name(value: str, what: str, option: str) -> None:
-    if not re.match(NAME_PATTERN, value):
-        raise RegistryError(
-            "args.bad-name", value, f"{what} {value!r} is not a plain name (no path separators, no leading dot)", f"pass a plain name to {option}"
-        )
-
-
-def _require_sha(value: str, option: str) -> str:
-    value = value.lower()
-    if not re.match(SHA256_PATTERN, value):
-        raise RegistryError("args.bad-sha256", value, "not a 64-hex sha256", f"pass the full sha256 to {option}")
-    return value
-
-
-def load_catalog(path: Path = CATALOG_PATH) -> Index:
-    return load_model(path, "index", str(path))  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------------------------
 # add-base
 
-
-@dataclass
-class BaseRequest:
-    path: Path | None
-    filename: str
-    source: str | None = None
-    vocab: str | None = None
-    sha256: str | None = None  # declared (--metadata-only) or expected
-
-
-def _catalog_check(base: Base, catalog: Index) -> Base:
-    """Fill source/vocab from the catalog and refuse a file whose hash the catalog contradicts."""
-    known = next((b for b in catalog.bases if b.filename == base.filename), None)
-    if known is None:
-        return base
-    if known.sha256 != base.sha256:
-        raise RegistryError(
-            "base.catalog-mismatch",
-            base.filename,
-            f"sha256 is {base.sha256} but the known-bases catalog says {known.sha256} (corrupt or partial download?)",
-            "download the file again and compare with the catalog hash",
-        )
-    return base.model_copy(update={"source": base.source or known.source, "vocab": base.vocab or known.vocab})
-
-
-def add_base(root: Path, request: BaseRequest, progress: Progress | None = None, catalog: Index | None = None) -> Base:
-    """Register a base checkpoint (its file stays where it is; only its fingerprint is recorded)."""
-    repo = Repo.open(root)
-    index = repo.load_index()
-    if not request.filename.endswith(".pth"):
-        raise RegistryError("base.not-pth", request.filename, "a base checkpoint must be a .pth file", "pass the official .pth file")
-    name = request.filename[: -len(".pth")]
-    _require_name(name, "base name", "add-base")
-    architecture = None
-    size = None
-    if request.path is not None:
-        inspection = inspect_weights(request.path)
-        if inspection.kind != "checkpoint" or inspection.architecture is None:
-            raise RegistryError("base.not-checkpoint", request.path, f"this is a {inspection.kind} file, not an RWKV-7 checkpoint", "pass the base .pth")
-        architecture = inspection.architecture
-        size = request.path.stat().st_size
-        sha = hash_file(request.path, progress)
-        if request.sha256 and _require_sha(request.sha256, "--sha256") != sha:
-            raise RegistryError("base.sha-mismatch", request.path, f"sha256 is {sha}, not the expected {request.sha256}", "download the file again")
-    else:
-        if not request.sha256:
-            raise RegistryError("args.missing", request.filename, "--metadata-only needs --sha256", "pass the published sha256 with --sha256")
-        sha = _require_sha(request.sha256, "--sha256")
-    base = Base(name=name, filename=request.filename, source=request.source, sha256=sha, vocab=request.vocab, architecture=architecture, size=size)
-    base = _catalog_check(base, catalog if catalog is not None else load_catalog())
-    for existing in index.bases:
-        if existing.name == name or existing.sha256 == sha:
-            raise RegistryError("base.exists", request.filename, f"base already registered as {existing.name} ({existing.sha256[:12]}…)", "nothing to do; old bases are never replaced")
-    index.bases.append(base)
-    with transaction(repo.root) as txn:
-        txn.mkdir(name)
-        txn.write(INDEX_NAME, render_index(index))
-        stage_derived(repo, txn, index, progress)
-    return base
 
 
 # ----------------------------------------------------------------------------------------------
@@ -133,9 +68,9 @@ class AddRequest:
 
 
 def _check_request(request: AddRequest, index: Index) -> Base:
-    _require_name(request.base, "base name", "--base")
+    require_name(request.base, "base name", "--base")
     if request.run is not None:
-        _require_name(request.run, "run name", "--run")
+        require_name(request.run, "run name", "--run")
     if not re.match(DATA_VERSION_PATTERN, request.data_version):
         raise RegistryError("args.bad-data-version", request.data_version, "data version must look like v1.41 or v2.1", "pass --data-version v<major>[.<minor>]")
     if request.method == "miss" and not request.run:
@@ -152,7 +87,7 @@ def _check_request(request: AddRequest, index: Index) -> Base:
 
 def _check_train_json(request: AddRequest) -> TrainJson:
     train: TrainJson = load_model(request.train_json, "train", str(request.train_json))  # type: ignore[assignment]
-    if request.data_sha256 and _require_sha(request.data_sha256, "--data-sha256") != train.data_sha256:
+    if request.data_sha256 and require_sha(request.data_sha256, "--data-sha256") != train.data_sha256:
         raise RegistryError(
             "train.data-mismatch",
             request.train_json,
@@ -285,34 +220,4 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
 # score
 
 
-def resolve_entry(repo: Repo, index: Index, path: str) -> Entry:
-    """An entry by registry-relative path (or a path inside the registry)."""
-    candidate = Path(path)
-    if candidate.is_absolute() or candidate.exists():
-        try:
-            path = candidate.absolute().relative_to(repo.root).as_posix()
-        except ValueError:
-            raise RegistryError("entry.outside", path, "the path is outside the registry", "pass a path inside the registry") from None
-    entry = index.entry_by_path(path)
-    if entry is None:
-        raise RegistryError("entry.unknown", path, "no such entry in index.json", "pass a path listed by `registry list`")
-    return entry
 
-
-def add_score(root: Path, path: str, score: Score) -> Entry:
-    repo = Repo.open(root)
-    index = repo.load_index()
-    entry = resolve_entry(repo, index, path)
-    entry.scores.append(score)
-    entry.scores.sort(key=lambda s: (s.date, s.backend, s.benchmark))
-    with transaction(repo.root) as txn:
-        txn.write(INDEX_NAME, render_index(index))
-        stage_derived(repo, txn, index)
-    return entry
-
-
-def parse_date(value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise RegistryError("args.bad-date", value, "not a YYYY-MM-DD date", "pass --date YYYY-MM-DD") from None

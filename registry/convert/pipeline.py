@@ -34,7 +34,14 @@ from ..libc import unmap_pages
 from .readback import ReadBack
 from .shards import plan_shards
 from .source import SourceBytes
-from .writer import SAFETENSORS_DTYPES, Layout, OutputFile, check_dtypes, copy_tensors, plan_layout
+from .writer import (
+    SAFETENSORS_DTYPES,
+    Layout,
+    OutputFile,
+    check_dtypes,
+    copy_tensors,
+    plan_layout,
+)
 
 Opener = Callable[[Path], OutputFile]
 SHA256_PLACEHOLDER = "0" * 64  # a hex sha256 always has 64 digits, so the header keeps its size

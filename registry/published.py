@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date
-from pathlib import Path
 
-from ..atomic import atomic_write, transaction
-from ..hashing import StatCache
-from ..layout import Finding, scan_tree
-from ..models import Index, Rewrite
-from ..repo import INDEX_NAME, Repo, render_index
-from ..sums import SUMS_NAME, digest_tree, parse_sums, render_sums
-from .core import stage_derived
+from .atomic import atomic_write
+from .layout import Finding
+from .models import Index, Rewrite
+from .repo import Repo
+from .sums import SUMS_NAME, parse_sums, render_sums
 
 # Derived files are re-rendered by the tool on every change; immutability is about the rest.
 DERIVED = {"index.json", "README.md", SUMS_NAME}
@@ -69,15 +66,3 @@ def record_rewrites(repo: Repo, index: Index, digests: dict[str, str], reason: s
     return added
 
 
-def allow_rewrite(root: Path, reason: str) -> list[Rewrite]:
-    """Record every unrecorded change to a published file with ``reason``, then refresh the
-    derived files (index.json, card, SHA256SUMS) in one transaction."""
-    repo = Repo.open(root)
-    index = repo.load_index()
-    digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))
-    added = record_rewrites(repo, index, digests, reason)
-    if added:
-        with transaction(repo.root) as txn:
-            txn.write(INDEX_NAME, render_index(index))
-            stage_derived(repo, txn, index)
-    return added

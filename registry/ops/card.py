@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..atomic import transaction
-from ..ops.core import stage_derived
+from ..card.sync import CardState, card_state
+from ..derived import stage_derived
 from ..repo import Repo
-from .sync import CardState, card_state
 
 
 def write_card(root: Path) -> bool:

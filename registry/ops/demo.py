@@ -10,21 +10,28 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import date
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 
 import torch
 
-from .artifacts.factory import TinySpec, make_base_state_dict, make_state_file, save_checkpoint
-from .artifacts.miss import make_adapter_file
-from .errors import RegistryError
-from .gate.smoke import smoke
-from .hashing import hash_file
-from .models import Score
-from .ops.artifacts import AddRequest, BaseRequest, add_base, add_score, add_weight
-from .ops.convert import convert_entry
-from .ops.core import init_registry
+from ..errors import RegistryError
+from ..hashing import hash_file
+from ..models import Score
+from ..synthetic import (
+    TinySpec,
+    make_adapter_file,
+    make_base_state_dict,
+    make_state_file,
+    save_checkpoint,
+)
+from .add import AddRequest, add_weight
+from .add_base import BaseRequest, add_base
+from .convert import convert_entry
+from .init import init_registry
+from .score import add_score
+from .smoke import smoke
 from .validate import validate
 
 MARKER = ".rwkv-registry-demo"
@@ -94,7 +101,7 @@ def run_demo(directory: Path, echo: Echo | None = None) -> list[dict]:
     root = init_registry(directory / "registry", title="RWKV-Agent weights (demo)").root
     step("init", str(root))
     for key in ("base_a", "base_b"):
-        base = add_base(root, BaseRequest(path=files[key], filename=files[key].name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt"))
+        base = add_base(root, BaseRequest(path=files[key], filename=files[key].name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt")).base
         step("add-base", f"{base.name} sha256 {base.sha256[:12]}…")
     additions = [
         AddRequest(files["state"], BASE_A, "state", "v1.41", files["train_state"], recommended=True, dataset_repo="No-22/rwkv-agent-distill", notes="step 1224 of 1374; State recommended"),
@@ -122,7 +129,7 @@ def run_demo(directory: Path, echo: Echo | None = None) -> list[dict]:
     for receipt in smoke(root, [], files["base_a"], "cpu"):
         verdict = "passed" if receipt.passed else "FAILED " + ", ".join(c.name for c in receipt.failed_checks())
         step("smoke", f"{receipt.entry} {verdict} (cpu gate; CUDA runs: docs/gpu-gate.md)")
-    from .hub.publish import PublishOptions, publish  # noqa: PLC0415 — only this step needs the Hub client
+    from .publish import PublishOptions, publish  # noqa: PLC0415 — only this step needs the Hub client
 
     step("publish --dry-run", publish(root, PublishOptions(DEMO_REPO_ID, dry_run=True, allow_cpu_gate=True, assume_empty_remote=True)).summary())
     findings = validate(root)

@@ -26,16 +26,25 @@ from rich.filesize import decimal
 
 from ..atomic import registry_lock
 from ..errors import RegistryError
+from ..hub.gates import entries_touching, gate_findings
+from ..hub.local import local_files, local_sums, with_git_sha1
+from ..hub.plan import (
+    LocalFile,
+    Plan,
+    RemoteState,
+    make_plan,
+    plain_paths,
+    recorded_rewrite,
+    rewrites_needed,
+    verify_tree,
+)
+from ..hub.record import RemoteRecord, record_remote
+from ..hub.refused import Refused
+from ..hub.remote import CommitResult, Hub
 from ..layout import Finding
 from ..models import Index
 from ..repo import Repo
-from ..validate import validate
-from .gates import entries_touching, gate_findings
-from .local import local_files, local_sums, with_git_sha1
-from .plan import LocalFile, Plan, RemoteState, make_plan, plain_paths, recorded_rewrite, rewrites_needed, verify_tree
-from .record import RemoteRecord, record_remote
-from .refused import Refused
-from .remote import CommitResult, Hub
+from .validate import validate
 
 Say = Callable[[str], None]
 

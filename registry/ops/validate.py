@@ -12,17 +12,27 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .card import check_card
-from .convert.shards import shard_set_problems
-from .errors import RegistryError
-from .hashing import StatCache
-from .hashing.engine import Progress
-from .layout import TRAIN_JSON, Finding, Placement, TreeScan, is_weight, place, scan_tree
-from .models import Index, TrainJson
-from .ops.published import immutability_findings
-from .repo import INDEX_NAME, Repo
-from .schemas import load_model, read_json, schema_errors
-from .sums import SUMS_NAME, digest_tree, parse_sums
+from ..atomic import transaction
+from ..card import check_card
+from ..convert.shards import shard_set_problems
+from ..derived import stage_derived
+from ..errors import RegistryError
+from ..hashing import StatCache
+from ..hashing.engine import Progress
+from ..layout import (
+    TRAIN_JSON,
+    Finding,
+    Placement,
+    TreeScan,
+    is_weight,
+    place,
+    scan_tree,
+)
+from ..models import Index, Rewrite, TrainJson
+from ..published import immutability_findings, record_rewrites
+from ..repo import INDEX_NAME, Repo, render_index
+from ..schemas import load_model, read_json, schema_errors
+from ..sums import SUMS_NAME, digest_tree, parse_sums
 
 
 @dataclass
@@ -227,3 +237,17 @@ def validate(root: Path, progress: Progress | None = None, **options) -> list[Fi
     for check in CHECKS:
         findings.extend(check(ctx))
     return findings
+
+
+def allow_rewrite(root: Path, reason: str) -> list[Rewrite]:
+    """Record every unrecorded change to a published file with ``reason``, then refresh the
+    derived files (index.json, card, SHA256SUMS) in one transaction."""
+    repo = Repo.open(root)
+    index = repo.load_index()
+    digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))
+    added = record_rewrites(repo, index, digests, reason)
+    if added:
+        with transaction(repo.root) as txn:
+            txn.write(INDEX_NAME, render_index(index))
+            stage_derived(repo, txn, index)
+    return added

@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RegistryError
+from ..hub.local import local_sums
+from ..hub.plan import RemoteFile, plain_paths
+from ..hub.record import RemoteRecord, record_remote
+from ..hub.refused import Refused
+from ..hub.remote import Hub
+from ..hub.verify import remote_findings, sha256_file
 from ..repo import Repo
 from ..sums import SUMS_NAME
-from ..validate import validate
-from .local import local_sums
-from .plan import RemoteFile, plain_paths
-from .record import RemoteRecord, record_remote
-from .refused import Refused
-from .remote import Hub
-from .verify import remote_findings, sha256_file
+from .validate import validate
 
 # snapshot_download(local_dir=...) keeps its bookkeeping here; it is no part of the registry.
 DOWNLOAD_METADATA = ".cache"

@@ -33,18 +33,23 @@ import torch
 from .. import __version__
 from ..artifacts.miss import read_miss_json
 from ..atomic import atomic_write, transaction
+from ..derived import stage_derived
 from ..errors import RegistryError
+from ..gate.kernel import (
+    PARITY_CASES,
+    build_kernel,
+    kernel_source_hash,
+    parity_check,
+    wkv7,
+)
+from ..gate.official import OfficialModel, load_official
+from ..gate.prompts import PROMPTS, STOP_TEXT, STOP_TOKEN, tokenizer
+from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_path
+from ..gate.reference import make_wkv7_inputs, relative_error
+from ..gate.runtime import Rwkv7, load_tensors, merge_miss
 from ..hashing import hash_file
 from ..models import Entry, GateSummary, Index
-from ..ops.artifacts import resolve_entry
-from ..ops.core import stage_derived
-from ..repo import INDEX_NAME, Repo, render_index
-from .kernel import PARITY_CASES, build_kernel, kernel_source_hash, parity_check, wkv7
-from .official import OfficialModel, load_official
-from .prompts import PROMPTS, STOP_TEXT, STOP_TOKEN, tokenizer
-from .receipt import CheckResult, Environment, Receipt, Timings, receipt_path
-from .reference import make_wkv7_inputs, relative_error
-from .runtime import Rwkv7, load_tensors, merge_miss
+from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
 FP32_TOLERANCE = 1e-3
 BF16_RATIO = 1.5

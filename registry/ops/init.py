@@ -1,0 +1,32 @@
+"""``registry init``: create an empty registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..atomic import transaction
+from ..derived import stage_derived
+from ..errors import RegistryError
+from ..models import Index, RegistryInfo
+from ..repo import GITATTRIBUTES, GITATTRIBUTES_NAME, INDEX_NAME, Repo, render_index
+
+
+def init_registry(root: Path, title: str | None = None, license: str | None = None) -> Repo:
+    """Create an empty registry: index.json, .gitattributes, SHA256SUMS (and the card)."""
+    root = Path(root).absolute()
+    if root.exists() and not root.is_dir():
+        raise RegistryError("fs.not-a-directory", root, "exists and is not a directory", "choose another path")
+    root.mkdir(parents=True, exist_ok=True)
+    if (root / INDEX_NAME).exists():
+        raise RegistryError("init.exists", root / INDEX_NAME, "a registry already exists here", "use the existing registry or choose an empty directory")
+    visible = [p for p in root.iterdir() if not p.name.startswith(".git")]
+    if visible:
+        raise RegistryError("init.not-empty", root, f"directory is not empty ({visible[0].name})", "choose an empty directory")
+    info = RegistryInfo(license=license) if title is None else RegistryInfo(title=title, license=license)
+    index = Index(registry=info)
+    repo = Repo(root)
+    with transaction(root) as txn:
+        txn.write(INDEX_NAME, render_index(index))
+        txn.write(GITATTRIBUTES_NAME, GITATTRIBUTES.encode())
+        stage_derived(repo, txn, index)
+    return repo

@@ -1,0 +1,50 @@
+"""``registry verify-remote``: check the Hub's files against its SHA256SUMS and index.json."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..hub.local import local_sums
+from ..hub.plan import plain_paths
+from ..hub.remote import Hub
+from ..hub.verify import compare_findings, index_findings, remote_findings, sha256_file
+from ..layout import Finding
+from ..models import Index
+from ..repo import INDEX_NAME, Repo
+from ..schemas import load_model
+from ..sums import SUMS_NAME, parse_sums
+
+
+@dataclass(frozen=True)
+class RemoteReport:
+    repo_id: str
+    revision: str
+    commit: str
+    files: int
+    findings: list[Finding] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "ok": not self.findings,
+            "repo_id": self.repo_id,
+            "revision": self.revision,
+            "commit": self.commit,
+            "files": self.files,
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None) -> RemoteReport:
+    """Check the remote against its SHA256SUMS and index.json (and the local registry's SHA256SUMS)."""
+    hub = hub or Hub(repo_id, revision)
+    state = hub.existing_state()
+    with tempfile.TemporaryDirectory(prefix="registry-verify-") as tmp:
+        sums = parse_sums(hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes(), f"{repo_id}/{SUMS_NAME}")
+        index: Index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), "index", f"{repo_id}/{INDEX_NAME}")  # type: ignore[assignment]
+        plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
+    findings = [*remote_findings(sums, state.files, plain), *index_findings(index, sums)]
+    if registry is not None:
+        findings += compare_findings(local_sums(Repo.open(registry)), sums)
+    return RemoteReport(repo_id, revision, state.head, len(state.files), findings)
