@@ -24,8 +24,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import numpy as np
-
 _LIBC = ctypes.CDLL(None, use_errno=True)
 _LIBC.memcmp.restype = ctypes.c_int
 _LIBC.memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
@@ -42,6 +40,8 @@ _POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux only; elsewhere pages faul
 
 
 def _address(buffer) -> int:
+    import numpy as np  # ctypes alone cannot take the address of a read-only buffer; only convert needs it
+
     return np.frombuffer(buffer, np.uint8).ctypes.data
 
 

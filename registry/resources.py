@@ -9,6 +9,7 @@ copies in the wheel.  So an editable install and a wheel find them the same way,
 
 from __future__ import annotations
 
+import os
 from importlib.resources import files
 from pathlib import Path
 
@@ -23,6 +24,13 @@ def bundled(*parts: str) -> Path:
     if not path.exists():
         raise RegistryError("install.missing-file", path, "missing from the installed package", REINSTALL)
     return path
+
+
+def user_cache(name: str) -> Path:
+    """``$XDG_CACHE_HOME/rwkv-registry/<name>`` (``~/.cache`` by default): build products and
+    compiled templates, keyed by their sources, never registry data."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "rwkv-registry" / name
 
 
 def template_dir() -> Path:

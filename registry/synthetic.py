@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .artifacts.miss import ADAPTER_DTYPE, default_targets, write_adapter
+from .artifacts.miss import default_targets, write_adapter
 
 HEAD_SIZE = 64
 
@@ -194,7 +194,7 @@ def make_adapter_tensors(spec: TinySpec, rank: int = 16, seed: int = 2) -> dict[
     """Random bf16 ``D[out, rank]`` for every default target of a tiny checkpoint."""
     gen = torch.Generator().manual_seed(seed)
     return {
-        t.name: (torch.randn((t.shape[0], rank), generator=gen) * 0.01).to(ADAPTER_DTYPE)
+        t.name: (torch.randn((t.shape[0], rank), generator=gen) * 0.01).to(torch.bfloat16)
         for t in default_targets(checkpoint_shapes(spec))
     }
 

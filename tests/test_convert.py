@@ -13,7 +13,7 @@ import torch
 from safetensors import safe_open
 
 from registry.artifacts.inspect import _read_safetensors_json
-from registry.convert import convert_file
+from registry.convert.pipeline import convert_file
 from registry.convert.writer import OutputFile
 from registry.errors import RegistryError
 from registry.models import Index

@@ -26,24 +26,25 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-import torch
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
 
 from ..errors import RegistryError
 from ..layout import SHARD_INDEX
 from ..models import Architecture
+from .dtypes import ITEMSIZE, dtype_code
 from .miss import (
-    DTYPE_CODES,
     MANIFEST_MEMBER,
     MissManifest,
     default_targets,
-    dtype_code,
     torch_zip_folder,
     verify_adapter,
     zip_refusals,
 )
+
+if TYPE_CHECKING:  # torch loads .pth files; safetensors headers and shard indexes need none
+    import torch
 
 Kind = Literal["checkpoint", "state", "miss"]
 Format = Literal["pth", "safetensors", "safetensors-sharded"]
@@ -75,7 +76,7 @@ class TensorInfo(NamedTuple):
 
     @property
     def nbytes(self) -> int:
-        return math.prod(self.shape) * DTYPE_CODES[self.dtype].itemsize
+        return math.prod(self.shape) * ITEMSIZE[self.dtype]
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,8 @@ def _unpickler_reason(error: Exception) -> str:
 
 def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
     """The tensors of a torch-zip ``.pth``, memory-mapped; refuses anything but str → Tensor."""
+    import torch
+
     try:
         loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as error:
@@ -183,6 +186,8 @@ def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _require_flat_tensor_map(path: Path, loaded: Any) -> dict[str, torch.Tensor]:
+    import torch
+
     fix = "save a flat dict of tensors (if they are nested, e.g. under 'state_dict', save that dict alone)"
     if not isinstance(loaded, Mapping):
         raise RegistryError("weights.not-tensor-map", path, f"holds a {type(loaded).__name__}, not a dict of tensors", fix)
@@ -240,7 +245,7 @@ def _safetensors_header(path: Path) -> dict[str, TensorInfo]:
             entry = _SafetensorsEntry.model_validate(raw)
         except ValidationError as error:
             raise _safetensors_refusal(path, f"header entry {name!r}: {error.errors()[0]['msg']}") from None
-        if entry.dtype not in DTYPE_CODES:
+        if entry.dtype not in ITEMSIZE:
             raise _safetensors_refusal(path, f"{name} has unknown dtype {entry.dtype!r}")
         info = TensorInfo(entry.dtype, entry.shape)
         begin, end = entry.data_offsets

@@ -32,9 +32,8 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -46,11 +45,15 @@ from pydantic import (
 
 from ..errors import RegistryError
 from ..models import SHA256_PATTERN, Architecture
+from .dtypes import dtype_code
+
+if TYPE_CHECKING:  # torch is imported where tensors are made: reading a manifest needs none
+    import torch
 
 MISS_FORMAT = "rwkv-miss"
 MISS_FORMAT_VERSION = 1
 MANIFEST_MEMBER = "miss.json"
-ADAPTER_DTYPE = torch.bfloat16
+ADAPTER_DTYPE = "BF16"  # safetensors name of the adapters' dtype
 
 # The Linears rwkv_miss_tune adapts by default, in the order they appear in a block.
 DEFAULT_TARGET_LINEARS: tuple[str, ...] = (
@@ -62,37 +65,6 @@ DEFAULT_TARGET_LINEARS: tuple[str, ...] = (
     "ffn.value",
 )
 _TARGET_NAME = re.compile(r"blocks\.(\d+)\.(" + "|".join(re.escape(t) for t in DEFAULT_TARGET_LINEARS) + r")\.weight")
-
-# dtype names of the safetensors spec: language-neutral, so other tools can rebuild content_version.
-DTYPE_CODES: dict[str, torch.dtype] = {
-    "BOOL": torch.bool,
-    "U8": torch.uint8,
-    "I8": torch.int8,
-    "U16": torch.uint16,
-    "I16": torch.int16,
-    "U32": torch.uint32,
-    "I32": torch.int32,
-    "U64": torch.uint64,
-    "I64": torch.int64,
-    "F8_E4M3": torch.float8_e4m3fn,
-    "F8_E5M2": torch.float8_e5m2,
-    "F16": torch.float16,
-    "BF16": torch.bfloat16,
-    "F32": torch.float32,
-    "F64": torch.float64,
-}
-_CODE_OF_DTYPE = {dtype: code for code, dtype in DTYPE_CODES.items()}
-
-
-def dtype_code(dtype: torch.dtype) -> str:
-    """The safetensors name of a torch dtype (``torch.bfloat16`` → ``"BF16"``)."""
-    try:
-        return _CODE_OF_DTYPE[dtype]
-    except KeyError:
-        raise RegistryError(
-            "weights.dtype", None, f"tensor dtype {dtype} has no safetensors name", f"convert the tensors to one of {', '.join(DTYPE_CODES)}"
-        ) from None
-
 
 # ----------------------------------------------------------------------------------------------
 # miss.json
@@ -157,14 +129,14 @@ def _x070_linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
 # content_version
 
 
-_UNSIGNED_OF_SIZE = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}
-
-
 def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
     """The elements in row-major order as little-endian bytes, whatever the strides, storage
     sharing or host byte order (on little-endian hosts this copies nothing beyond .contiguous())."""
+    import torch
+
     flat = tensor.detach().cpu().contiguous().reshape(-1)
-    words = flat.view(_UNSIGNED_OF_SIZE[flat.element_size()]).numpy()
+    unsigned = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}[flat.element_size()]
+    words = flat.view(unsigned).numpy()
     return memoryview(words.astype(words.dtype.newbyteorder("<"), copy=False)).cast("B")
 
 
@@ -234,6 +206,8 @@ def write_adapter(
     path = Path(path)
     _check_tensors(manifest, tensors, path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import torch
+
     torch.save(dict(tensors), path)
     with zipfile.ZipFile(path, "a") as archive:
         archive.writestr(f"{torch_zip_folder(archive, path)}/{MANIFEST_MEMBER}", manifest.model_dump_json(indent=2) + "\n")
@@ -276,7 +250,7 @@ def _check_tensors(manifest: MissManifest, tensors: Mapping[str, torch.Tensor], 
         )
     for name, tensor in tensors.items():
         expected = (targets[name].shape[0], manifest.rank)
-        if tuple(tensor.shape) != expected or tensor.dtype != ADAPTER_DTYPE:
+        if tuple(tensor.shape) != expected or dtype_code(tensor.dtype) != ADAPTER_DTYPE:
             raise RegistryError(
                 "miss.tensor-mismatch",
                 path,

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import re
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import jinja2
-from huggingface_hub import ModelCard
 from jinja2.loaders import split_template_path
 
 from ..errors import RegistryError
 from ..models import Index
 from ..repo import CARD_NAME, INDEX_NAME
+from ..resources import REINSTALL, user_cache
 from ..resources import template_dir as bundled_templates
 from . import handwritten
 from .markdown import FILTERS
@@ -45,8 +45,14 @@ class _Utf8Loader(jinja2.BaseLoader):
         path = self.directory.joinpath(*split_template_path(template))
         if not path.is_file():
             raise jinja2.TemplateNotFound(template)
-        text = _decode(path.read_bytes(), path, "card.template-not-utf8", "save the template as UTF-8")
+        text = _decode(path.read_bytes(), path, "card.template-not-utf8", _fixer(self.directory)("save the template as UTF-8"))
         return text, str(path), None  # each render builds a fresh Environment: no cache to invalidate
+
+
+def _fixer(template_dir: Path) -> Callable[[str], str]:
+    """How to mend a template problem: reinstall when the template is the installed package's own."""
+    shipped = template_dir == bundled_templates()
+    return lambda own: REINSTALL if shipped else own
 
 
 def _decode(data: bytes, file: Path | str, code: str, fix: str) -> str:
@@ -57,6 +63,17 @@ def _decode(data: bytes, file: Path | str, code: str, fix: str) -> str:
         raise RegistryError(code, f"{file}:{line}", f"not valid UTF-8 (byte {exc.start})", fix) from None
 
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates in the user cache (compiling them is most of a pre-commit hook's card
+    check); entries are keyed by template source, so an edited template is compiled again."""
+    directory = user_cache("templates")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # a read-only home: compile every time
+    return jinja2.FileSystemBytecodeCache(str(directory))
+
+
 def environment(template_dir: Path) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=_Utf8Loader(template_dir),
@@ -65,6 +82,7 @@ def environment(template_dir: Path) -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(FILTERS)
     env.globals.update(HANDWRITTEN_START=handwritten.START, HANDWRITTEN_END=handwritten.END)
@@ -79,16 +97,17 @@ def _template_line(exc: BaseException, template_dir: Path) -> str | None:
 
 
 def _render_body(template_dir: Path, context: dict[str, Any]) -> str:
+    fix = _fixer(template_dir)
     try:
         return environment(template_dir).get_template(MAIN_TEMPLATE).render(context)
     except jinja2.TemplateSyntaxError as exc:
         where = f"{exc.filename or exc.name}:{exc.lineno}"
-        raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", "correct the Jinja syntax at that line") from None
+        raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", fix("correct the Jinja syntax at that line")) from None
     except jinja2.TemplateNotFound as exc:
-        raise RegistryError("card.template-missing", template_dir / exc.name, "template not found", "restore the template") from None
+        raise RegistryError("card.template-missing", template_dir / exc.name, "template not found", fix("restore the template")) from None
     except jinja2.TemplateError as exc:  # undefined names (StrictUndefined), bad filters, ...
         where = _template_line(exc, template_dir) or str(template_dir / MAIN_TEMPLATE)
-        raise RegistryError("card.template-error", where, f"template error: {exc}", "correct the expression at that line (templates see only `view` and `index`)") from None
+        raise RegistryError("card.template-error", where, f"template error: {exc}", fix("correct the expression at that line (templates see only `view` and `index`)")) from None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -132,5 +151,4 @@ def render_card(index: Index, existing: str | None, template_dir: Path | None = 
     _require_utf8(index)
     view = build_view(index, handwritten.extract(existing))
     body = _render_body(Path(template_dir or bundled_templates()).absolute(), {"view": view, "index": index})
-    card = ModelCard(f"---\n{front_matter(view)}\n---\n\n{body}")
-    return str(card)
+    return f"---\n{front_matter(view)}\n---\n\n{body}"

@@ -37,7 +37,7 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
     first, first_inside = targets[0]
     early = hash_in_background(first) if not first_inside and first.is_file() else None
 
-    from ..convert import parse_size
+    from ..convert.shards import parse_size
     from ..ops.convert import convert_entry, convert_standalone
 
     size = parse_size(shard_size)

@@ -1,6 +1,2 @@
-"""``.pth`` → safetensors, streaming, sharded, verified bit-exact (see :func:`convert_file`)."""
-
-from .pipeline import ConversionResult, ConvertedFile, convert_file
-from .shards import ShardIndex, parse_size
-
-__all__ = ["ConvertedFile", "ConversionResult", "convert_file", "ShardIndex", "parse_size"]
+"""``.pth`` → safetensors, streaming, sharded, verified bit-exact (:mod:`.pipeline`); shard planning and
+the shard index format (:mod:`.shards`, which needs no torch)."""

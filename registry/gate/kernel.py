@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ..errors import RegistryError
-from ..resources import REINSTALL, kernel_dir
+from ..resources import REINSTALL, kernel_dir, user_cache
 from .reference import check_wkv7_args, make_wkv7_inputs, relative_error, wkv7_reference
 
 KERNEL_SOURCES = ("wkv7_fwd.cu", "wkv7_binding.cpp")
@@ -106,9 +106,9 @@ def kernel_cache_key(source_dir: Path | None = None) -> str:
 
 
 def default_cache_root() -> Path:
-    """``$RWKV_REGISTRY_KERNEL_CACHE`` or ``~/.cache/rwkv-registry/kernels``."""
+    """``$RWKV_REGISTRY_KERNEL_CACHE`` or the user cache's ``kernels/``."""
     override = os.environ.get(CACHE_ENV)
-    return Path(override) if override else Path.home() / ".cache" / "rwkv-registry" / "kernels"
+    return Path(override) if override else user_cache("kernels")
 
 
 def _write_build_log(directory: Path, key: str, sources: list[Path], error: BaseException) -> Path:

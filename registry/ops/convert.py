@@ -9,8 +9,7 @@ from pathlib import Path
 
 from ..artifacts.inspect import Inspection, inspect_weights
 from ..atomic import ensure_writable, fsync_dir, transaction
-from ..convert import ConversionResult, convert_file
-from ..convert.pipeline import Opener
+from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import OutputFile
 from ..derived import stage_derived
 from ..errors import RegistryError

@@ -1,0 +1,59 @@
+"""Tensor dtype names of the safetensors spec, and their sizes, without importing torch.
+
+The names are language-neutral, so other tools can rebuild ``content_version``; light commands
+(validate, card, sums) check safetensors headers with this table alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import RegistryError
+
+ITEMSIZE: dict[str, int] = {
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "U16": 2,
+    "I16": 2,
+    "U32": 4,
+    "I32": 4,
+    "U64": 8,
+    "I64": 8,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F16": 2,
+    "BF16": 2,
+    "F32": 4,
+    "F64": 8,
+}
+
+# str(torch dtype) -> safetensors name; torch prints its dtypes as "torch.<attribute>".
+_CODE_OF_TORCH_NAME = {
+    "torch.bool": "BOOL",
+    "torch.uint8": "U8",
+    "torch.int8": "I8",
+    "torch.uint16": "U16",
+    "torch.int16": "I16",
+    "torch.uint32": "U32",
+    "torch.int32": "I32",
+    "torch.uint64": "U64",
+    "torch.int64": "I64",
+    "torch.float8_e4m3fn": "F8_E4M3",
+    "torch.float8_e5m2": "F8_E5M2",
+    "torch.float16": "F16",
+    "torch.bfloat16": "BF16",
+    "torch.float32": "F32",
+    "torch.float64": "F64",
+}
+
+
+def dtype_code(dtype: Any) -> str:
+    """The safetensors name of a torch dtype (``torch.bfloat16`` → ``"BF16"``)."""
+    try:
+        return _CODE_OF_TORCH_NAME[str(dtype)]
+    except KeyError:
+        raise RegistryError(
+            "weights.dtype", None, f"tensor dtype {dtype} has no safetensors name", f"convert the tensors to one of {', '.join(ITEMSIZE)}"
+        ) from None
+
