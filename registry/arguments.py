@@ -26,5 +26,5 @@ def require_sha(value: str, option: str) -> str:
 def parse_date(value: str) -> date:
     try:
         return date.fromisoformat(value)
-    except ValueError:
-        raise RegistryError("args.bad-date", value, "not a YYYY-MM-DD date", "pass --date YYYY-MM-DD") from None
+    except ValueError as exc:
+        raise RegistryError("args.bad-date", value, "not a YYYY-MM-DD date", "pass --date YYYY-MM-DD") from exc

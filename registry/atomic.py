@@ -18,7 +18,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from .errors import RegistryError
+from .errors import Exit, RegistryError
 
 PRIVATE_DIR = ".registry"
 
@@ -84,7 +84,7 @@ def ensure_writable(directory: Path) -> None:
     mode = directory.stat().st_mode
     if not (mode & stat.S_IWUSR) or not os.access(directory, os.W_OK):
         raise RegistryError(
-            "fs.read-only", directory, "the registry directory is read-only", f"make it writable (chmod u+w {directory})"
+            "fs.read-only", directory, "the registry directory is read-only", f"make it writable (chmod u+w {directory})", Exit.MACHINE
         )
 
 
@@ -96,10 +96,10 @@ def registry_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
     lock = FileLock(str(private / LOCK_NAME))
     try:
         lock.acquire(timeout=timeout)
-    except Timeout:
+    except Timeout as exc:
         raise RegistryError(
             "fs.locked", private / LOCK_NAME, "another registry command holds the lock", "wait for it to finish and retry"
-        ) from None
+        ) from exc
     try:
         yield
     finally:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .atomic import PRIVATE_DIR
+from .errors import Problem
 from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, path_problem
 from .repo import CARD_NAME, INDEX_NAME
 from .sums import SUMS_NAME
@@ -24,28 +25,12 @@ SHARD_INDEX = "model.safetensors.index.json"
 ROOT_FILES = {INDEX_NAME, CARD_NAME}
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem: a stable code (for CI), the file, what is wrong, and the one-line fix."""
-
-    code: str
-    file: str
-    message: str
-    fix: str
-
-    def one_line(self) -> str:
-        return f"{self.code} {self.file}: {self.message}; fix: {self.fix}"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "file": self.file, "message": self.message, "fix": self.fix}
-
-
 @dataclass
 class TreeScan:
     """Regular files under the root (relative POSIX paths) and what the walk refused."""
 
     files: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Problem] = field(default_factory=list)
 
 
 def is_excluded(rel: str) -> bool:
@@ -75,19 +60,19 @@ def scan_tree(root: Path) -> TreeScan:
             problem = path_problem(rel)
             mode = path.lstat().st_mode
             if problem:
-                scan.findings.append(Finding("layout.bad-name", rel, problem, "rename the file (no newline, backslash or control characters)"))
+                scan.findings.append(Problem("layout.bad-name", rel, problem, "rename the file (no newline, backslash or control characters)"))
             elif stat.S_ISLNK(mode):
                 scan.findings.append(_symlink_finding(rel, path))
             elif not stat.S_ISREG(mode):
-                scan.findings.append(Finding("layout.special-file", rel, "not a regular file", "remove it"))
+                scan.findings.append(Problem("layout.special-file", rel, "not a regular file", "remove it"))
             else:
                 scan.files.append(rel)
     return scan
 
 
-def _symlink_finding(rel: str, path: Path) -> Finding:
+def _symlink_finding(rel: str, path: Path) -> Problem:
     target = os.readlink(path)
-    return Finding("layout.symlink", rel, f"symlink to {target!r} (links are never followed)", "replace the link with the real file or remove it")
+    return Problem("layout.symlink", rel, f"symlink to {target!r} (links are never followed)", "replace the link with the real file or remove it")
 
 
 def is_weight(rel: str) -> bool:
@@ -109,40 +94,40 @@ class Placement:
         return f"{self.base}/{self.method}/{self.version}"
 
 
-def place(rel: str, bases: set[str]) -> Placement | Finding | None:
-    """Classify a file path: a Placement, None for an allowed root file, or a Finding."""
+def place(rel: str, bases: set[str]) -> Placement | Problem | None:
+    """Classify a file path: a Placement, None for an allowed root file, or a Problem."""
     parts = rel.split("/")
     if len(parts) == 1:
         if rel in ROOT_FILES:
             return None
-        return Finding("layout.stray-file", rel, "unexpected file at the registry root", "move it under <base>/<method>/<data-version>/ or delete it")
+        return Problem("layout.stray-file", rel, "unexpected file at the registry root", "move it under <base>/<method>/<data-version>/ or delete it")
     if parts[0] not in bases:
-        return Finding("layout.unknown-base-dir", rel, f"directory {parts[0]!r} is not a base in index.json", f"run `registry add-base {parts[0]}.pth` or remove the directory")
+        return Problem("layout.unknown-base-dir", rel, f"directory {parts[0]!r} is not a base in index.json", f"run `registry add-base {parts[0]}.pth` or remove the directory")
     if len(parts) < 4:
-        return Finding("layout.stray-file", rel, "file outside a <method>/<data-version>/ directory", "move it into <base>/<method>/<data-version>/")
+        return Problem("layout.stray-file", rel, "file outside a <method>/<data-version>/ directory", "move it into <base>/<method>/<data-version>/")
     method, version = parts[1], parts[2]
     if method not in METHODS:
-        return Finding("layout.unknown-method", rel, f"method directory {method!r} is not one of {', '.join(METHODS)}", "rename the directory to state, miss or full")
+        return Problem("layout.unknown-method", rel, f"method directory {method!r} is not one of {', '.join(METHODS)}", "rename the directory to state, miss or full")
     if not re.match(DATA_VERSION_PATTERN, version):
-        return Finding("layout.bad-data-version", rel, f"data version {version!r} does not look like v1.41 or v2.1", "rename the directory to v<major>[.<minor>]")
+        return Problem("layout.bad-data-version", rel, f"data version {version!r} does not look like v1.41 or v2.1", "rename the directory to v<major>[.<minor>]")
     if len(parts) == 4:
         return _place_in_version_dir(rel, parts)
     if len(parts) == 5 and method in ("miss", "full") and re.match(NAME_PATTERN, parts[3]):
         if is_weight(parts[4]) or parts[4] == SHARD_INDEX:
             return Placement(parts[0], method, version, parts[3], parts[4])
-        return Finding("layout.stray-file", rel, "only weight files belong in a run directory", "move train.json and notes to the data-version directory, delete other files")
-    return Finding("layout.stray-file", rel, "path is deeper than <base>/<method>/<data-version>/[<run>/]<file>", "move the file to its canonical place with `registry add`")
+        return Problem("layout.stray-file", rel, "only weight files belong in a run directory", "move train.json and notes to the data-version directory, delete other files")
+    return Problem("layout.stray-file", rel, "path is deeper than <base>/<method>/<data-version>/[<run>/]<file>", "move the file to its canonical place with `registry add`")
 
 
-def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Finding:
+def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Problem:
     base, method, version, name = parts
     if name == TRAIN_JSON:
         return Placement(base, method, version, None, name)
     if method == "miss":
-        return Finding("layout.stray-file", rel, "MiSS adapters live in a run directory", f"move it to {base}/miss/{version}/<run>/{name} with `registry add --run NAME`")
+        return Problem("layout.stray-file", rel, "MiSS adapters live in a run directory", f"move it to {base}/miss/{version}/<run>/{name} with `registry add --run NAME`")
     if is_weight(name) or (method == "full" and name == SHARD_INDEX):
         return Placement(base, method, version, None, name)
-    return Finding("layout.stray-file", rel, "not a weight file or train.json", "delete it or keep it outside the registry")
+    return Problem("layout.stray-file", rel, "not a weight file or train.json", "delete it or keep it outside the registry")
 
 
 def canonical_path(base: str, method: str, version: str, filename: str, run: str | None = None) -> str:

@@ -1,43 +1,68 @@
-"""Progress bars for long work (hashing, conversion, uploads), on stderr so --json stays clean."""
+"""Progress bars for long work (hashing, conversion, uploads), on stderr so --json stays clean.
+
+rich is imported only when a bar is really drawn or a step line printed: light commands in a
+pre-commit hook or CI log (no terminal) never pay for it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+if TYPE_CHECKING:
+    from rich.console import Console
 
-stderr = Console(stderr=True)
+
+def progress_enabled(wanted: bool = True) -> bool:
+    """The one rule for our bars and the Hub's: only on a terminal, and never under --json."""
+    return wanted and sys.stderr.isatty()
+
+
+@cache
+def stderr() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def say(line: str) -> None:
+    """A step line on stderr."""
+    stderr().print(line, highlight=False, soft_wrap=True)
 
 
 @dataclass
 class ByteProgress:
-    """Callbacks a core function can take without knowing about rich."""
+    """Callbacks a core function can take without knowing about rich (no-ops without a bar)."""
 
-    _progress: Progress
-    _task: int
+    _progress: Any = None
+    _task: int = 0
 
     def advance(self, n: int) -> None:
-        self._progress.advance(self._task, n)
+        if self._progress is not None:
+            self._progress.advance(self._task, n)
 
     def add_total(self, n: int) -> None:
-        task = self._progress.tasks[self._task]
-        self._progress.update(self._task, total=(task.total or 0) + n)
+        if self._progress is not None:
+            task = self._progress.tasks[self._task]
+            self._progress.update(self._task, total=(task.total or 0) + n)
 
 
 @contextmanager
 def byte_progress(description: str, total: int | None = None, enabled: bool = True) -> Iterator[ByteProgress]:
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
     # A bar only on a terminal: in CI logs and pipes it would be noise between the real lines.
-    with Progress(*columns, console=stderr, transient=True, disable=not (enabled and stderr.is_terminal)) as progress:
+    if not progress_enabled(enabled):
+        yield ByteProgress()
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=stderr(), transient=True) as progress:
         task = progress.add_task(description, total=total or 0)
         yield ByteProgress(progress, task)
+
+
+Echo = Callable[[str], None]

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import date
 
 from .atomic import atomic_write
-from .layout import Finding
+from .errors import Problem
 from .models import Index, Rewrite
 from .repo import Repo
 from .sums import SUMS_NAME, parse_sums, render_sums
@@ -45,10 +45,10 @@ def rewrite_violations(repo: Repo, index: Index, digests: dict[str, str]) -> Ite
             yield path, sha, current
 
 
-def immutability_findings(repo: Repo, index: Index, digests: dict[str, str]) -> Iterator[Finding]:
+def immutability_findings(repo: Repo, index: Index, digests: dict[str, str]) -> Iterator[Problem]:
     for path, _, current in rewrite_violations(repo, index, digests):
         what = "was deleted" if current is None else "changed"
-        yield Finding(
+        yield Problem(
             "immutable.rewritten",
             path,
             f"published file {what} since the last publish",

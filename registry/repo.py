@@ -83,8 +83,8 @@ def resolve_entry(repo: Repo, index: Index, path: str) -> Entry:
     if candidate.is_absolute() or candidate.exists():
         try:
             path = candidate.absolute().relative_to(repo.root).as_posix()
-        except ValueError:
-            raise RegistryError("entry.outside", path, "the path is outside the registry", "pass a path inside the registry") from None
+        except ValueError as exc:
+            raise RegistryError("entry.outside", path, "the path is outside the registry", "pass a path inside the registry") from exc
     entry = index.entry_by_path(path)
     if entry is None:
         raise RegistryError("entry.unknown", path, "no such entry in index.json", "pass a path listed by `registry list`")

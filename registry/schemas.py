@@ -88,7 +88,7 @@ def read_json(path: Path, display: str | None = None) -> Any:
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RegistryError("json.malformed", display, f"not valid UTF-8 at byte {exc.start}", "save it as UTF-8") from None
+        raise RegistryError("json.malformed", display, f"not valid UTF-8 at byte {exc.start}", "save it as UTF-8") from exc
 
     def no_constants(name: str) -> None:
         raise ValueError(f"{name} is not valid JSON")
@@ -98,9 +98,9 @@ def read_json(path: Path, display: str | None = None) -> Any:
     except json.JSONDecodeError as exc:
         raise RegistryError(
             "json.malformed", f"{display}:{exc.lineno}:{exc.colno}", f"malformed JSON: {exc.msg}", "fix the syntax"
-        ) from None
+        ) from exc
     except ValueError as exc:
-        raise RegistryError("json.malformed", display, str(exc), "fix the syntax") from None
+        raise RegistryError("json.malformed", display, str(exc), "fix the syntax") from exc
 
 
 def load_model(path: Path, kind: str, display: str | None = None) -> BaseModel:
@@ -117,7 +117,7 @@ def load_model(path: Path, kind: str, display: str | None = None) -> BaseModel:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = _pydantic_path(err["loc"])
-        raise RegistryError("schema.invalid", display, f"{where}: {err['msg']}", f"correct {where}") from None
+        raise RegistryError("schema.invalid", display, f"{where}: {err['msg']}", f"correct {where}") from exc
 
 
 if __name__ == "__main__":  # regenerate the checked-in schemas: python -m registry.schemas

@@ -27,8 +27,8 @@ def parse_sums(data: bytes, file: Path | str = SUMS_NAME) -> dict[str, str]:
     """``{relpath: sha256}``; any deviation from the strict format is an error naming the line."""
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise RegistryError("sums.malformed", file, "not UTF-8", "regenerate it with `registry sums`") from None
+    except UnicodeDecodeError as exc:
+        raise RegistryError("sums.malformed", file, "not UTF-8", "regenerate it with `registry sums`") from exc
     if text and not text.endswith("\n"):
         raise RegistryError("sums.malformed", file, "last line has no LF", "regenerate it with `registry sums`")
     digests: dict[str, str] = {}

@@ -446,7 +446,7 @@ def test_failures_leave_the_registry_unchanged(empty_registry, damage, code):
     card.write_bytes(damage(card.read_text(encoding="utf-8")))
     before = snapshot(empty_registry)
     result = run("card", empty_registry)
-    assert result.exit_code == 1 and "README.md" in result.output and "fix:" in result.output
+    assert result.exit_code == 3 and "README.md" in result.output and "fix:" in result.output
     assert snapshot(empty_registry) == before
     assert run("card", empty_registry, "--check").exit_code == 1
     assert code in {f.code for f in validate(empty_registry)}
@@ -461,6 +461,6 @@ def test_template_failure_leaves_the_registry_unchanged(empty_registry, template
     (empty_registry / "index.json").write_bytes(render_index(index))
     before = snapshot(empty_registry)
     result = run("card", empty_registry)
-    assert result.exit_code == 1 and "card.md.j2:1" in result.output
+    assert result.exit_code == 3 and "card.md.j2:1" in result.output
     assert snapshot(empty_registry) == before
     assert not list((empty_registry / ".registry" / "staging").iterdir())

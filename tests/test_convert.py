@@ -221,7 +221,7 @@ def test_cli_outside_any_registry_converts_standalone(small_base, tmp_path, monk
     assert result.exit_code == 0, result.output
     assert (tmp_path / "model.safetensors").is_file() and not (tmp_path / "index.json").exists()
     refused = CliRunner().invoke(main, ["convert", small_base.name, "-C", ".", "--force"])
-    assert refused.exit_code == 1 and "index.json is missing" in refused.output  # -C says: a registry
+    assert refused.exit_code == 3 and "index.json is missing" in refused.output  # -C says: a registry
 
 
 def test_verification_does_not_trust_our_own_byte_offsets(populated, monkeypatch):

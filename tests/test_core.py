@@ -93,11 +93,11 @@ def test_malformed_and_schema_breaking_json(empty_registry):
 
 def test_cli_validate_json_output_and_exit(empty_registry):
     ok = run("validate", empty_registry, "--json")
-    assert ok.exit_code == 0 and json.loads(ok.output) == {"ok": True, "findings": []}
+    assert ok.exit_code == 0 and json.loads(ok.output) == {"ok": True, "problems": []}
     (empty_registry / "stray.txt").write_text("x")
     bad = run("validate", empty_registry, "--json")
     assert bad.exit_code == 1
-    finding = json.loads(bad.output)["findings"][0]
+    finding = json.loads(bad.output)["problems"][0]
     assert set(finding) == {"code", "file", "message", "fix"}
 
 
@@ -147,7 +147,7 @@ def test_read_only_directory_refused_and_unchanged(empty_registry):
     os.chmod(empty_registry, 0o555)
     try:
         result = run("sums", empty_registry)
-        assert result.exit_code == 1
+        assert result.exit_code == 5  # the machine (permissions), not the input
         assert "read-only" in result.output and "chmod" in result.output
     finally:
         os.chmod(empty_registry, 0o755)
@@ -314,7 +314,7 @@ def test_console_entry_flushes_output_and_keeps_exit_codes(tmp_path):
     listed = registry("list", "-C", "reg", "--json")
     assert listed.returncode == 0 and json.loads(listed.stdout)["bases"] == []
     refused = registry("validate", "missing")
-    assert refused.returncode == 1 and refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    assert refused.returncode == 3 and refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
     usage = registry("no-such-command")
     assert usage.returncode == 2 and "No such command" in usage.stderr
 

@@ -37,7 +37,7 @@ def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.txt").write_text("precious")
     refused = runner.invoke(main, ["demo", str(tmp_path / "mine")])
-    assert refused.exit_code == 1 and (tmp_path / "mine" / "thesis.txt").read_text() == "precious"
+    assert refused.exit_code == 3 and (tmp_path / "mine" / "thesis.txt").read_text() == "precious"
 
 
 def test_readme_has_the_two_quickstart_commands_and_ci_runs_the_test_one():

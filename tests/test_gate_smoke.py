@@ -99,7 +99,7 @@ def test_wrong_base_file_is_refused_before_loading(gated_registry, tmp_path):
 def test_cuda_without_cuda_is_refused(gated_registry):
     root, base, entries, _ = gated_registry
     result = CliRunner().invoke(main, ["smoke", entries["state"].path, "-C", str(root), "--base-file", str(base), "--device", "cuda"])
-    assert result.exit_code == 1 and "CUDA is not available" in result.output and "--device cpu" in result.output
+    assert result.exit_code == 3 and "CUDA is not available" in result.output and "--device cpu" in result.output
 
 
 def _replace_entry_file(root: Path, path: str, tensors: dict) -> None:

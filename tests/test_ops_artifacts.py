@@ -205,7 +205,7 @@ def test_cli_add_list_json_and_errors(registry_with_base, small_base, tmp_path):
     listed = json.loads(runner.invoke(main, ["list", "-C", str(registry_with_base), "--json"]).output)
     assert [e["path"] for e in listed["entries"]] == [json.loads(ok.output)["path"]]
     bad = runner.invoke(main, ["add", str(state), "-C", str(registry_with_base), "--base", base_name(small_base), "--method", "miss", "--data-version", "v1.41", "--run", "r", "--train-json", str(tmp_path / "t.json")])
-    assert bad.exit_code == 1 and bad.output.startswith("error: ") and "fix:" in bad.output
+    assert bad.exit_code == 3 and bad.output.startswith("error: ") and "fix:" in bad.output
 
 
 def test_added_weight_is_not_read_again_by_the_next_check(registry_with_base, small_base, tmp_path, monkeypatch):

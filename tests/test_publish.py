@@ -271,7 +271,7 @@ def test_create_pr_and_tag(hub_server, registry, tmp_path, cli):
     assert result["commit"]["pr_revision"] == "refs/pr/1" and hub_server.head(REPO) == main_head
     record = json.loads((Repo(registry).published_dir / "remote.json").read_text())
     assert record == {"repo_id": REPO, "revision": "refs/pr/1", "commit": result["commit"]["oid"]}
-    cli(*publish_args(registry, "--tag", "v1"), code=1)  # the tag exists
+    cli(*publish_args(registry, "--tag", "v1"), code=3)  # the tag exists
 
 
 # -- refusals before anything is sent ----------------------------------------------------------------------------
@@ -280,7 +280,7 @@ def test_create_pr_and_tag(hub_server, registry, tmp_path, cli):
 def test_missing_receipt_is_refused_naming_the_file_and_the_fix(hub_server, registry, cli):
     receipt_path(Repo(registry).gates_dir, Repo(registry).load_index().entries[0].sha256).unlink()
 
-    result = cli(*publish_args(registry), code=1)
+    result = cli(*publish_args(registry), code=3)
 
     assert f"error: {weight_path(registry)}: no gate receipt" in result.output
     assert f"registry smoke {weight_path(registry)} --base-file rwkv7-tiny-pub-20260101.pth" in result.output
@@ -289,7 +289,7 @@ def test_missing_receipt_is_refused_naming_the_file_and_the_fix(hub_server, regi
 
 
 def test_cpu_receipt_needs_allow_cpu_gate(hub_server, registry, cli):
-    result = cli("publish", "--repo-id", REPO, "-C", registry, code=1)
+    result = cli("publish", "--repo-id", REPO, "-C", registry, code=3)
 
     assert "the gate ran on CPU only" in result.output and "--allow-cpu-gate" in result.output
     assert hub_server.commits_made == 0
@@ -301,13 +301,13 @@ def test_cpu_receipt_needs_allow_cpu_gate(hub_server, registry, cli):
 def test_failing_or_stale_receipts_are_refused(hub_server, registry, cli):
     entry = Repo(registry).load_index().entries[0]
     write_receipt(registry, entry, passed=False)
-    assert "the gate failed (finite-logits)" in cli(*publish_args(registry), code=1).output
+    assert "the gate failed (finite-logits)" in cli(*publish_args(registry), code=3).output
 
     path = write_receipt(registry, entry)
     stale = json.loads(path.read_text())
     stale["files"][entry.path] = "0" * 64
     path.write_text(json.dumps(stale))
-    assert "the gate loaded other bytes" in cli(*publish_args(registry), code=1).output
+    assert "the gate loaded other bytes" in cli(*publish_args(registry), code=3).output
     assert hub_server.commits_made == 0
 
 
@@ -316,7 +316,7 @@ def test_invalid_registry_is_refused_with_every_finding(hub_server, registry, cl
     card.write_text(card.read_text().replace("Publish test", "Publish TEST"))
     (registry / "notes.txt").write_text("scratch\n")
 
-    result = cli(*publish_args(registry), code=1)
+    result = cli(*publish_args(registry), code=3)
 
     assert "error: README.md: differs from what index.json renders" in result.output
     assert "error: notes.txt: unexpected file at the registry root" in result.output
@@ -331,10 +331,10 @@ def test_changing_a_published_file_is_refused_unless_the_rewrite_is_recorded(hub
     write_sums(registry)
     rel = train.relative_to(registry).as_posix()
 
-    assert f"error: {rel}: published file changed since the last publish" in cli(*publish_args(registry), code=1).output
+    assert f"error: {rel}: published file changed since the last publish" in cli(*publish_args(registry), code=3).output
     clone = tmp_path / "clone"  # a copy without the local record: only the Hub knows the file was published
     shutil.copytree(registry, clone, ignore=shutil.ignore_patterns("published"))
-    assert f"error: {rel}: already on the Hub with other bytes" in cli(*publish_args(clone), code=1).output
+    assert f"error: {rel}: already on the Hub with other bytes" in cli(*publish_args(clone), code=3).output
     assert hub_server.commits_made == 1
 
     allow_rewrite(registry, "learning rate was misreported")
@@ -349,7 +349,7 @@ def test_changing_a_published_file_is_refused_unless_the_rewrite_is_recorded(hub
 def test_upload_dropped_for_good_commits_nothing_and_a_rerun_completes(hub_server, registry, cli, instant_retries):
     hub_server.drop_next("lfs_upload", times=6)  # the first attempt and the client's 5 retries
 
-    result = cli(*publish_args(registry), code=1)
+    result = cli(*publish_args(registry), code=4)
 
     assert f"error: {REPO}: Error while uploading" in result.output and "nothing was committed" in result.output
     assert (hub_server.commits_made, hub_server.uploaded_objects) == (0, 0)
@@ -362,7 +362,7 @@ def test_upload_dropped_for_good_commits_nothing_and_a_rerun_completes(hub_serve
 def test_server_error_on_commit_commits_nothing_and_a_rerun_reuses_the_upload(hub_server, registry, cli):
     hub_server.fail_next("commit", status=500)
 
-    result = cli(*publish_args(registry), code=1)
+    result = cli(*publish_args(registry), code=4)
 
     assert "the Hub answered 500" in result.output and "run the command again" in result.output
     assert (hub_server.commits_made, hub_server.uploaded_objects) == (0, 1)
@@ -378,7 +378,7 @@ def test_remote_moving_between_plan_and_commit_is_refused_then_replanned(hub_ser
     add_state(registry, Path(registry).parent, "s1374", seed=4)
     hub_server.push_before_next_commit(REPO)
 
-    result = cli(*publish_args(registry), code=1)
+    result = cli(*publish_args(registry), code=4)
 
     assert "main moved since the plan was made" in result.output
     pushed = hub_server.head(REPO)
@@ -398,7 +398,7 @@ def test_wrong_token_is_a_clear_error_without_the_token(hub_server, registry, cl
     monkeypatch.setenv("HF_TOKEN", wrong)
 
     for args in (publish_args(registry), ["verify-remote", "--repo-id", REPO], ["pull", "--repo-id", REPO, registry.parent / "p"]):
-        result = cli(*args, code=1)
+        result = cli(*args, code=3)
         assert f"error: {REPO}: the Hub refused the credentials (401); fix: set HF_TOKEN" in result.output
     assert not any(wrong in out or "WrongToken" in out for out in cli.outputs)
     assert hub_server.commits_made == 0 and not (registry.parent / "p").exists()
@@ -406,7 +406,7 @@ def test_wrong_token_is_a_clear_error_without_the_token(hub_server, registry, cl
 
 def test_verify_remote_and_pull_refuse_a_missing_repo(hub_server, tmp_path, cli):
     for args in (["verify-remote", "--repo-id", "rwkv/missing"], ["pull", "--repo-id", "rwkv/missing", tmp_path / "p"]):
-        assert "error: rwkv/missing: no such repo on the Hub" in cli(*args, code=1).output
+        assert "error: rwkv/missing: no such repo on the Hub" in cli(*args, code=3).output
     assert list(tmp_path.iterdir()) == []
     assert hub_server.requests["create_repo"] == 0
 
@@ -419,7 +419,7 @@ def test_verify_remote_finds_tampered_files_and_local_differences(hub_server, re
 
     report = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--json", code=1)
 
-    found = {(f["code"], f["file"]) for f in report["findings"]}
+    found = {(f["code"], f["file"]) for f in report["problems"]}
     assert ("remote.mismatch", weight) in found and ("local.unpublished", entry.path) in found
     assert "error" not in report and not report["ok"]
 
@@ -428,23 +428,23 @@ def test_pull_refuses_a_non_empty_target_and_a_corrupt_remote(hub_server, regist
     cli(*publish_args(registry))
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
-    assert "exists and is not an empty directory" in cli("pull", "--repo-id", REPO, tmp_path / "full", code=1).output
+    assert "exists and is not an empty directory" in cli("pull", "--repo-id", REPO, tmp_path / "full", code=3).output
 
     HfApi().upload_file(path_or_fileobj=b"\0tampered", path_in_repo=weight_path(registry), repo_id=REPO)
-    result = cli("pull", "--repo-id", REPO, tmp_path / "new", code=1)
+    result = cli("pull", "--repo-id", REPO, tmp_path / "new", code=3)
     assert f"error: {weight_path(registry)}:" in result.output
     assert not (tmp_path / "new").exists() and not [p for p in tmp_path.iterdir() if ".pull-" in p.name]
 
 
 def test_the_token_never_appears_in_any_output(hub_server, registry, tmp_path, cli):
     hub_server.fail_next("commit", status=500)
-    cli(*publish_args(registry, "--json"), code=1)
+    cli(*publish_args(registry, "--json"), code=4)
     cli(*publish_args(registry, "--dry-run", "--json"))
     cli(*publish_args(registry))
     cli(*publish_args(registry, "--json"))
     cli("verify-remote", "--repo-id", REPO, "-C", registry, "--json")
     cli("pull", "--repo-id", REPO, tmp_path / "pulled", "--json")
-    cli("pull", "--repo-id", "rwkv/missing", tmp_path / "other", code=1)
+    cli("pull", "--repo-id", "rwkv/missing", tmp_path / "other", code=3)
 
     assert hub_server.token.startswith("hf_test_")
     assert not any(hub_server.token in out for out in cli.outputs)

@@ -52,8 +52,8 @@ def dtype_code(dtype: Any) -> str:
     """The safetensors name of a torch dtype (``torch.bfloat16`` → ``"BF16"``)."""
     try:
         return _CODE_OF_TORCH_NAME[str(dtype)]
-    except KeyError:
+    except KeyError as exc:
         raise RegistryError(
             "weights.dtype", None, f"tensor dtype {dtype} has no safetensors name", f"convert the tensors to one of {', '.join(ITEMSIZE)}"
-        ) from None
+        ) from exc
 

@@ -177,11 +177,11 @@ def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
             path,
             f"the pickle builds objects other than tensors, so it was not loaded ({_unpickler_reason(error)})",
             "on a machine you trust, re-save only the tensors: torch.save({name: tensor, ...}, path)",
-        ) from None
+        ) from error
     except (RuntimeError, ValueError, EOFError) as error:  # damage that passed the CRC checks
         raise RegistryError(
             "weights.corrupt-zip", path, f"torch cannot read the archive ({str(error).splitlines()[0]})", "download or copy the file again and compare its sha256"
-        ) from None
+        ) from error
     return _require_flat_tensor_map(path, loaded)
 
 
@@ -229,7 +229,7 @@ def _read_safetensors_json(path: Path) -> tuple[dict[str, Any], int]:
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _safetensors_refusal(path, f"header is not UTF-8 JSON ({error})") from None
+        raise _safetensors_refusal(path, f"header is not UTF-8 JSON ({error})") from error
     if not isinstance(header, dict):
         raise _safetensors_refusal(path, "header is not a JSON object")
     return header, size - 8 - length
@@ -244,7 +244,7 @@ def _safetensors_header(path: Path) -> dict[str, TensorInfo]:
         try:
             entry = _SafetensorsEntry.model_validate(raw)
         except ValidationError as error:
-            raise _safetensors_refusal(path, f"header entry {name!r}: {error.errors()[0]['msg']}") from None
+            raise _safetensors_refusal(path, f"header entry {name!r}: {error.errors()[0]['msg']}") from error
         if entry.dtype not in ITEMSIZE:
             raise _safetensors_refusal(path, f"{name} has unknown dtype {entry.dtype!r}")
         info = TensorInfo(entry.dtype, entry.shape)
@@ -279,7 +279,7 @@ def _inspect_sharded(index_path: Path) -> Inspection:
         first = error.errors()[0]
         raise RegistryError(
             "weights.bad-shard-index", index_path, f"not a safetensors shard index ({'.'.join(map(str, first['loc']))}: {first['msg']})", f"pass the checkpoint's {SHARD_INDEX}"
-        ) from None
+        ) from error
     tensors: dict[str, TensorInfo] = {}
     shards = tuple(_shard_file(index_path, name) for name in sorted(set(index.weight_map.values())))
     for shard in shards:

@@ -171,7 +171,7 @@ def zip_refusals(path: str | Path) -> Iterator[None]:
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
         raise RegistryError(
             "weights.corrupt-zip", path, f"truncated or corrupt zip archive ({error})", "download or copy the file again and compare its sha256"
-        ) from None
+        ) from error
 
 
 def torch_zip_folder(archive: zipfile.ZipFile, path: str | Path) -> str:
@@ -224,7 +224,7 @@ def read_miss_json(path: str | Path) -> MissManifest:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RegistryError("miss.bad-json", path, f"{member} is not valid UTF-8 JSON ({error})", "re-export the adapter with rwkv_miss_tune") from None
+        raise RegistryError("miss.bad-json", path, f"{member} is not valid UTF-8 JSON ({error})", "re-export the adapter with rwkv_miss_tune") from error
     try:
         return MissManifest.model_validate(data)
     except ValidationError as error:
@@ -232,7 +232,7 @@ def read_miss_json(path: str | Path) -> MissManifest:
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise RegistryError(
             "miss.bad-manifest", path, f"{member} field {where}: {first['msg']} ({error.error_count()} problem(s))", "see docs/formats.md for the miss.json fields"
-        ) from None
+        ) from error
 
 
 def _check_tensors(manifest: MissManifest, tensors: Mapping[str, torch.Tensor], path: Path) -> None:

@@ -60,7 +60,7 @@ def _decode(data: bytes, file: Path | str, code: str, fix: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise RegistryError(code, f"{file}:{line}", f"not valid UTF-8 (byte {exc.start})", fix) from None
+        raise RegistryError(code, f"{file}:{line}", f"not valid UTF-8 (byte {exc.start})", fix) from exc
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
@@ -102,12 +102,12 @@ def _render_body(template_dir: Path, context: dict[str, Any]) -> str:
         return environment(template_dir).get_template(MAIN_TEMPLATE).render(context)
     except jinja2.TemplateSyntaxError as exc:
         where = f"{exc.filename or exc.name}:{exc.lineno}"
-        raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", fix("correct the Jinja syntax at that line")) from None
+        raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", fix("correct the Jinja syntax at that line")) from exc
     except jinja2.TemplateNotFound as exc:
-        raise RegistryError("card.template-missing", template_dir / exc.name, "template not found", fix("restore the template")) from None
+        raise RegistryError("card.template-missing", template_dir / exc.name, "template not found", fix("restore the template")) from exc
     except jinja2.TemplateError as exc:  # undefined names (StrictUndefined), bad filters, ...
         where = _template_line(exc, template_dir) or str(template_dir / MAIN_TEMPLATE)
-        raise RegistryError("card.template-error", where, f"template error: {exc}", fix("correct the expression at that line (templates see only `view` and `index`)")) from None
+        raise RegistryError("card.template-error", where, f"template error: {exc}", fix("correct the expression at that line (templates see only `view` and `index`)")) from exc
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..atomic import Transaction
-from ..errors import RegistryError
-from ..layout import Finding
+from ..errors import Problem, RegistryError
 from ..models import Index
 from ..repo import CARD_NAME, Repo
 from .render import decode_card, render_card
@@ -66,15 +65,15 @@ def stage_card(repo: Repo, txn: Transaction, index: Index) -> None:
     txn.write(CARD_NAME, card_state(repo, index).expected.encode("utf-8"))
 
 
-def check_card(ctx: Context) -> Iterator[Finding]:
+def check_card(ctx: Context) -> Iterator[Problem]:
     """README.md exists and equals what ``registry card`` would write."""
     if not ctx.repo.card_path.is_file():
-        yield Finding("card.missing", CARD_NAME, "README.md is missing", FIX)
+        yield Problem("card.missing", CARD_NAME, "README.md is missing", FIX)
         return
     try:
         state = card_state(ctx.repo, ctx.index)
     except RegistryError as err:
-        yield Finding(err.code, err.file or CARD_NAME, err.message, err.fix)
+        yield err.problem.about(CARD_NAME)
         return
     if not state.fresh:
-        yield Finding("card.stale", CARD_NAME, f"differs from what index.json renders (first difference at line {state.first_difference()})", FIX)
+        yield Problem("card.stale", CARD_NAME, f"differs from what index.json renders (first difference at line {state.first_difference()})", FIX)

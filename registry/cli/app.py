@@ -1,57 +1,169 @@
-"""The ``registry`` command: a thin shell over the core.
+"""The ``registry`` command: a thin shell over the core, and its one contract.
 
-Each command parses options, calls one core function, and prints either a human summary or,
-with ``--json``, a machine-readable result for CI.  Every :class:`RegistryError` becomes one
-line on stderr and a non-zero exit; nothing else is caught.
+Each command parses options, calls its function in :mod:`registry.ops`, and prints a human
+summary or, with ``--json``, one JSON document on stdout.  Failures are handled here, once, for
+every command (see :class:`RegistryGroup`): a refusal, a usage error, a missing extra, a failing
+machine each become ``error: <file>: <what>; fix: <how>`` lines on stderr, under ``--json`` also
+``{"ok": false, "problems": [...]}`` on stdout, and the exit code of :class:`~registry.errors.Exit`.
+``REGISTRY_DEBUG=1`` adds the full traceback, causes included.
 """
 
 from __future__ import annotations
 
-import functools
+import errno
 import json
 import os
+import re
 import sys
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from .. import __version__
-from ..errors import RegistryError
-from ..progress import stderr
+from ..errors import Exit, Problem, RegistryError
 
-DIR_ARG = click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=".", required=False)
+TORCH_MODULES = {"torch", "numpy", "safetensors", "rwkv", "ninja"}
+_TOKEN_SHAPED = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")
 
 
-def progress_echo(as_json: bool):
+def registry_option(help_text: str = "The registry directory (env RWKV_REGISTRY).") -> Callable:
+    """``-C DIR`` / ``RWKV_REGISTRY``: the registry directory, with the same meaning on every command."""
+    return click.option("-C", "--registry", "registry", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, envvar="RWKV_REGISTRY", help=help_text)
+
+
+REGISTRY_OPT = registry_option()
+DIR_ARG = click.argument("directory", type=click.Path(file_okay=False, path_type=Path), required=False)
+JSON_OPT = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout (also when the command refuses).")
+
+
+def registry_dir(directory: Path | None, registry: Path) -> Path:
+    """The registry a command with an optional positional DIR works on: DIR, else ``-C``/``RWKV_REGISTRY``."""
+    if directory is None:
+        return registry
+    source = click.get_current_context().get_parameter_source("registry")
+    if source != ParameterSource.DEFAULT and Path(directory).absolute() != Path(registry).absolute():
+        raise click.UsageError(f"DIR {directory} and -C/RWKV_REGISTRY {registry} name different registries; give one")
+    return directory
+
+
+def progress_echo(as_json: bool) -> Callable[[str], None] | None:
     """Step-by-step lines on stderr for humans; nothing with --json (stdout carries the JSON)."""
-    return None if as_json else lambda line: stderr.print(line, highlight=False, soft_wrap=True)
+    from ..progress import say
+
+    return None if as_json else say
 
 
-def emit_json(data) -> None:
+def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-def refusals(func):
-    """Turn a RegistryError into ``error: <file>: <message>; fix: <fix>`` and its exit code."""
+def report(problems: Sequence[Problem], as_json: bool, ok_message: str) -> None:
+    """The result of a check: exit 0 when clean, Exit.PROBLEMS with one line per problem otherwise."""
+    if as_json:
+        emit_json({"ok": not problems, "problems": [p.as_dict() for p in problems]})
+    else:
+        for problem in problems:
+            click.echo(f"{problem.code} {problem.one_line()}")
+        click.echo(ok_message if not problems else f"{len(problems)} problem(s) found", err=bool(problems))
+    if problems:
+        sys.exit(Exit.PROBLEMS)
 
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+
+# ----------------------------------------------------------------------------------------------
+# Failures, handled once for every command
+
+
+def _machine_error(err: OSError) -> RegistryError:
+    """A failing machine (disk full, no permission, a path of the wrong kind) as one line."""
+    fixes = {
+        errno.ENOSPC: "free disk space (or inodes) and run the command again",
+        errno.EDQUOT: "free space within your quota and run the command again",
+        errno.EACCES: "give your user write access to it (or run as its owner) and run the command again",
+        errno.EPERM: "give your user write access to it (or run as its owner) and run the command again",
+        errno.EROFS: "run the command on a writable file system",
+        errno.EISDIR: "remove or rename the directory that stands where a file belongs",
+        errno.ENOTDIR: "remove or rename the file that stands where a directory belongs",
+    }
+    fix = fixes.get(err.errno or 0, "check the file and run the command again")
+    return RegistryError(f"fs.{errno.errorcode.get(err.errno or 0, 'error').lower()}", err.filename, err.strerror or str(err), fix, Exit.MACHINE)
+
+
+def _as_registry_error(exc: BaseException) -> RegistryError | None:
+    if isinstance(exc, RegistryError):
+        return exc
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in TORCH_MODULES:
+        return RegistryError("install.needs-torch", exc.name, "this command reads or writes tensors and needs the torch extra", "pip install 'rwkv-registry[torch]'")
+    if isinstance(exc, OSError):
+        return _machine_error(exc)
+    return None
+
+
+def _debug(exc: BaseException) -> None:
+    if os.environ.get("REGISTRY_DEBUG") not in (None, "", "0"):
+        text = "".join(traceback.format_exception(exc))
+        token = os.environ.get("HF_TOKEN")
+        text = text.replace(token, "***") if token else text
+        click.echo(_TOKEN_SHAPED.sub("hf_***", text), err=True, nl=False)
+
+
+def _fail(problems: Sequence[Problem], exit_code: int, as_json: bool, payload: dict | None = None) -> None:
+    if as_json:
+        emit_json({"ok": False, **(payload or {}), "problems": [p.as_dict() for p in problems]})
+    for problem in problems:
+        click.echo(f"error: {problem.one_line()}", err=True)
+    sys.exit(exit_code)
+
+
+class RegistryGroup(click.Group):
+    """The group that turns every failure into the CLI contract (see the module docstring)."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in argv
+        from ..progress import progress_enabled
+
+        if not progress_enabled(not as_json):  # the Hub's own bars follow our rule
+            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
         try:
-            return func(*args, **kwargs)
-        except RegistryError as err:
-            click.echo(f"error: {err.one_line()}", err=True)
-            sys.exit(err.exit_code)
+            result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Exit as done:
+            sys.exit(done.exit_code)
+        except click.ClickException as usage:
+            _debug(usage)
+            if as_json:
+                emit_json({"ok": False, "problems": [Problem("usage", None, usage.format_message(), "see `registry --help`").as_dict()]})
+            usage.show()
+            sys.exit(Exit.USAGE)
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(Exit.REFUSED)
+        except Exception as exc:  # noqa: BLE001 — translated below, or re-raised as a crash
+            error = _as_registry_error(exc)
+            if error is None:
+                raise
+            _debug(exc)
+            _fail(error.problems, error.exit_code, as_json, error.payload)
+        if not standalone_mode:
+            return result
+        sys.exit(result if isinstance(result, int) else Exit.OK)
 
-    return wrapper
 
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RegistryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="registry")
 def main() -> None:
     """Validate, maintain and publish Hugging Face repos of RWKV-7 weights.
 
     A registry is a folder mirrored 1:1 to a model repo: <base>/<method>/<data-version>/...,
     index.json (the machine-readable index) and SHA256SUMS at its root.
+
+    \b
+    Exit codes: 0 ok; 1 checked and found problems; 2 usage error; 3 refused
+    (nothing changed); 4 Hub or network failure, retry; 5 the machine failed
+    (disk full, permissions). REGISTRY_DEBUG=1 prints tracebacks.
     """
 
 
@@ -75,16 +187,3 @@ def run() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code or 0)
-
-
-def report(findings, as_json: bool, ok_message: str) -> None:
-    if as_json:
-        emit_json({"ok": not findings, "findings": [f.as_dict() for f in findings]})
-    else:
-        for finding in findings:
-            click.echo(finding.one_line())
-        click.echo(ok_message if not findings else f"{len(findings)} problem(s) found", err=bool(findings))
-    if findings:
-        sys.exit(1)
-
-

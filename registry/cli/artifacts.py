@@ -7,12 +7,7 @@ from pathlib import Path
 import click
 
 from ..progress import byte_progress
-from .app import emit_json, main, refusals
-
-REGISTRY_OPT = click.option(
-    "-C", "--registry", "registry", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True,
-    envvar="RWKV_REGISTRY", help="The registry directory (env RWKV_REGISTRY).",
-)
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
 
 
 @main.command("add-base")
@@ -22,8 +17,7 @@ REGISTRY_OPT = click.option(
 @click.option("--vocab", help="Vocabulary file name, e.g. rwkv_vocab_v20230424.txt.")
 @click.option("--sha256", "sha256", help="Published sha256 (checked against the file; required with --metadata-only).")
 @click.option("--metadata-only", is_flag=True, help="Declare the base by its hash without the file.")
-@click.option("--json", "as_json", is_flag=True, help="Print the new base as JSON.")
-@refusals
+@JSON_OPT
 def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_only: bool, as_json: bool) -> None:
     """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/."""
     from ..ops.add_base import BaseRequest, add_base
@@ -54,8 +48,7 @@ def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_onl
 @click.option("--recommended", is_flag=True, help="Mark as the recommended file for this base and method.")
 @click.option("--notes", default="", help="Free text shown in the card.")
 @click.option("--move", is_flag=True, help="Move the file instead of copying it.")
-@click.option("--json", "as_json", is_flag=True, help="Print the new entry as JSON.")
-@refusals
+@JSON_OPT
 def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_json, data_sha256, dataset_repo, data_sums, recommended, notes, move, as_json) -> None:
     """Put weight FILE at its canonical path, refusing weights that do not fit the base."""
     from ..ops.add import AddRequest, add_weight
@@ -83,8 +76,7 @@ def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_j
 @click.option("--backend", required=True, help="Inference backend and version; only same-date, same-backend scores compare.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1), help="Runs averaged.")
 @click.option("--notes", default="")
-@click.option("--json", "as_json", is_flag=True)
-@refusals
+@JSON_OPT
 def score_cmd(path: str, registry: Path, benchmark, value, unit, date_, backend, runs, notes, as_json) -> None:
     """Record an evaluation result for the entry at PATH."""
     from ..arguments import parse_date
@@ -101,8 +93,7 @@ def score_cmd(path: str, registry: Path, benchmark, value, unit, date_, backend,
 
 @main.command("list")
 @REGISTRY_OPT
-@click.option("--json", "as_json", is_flag=True, help="Print bases and entries as JSON.")
-@refusals
+@JSON_OPT
 def list_cmd(registry: Path, as_json: bool) -> None:
     """Show bases and entries."""
     from rich.console import Console

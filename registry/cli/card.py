@@ -7,23 +7,31 @@ from pathlib import Path
 
 import click
 
-from .app import DIR_ARG, emit_json, main, refusals
+from ..errors import Exit, RegistryError
+from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, registry_dir, report
 
 
 @main.command()
 @DIR_ARG
+@REGISTRY_OPT
 @click.option("--check", is_flag=True, help="Only compare README.md with what index.json renders; print a diff, change nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@refusals
-def card(directory: Path, check: bool, as_json: bool) -> None:
+@JSON_OPT
+def card(directory: Path | None, registry: Path, check: bool, as_json: bool) -> None:
     """Render the bilingual model card (README.md) of the registry in DIRECTORY and refresh SHA256SUMS.
 
-    The hand-written section between the registry:handwritten markers is kept verbatim.
+    DIR defaults to -C / RWKV_REGISTRY, else the current directory.  The hand-written section between the registry:handwritten markers is kept verbatim.
     """
     from ..ops.card import compare_card, write_card
 
+    root = registry_dir(directory, registry)
     if check:
-        state = compare_card(directory)
+        try:
+            state = compare_card(root)
+        except RegistryError as err:
+            if not err.code.startswith("card."):
+                raise
+            report(err.problems, as_json, "")  # a card that cannot be compared is a finding of the check
+            return
         diff = state.diff()
         if as_json:
             emit_json({"ok": state.fresh, "diff": diff})
@@ -33,10 +41,10 @@ def card(directory: Path, check: bool, as_json: bool) -> None:
             click.echo(diff, nl=False)
             click.echo("README.md is stale; run `registry card`", err=True)
         if not state.fresh:
-            sys.exit(1)
+            sys.exit(Exit.PROBLEMS)
         return
-    changed = write_card(directory)
+    changed = write_card(root)
     if as_json:
-        emit_json({"changed": changed})
+        emit_json({"ok": True, "changed": changed})
     else:
         click.echo("README.md rendered" if changed else "README.md was already up to date")

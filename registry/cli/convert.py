@@ -8,8 +8,7 @@ import click
 from click.core import ParameterSource
 
 from ..progress import byte_progress
-from .app import emit_json, main, refusals
-from .artifacts import REGISTRY_OPT
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
 
 
 @main.command("convert")
@@ -17,8 +16,7 @@ from .artifacts import REGISTRY_OPT
 @REGISTRY_OPT
 @click.option("--shard-size", default="5GB", show_default=True, help="Split checkpoints larger than this into model-0000i-of-0000N.safetensors.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs whose content differs.")
-@click.option("--json", "as_json", is_flag=True, help="Print the derived entries as JSON.")
-@refusals
+@JSON_OPT
 def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: bool, as_json: bool) -> None:
     """Convert registered .pth files (or standalone .pth files outside the registry) to safetensors.
 

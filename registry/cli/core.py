@@ -6,74 +6,80 @@ from pathlib import Path
 
 import click
 
-from ..progress import byte_progress, stderr
-from .app import DIR_ARG, emit_json, main, progress_echo, refusals, report
-
-
-@main.command()
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--title", help="Title shown on the model card.")
-@click.option("--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen).")
-@refusals
-def init(directory: Path, title: str | None, license_: str | None) -> None:
-    """Create an empty registry in DIRECTORY."""
-    from ..ops.init import init_registry
-
-    repo = init_registry(directory, title=title, license=license_)
-    click.echo(f"initialised registry at {repo.root}")
+from ..progress import byte_progress, say
+from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo, registry_dir, report
 
 
 @main.command()
 @DIR_ARG
+@REGISTRY_OPT
+@click.option("--title", help="Title shown on the model card.")
+@click.option("--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen).")
+@JSON_OPT
+def init(directory: Path | None, registry: Path, title: str | None, license_: str | None, as_json: bool) -> None:
+    """Create an empty registry in DIR (default: -C, else the current directory)."""
+    from ..ops.init import init_registry
+
+    repo = init_registry(registry_dir(directory, registry), title=title, license=license_)
+    if as_json:
+        emit_json({"ok": True, "registry": str(repo.root)})
+    else:
+        click.echo(f"initialised registry at {repo.root}")
+
+
+@main.command()
+@DIR_ARG
+@REGISTRY_OPT
 @click.option("--check", is_flag=True, help="Only verify SHA256SUMS against the files; change nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@refusals
-def sums(directory: Path, check: bool, as_json: bool) -> None:
-    """Recompute SHA256SUMS (or --check it) for the registry in DIRECTORY."""
+@JSON_OPT
+def sums(directory: Path | None, registry: Path, check: bool, as_json: bool) -> None:
+    """Recompute SHA256SUMS (or --check it) for the registry in DIR."""
     from ..ops.sums import write_sums
     from ..ops.validate import validate
 
+    root = registry_dir(directory, registry)
     with byte_progress("hashing", enabled=not as_json) as bar:
         if check:
-            findings = [f for f in validate(directory, progress=bar.advance) if f.code.startswith("sums.")]
-            report(findings, as_json, "SHA256SUMS matches every file")
+            problems = [p for p in validate(root, progress=bar.advance) if p.code.startswith("sums.")]
+            report(problems, as_json, "SHA256SUMS matches every file")
             return
-        digests = write_sums(directory, progress=bar.advance)
+        digests = write_sums(root, progress=bar.advance)
     if as_json:
-        emit_json({"files": len(digests)})
+        emit_json({"ok": True, "files": len(digests)})
     else:
         click.echo(f"SHA256SUMS written: {len(digests)} files")
 
 
 @main.command(name="validate")
 @DIR_ARG
-@click.option("--json", "as_json", is_flag=True, help="Print findings as JSON (for CI).")
+@REGISTRY_OPT
+@JSON_OPT
 @click.option("--index-only", type=click.Path(dir_okay=False, path_type=Path), help="Check just this index.json (e.g. the known-bases catalog).")
 @click.option("--allow-rewrite", "rewrite_reason", metavar="REASON", help="Accept changes to already-published files and record REASON in index.json.")
-@refusals
-def validate_cmd(directory: Path, as_json: bool, index_only: Path | None, rewrite_reason: str | None) -> None:
+def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_only: Path | None, rewrite_reason: str | None) -> None:
     """Check layout, schemas, index cross-references and SHA256SUMS; exit 0 only when clean."""
     from ..ops.validate import allow_rewrite, validate, validate_index_file
 
+    root = registry_dir(directory, registry)
     if rewrite_reason:
-        for rewrite in allow_rewrite(directory, rewrite_reason):
-            stderr.print(f"recorded rewrite of {rewrite.path}: {rewrite.reason}")
+        for rewrite in allow_rewrite(root, rewrite_reason):
+            say(f"recorded rewrite of {rewrite.path}: {rewrite.reason}")
     if index_only:
         report(validate_index_file(index_only), as_json, f"{index_only} is valid")
         return
     with byte_progress("hashing", enabled=not as_json) as bar:
-        findings = validate(directory, progress=bar.advance)
-    report(findings, as_json, "registry is valid")
+        problems = validate(root, progress=bar.advance)
+    report(problems, as_json, "registry is valid")
 
 
 @main.command()
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default="rwkv-registry-demo", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print each step's result as JSON.")
-@refusals
-def demo(directory: Path, as_json: bool) -> None:
-    """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIRECTORY."""
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), required=False)
+@click.option("-C", "--registry", "registry", type=click.Path(file_okay=False, path_type=Path), default="rwkv-registry-demo", show_default=True, envvar="RWKV_REGISTRY", help="The directory the demo fills: registry/ (the registry) and inputs/ (env RWKV_REGISTRY).")
+@JSON_OPT
+def demo(directory: Path | None, registry: Path, as_json: bool) -> None:
+    """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR."""
     from ..ops.demo import run_demo
 
-    steps = run_demo(directory, echo=progress_echo(as_json))
+    steps = run_demo(registry_dir(directory, registry), echo=progress_echo(as_json))
     if as_json:
         emit_json(steps)

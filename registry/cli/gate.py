@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from .app import emit_json, main, progress_echo, refusals
-from .artifacts import REGISTRY_OPT
+from ..errors import Exit
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo
 
 
 @main.command("smoke")
@@ -15,8 +15,7 @@ from .artifacts import REGISTRY_OPT
 @REGISTRY_OPT
 @click.option("--base-file", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The base .pth the entries were trained on (its sha256 is checked first).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True, help="cpu runs everything but the kernel; publish then needs --allow-cpu-gate.")
-@click.option("--json", "as_json", is_flag=True, help="Print the receipts as JSON.")
-@refusals
+@JSON_OPT
 def smoke_cmd(paths: tuple[str, ...], registry: Path, base_file: Path, device: str, as_json: bool) -> None:
     """Run entries PATH… (default: all) through the RWKV-7 kernel and the official runtime.
 
@@ -32,4 +31,4 @@ def smoke_cmd(paths: tuple[str, ...], registry: Path, base_file: Path, device: s
         for r in receipts:
             click.echo(f"{'passed' if r.passed else 'FAILED'} {r.entry} ({r.environment.device}, {r.timings.total_s:.1f} s)")
     if not all(r.passed for r in receipts):
-        raise SystemExit(1)
+        raise SystemExit(Exit.PROBLEMS)

@@ -6,45 +6,19 @@ itself, so it cannot end up in shell history, CI logs or ``--json`` output.
 
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 
 import click
 
-from ..errors import RegistryError
-from .app import emit_json, main, progress_echo, refusals
-from .artifacts import REGISTRY_OPT
+from ..errors import Exit, Problem, RegistryError
+from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo, registry_dir, registry_option
 
 REVISION_OPT = click.option("--revision", default="main", show_default=True, help="Branch to publish to or read from.")
-JSON_OPT = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (for CI).")
 
 
-def itemized(func):
-    """Print every reason of a multi-reason refusal as its own ``error:`` line (and as JSON with --json)."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except RegistryError as err:
-            from ..hub.refused import (
-                Refused,  # imported late: the hub package pulls in huggingface_hub
-            )
-
-            if not isinstance(err, Refused):
-                raise
-            if kwargs.get("as_json"):
-                emit_json({"ok": False, **err.payload, "findings": [f.as_dict() for f in err.findings]})
-            for finding in err.findings:
-                _error_line(finding)
-            sys.exit(err.exit_code)
-
-    return wrapper
-
-
-def _error_line(finding) -> None:
-    click.echo(f"error: {RegistryError(finding.code, finding.file, finding.message, finding.fix).one_line()}", err=True)
+def _error_line(problem: Problem) -> None:
+    click.echo(f"error: {problem.one_line()}", err=True)
 
 
 def _print_plan(plan) -> None:
@@ -84,8 +58,6 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
 @click.option("--allow-cpu-gate", is_flag=True, help="Accept gate receipts from CPU-only runs.")
 @click.option("--delete-remote-extra", is_flag=True, help="Delete files on the Hub that the registry does not have.")
 @JSON_OPT
-@refusals
-@itemized
 def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, as_json) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
     from ..ops.publish import PublishOptions, publish
@@ -108,21 +80,20 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
         if outcome.tagged:
             click.echo(f"tagged {outcome.tagged}")
     if outcome.blockers:
-        sys.exit(1)
+        sys.exit(Exit.PROBLEMS)
 
 
 @main.command("pull")
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to download.")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@DIR_ARG
+@REGISTRY_OPT
 @REVISION_OPT
 @JSON_OPT
-@refusals
-@itemized
-def pull_cmd(repo_id: str, directory: Path, revision: str, as_json: bool) -> None:
-    """Download a registry into DIRECTORY (new or empty), verify every file, then move it into place."""
+def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, as_json: bool) -> None:
+    """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place."""
     from ..ops.pull import pull
 
-    pulled = pull(repo_id, directory, revision, say=progress_echo(as_json))
+    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json))
     if as_json:
         emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump()})
     else:
@@ -131,22 +102,21 @@ def pull_cmd(repo_id: str, directory: Path, revision: str, as_json: bool) -> Non
 
 @main.command("verify-remote")
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to check.")
-@click.option("-C", "--registry", type=click.Path(file_okay=False, path_type=Path), help="Also compare with this local registry's SHA256SUMS.")
+@registry_option("The registry directory (env RWKV_REGISTRY); when it holds a registry, its SHA256SUMS is compared too.")
 @REVISION_OPT
 @JSON_OPT
-@refusals
-@itemized
-def verify_remote_cmd(repo_id: str, registry: Path | None, revision: str, as_json: bool) -> None:
+def verify_remote_cmd(repo_id: str, registry: Path, revision: str, as_json: bool) -> None:
     """Check the Hub's files against its SHA256SUMS and index.json without downloading the weights."""
     from ..ops.verify_remote import verify_remote
+    from ..repo import INDEX_NAME
 
-    report = verify_remote(repo_id, revision, registry)
+    report = verify_remote(repo_id, revision, registry if (registry / INDEX_NAME).is_file() else None)
     if as_json:
         emit_json(report.as_dict())
     else:
-        for finding in report.findings:
-            click.echo(finding.one_line())
+        for problem in report.problems:
+            click.echo(f"{problem.code} {problem.one_line()}")
         summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
-        click.echo(summary if not report.findings else f"{len(report.findings)} problem(s) found", err=bool(report.findings))
-    if report.findings:
-        sys.exit(1)
+        click.echo(summary if not report.problems else f"{len(report.problems)} problem(s) found", err=bool(report.problems))
+    if report.problems:
+        sys.exit(Exit.PROBLEMS)

@@ -96,7 +96,7 @@ def _write_one(
             checked = readback.finish()
     except OSError as exc:
         temp.unlink(missing_ok=True)
-        raise RegistryError("convert.write-failed", final, f"writing failed: {exc.strerror or exc}", "free disk space (or fix the target) and run convert again") from None
+        raise RegistryError("convert.write-failed", final, f"writing failed: {exc.strerror or exc}", "free disk space (or fix the target) and run convert again") from exc
     except BaseException:
         temp.unlink(missing_ok=True)
         raise

@@ -53,7 +53,7 @@ def _import_model(device: str):
         with stdout_to_stderr():  # its JIT builds print compiler output
             import rwkv.model as model  # noqa: PLC0415
     except ImportError as error:
-        raise RegistryError("gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32") from None
+        raise RegistryError("gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32") from error
     return model
 
 

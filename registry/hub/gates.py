@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator
 
 from pydantic import ValidationError
 
+from ..errors import Problem
 from ..gate.receipt import Receipt, receipt_path
-from ..layout import Finding
 from ..models import Entry, Index
 from ..repo import Repo
 
@@ -42,22 +42,22 @@ def _receipt_problem(receipt: Receipt, entry: Entry, sums: dict[str, str], allow
     return None
 
 
-def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], allow_cpu: bool) -> Iterator[Finding]:
+def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], allow_cpu: bool) -> Iterator[Problem]:
     """One finding per entry about to be uploaded without a passing receipt for its bytes."""
     for entry in entries_touching(index, uploads):
         base = index.base_by_sha(entry.base_sha256)
         fix = f"run `registry smoke {entry.path} --base-file {base.filename if base else 'BASE.pth'}`"
         path = receipt_path(repo.gates_dir, entry.sha256)
         if not path.is_file():
-            yield Finding("gate.missing", entry.path, f"no gate receipt for sha256 {entry.sha256[:12]}…", fix)
+            yield Problem("gate.missing", entry.path, f"no gate receipt for sha256 {entry.sha256[:12]}…", fix)
             continue
         try:
             receipt = Receipt.model_validate_json(path.read_bytes())
         except ValidationError as err:
-            yield Finding("gate.bad-receipt", entry.path, f"{repo.rel(path)} is not a valid receipt ({err.error_count()} error(s))", fix)
+            yield Problem("gate.bad-receipt", entry.path, f"{repo.rel(path)} is not a valid receipt ({err.error_count()} error(s))", fix)
             continue
         problem = _receipt_problem(receipt, entry, sums, allow_cpu)
         if problem:
             code, message = problem
             cpu_fix = f"{fix} on a CUDA machine, or pass --allow-cpu-gate"
-            yield Finding(code, entry.path, message, cpu_fix if code == "gate.cpu-only" else fix)
+            yield Problem(code, entry.path, message, cpu_fix if code == "gate.cpu-only" else fix)

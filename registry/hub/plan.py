@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..layout import Finding
+from ..errors import Problem
 from ..models import Rewrite
 from ..published import DERIVED
 from ..repo import GITATTRIBUTES_NAME
@@ -109,7 +109,7 @@ class Plan:
     head: str | None
     files: tuple[PlannedFile, ...]
     delete_extra: bool = False
-    problems: tuple[Finding, ...] = ()
+    problems: tuple[Problem, ...] = ()
 
     def with_status(self, *statuses: Status) -> tuple[PlannedFile, ...]:
         return tuple(f for f in self.files if f.status in statuses)
@@ -171,11 +171,11 @@ def rewrites_needed(files: Iterable[PlannedFile]) -> list[PlannedFile]:
     return [f for f in files if f.status == "changed" and f.path not in MUTABLE]
 
 
-def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewrite]) -> list[Finding]:
+def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewrite]) -> list[Problem]:
     """A changed file that the Hub already holds is refused, unless index.json records the rewrite."""
     rewrites = list(rewrites)
     return [
-        Finding("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote.content_id[:12]}…)", REWRITE_FIX)
+        Problem("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote.content_id[:12]}…)", REWRITE_FIX)
         for f in rewrites_needed(files)
         if recorded_rewrite(rewrites, f) is None
     ]
@@ -189,16 +189,16 @@ def make_plan(
     return Plan(remote.repo_id, remote.revision, remote.head, files, delete_extra, tuple(immutability_problems(files, rewrites)))
 
 
-def verify_tree(plan: Plan, local: Mapping[str, LocalFile], after: Mapping[str, RemoteFile]) -> list[Finding]:
+def verify_tree(plan: Plan, local: Mapping[str, LocalFile], after: Mapping[str, RemoteFile]) -> list[Problem]:
     """Compare the remote tree after the commit with :meth:`Plan.expected_tree`; empty when they agree.
 
     ``local`` must carry the git sha1 of every path that ``after`` holds as a plain git file.
     """
     expected = plan.expected_tree()
-    findings = [Finding("verify.missing", p, "planned but not in the new commit", "run `registry publish` again") for p in sorted(set(expected) - set(after))]
-    findings += [Finding("verify.unexpected", p, "in the new commit but not planned", "inspect the commit on the Hub") for p in sorted(set(after) - set(expected))]
+    findings = [Problem("verify.missing", p, "planned but not in the new commit", "run `registry publish` again") for p in sorted(set(expected) - set(after))]
+    findings += [Problem("verify.unexpected", p, "in the new commit but not planned", "inspect the commit on the Hub") for p in sorted(set(after) - set(expected))]
     for path in sorted(set(expected) & set(after)):
         kept, got = expected[path], after[path]
         if not (got.content_id == kept if kept is not None else same_content(local[path], got)):
-            findings.append(Finding("verify.mismatch", path, f"the Hub holds {got.content_id[:12]}…, not the planned bytes", "run `registry publish` again"))
+            findings.append(Problem("verify.mismatch", path, f"the Hub holds {got.content_id[:12]}…, not the planned bytes", "run `registry publish` again"))
     return findings

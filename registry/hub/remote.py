@@ -8,6 +8,7 @@ a one-line :class:`RegistryError` naming the repo and the fix.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,9 +24,10 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 from huggingface_hub.hf_api import RepoFile
-from huggingface_hub.utils import HFValidationError, validate_repo_id
+from huggingface_hub.utils import HFValidationError, disable_progress_bars, validate_repo_id
 
-from ..errors import RegistryError
+from .. import __version__
+from ..errors import Exit, RegistryError
 from .plan import RemoteFile, RemoteState
 
 _TOKEN_SHAPED = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")  # user access tokens: hf_ + 34 letters and digits
@@ -50,21 +52,22 @@ def hub_errors(repo_id: str, revision: str) -> Iterator[None]:
     """Translate huggingface_hub's exceptions into one-line refusals (token scrubbed)."""
     try:
         yield
-    except RevisionNotFoundError:
-        raise RegistryError("hub.revision-missing", repo_id, f"revision {revision!r} does not exist", "create the branch on the Hub, or pass --revision main") from None
+    except RevisionNotFoundError as exc:
+        raise RegistryError("hub.revision-missing", repo_id, f"revision {revision!r} does not exist", "create the branch on the Hub, or pass --revision main") from exc
     except RemoteEntryNotFoundError as err:
-        raise RegistryError("hub.file-missing", repo_id, f"a file is missing on the Hub ({_server_says(err)})", "publish the registry again, or check --revision") from None
-    except RepositoryNotFoundError:
-        raise RegistryError("hub.repo-missing", repo_id, "no such repo on the Hub (or the token cannot see it)", "check --repo-id and the token (`registry publish` creates a missing repo)") from None
+        raise RegistryError("hub.file-missing", repo_id, f"a file is missing on the Hub ({_server_says(err)})", "publish the registry again, or check --revision") from err
+    except RepositoryNotFoundError as exc:
+        raise RegistryError("hub.repo-missing", repo_id, "no such repo on the Hub (or the token cannot see it)", "check --repo-id and the token (`registry publish` creates a missing repo)") from exc
     except HfHubHTTPError as err:
         status = err.response.status_code
         if status in (401, 403):
-            raise RegistryError("hub.auth", repo_id, f"the Hub refused the credentials ({status})", AUTH_FIX) from None
+            raise RegistryError("hub.auth", repo_id, f"the Hub refused the credentials ({status})", AUTH_FIX) from err
         if status == 412:
-            raise RegistryError("hub.moved", repo_id, f"{revision} moved since the plan was made (someone else pushed); nothing was committed", "run `registry publish` again to plan against the new head") from None
-        raise RegistryError("hub.http", repo_id, f"the Hub answered {status}: {_server_says(err)}", RETRY_FIX) from None
+            raise RegistryError("hub.moved", repo_id, f"{revision} moved since the plan was made (someone else pushed); nothing was committed", "run `registry publish` again to plan against the new head", Exit.RETRY) from err
+        retryable = status == 429 or status >= 500
+        raise RegistryError("hub.http", repo_id, f"the Hub answered {status}: {_server_says(err)}", RETRY_FIX, Exit.RETRY if retryable else Exit.REFUSED) from err
     except httpx2.HTTPError as err:
-        raise RegistryError("hub.network", repo_id, f"network error talking to the Hub ({type(err).__name__}: {scrub(str(err))})", RETRY_FIX) from None
+        raise RegistryError("hub.network", repo_id, f"network error talking to the Hub ({type(err).__name__}: {scrub(str(err))})", RETRY_FIX, Exit.RETRY) from err
 
 
 def check_repo_id(repo_id: str) -> str:
@@ -72,7 +75,7 @@ def check_repo_id(repo_id: str) -> str:
     try:
         validate_repo_id(repo_id)
     except HFValidationError as err:
-        raise RegistryError("args.bad-repo-id", repo_id, str(err).rstrip("."), "pass --repo-id NAMESPACE/NAME") from None
+        raise RegistryError("args.bad-repo-id", repo_id, str(err).rstrip("."), "pass --repo-id NAMESPACE/NAME") from err
     if repo_id.count("/") != 1:
         raise RegistryError("args.bad-repo-id", repo_id, "not of the form NAMESPACE/NAME", "pass --repo-id NAMESPACE/NAME")
     return repo_id
@@ -96,7 +99,9 @@ class Hub:
     def __init__(self, repo_id: str, revision: str = "main", api: HfApi | None = None):
         self.repo_id = check_repo_id(repo_id)
         self.revision = revision
-        self.api = api or HfApi()
+        self.api = api or HfApi(library_name="rwkv-registry", library_version=__version__)
+        if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1":  # set by the CLI: no terminal, or --json
+            disable_progress_bars()
 
     def _errors(self):
         return hub_errors(self.repo_id, self.revision)
@@ -145,9 +150,9 @@ class Hub:
                 raise  # an answer from the Hub: hub_errors says what it means
             except RuntimeError as err:  # raised by the upload step once the client's retries are spent
                 cause = f" ({type(err.__cause__).__name__})" if err.__cause__ else ""
-                raise RegistryError("hub.upload-failed", self.repo_id, f"{scrub(str(err))}{cause}; nothing was committed", RETRY_FIX) from None
+                raise RegistryError("hub.upload-failed", self.repo_id, f"{scrub(str(err))}{cause}; nothing was committed", RETRY_FIX, Exit.RETRY) from err
             except ValueError as err:  # e.g. README.md front matter rejected before any upload
-                raise RegistryError("hub.rejected", self.repo_id, scrub(str(err)), "fix the file named above and run `registry publish` again") from None
+                raise RegistryError("hub.rejected", self.repo_id, scrub(str(err)), "fix the file named above and run `registry publish` again") from err
         return CommitResult(info.oid, info.commit_url, info.pr_revision, info.pr_url)
 
     def create_tag(self, tag: str, commit: str) -> None:

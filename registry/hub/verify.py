@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ..layout import Finding
+from ..errors import Problem
 from ..models import Index
 from ..repo import GITATTRIBUTES_NAME
 from ..sums import SUMS_NAME
@@ -22,39 +22,39 @@ REPUBLISH = "run `registry publish` from the registry that holds the right bytes
 UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME}
 
 
-def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Finding]:
+def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Problem]:
     """Every file SHA256SUMS lists is in the tree with that sha256 (LFS oid, or the hash of the plain
     file's bytes in ``plain_sha256``), and the tree holds nothing it does not list."""
     for path, sha in sorted(sums.items()):
         remote = tree.get(path)
         if remote is None:
-            yield Finding("remote.missing-file", path, "listed in the remote SHA256SUMS but not in the repo", REPUBLISH)
+            yield Problem("remote.missing-file", path, "listed in the remote SHA256SUMS but not in the repo", REPUBLISH)
             continue
         actual = remote.lfs_sha256 or plain_sha256.get(path)
         if actual != sha:
-            yield Finding("remote.mismatch", path, f"the Hub holds sha256 {str(actual)[:12]}… but its SHA256SUMS says {sha[:12]}…", REPUBLISH)
+            yield Problem("remote.mismatch", path, f"the Hub holds sha256 {str(actual)[:12]}… but its SHA256SUMS says {sha[:12]}…", REPUBLISH)
     for path in sorted(set(tree) - set(sums) - UNLISTED_OK):
-        yield Finding("remote.unlisted-file", path, "in the repo but not in its SHA256SUMS", "publish with --delete-remote-extra, or add the file to the registry")
+        yield Problem("remote.unlisted-file", path, "in the repo but not in its SHA256SUMS", "publish with --delete-remote-extra, or add the file to the registry")
 
 
-def index_findings(index: Index, sums: Mapping[str, str]) -> Iterator[Finding]:
+def index_findings(index: Index, sums: Mapping[str, str]) -> Iterator[Problem]:
     """Every file of every entry in index.json is listed in SHA256SUMS with the entry's sha256."""
     for entry in index.entries:
         expected = {entry.path: entry.sha256, **{s.path: s.sha256 for s in entry.shards}}
         for path in entry_files(entry):
             if sums.get(path) != expected[path]:
-                yield Finding("remote.index-mismatch", path, "index.json and SHA256SUMS on the Hub disagree", REPUBLISH)
+                yield Problem("remote.index-mismatch", path, "index.json and SHA256SUMS on the Hub disagree", REPUBLISH)
 
 
-def compare_findings(local: Mapping[str, str], remote: Mapping[str, str]) -> Iterator[Finding]:
+def compare_findings(local: Mapping[str, str], remote: Mapping[str, str]) -> Iterator[Problem]:
     """The local SHA256SUMS against the remote one."""
     for path in sorted(set(local) | set(remote)):
         if path not in remote:
-            yield Finding("local.unpublished", path, "in the local registry but not on the Hub", "run `registry publish`")
+            yield Problem("local.unpublished", path, "in the local registry but not on the Hub", "run `registry publish`")
         elif path not in local:
-            yield Finding("local.missing", path, "on the Hub but not in the local registry", "run `registry pull` into a new folder, or publish the deletion")
+            yield Problem("local.missing", path, "on the Hub but not in the local registry", "run `registry pull` into a new folder, or publish the deletion")
         elif local[path] != remote[path]:
-            yield Finding("local.differs", path, f"local sha256 {local[path][:12]}… but the Hub's is {remote[path][:12]}…", "restore the published bytes, or publish a recorded rewrite")
+            yield Problem("local.differs", path, f"local sha256 {local[path][:12]}… but the Hub's is {remote[path][:12]}…", "restore the published bytes, or publish a recorded rewrite")
 
 
 def sha256_file(path: Path) -> str:

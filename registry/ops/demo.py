@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import torch
 from ..errors import RegistryError
 from ..hashing import hash_file
 from ..models import Score
+from ..progress import Echo
 from ..synthetic import (
     TinySpec,
     make_adapter_file,
@@ -43,7 +43,6 @@ DATA_FULL = "5d3040d2" + "0" * 56
 SPEC = TinySpec(n_layer=2, n_embd=128, vocab_size=65536)
 DEMO_REPO_ID = "demo/rwkv-agent-weights"  # the demo never contacts the Hub: it plans against an empty remote
 
-Echo = Callable[[str], None]
 
 
 def _prepare(directory: Path) -> Path:

@@ -25,7 +25,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from rich.filesize import decimal
 
 from ..atomic import registry_lock
-from ..errors import RegistryError
+from ..errors import Problem, RegistryError
 from ..hub.gates import entries_touching, gate_findings
 from ..hub.local import local_files, local_sums, with_git_sha1
 from ..hub.plan import (
@@ -39,9 +39,7 @@ from ..hub.plan import (
     verify_tree,
 )
 from ..hub.record import RemoteRecord, record_remote
-from ..hub.refused import Refused
 from ..hub.remote import CommitResult, Hub
-from ..layout import Finding
 from ..models import Index
 from ..repo import Repo
 from .validate import validate
@@ -66,7 +64,7 @@ class Outcome:
     """The plan, what blocks it, and (after a real publish) the commit made, if any."""
 
     plan: Plan
-    blockers: tuple[Finding, ...] = ()
+    blockers: tuple[Problem, ...] = ()
     commit: CommitResult | None = None
     tagged: str | None = None
 
@@ -98,7 +96,7 @@ class _Draft:
     sums: dict[str, str]
     local: dict[str, LocalFile]
     plan: Plan
-    blockers: tuple[Finding, ...]
+    blockers: tuple[Problem, ...]
 
 
 def _check_options(options: PublishOptions) -> None:
@@ -114,7 +112,7 @@ def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, 
     plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
     blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate)]
     if options.tag and remote.exists and options.tag in hub.tags():
-        blockers.append(Finding("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
+        blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
     return _Draft(index, sums, local, plan, tuple(blockers))
 
 
@@ -150,12 +148,12 @@ def _verify(repo: Repo, draft: _Draft, hub: Hub, commit: str) -> None:
     local = with_git_sha1(repo.root, draft.local, plain_paths(draft.local, after))
     problems = verify_tree(draft.plan, local, after)
     if problems:
-        raise Refused(problems)
+        raise RegistryError.of(problems)
 
 
 def _require_clear(draft: _Draft) -> None:
     if draft.blockers:
-        raise Refused(draft.blockers, {"plan": draft.plan.as_dict()})
+        raise RegistryError.of(draft.blockers, {"plan": draft.plan.as_dict()})
 
 
 def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, say: Say | None = None) -> Outcome:
@@ -169,7 +167,7 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
         say("validating the registry")
         findings = validate(repo.root)
         if findings:
-            raise Refused(findings)  # SHA256SUMS is the plan's input: it must be true first
+            raise RegistryError.of(findings)  # SHA256SUMS is the plan's input: it must be true first
         index, sums = repo.load_index(), local_sums(repo)
         say(f"planning against {options.repo_id}@{options.revision}")
         remote = _remote(options, hub)

@@ -19,7 +19,6 @@ from ..errors import RegistryError
 from ..hub.local import local_sums
 from ..hub.plan import RemoteFile, plain_paths
 from ..hub.record import RemoteRecord, record_remote
-from ..hub.refused import Refused
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
 from ..repo import Repo
@@ -43,7 +42,7 @@ def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> dict[str, 
     plain = {p: sha256_file(staging / p) for p in plain_paths(sums, tree)}
     findings = [*remote_findings(sums, tree, plain), *validate(staging)]
     if findings:
-        raise Refused(findings)
+        raise RegistryError.of(findings)
     return sums
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,6 +49,7 @@ from ..gate.reference import make_wkv7_inputs, relative_error
 from ..gate.runtime import Rwkv7, load_tensors, merge_miss
 from ..hashing import hash_file
 from ..models import Entry, GateSummary, Index
+from ..progress import Echo
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
 FP32_TOLERANCE = 1e-3
@@ -60,7 +61,6 @@ DECODE_TOKENS = 16
 PREFILL_TOKENS = 1024
 CHUNK_TOLERANCE = 1e-5
 
-Echo = Callable[[str], None]
 
 
 @dataclass

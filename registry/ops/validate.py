@@ -16,12 +16,11 @@ from ..atomic import transaction
 from ..card import check_card
 from ..convert.shards import shard_set_problems
 from ..derived import stage_derived
-from ..errors import RegistryError
+from ..errors import Problem, RegistryError
 from ..hashing import StatCache
 from ..hashing.engine import Progress
 from ..layout import (
     TRAIN_JSON,
-    Finding,
     Placement,
     TreeScan,
     is_weight,
@@ -51,56 +50,56 @@ class Context:
         return self.repo.root
 
 
-Check = Callable[[Context], Iterator[Finding]]
+Check = Callable[[Context], Iterator[Problem]]
 
 
-def check_index(ctx: Context) -> Iterator[Finding]:
+def check_index(ctx: Context) -> Iterator[Problem]:
     """index.json parses and matches the schema; every violation is its own finding."""
     try:
         data = read_json(ctx.repo.index_path, INDEX_NAME)
     except RegistryError as err:
-        yield Finding(err.code, err.file or INDEX_NAME, err.message, err.fix)
+        yield err.problem.about(INDEX_NAME)
         return
     problems = schema_errors(data, "index")
     for where, message in problems:
-        yield Finding("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)")
+        yield Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)")
     if problems:
         return
     try:
         ctx.index = ctx.repo.load_index()
     except RegistryError as err:
-        yield Finding(err.code, err.file or INDEX_NAME, err.message, err.fix)
+        yield err.problem.about(INDEX_NAME)
 
 
-def check_bases(ctx: Context) -> Iterator[Finding]:
+def check_bases(ctx: Context) -> Iterator[Problem]:
     index = ctx.index
     for name, count in Counter(b.name for b in index.bases).items():
         if count > 1:
-            yield Finding("index.duplicate-base", INDEX_NAME, f"base {name!r} listed {count} times", "remove the duplicate from bases")
+            yield Problem("index.duplicate-base", INDEX_NAME, f"base {name!r} listed {count} times", "remove the duplicate from bases")
     for sha, count in Counter(b.sha256 for b in index.bases).items():
         if count > 1:
-            yield Finding("index.duplicate-base", INDEX_NAME, f"base sha256 {sha[:12]}… listed {count} times", "remove the duplicate from bases")
+            yield Problem("index.duplicate-base", INDEX_NAME, f"base sha256 {sha[:12]}… listed {count} times", "remove the duplicate from bases")
     for base in index.bases:
         if base.filename != f"{base.name}.pth":
-            yield Finding("index.base-name", INDEX_NAME, f"base {base.name!r} has filename {base.filename!r}", "the base directory name must be the file name without .pth")
+            yield Problem("index.base-name", INDEX_NAME, f"base {base.name!r} has filename {base.filename!r}", "the base directory name must be the file name without .pth")
 
 
-def check_layout(ctx: Context) -> Iterator[Finding]:
+def check_layout(ctx: Context) -> Iterator[Problem]:
     yield from ctx.scan.findings
     bases = {b.name for b in ctx.index.bases}
     for rel in ctx.scan.files:
         placed = place(rel, bases)
-        if isinstance(placed, Finding):
+        if isinstance(placed, Problem):
             yield placed
         elif placed is not None:
             ctx.placements[rel] = placed
     version_dirs = {p.version_dir for p in ctx.placements.values()}
     have_train = {p.version_dir for p in ctx.placements.values() if p.name == TRAIN_JSON}
     for directory in sorted(version_dirs - have_train):
-        yield Finding("layout.missing-train-json", f"{directory}/{TRAIN_JSON}", "no train.json in this data-version directory", "add it with `registry add --train-json PATH`")
+        yield Problem("layout.missing-train-json", f"{directory}/{TRAIN_JSON}", "no train.json in this data-version directory", "add it with `registry add --train-json PATH`")
 
 
-def check_train_json(ctx: Context) -> Iterator[Finding]:
+def check_train_json(ctx: Context) -> Iterator[Problem]:
     entries_by_dir: dict[str, set[str]] = {}
     for entry in ctx.index.entries:
         placed = ctx.placements.get(entry.path)
@@ -112,10 +111,10 @@ def check_train_json(ctx: Context) -> Iterator[Finding]:
         try:
             train: TrainJson = load_model(ctx.root / rel, "train", rel)  # type: ignore[assignment]
         except RegistryError as err:
-            yield Finding(err.code, err.file or rel, err.message, err.fix)
+            yield err.problem.about(rel)
             continue
         for sha in sorted(entries_by_dir.get(placed.version_dir, set()) - {train.data_sha256}):
-            yield Finding("train.data-mismatch", rel, f"data_sha256 {train.data_sha256[:12]}… but an entry here says {sha[:12]}…", "make train.json and the entries name the same training data")
+            yield Problem("train.data-mismatch", rel, f"data_sha256 {train.data_sha256[:12]}… but an entry here says {sha[:12]}…", "make train.json and the entries name the same training data")
 
 
 def _weight_paths(index: Index) -> Iterator[str]:
@@ -126,50 +125,50 @@ def _weight_paths(index: Index) -> Iterator[str]:
             yield entry.path
 
 
-def check_entries(ctx: Context) -> Iterator[Finding]:
+def check_entries(ctx: Context) -> Iterator[Problem]:
     index = ctx.index
     base_by_sha = {b.sha256: b for b in index.bases}
     listed = Counter(_weight_paths(index))
     for path, count in sorted(listed.items()):
         if count > 1:
-            yield Finding("index.duplicate-entry", INDEX_NAME, f"weight file {path} listed {count} times", "list each weight file in exactly one entry")
+            yield Problem("index.duplicate-entry", INDEX_NAME, f"weight file {path} listed {count} times", "list each weight file in exactly one entry")
     files = set(ctx.scan.files)
     for entry in index.entries:
         base = base_by_sha.get(entry.base_sha256)
         if base is None:
-            yield Finding("index.unknown-base", INDEX_NAME, f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases", "add the base with `registry add-base` or fix base_sha256")
+            yield Problem("index.unknown-base", INDEX_NAME, f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases", "add the base with `registry add-base` or fix base_sha256")
         if entry.path not in files:
-            yield Finding("index.missing-file", entry.path, "listed in index.json but not on disk", "restore the file or remove the entry")
+            yield Problem("index.missing-file", entry.path, "listed in index.json but not on disk", "restore the file or remove the entry")
             continue
         placed = ctx.placements.get(entry.path)
         if placed and base and (placed.base, placed.method, placed.version) != (base.name, entry.method, entry.data.version):
-            yield Finding("index.misplaced", entry.path, f"entry says {base.name}/{entry.method}/{entry.data.version}", "move the file to its canonical path or fix the entry")
+            yield Problem("index.misplaced", entry.path, f"entry says {base.name}/{entry.method}/{entry.data.version}", "move the file to its canonical path or fix the entry")
     for rel in ctx.scan.files:
         if is_weight(rel) and rel not in listed:
-            yield Finding("index.unlisted-weight", rel, "weight file is not listed in index.json", f"register it with `registry add {rel} ...` or delete it")
+            yield Problem("index.unlisted-weight", rel, "weight file is not listed in index.json", f"register it with `registry add {rel} ...` or delete it")
 
 
-def check_sums(ctx: Context) -> Iterator[Finding]:
+def check_sums(ctx: Context) -> Iterator[Problem]:
     """SHA256SUMS lists exactly the files on disk, with their real hashes."""
     ctx.digests = digest_tree(ctx.root, ctx.scan.files, StatCache(ctx.repo.stat_cache_path), ctx.progress)
     if not ctx.repo.sums_path.is_file():
-        yield Finding("sums.missing", SUMS_NAME, "SHA256SUMS is missing", "run `registry sums`")
+        yield Problem("sums.missing", SUMS_NAME, "SHA256SUMS is missing", "run `registry sums`")
         return
     try:
         ctx.listed_sums = parse_sums(ctx.repo.sums_path.read_bytes())
     except RegistryError as err:
-        yield Finding(err.code, err.file or SUMS_NAME, err.message, err.fix)
+        yield err.problem.about(SUMS_NAME)
         return
     for rel in sorted(set(ctx.digests) - set(ctx.listed_sums)):
-        yield Finding("sums.unlisted-file", rel, "file is not in SHA256SUMS", "run `registry sums`")
+        yield Problem("sums.unlisted-file", rel, "file is not in SHA256SUMS", "run `registry sums`")
     for rel in sorted(set(ctx.listed_sums) - set(ctx.digests)):
-        yield Finding("sums.missing-file", rel, "listed in SHA256SUMS but not on disk", "restore the file or run `registry sums`")
+        yield Problem("sums.missing-file", rel, "listed in SHA256SUMS but not on disk", "restore the file or run `registry sums`")
     for rel in sorted(set(ctx.listed_sums) & set(ctx.digests)):
         if ctx.listed_sums[rel] != ctx.digests[rel]:
-            yield Finding("sums.mismatch", rel, f"sha256 is {ctx.digests[rel][:12]}… but SHA256SUMS says {ctx.listed_sums[rel][:12]}…", "restore the original file, or run `registry sums` if the change is intended")
+            yield Problem("sums.mismatch", rel, f"sha256 is {ctx.digests[rel][:12]}… but SHA256SUMS says {ctx.listed_sums[rel][:12]}…", "restore the original file, or run `registry sums` if the change is intended")
 
 
-def check_entry_hashes(ctx: Context) -> Iterator[Finding]:
+def check_entry_hashes(ctx: Context) -> Iterator[Problem]:
     """index.json's sha256/size of each entry equal the file's (and so SHA256SUMS's)."""
     for entry in ctx.index.entries:
         refs = [(entry.path, entry.sha256, entry.size)] + [(s.path, s.sha256, s.size) for s in entry.shards]
@@ -178,12 +177,12 @@ def check_entry_hashes(ctx: Context) -> Iterator[Finding]:
             if actual is None:
                 continue
             if actual != sha:
-                yield Finding("index.sha-mismatch", path, f"index.json says sha256 {sha[:12]}… but the file is {actual[:12]}…", "restore the file, or re-add it with `registry add`")
+                yield Problem("index.sha-mismatch", path, f"index.json says sha256 {sha[:12]}… but the file is {actual[:12]}…", "restore the file, or re-add it with `registry add`")
             elif (ctx.root / path).stat().st_size != size:
-                yield Finding("index.size-mismatch", path, f"index.json says {size} bytes", "re-add the file with `registry add`")
+                yield Problem("index.size-mismatch", path, f"index.json says {size} bytes", "re-add the file with `registry add`")
 
 
-def check_shards(ctx: Context) -> Iterator[Finding]:
+def check_shards(ctx: Context) -> Iterator[Problem]:
     """A sharded checkpoint's index, shards and weight_map agree with each other and the entry."""
     files = set(ctx.scan.files)
     for entry in ctx.index.entries:
@@ -191,10 +190,10 @@ def check_shards(ctx: Context) -> Iterator[Finding]:
             continue
         listed = {s.path.rsplit("/", 1)[-1] for s in entry.shards}
         for problem in shard_set_problems(ctx.root / entry.path, listed):
-            yield Finding("shards.invalid", entry.path, problem, "re-run `registry convert --force` on the source .pth")
+            yield Problem("shards.invalid", entry.path, problem, "re-run `registry convert --force` on the source .pth")
 
 
-def check_immutable(ctx: Context) -> Iterator[Finding]:
+def check_immutable(ctx: Context) -> Iterator[Problem]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
 
@@ -211,7 +210,7 @@ CHECKS: list[Check] = [
 ]
 
 
-def validate_index_file(path: Path) -> list[Finding]:
+def validate_index_file(path: Path) -> list[Problem]:
     """Check one index.json on its own (schema and base rules), e.g. the known-bases catalog."""
     path = Path(path)
     ctx = Context(repo=Repo(path.parent.absolute()), scan=TreeScan())
@@ -223,13 +222,13 @@ def validate_index_file(path: Path) -> list[Finding]:
     return findings
 
 
-def validate(root: Path, progress: Progress | None = None, **options) -> list[Finding]:
+def validate(root: Path, progress: Progress | None = None, **options) -> list[Problem]:
     """All findings for the registry at ``root`` (empty when clean)."""
     repo = Repo.open(root, must_exist=False)
     if not any(repo.root.iterdir()):
-        return [Finding("layout.empty", str(repo.root), "the directory is empty", f"run `registry init {repo.root}`")]
+        return [Problem("layout.empty", str(repo.root), "the directory is empty", f"run `registry init {repo.root}`")]
     if not repo.index_path.is_file():
-        return [Finding("layout.no-index", INDEX_NAME, "index.json is missing", f"run `registry init {repo.root}`")]
+        return [Problem("layout.no-index", INDEX_NAME, "index.json is missing", f"run `registry init {repo.root}`")]
     ctx = Context(repo=repo, scan=scan_tree(repo.root), progress=progress, options=options)
     findings = list(check_index(ctx))
     if ctx.index is None:

@@ -6,11 +6,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import Problem
 from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
 from ..hub.verify import compare_findings, index_findings, remote_findings, sha256_file
-from ..layout import Finding
 from ..models import Index
 from ..repo import INDEX_NAME, Repo
 from ..schemas import load_model
@@ -23,16 +23,16 @@ class RemoteReport:
     revision: str
     commit: str
     files: int
-    findings: list[Finding] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
-            "ok": not self.findings,
+            "ok": not self.problems,
             "repo_id": self.repo_id,
             "revision": self.revision,
             "commit": self.commit,
             "files": self.files,
-            "findings": [f.as_dict() for f in self.findings],
+            "problems": [p.as_dict() for p in self.problems],
         }
 
 
