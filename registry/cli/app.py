@@ -89,7 +89,8 @@ def _machine_error(err: OSError) -> RegistryError:
         errno.ENOTDIR: "remove or rename the file that stands where a directory belongs",
     }
     fix = fixes.get(err.errno or 0, "check the file and run the command again")
-    return RegistryError(f"fs.{errno.errorcode.get(err.errno or 0, 'error').lower()}", err.filename, err.strerror or str(err), fix, Exit.MACHINE)
+    path = err.filename2 or err.filename  # a rename names its target second: the file the user knows
+    return RegistryError(f"fs.{errno.errorcode.get(err.errno or 0, 'error').lower()}", path, err.strerror or str(err), fix, Exit.MACHINE)
 
 
 def _as_registry_error(exc: BaseException) -> RegistryError | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from ..atomic import transaction
@@ -16,6 +17,7 @@ def init_registry(root: Path, title: str | None = None, license: str | None = No
     root = Path(root).absolute()
     if root.exists() and not root.is_dir():
         raise RegistryError("fs.not-a-directory", root, "exists and is not a directory", "choose another path")
+    created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     if (root / INDEX_NAME).exists():
         raise RegistryError("init.exists", root / INDEX_NAME, "a registry already exists here", "use the existing registry or choose an empty directory")
@@ -25,8 +27,15 @@ def init_registry(root: Path, title: str | None = None, license: str | None = No
     info = RegistryInfo(license=license) if title is None else RegistryInfo(title=title, license=license)
     index = Index(registry=info)
     repo = Repo(root)
-    with transaction(root) as txn:
-        txn.write(INDEX_NAME, render_index(index))
-        txn.write(GITATTRIBUTES_NAME, GITATTRIBUTES.encode())
-        stage_derived(repo, txn, index)
+    private_existed = repo.private.exists()
+    try:
+        with transaction(root) as txn:
+            txn.write(INDEX_NAME, render_index(index))
+            txn.write(GITATTRIBUTES_NAME, GITATTRIBUTES.encode())
+            stage_derived(repo, txn, index)
+    except BaseException:
+        # A failed init leaves nothing behind, so the next one starts from the same empty place.
+        if created or not private_existed:
+            shutil.rmtree(root if created else repo.private, ignore_errors=True)
+        raise
     return repo
