@@ -56,6 +56,7 @@ def test_every_command_has_help():
     for name, command in main.commands.items():
         result = runner.invoke(main, [name, "--help"])
         assert result.exit_code == 0 and command.help and len(result.output) > 80, name
+        assert "--json" in result.output and "-C, --registry" in result.output, name
 
 
 def test_pre_commit_hooks_file_is_the_one_documented():
