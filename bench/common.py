@@ -46,7 +46,7 @@ def child_peak_rss(code: str, *args: str) -> tuple[float, int, str]:
         text=True,
     )
     elapsed = time.perf_counter() - start
-    peak_kib = int(next(l for l in proc.stdout.splitlines() if l.startswith("PEAK")).split()[1])
+    peak_kib = int(next(line for line in proc.stdout.splitlines() if line.startswith("PEAK")).split()[1])
     return elapsed, peak_kib * 1024, proc.stdout
 
 

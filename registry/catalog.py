@@ -17,9 +17,7 @@ from .schemas import load_model
 
 def load_catalog(path: Path | None = None) -> Index:
     path = path or catalog_path()
-    index = load_model(path, "index", str(path))
-    assert isinstance(index, Index)
-    return index
+    return load_model(path, Index, str(path))
 
 
 def known_base(catalog: Index, filename: str) -> Base | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -23,7 +23,7 @@ Sha256 = str
 METHODS: tuple[str, ...] = ("state", "miss", "full")
 Method = Literal["state", "miss", "full"]
 
-INDEX_FORMAT_VERSION = 1
+INDEX_FORMAT_VERSION: Final = 1
 
 
 class _Strict(BaseModel):

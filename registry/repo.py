@@ -31,7 +31,7 @@ class Repo:
     root: Path
 
     @classmethod
-    def open(cls, root: Path | str, must_exist: bool = True) -> "Repo":
+    def open(cls, root: Path | str, must_exist: bool = True) -> Repo:
         root = Path(root).absolute()
         if not root.is_dir():
             raise RegistryError("layout.not-a-registry", root, "no such directory", "run `registry init DIR` first")
@@ -71,7 +71,7 @@ class Repo:
         return self.private / "gates"
 
     def load_index(self) -> Index:
-        return load_model(self.index_path, "index", INDEX_NAME)  # type: ignore[return-value]
+        return load_model(self.index_path, Index, INDEX_NAME)
 
     def rel(self, path: Path) -> str:
         return path.absolute().relative_to(self.root).as_posix()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
@@ -18,6 +18,8 @@ from pydantic import BaseModel, ValidationError
 from .errors import RegistryError
 from .models import MODELS
 from .resources import REINSTALL, schema_dir
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def extra_models() -> dict[str, type[BaseModel]]:
@@ -103,8 +105,9 @@ def read_json(path: Path, display: str | None = None) -> Any:
         raise RegistryError("json.malformed", display, str(exc), "fix the syntax") from exc
 
 
-def load_model(path: Path, kind: str, display: str | None = None) -> BaseModel:
-    """Read, schema-check and parse a JSON file into its model; the first problem is raised."""
+def load_model(path: Path, model: type[M], display: str | None = None) -> M:
+    """Read, schema-check and parse a JSON file into ``model`` (one of :func:`all_models`); the first problem is raised."""
+    kind = next(name for name, known in all_models().items() if known is model)
     display = display or str(path)
     data = read_json(path, display)
     problems = schema_errors(data, kind)
@@ -113,7 +116,7 @@ def load_model(path: Path, kind: str, display: str | None = None) -> BaseModel:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise RegistryError("schema.invalid", display, f"{where}: {message}{more}", f"correct {where} to match schemas/{kind}.schema.json")
     try:
-        return all_models()[kind].model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = _pydantic_path(err["loc"])

@@ -353,7 +353,7 @@ def test_writeback_starts_in_order_while_copying(populated, monkeypatch):
     derived = convert_entry(root, entries["full"].path, BIG)
     assert derived.sha256 == sha256_of(root / derived.path)
     assert same_bits(read_all([root / derived.path])[0], torch.load(root / entries["full"].path, weights_only=True))
-    assert started[0][0] == 0 and all(a + n == b for (a, n, _), (b, _, _) in zip(started, started[1:]))
+    assert started[0][0] == 0 and all(a + n == b for (a, n, _), (b, _, _) in zip(started, started[1:], strict=False))
     assert all(n >= 16384 for _, n, _ in started) and derived.size - sum(n for _, n, _ in started) < 16384 + 4096
     assert all(thread.startswith("writeback ") for _, _, thread in started)  # never the copying thread
 

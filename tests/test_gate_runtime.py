@@ -177,7 +177,7 @@ def assert_logits_close(ours: torch.Tensor, theirs: torch.Tensor) -> None:
 def test_prompt_logits_match_package(model, package):
     logits, state = model.forward(PROMPT)
     assert_logits_close(logits, package["logits"])
-    for ours, theirs in zip(to_package_state(state), package["prompt_state"]):
+    for ours, theirs in zip(to_package_state(state), package["prompt_state"], strict=True):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
@@ -185,7 +185,7 @@ def test_one_token_continuation_matches_package(model, package):
     _, state = model.forward(PROMPT)
     logits, state = model.forward([NEXT_TOKEN], state)
     assert_logits_close(logits, package["logits_next"])
-    for ours, theirs in zip(to_package_state(state), package["next_state"]):
+    for ours, theirs in zip(to_package_state(state), package["next_state"], strict=True):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
@@ -205,7 +205,7 @@ def test_forward_does_not_modify_the_given_state(model, artifacts):
     tuned = model.apply_state_file(artifacts["state_tensors"])
     before = [s.clone() for s in tuned]
     model.forward(PROMPT, tuned)
-    for s, b in zip(tuned, before):
+    for s, b in zip(tuned, before, strict=True):
         assert torch.equal(s, b)
 
 
@@ -214,7 +214,7 @@ def test_prefill_in_chunks_equals_one_prefill(model):
     _, head = model.forward(PROMPT[:3])
     logits_chunked, state_chunked = model.forward(PROMPT[3:], head)
     torch.testing.assert_close(logits_chunked, logits, rtol=1e-5, atol=1e-5)
-    for a, b in zip(state_chunked, state):
+    for a, b in zip(state_chunked, state, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
@@ -224,7 +224,7 @@ def test_batched_forward_equals_per_sequence(model):
     for e in range(2):
         logits_one, state_one = model.forward(batch[e].tolist())
         torch.testing.assert_close(logits[e], logits_one, rtol=1e-5, atol=1e-5)
-        for a, b in zip(state, state_one):
+        for a, b in zip(state, state_one, strict=True):
             torch.testing.assert_close(a[e : e + 1], b, rtol=1e-5, atol=1e-5)
 
 
@@ -276,7 +276,7 @@ def test_package_state_conversion_round_trips(model):
     package_state = to_package_state(state)
     assert package_state[1].shape == (SPEC.n_head, SPEC.head_size, SPEC.head_size)
     assert package_state[0].shape == (SPEC.n_embd,)
-    for a, b in zip(from_package_state(package_state), state):
+    for a, b in zip(from_package_state(package_state), state, strict=True):
         assert torch.equal(a, b)
 
 

@@ -348,14 +348,14 @@ def _architecture(path: Path, tensors: dict[str, TensorInfo]) -> Architecture:
     architecture = Architecture(
         n_layer=n_layer, n_embd=n_embd, head_size=head_size, vocab_size=vocab_size, n_head=n_head, dim_ffn=tensors["blocks.0.ffn.key.weight"].shape[0]
     )
+    if n_head * head_size != n_embd:
+        raise RegistryError("weights.inconsistent", path, f"r_k is [{n_head}, {head_size}] but n_embd is {n_embd}", "pass an unmodified RWKV-7 checkpoint")
     _check_consistent(path, tensors, architecture)
     return architecture
 
 
 def _check_consistent(path: Path, tensors: dict[str, TensorInfo], arch: Architecture) -> None:
     """Every Linear has the shape the architecture implies (State and MiSS checks rely on it)."""
-    if arch.n_head * arch.head_size != arch.n_embd:
-        raise RegistryError("weights.inconsistent", path, f"r_k is [{arch.n_head}, {arch.head_size}] but n_embd is {arch.n_embd}", "pass an unmodified RWKV-7 checkpoint")
     for target in default_targets(arch):
         actual = tensors[target.name].shape
         if actual != target.shape:

@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -50,8 +50,8 @@ from .dtypes import dtype_code
 if TYPE_CHECKING:  # torch is imported where tensors are made: reading a manifest needs none
     import torch
 
-MISS_FORMAT = "rwkv-miss"
-MISS_FORMAT_VERSION = 1
+MISS_FORMAT: Final = "rwkv-miss"
+MISS_FORMAT_VERSION: Final = 1
 MANIFEST_MEMBER = "miss.json"
 ADAPTER_DTYPE = "BF16"  # safetensors name of the adapters' dtype
 
@@ -137,7 +137,7 @@ def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
     flat = tensor.detach().cpu().contiguous().reshape(-1)
     unsigned = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}[flat.element_size()]
     words = flat.view(unsigned).numpy()
-    return memoryview(words.astype(words.dtype.newbyteorder("<"), copy=False)).cast("B")
+    return words.astype(words.dtype.newbyteorder("<"), copy=False).data.cast("B")
 
 
 def content_version(tensors: Mapping[str, torch.Tensor]) -> str:

@@ -6,6 +6,8 @@ wrote: the same key names (``model-index``), the same eval-result layout, the sa
 
 from __future__ import annotations
 
+from typing import Any
+
 from huggingface_hub import EvalResult, ModelCardData
 
 from ..models import Index
@@ -64,7 +66,7 @@ def card_data(view: CardView) -> ModelCardData:
     index = view.index
     sources = sorted({b.source for b in index.bases if b.source})
     results = eval_results(view)
-    extra = {"base_model_relation": base_model_relation(index)} if sources and index.entries else {}
+    extra: dict[str, Any] = {"base_model_relation": base_model_relation(index)} if sources and index.entries else {}  # through ModelCardData's **kwargs
     return ModelCardData(
         language=LANGUAGES,
         license=index.registry.license,

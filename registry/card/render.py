@@ -103,8 +103,9 @@ def _render_body(template_dir: Path, context: dict[str, Any]) -> str:
     except jinja2.TemplateSyntaxError as exc:
         where = f"{exc.filename or exc.name}:{exc.lineno}"
         raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", fix("correct the Jinja syntax at that line")) from exc
-    except jinja2.TemplateNotFound as exc:
-        raise RegistryError("card.template-missing", template_dir / exc.name, "template not found", fix("restore the template")) from exc
+    except jinja2.TemplateNotFound as exc:  # no name for `{% include [] %}`
+        missing = template_dir / exc.name if isinstance(exc.name, str) else template_dir
+        raise RegistryError("card.template-missing", missing, "template not found", fix("restore the template")) from exc
     except jinja2.TemplateError as exc:  # undefined names (StrictUndefined), bad filters, ...
         where = _template_line(exc, template_dir) or str(template_dir / MAIN_TEMPLATE)
         raise RegistryError("card.template-error", where, f"template error: {exc}", fix("correct the expression at that line (templates see only `view` and `index`)")) from exc

@@ -50,7 +50,7 @@ class CardState:
     def first_difference(self) -> int:
         """1-based number of the first line where the two differ."""
         current, expected = (self.current or "").splitlines(), self.expected.splitlines()
-        differing = (n for n, (a, b) in enumerate(zip(current, expected), start=1) if a != b)
+        differing = (n for n, (a, b) in enumerate(zip(current, expected, strict=False), start=1) if a != b)
         return next(differing, min(len(current), len(expected)) + 1)
 
 

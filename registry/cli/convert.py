@@ -40,7 +40,7 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
 
     size = parse_size(shard_size)
     results = []
-    for raw, (absolute, inside) in zip(paths, targets):
+    for raw, (absolute, inside) in zip(paths, targets, strict=True):
         total = absolute.stat().st_size if absolute.is_file() else None
         with byte_progress(f"converting {absolute.name}", total=total, enabled=not as_json) as bar:
             if inside:

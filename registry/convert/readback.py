@@ -90,7 +90,7 @@ class ReadBack:
         self._worker.join()
         os.close(self._fd)
 
-    def __enter__(self) -> "ReadBack":
+    def __enter__(self) -> ReadBack:
         return self
 
     def __exit__(self, *exc) -> None:

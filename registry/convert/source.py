@@ -55,7 +55,7 @@ def locate_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> dict[str, in
     if any(members.get(ptr - base) != size for ptr, size in storages.items()):
         return {}  # not the layout we understand: read everything from memory
     return {
-        name: t.untyped_storage().data_ptr() - base + t.storage_offset() * t.element_size()
+        name: t.untyped_storage().data_ptr() - base + int(t.storage_offset()) * t.element_size()
         for name, t in tensors.items()
         if t.is_contiguous() and t.numel()
     }
@@ -96,14 +96,14 @@ class SourceBytes:
     def _memory_bytes(self, name: str) -> memoryview:
         if self._in_memory is None or self._in_memory[0] != name:
             flat = self.tensors[name].contiguous().reshape(-1)
-            self._in_memory = (name, memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b""))
+            self._in_memory = (name, flat.view(torch.uint8).numpy().data if flat.numel() else memoryview(b""))
         return self._in_memory[1]
 
     def close(self) -> None:
         os.close(self._fd)
         self._in_memory = None
 
-    def __enter__(self) -> "SourceBytes":
+    def __enter__(self) -> SourceBytes:
         return self
 
     def __exit__(self, *exc) -> None:

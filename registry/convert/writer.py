@@ -176,7 +176,7 @@ class OutputFile:
             self._flusher.join()
             self._flusher = None
 
-    def __enter__(self) -> "OutputFile":
+    def __enter__(self) -> OutputFile:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -195,7 +195,8 @@ def parity_check(dtype: torch.dtype, batch: int, steps: int, heads: int, seed: i
     """
     inputs, state = make_wkv7_inputs(batch, steps, heads, head_size=HEAD_SIZE, dtype=dtype, device="cuda", seed=seed)
     y, final = wkv7(*inputs, state.clone())
-    y_ref, final_ref = wkv7_reference(*(t.cpu() for t in inputs), state.cpu())
+    r, w, k, v, a, b = (t.cpu() for t in inputs)
+    y_ref, final_ref = wkv7_reference(r, w, k, v, a, b, state.cpu())
     y_err, state_err = relative_error(y, y_ref), relative_error(final, final_ref)
     return {
         "dtype": str(dtype).removeprefix("torch."),

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import torch
 
@@ -57,11 +58,21 @@ def _import_model(device: str):
     return model
 
 
+class _RWKV(Protocol):
+    """What the gate uses of ``rwkv.model.RWKV`` (the package ships no type hints)."""
+
+    z: dict[str, torch.Tensor]
+
+    def generate_zero_state(self) -> list[torch.Tensor]: ...
+
+    def forward(self, tokens: list[int], state: list[torch.Tensor] | None) -> tuple[torch.Tensor, list[torch.Tensor]]: ...
+
+
 @dataclass
 class OfficialModel:
     """An ``rwkv.model.RWKV`` plus what it took to load."""
 
-    model: object
+    model: _RWKV
     device: str
     load_s: float
     version: str

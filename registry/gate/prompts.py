@@ -7,6 +7,7 @@ labels); the tokenizer is the ``rwkv`` package's own for ``rwkv_vocab_v20230424`
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -31,8 +32,8 @@ PROMPTS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Tokenizer:
-    encode_fn: object
-    decode_fn: object
+    encode_fn: Callable[[str], Iterable[int]]
+    decode_fn: Callable[[list[int]], str]
 
     def encode(self, text: str) -> list[int]:
         return list(self.encode_fn(text))

@@ -9,13 +9,13 @@ when its ``file_sha256`` equals the bytes about to be uploaded, it passed, and i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import SHA256_PATTERN
 
-RECEIPT_FORMAT = "rwkv-registry-gate-receipt"
+RECEIPT_FORMAT: Final = "rwkv-registry-gate-receipt"
 
 
 class _Strict(BaseModel):

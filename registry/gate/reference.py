@@ -17,12 +17,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+# (r, w, k, v, a, b)
+Wkv7Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
 
 def check_wkv7_args(r, w, k, v, a, b, state) -> None:
     """The shape/dtype contract shared by the reference and the CUDA wrapper (ValueError on breach)."""
     if r.dim() != 3:
         raise ValueError(f"wkv7: r must be [B, T, H*N], got {tuple(r.shape)}")
-    for name, t in zip("wkvab", (w, k, v, a, b)):
+    for name, t in zip("wkvab", (w, k, v, a, b), strict=True):
         if t.shape != r.shape or t.dtype != r.dtype or t.device != r.device:
             raise ValueError(f"wkv7: {name} is {tuple(t.shape)} {t.dtype} on {t.device}; r is {tuple(r.shape)} {r.dtype} on {r.device}")
     batch, _, channels = r.shape
@@ -59,7 +62,7 @@ def wkv7_reference(r, w, k, v, a, b, state: torch.Tensor) -> tuple[torch.Tensor,
 
 def make_wkv7_inputs(
     batch: int, steps: int, heads: int, *, head_size: int = 64, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", seed: int = 0
-) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+) -> tuple[Wkv7Inputs, torch.Tensor]:
     """Random ``(r, w, k, v, a, b), state`` shaped and ranged like a real RWKV-7 layer's.
 
     Built the way the model builds them (w = -softplus(-x) - 0.5, a = -kk, b = kk * sigmoid(.)
@@ -78,8 +81,8 @@ def make_wkv7_inputs(
     a = -kk
     b = kk * torch.sigmoid(randn())
     state = torch.randn((batch, heads, head_size, head_size), generator=gen) * 0.1
-    inputs = tuple(t.to(dtype=dtype, device=device).contiguous() for t in (r, w, k, v, a, b))
-    return inputs, state.to(device)
+    r, w, k, v, a, b = (t.to(dtype=dtype, device=device).contiguous() for t in (r, w, k, v, a, b))
+    return (r, w, k, v, a, b), state.to(device)
 
 
 def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:

@@ -292,7 +292,7 @@ class Rwkv7:
 
     def _check_state(self, state: Sequence[torch.Tensor], batch: int) -> None:
         want = self._state_shapes(batch)
-        if len(state) != len(want) or any(tuple(t.shape) != size for t, (size, _) in zip(state, want)):
+        if len(state) != len(want) or any(tuple(t.shape) != size for t, (size, _) in zip(state, want, strict=True)):
             raise ValueError(f"state does not fit this model with batch {batch}; build it with zero_state() or apply_state_file()")
 
     # ---- forward ----------------------------------------------------------------------------

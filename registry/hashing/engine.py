@@ -90,7 +90,7 @@ def hash_files(paths: Iterable[Path], progress: Progress | None = None, workers:
         return {}
     with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
         digests = pool.map(lambda p: hash_file(p, progress), ordered)
-        return dict(zip(ordered, digests))
+        return dict(zip(ordered, digests, strict=True))
 
 
 class HashingWriter:

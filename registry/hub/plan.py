@@ -67,6 +67,13 @@ class RemoteState:
         return self.head is not None
 
 
+@dataclass(frozen=True)
+class ExistingState(RemoteState):
+    """A revision of a repo that exists, so its head commit is known."""
+
+    head: str
+
+
 def plain_paths(local: Iterable[str], remote: Mapping[str, RemoteFile]) -> set[str]:
     """Local paths that can only be compared by git blob sha1 (the remote holds them as plain git files)."""
     return {p for p in local if p in remote and remote[p].lfs_sha256 is None}
@@ -90,12 +97,24 @@ class PlannedFile:
     local: LocalFile | None
     remote: RemoteFile | None
 
+    @property
+    def local_file(self) -> LocalFile:
+        """``local``, which every status but remote-only has."""
+        assert self.local is not None, f"{self.path} is {self.status}"
+        return self.local
+
+    @property
+    def remote_file(self) -> RemoteFile:
+        """``remote``, which every status but new has."""
+        assert self.remote is not None, f"{self.path} is {self.status}"
+        return self.remote
+
     def as_dict(self) -> dict:
         return {
             "path": self.path,
             "status": self.status,
             "sha256": self.local.sha256 if self.local else None,
-            "size": self.local.size if self.local else self.remote.size,
+            "size": self.local.size if self.local else self.remote_file.size,
             "remote_id": self.remote.content_id if self.remote else None,
         }
 
@@ -124,7 +143,7 @@ class Plan:
 
     @property
     def upload_bytes(self) -> int:
-        return sum(f.local.size for f in self.uploads)
+        return sum(f.local_file.size for f in self.uploads)
 
     @property
     def empty(self) -> bool:
@@ -136,7 +155,7 @@ class Plan:
         file) and each remote-only path that is kept (its content id must not change)."""
         tree: dict[str, str | None] = {f.path: None for f in self.files if f.local}
         if not self.delete_extra:
-            tree.update({f.path: f.remote.content_id for f in self.with_status("remote-only")})
+            tree.update({f.path: f.remote_file.content_id for f in self.with_status("remote-only")})
         return tree
 
     def as_dict(self) -> dict:
@@ -163,7 +182,7 @@ def _classify(path: str, local: LocalFile | None, remote: RemoteFile | None) -> 
 
 def recorded_rewrite(rewrites: Iterable[Rewrite], planned: PlannedFile) -> Rewrite | None:
     """The rewrite in index.json that produced exactly the planned bytes, if any."""
-    return next((r for r in rewrites if r.path == planned.path and r.new_sha256 == planned.local.sha256), None)
+    return next((r for r in rewrites if r.path == planned.path and r.new_sha256 == planned.local_file.sha256), None)
 
 
 def rewrites_needed(files: Iterable[PlannedFile]) -> list[PlannedFile]:
@@ -175,7 +194,7 @@ def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewri
     """A changed file that the Hub already holds is refused, unless index.json records the rewrite."""
     rewrites = list(rewrites)
     return [
-        Problem("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote.content_id[:12]}…)", REWRITE_FIX)
+        Problem("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote_file.content_id[:12]}…)", REWRITE_FIX)
         for f in rewrites_needed(files)
         if recorded_rewrite(rewrites, f) is None
     ]

@@ -28,7 +28,7 @@ from huggingface_hub.utils import HFValidationError, disable_progress_bars, vali
 
 from .. import __version__
 from ..errors import Exit, RegistryError
-from .plan import RemoteFile, RemoteState
+from .plan import ExistingState, RemoteFile, RemoteState
 
 _TOKEN_SHAPED = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")  # user access tokens: hf_ + 34 letters and digits
 AUTH_FIX = "set HF_TOKEN to a token with write access to the repo (or run `hf auth login`)"
@@ -106,7 +106,7 @@ class Hub:
     def _errors(self):
         return hub_errors(self.repo_id, self.revision)
 
-    def existing_state(self) -> RemoteState:
+    def existing_state(self) -> ExistingState:
         """The head of the revision and every file in its tree; refuses a missing repo.
 
         The tree is listed at the head's commit id, not the branch name, so it is exactly the tree
@@ -114,7 +114,9 @@ class Hub:
         """
         with self._errors():
             head = self.api.repo_info(self.repo_id, revision=self.revision).sha
-        return RemoteState(self.repo_id, self.revision, head, self.tree(head))
+        if head is None:  # the Hub always sends it; huggingface_hub types it optional
+            raise RegistryError("hub.no-head", self.repo_id, f"the endpoint did not name the commit at {self.revision!r}", "check HF_ENDPOINT: it must be a Hugging Face Hub")
+        return ExistingState(self.repo_id, self.revision, head, self.tree(head))
 
     def state(self) -> RemoteState:
         """:meth:`existing_state`, or an empty state when the repo does not exist (publish creates it)."""

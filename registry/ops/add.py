@@ -86,7 +86,7 @@ def _check_request(request: AddRequest, index: Index) -> Base:
 
 
 def _check_train_json(request: AddRequest) -> TrainJson:
-    train: TrainJson = load_model(request.train_json, "train", str(request.train_json))  # type: ignore[assignment]
+    train = load_model(request.train_json, TrainJson, str(request.train_json))
     if request.data_sha256 and require_sha(request.data_sha256, "--data-sha256") != train.data_sha256:
         raise RegistryError(
             "train.data-mismatch",
@@ -194,7 +194,7 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
             raise
         entry = Entry(
             path=rel,
-            method=request.method,  # type: ignore[arg-type]
+            method=request.method,
             base_sha256=base.sha256,
             data=DataRef(version=request.data_version, sha256=train.data_sha256, dataset_repo=request.dataset_repo),
             sha256=sha,

@@ -75,7 +75,7 @@ class Outcome:
         if not self.blockers:
             return f"{line}; ready"
         codes = sorted({b.code for b in self.blockers})
-        return f"{line}; blocked by {len(self.blockers)} problem(s) ({', '.join(codes)}): {', '.join(b.file for b in self.blockers)}"
+        return f"{line}; blocked by {len(self.blockers)} problem(s) ({', '.join(codes)}): {', '.join(b.file for b in self.blockers if b.file)}"
 
     def as_dict(self) -> dict:
         commit = self.commit
@@ -125,7 +125,7 @@ def _operations(repo: Repo, plan: Plan) -> list[CommitOperationAdd | CommitOpera
     operations: list[CommitOperationAdd | CommitOperationDelete] = []
     for planned in plan.uploads:
         add = CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=str(repo.root / planned.path))
-        if add.upload_info.sha256.hex() != planned.local.sha256:
+        if add.upload_info.sha256.hex() != planned.local_file.sha256:
             raise RegistryError("publish.changed-meanwhile", planned.path, "the file changed while publish was running", "run `registry publish` again")
         operations.append(add)
     operations += [CommitOperationDelete(path_in_repo=f.path) for f in plan.deletions]
@@ -137,7 +137,8 @@ def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
     added = entries_touching(index, [f.path for f in plan.with_status("new")])
     summary = f"Publish {len(added)} entr{'y' if len(added) == 1 else 'ies'}" if added else "Update registry files"
     lines = [f"add {e.path} ({e.method}, data {e.data.version}, sha256 {e.sha256})" for e in added]
-    lines += [f"rewrite {f.path}: {recorded_rewrite(index.rewrites, f).reason}" for f in rewrites_needed(plan.files)]
+    # a plan is committed only when every rewrite it needs is recorded (else it has problems)
+    lines += [f"rewrite {f.path}: {r.reason}" for f in rewrites_needed(plan.files) if (r := recorded_rewrite(index.rewrites, f))]
     lines += [f"delete {f.path}" for f in plan.deletions]
     lines.append(f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes uploaded by rwkv-registry")
     return summary, "\n".join(lines)
@@ -178,13 +179,14 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
         if not remote.exists:
             say(f"creating {options.repo_id}")
             hub.create_repo()
-            draft = _draft(repo, index, sums, hub.state(), options, hub)  # re-plan on the Hub's initial commit
+            draft = _draft(repo, index, sums, hub.existing_state(), options, hub)  # re-plan on the Hub's initial commit
             _require_clear(draft)
         return _carry_out(repo, draft, options, hub, say)
 
 
 def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Say) -> Outcome:
     plan, result = draft.plan, None
+    assert plan.head is not None, "publish plans against an existing repo"
     if not plan.empty:
         say(f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} deletion(s)")
         result = hub.commit(_operations(repo, plan), *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)

@@ -38,7 +38,7 @@ from ..sums import SUMS_NAME, digest_tree, parse_sums
 class Context:
     repo: Repo
     scan: TreeScan
-    index: Index | None = None
+    index: Index
     placements: dict[str, Placement] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)  # actual sha256 of every file
     listed_sums: dict[str, str] | None = None
@@ -53,22 +53,21 @@ class Context:
 Check = Callable[[Context], Iterator[Problem]]
 
 
-def check_index(ctx: Context) -> Iterator[Problem]:
-    """index.json parses and matches the schema; every violation is its own finding."""
+def check_index(repo: Repo) -> tuple[list[Problem], Index | None]:
+    """index.json parses and matches the schema (every violation is its own finding); the index when it does."""
     try:
-        data = read_json(ctx.repo.index_path, INDEX_NAME)
+        data = read_json(repo.index_path, INDEX_NAME)
     except RegistryError as err:
-        yield err.problem.about(INDEX_NAME)
-        return
-    problems = schema_errors(data, "index")
-    for where, message in problems:
-        yield Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)")
+        return [err.problem.about(INDEX_NAME)], None
+    problems = [
+        Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)") for where, message in schema_errors(data, "index")
+    ]
     if problems:
-        return
+        return problems, None
     try:
-        ctx.index = ctx.repo.load_index()
+        return [], repo.load_index()
     except RegistryError as err:
-        yield err.problem.about(INDEX_NAME)
+        return [err.problem.about(INDEX_NAME)], None
 
 
 def check_bases(ctx: Context) -> Iterator[Problem]:
@@ -109,7 +108,7 @@ def check_train_json(ctx: Context) -> Iterator[Problem]:
         if placed.name != TRAIN_JSON:
             continue
         try:
-            train: TrainJson = load_model(ctx.root / rel, "train", rel)  # type: ignore[assignment]
+            train = load_model(ctx.root / rel, TrainJson, rel)
         except RegistryError as err:
             yield err.problem.about(rel)
             continue
@@ -213,12 +212,12 @@ CHECKS: list[Check] = [
 def validate_index_file(path: Path) -> list[Problem]:
     """Check one index.json on its own (schema and base rules), e.g. the known-bases catalog."""
     path = Path(path)
-    ctx = Context(repo=Repo(path.parent.absolute()), scan=TreeScan())
+    repo = Repo(path.parent.absolute())
     if path.name != INDEX_NAME:
         raise RegistryError("layout.no-index", path, "expected a file named index.json", "pass the path of an index.json")
-    findings = list(check_index(ctx))
-    if ctx.index is not None:
-        findings.extend(check_bases(ctx))
+    findings, index = check_index(repo)
+    if index is not None:
+        findings.extend(check_bases(Context(repo=repo, scan=TreeScan(), index=index)))
     return findings
 
 
@@ -229,10 +228,11 @@ def validate(root: Path, progress: Progress | None = None, **options) -> list[Pr
         return [Problem("layout.empty", str(repo.root), "the directory is empty", f"run `registry init {repo.root}`")]
     if not repo.index_path.is_file():
         return [Problem("layout.no-index", INDEX_NAME, "index.json is missing", f"run `registry init {repo.root}`")]
-    ctx = Context(repo=repo, scan=scan_tree(repo.root), progress=progress, options=options)
-    findings = list(check_index(ctx))
-    if ctx.index is None:
+    scan = scan_tree(repo.root)
+    findings, index = check_index(repo)
+    if index is None:
         return findings
+    ctx = Context(repo=repo, scan=scan, index=index, progress=progress, options=options)
     for check in CHECKS:
         findings.extend(check(ctx))
     return findings

@@ -42,7 +42,7 @@ def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = 
     state = hub.existing_state()
     with tempfile.TemporaryDirectory(prefix="registry-verify-") as tmp:
         sums = parse_sums(hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes(), f"{repo_id}/{SUMS_NAME}")
-        index: Index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), "index", f"{repo_id}/{INDEX_NAME}")  # type: ignore[assignment]
+        index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), Index, f"{repo_id}/{INDEX_NAME}")
         plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
     findings = [*remote_findings(sums, state.files, plain), *index_findings(index, sums)]
     if registry is not None:
