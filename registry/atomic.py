@@ -9,7 +9,9 @@ check has passed, under an exclusive lock, so a failing command leaves the regis
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -88,9 +90,16 @@ def ensure_writable(directory: Path) -> None:
         )
 
 
+JOURNAL_NAME = "journal.json"
+STAGING_NAME = "staging"
+
+
 @contextmanager
 def registry_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
-    """Exclusive lock so two commands never interleave their writes to one registry."""
+    """Exclusive lock so two commands never interleave their writes to one registry.
+
+    Whoever takes it first finishes what an interrupted command left (:func:`recover`).
+    """
     private = root / PRIVATE_DIR
     private.mkdir(exist_ok=True)
     lock = FileLock(str(private / LOCK_NAME))
@@ -101,40 +110,89 @@ def registry_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
             "fs.locked", private / LOCK_NAME, "another registry command holds the lock", "wait for it to finish and retry"
         ) from exc
     try:
+        recover(root)
         yield
     finally:
         lock.release()
 
 
+def recover(root: Path) -> bool:
+    """Finish an interrupted commit and remove staging debris; call only under the lock.
+
+    A commit writes its journal (every rename it is about to do) only once all the new bytes are
+    fsynced in staging, so the journal can always be rolled forward: each rename whose source is
+    still there is done again.  Without a journal, nothing public was touched yet and whatever
+    is in staging is debris of a command that died while staging (or was refused).
+    True when a commit was rolled forward.
+    """
+    private = root / PRIVATE_DIR
+    journal = private / JOURNAL_NAME
+    rolled = journal.is_file()
+    if rolled:
+        plan = json.loads(journal.read_bytes())
+        _apply(root, [root / d for d in plan["dirs"]], [(root / src, root / dst) for src, dst in plan["renames"]], skip_done=True)
+        journal.unlink()
+        fsync_dir(private)
+    staging = private / STAGING_NAME
+    if staging.is_dir():
+        for debris in staging.iterdir():
+            shutil.rmtree(debris) if debris.is_dir() and not debris.is_symlink() else debris.unlink()
+    return rolled
+
+
+def _apply(root: Path, dirs: list[Path], renames: list[tuple[Path, Path]], skip_done: bool = False) -> None:
+    """Create ``dirs``, do ``renames`` (skipping those already done when replaying), fsync every directory touched."""
+    touched: set[Path] = set()
+    for directory in dirs:
+        directory.mkdir(parents=True, exist_ok=True)
+        touched.update(_up_to(root, directory))
+    for source, target in renames:
+        if skip_done and not source.exists():
+            continue  # done before the interruption
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+        touched.update(_up_to(root, target.parent))
+    for directory in touched:
+        fsync_dir(directory)
+
+
+def _up_to(root: Path, directory: Path) -> list[Path]:
+    """``directory`` and its parents inside ``root``: a new directory's entry lives in its parent."""
+    return [p for p in (directory, *directory.parents) if p.is_relative_to(root)]
+
+
 class Transaction:
     """Stage file writes and moves; apply them all at the end or none of them.
 
-    Staging writes every new file to a fsynced temp file beside its target; :meth:`commit`
-    renames them in order.  Renames within one filesystem cannot fail half-way for lack of space,
-    which is why all the bytes are written before the first rename.
+    Staging writes every new file to a fsynced temp file in ``.registry/staging``; nothing public
+    changes until :meth:`commit`, which journals the renames, does them (creating the
+    directories they need), and drops the journal.  Renames within one filesystem cannot fail
+    half-way for lack of space, which is why all the bytes are written before the first rename;
+    a kill at any instant leaves either the old registry (plus staging debris) or a journal
+    that the next command rolls forward (:func:`recover`).
     """
 
     def __init__(self, root: Path):
         self.root = Path(root)
         # Temp files live in the private folder, which the tree walk and SHA256SUMS skip.
-        self.staging = self.root / PRIVATE_DIR / "staging"
+        self.staging = self.root / PRIVATE_DIR / STAGING_NAME
         self.staging.mkdir(parents=True, exist_ok=True)
         self._staged: list[tuple[Path, Path, bool]] = []  # (source, target, source is our temp file)
         self._digests: dict[str, str] = {}
-        self._made_dirs: list[Path] = []
+        self._dirs: list[Path] = []
         self._after_commit: list[Callable[[], None]] = []
 
     def write(self, relpath: str | Path, data: bytes) -> None:
         target = self.root / relpath
-        self._mkdirs(target.parent)
         self._staged.append((write_temp(target, data, self.staging), target, True))
         self._digests[Path(relpath).as_posix()] = hashlib.sha256(data).hexdigest()
 
     def move(self, source: Path, relpath: str | Path, sha256: str) -> None:
-        """Stage moving an existing file (same filesystem) whose sha256 is known to ``relpath``."""
-        target = self.root / relpath
-        self._mkdirs(target.parent)
-        self._staged.append((Path(source), target, False))
+        """Stage moving a file in staging whose sha256 is known to ``relpath``."""
+        source = Path(source)
+        if source.parent != self.staging:
+            raise ValueError(f"{source} is not in {self.staging}: the journal can only replay renames out of staging")
+        self._staged.append((source, self.root / relpath, False))
         self._digests[Path(relpath).as_posix()] = sha256
 
     def after_commit(self, action: Callable[[], None]) -> None:
@@ -146,28 +204,31 @@ class Transaction:
         return dict(self._digests)
 
     def mkdir(self, relpath: str | Path) -> None:
-        self._mkdirs(self.root / relpath)
+        """Create ``relpath`` (and its parents) at commit."""
+        self._dirs.append(self.root / relpath)
 
-    def _mkdirs(self, directory: Path) -> None:
-        missing = []
-        current = directory
-        while not current.exists():
-            missing.append(current)
-            current = current.parent
-        for path in reversed(missing):
-            path.mkdir()
-            self._made_dirs.append(path)
+    def _check_targets(self) -> None:
+        """Refuse, before the first rename, a target that a rename cannot replace."""
+        for _, target, _ in self._staged:
+            if target.is_dir() and not target.is_symlink():
+                raise RegistryError("fs.eisdir", target, "a directory stands where the command writes a file", "remove or rename that directory", Exit.MACHINE)
+
+    def _relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()
 
     def commit(self) -> None:
-        touched = set()
-        for source, target, _ in self._staged:
-            os.replace(source, target)
-            touched.add(target.parent)
-        for directory in touched | {p.parent for p in self._made_dirs}:
-            fsync_dir(directory)
+        self._check_targets()
+        renames = [(source, target) for source, target, _ in self._staged]
+        private = self.root / PRIVATE_DIR
+        rel = self._relative
+        plan = {"dirs": [rel(d) for d in self._dirs], "renames": [[rel(source), rel(target)] for source, target in renames]}
+        atomic_write(private / JOURNAL_NAME, json.dumps(plan).encode())
+        _apply(self.root, self._dirs, renames)
+        (private / JOURNAL_NAME).unlink()
+        fsync_dir(private)
         self._staged.clear()
         self._digests.clear()
-        self._made_dirs.clear()
+        self._dirs.clear()
         for action in self._after_commit:
             action()
         self._after_commit.clear()
@@ -176,20 +237,19 @@ class Transaction:
         for source, _, is_temp in self._staged:
             if is_temp:
                 source.unlink(missing_ok=True)
-        for directory in reversed(self._made_dirs):
-            try:
-                directory.rmdir()
-            except OSError:
-                pass
         self._staged.clear()
         self._digests.clear()
         self._after_commit.clear()
-        self._made_dirs.clear()
+        self._dirs.clear()
 
 
 @contextmanager
 def transaction(root: Path) -> Iterator[Transaction]:
-    """Lock the registry, stage changes, and commit them only if the block succeeds."""
+    """Lock the registry, stage changes, and commit them only if the block succeeds.
+
+    Read the index the change builds on inside the block (under the lock), or a concurrent
+    command's change could be lost.
+    """
     root = Path(root)
     ensure_writable(root)
     with registry_lock(root):

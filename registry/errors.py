@@ -64,6 +64,11 @@ class RegistryError(Exception):
         error.payload = payload or {}
         return error
 
+    def naming(self, old: str, new: str) -> RegistryError:
+        """This refusal with file ``old`` called ``new`` (e.g. a staged copy by the user's name)."""
+        renamed = [replace(p, file=new) if p.file == old else p for p in self.problems]
+        return RegistryError.of(renamed, self.payload, self.exit_code)
+
     @property
     def problem(self) -> Problem:
         return self.problems[0]

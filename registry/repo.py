@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import PRIVATE_DIR
+from .atomic import JOURNAL_NAME, PRIVATE_DIR, registry_lock
 from .errors import RegistryError
 from .models import Entry, Index
 from .schemas import load_model
@@ -36,6 +36,9 @@ class Repo:
         if not root.is_dir():
             raise RegistryError("layout.not-a-registry", root, "no such directory", "run `registry init DIR` first")
         repo = cls(root)
+        if (repo.private / JOURNAL_NAME).is_file():
+            with registry_lock(root):  # finishes the interrupted commit before anything reads the registry
+                pass
         if must_exist and not repo.index_path.is_file():
             if not any(root.iterdir()):
                 raise RegistryError("layout.empty", root, "the directory is empty", f"run `registry init {root}`")

@@ -25,6 +25,7 @@ from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import CHUNK, HashingWriter, Progress
+from ..index_rules import index_to_change
 from ..layout import TRAIN_JSON, canonical_path
 from ..models import (
     DATA_VERSION_PATTERN,
@@ -34,6 +35,7 @@ from ..models import (
     Index,
     TrainJson,
 )
+from ..pinned import Pinned, pinned
 from ..repo import INDEX_NAME, Repo, render_index
 from ..schemas import load_model
 from ..sums import parse_sums
@@ -85,8 +87,8 @@ def _check_request(request: AddRequest, index: Index) -> Base:
     return base
 
 
-def _check_train_json(request: AddRequest) -> TrainJson:
-    train = load_model(request.train_json, TrainJson, str(request.train_json))
+def _check_train_json(request: AddRequest, source: Path) -> TrainJson:
+    train = load_model(source, TrainJson, str(request.train_json))
     if request.data_sha256 and require_sha(request.data_sha256, "--data-sha256") != train.data_sha256:
         raise RegistryError(
             "train.data-mismatch",
@@ -135,9 +137,9 @@ def _check_fits(request: AddRequest, inspection: Inspection, base: Base) -> None
         )
 
 
-def _copy_hashing(source: Path, destination: Path, progress: Progress | None) -> str:
+def _copy_hashing(source: Pinned, destination: Path, progress: Progress | None) -> str:
     """Copy while hashing, so a multi-GB weight file is read once."""
-    with open(source, "rb") as src, open(destination, "wb") as dst:
+    with open(source.stable, "rb") as src, open(destination, "wb") as dst:
         out = HashingWriter(dst)
         try:
             while chunk := src.read(CHUNK):
@@ -148,7 +150,7 @@ def _copy_hashing(source: Path, destination: Path, progress: Progress | None) ->
             out.close()
         dst.flush()
         os.fsync(dst.fileno())
-    shutil.copystat(source, destination)
+    shutil.copystat(source.stable, destination)
     return out.digest.hexdigest()
 
 
@@ -160,37 +162,59 @@ def _set_recommended(index: Index, entry: Entry) -> None:
     entry.recommended = True
 
 
+def _stage_weight(request: AddRequest, staging: Path, progress: Progress | None) -> tuple[Path, str]:
+    """Move or copy the weight into staging (hashing it on the way); the file and its sha256."""
+    staged = staging / f"add-{os.getpid()}.part"
+    try:
+        with pinned(request.file, "weight file") as source:
+            if request.move and source.stat.st_dev == staging.stat().st_dev:
+                # A second link, not a rename: until the commit, the user's file stays where it was,
+                # so a refusal or a kill never loses it; it is unlinked once the entry is in place.
+                os.link(request.file, staged)
+                linked = staged.stat()
+                if (linked.st_dev, linked.st_ino) != (source.stat.st_dev, source.stat.st_ino):
+                    raise RegistryError("fs.changed", request.file, "the weight file was replaced while it was being added", "run the command again once nothing else writes to it")
+                return staged, hash_file(staged, progress)
+            return staged, _copy_hashing(source, staged, progress)
+    except BaseException:
+        _unstage(staged)
+        raise
+
+
+def _unstage(staged: Path) -> None:
+    staged.unlink(missing_ok=True)
+
+
 def add_weight(root: Path, request: AddRequest, progress: Progress | None = None) -> Entry:
+    """Register ``request.file``; everything is checked on the bytes that land in the registry."""
     repo = Repo.open(root)
-    index = repo.load_index()
-    base = _check_request(request, index)
-    train = _check_train_json(request)
-    _check_data_sums(request, train.data_sha256)
-    inspection = inspect_weights(request.file)
-    _check_fits(request, inspection, base)
-    rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
-    if index.entry_by_path(rel) or (repo.root / rel).exists():
-        raise RegistryError("entry.exists", rel, "a file is already registered at this path", "use another --run or file name; published files are never replaced")
-    train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)
-    train_bytes = request.train_json.read_bytes()
-    existing_train = repo.root / train_rel
-    if existing_train.is_file() and existing_train.read_bytes() != train_bytes:
-        raise RegistryError("train.conflict", train_rel, "a different train.json is already in this data-version directory", f"pass --train-json {existing_train}")
     with transaction(repo.root) as txn:
-        staged = txn.staging / f"add-{os.getpid()}.part"
+        index = index_to_change(repo)
+        base = _check_request(request, index)
+        with pinned(request.train_json, "train.json") as train_source:
+            train = _check_train_json(request, train_source.stable)
+            train_bytes = train_source.read_bytes()
+        _check_data_sums(request, train.data_sha256)
+        rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
+        if index.entry_by_path(rel) or (repo.root / rel).exists():
+            raise RegistryError("entry.exists", rel, "a file is already registered at this path", "use another --run or file name; published files are never replaced")
+        train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)
+        existing_train = repo.root / train_rel
+        if existing_train.is_file() and existing_train.read_bytes() != train_bytes:
+            raise RegistryError("train.conflict", train_rel, "a different train.json is already in this data-version directory", f"pass --train-json {existing_train}")
+        staged, sha = _stage_weight(request, txn.staging, progress)
         try:
-            if request.move and request.file.stat().st_dev == txn.staging.stat().st_dev:
-                os.replace(request.file, staged)
-                sha = hash_file(staged, progress)
-            else:
-                sha = _copy_hashing(request.file, staged, progress)
+            # The staged file is what gets registered: inspect that, not the path the user named.
+            inspection = inspect_weights(staged)
+            _check_fits(request, inspection, base)
             duplicate = next((e for e in index.entries if e.sha256 == sha), None)
             if duplicate:
                 raise RegistryError("entry.duplicate", request.file, f"the same bytes are already registered as {duplicate.path}", "nothing to do")
+        except RegistryError as err:
+            _unstage(staged)
+            raise err.naming(str(staged), str(request.file)) from err
         except BaseException:
-            if request.move and not request.file.exists() and staged.exists():
-                os.replace(staged, request.file)  # give the user's file back
-            staged.unlink(missing_ok=True)
+            _unstage(staged)
             raise
         entry = Entry(
             path=rel,
@@ -209,15 +233,11 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         txn.move(staged, rel, sha)
         if not existing_train.is_file():
             txn.write(train_rel, train_bytes)
+        if request.move:  # before the stat cache remembers the entry: dropping a link changes its ctime
+            txn.after_commit(lambda: request.file.unlink(missing_ok=True))
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index, progress)
-    if request.move and request.file.exists():
-        request.file.unlink()
     return entry
-
-
-# ----------------------------------------------------------------------------------------------
-# score
 
 
 

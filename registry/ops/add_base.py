@@ -13,7 +13,9 @@ from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import Progress
+from ..index_rules import index_to_change
 from ..models import Base, Index
+from ..pinned import pinned
 from ..repo import INDEX_NAME, Repo, render_index
 
 
@@ -36,35 +38,36 @@ class AddedBase:
 def add_base(root: Path, request: BaseRequest, progress: Progress | None = None, catalog: Index | None = None) -> AddedBase:
     """Register a base checkpoint (its file stays where it is; only its fingerprint is recorded)."""
     repo = Repo.open(root)
-    index = repo.load_index()
     if not request.filename.endswith(".pth"):
         raise RegistryError("base.not-pth", request.filename, "a base checkpoint must be a .pth file", "pass the official .pth file")
     name = request.filename[: -len(".pth")]
     require_name(name, "base name", "add-base")
-    architecture = None
-    size = None
-    if request.path is not None:
-        inspection = inspect_weights(request.path)
-        if inspection.kind != "checkpoint" or inspection.architecture is None:
-            raise RegistryError("base.not-checkpoint", request.path, f"this is a {inspection.kind} file, not an RWKV-7 checkpoint", "pass the base .pth")
-        architecture = inspection.architecture
-        size = request.path.stat().st_size
-        sha = hash_file(request.path, progress)
-        if request.sha256 and require_sha(request.sha256, "--sha256") != sha:
-            raise RegistryError("base.sha-mismatch", request.path, f"sha256 is {sha}, not the expected {request.sha256}", "download the file again")
-    else:
-        if not request.sha256:
-            raise RegistryError("args.missing", request.filename, "--metadata-only needs --sha256", "pass the published sha256 with --sha256")
-        sha = require_sha(request.sha256, "--sha256")
-    base = Base(name=name, filename=request.filename, source=request.source, sha256=sha, vocab=request.vocab, architecture=architecture, size=size)
+    expected = require_sha(request.sha256, "--sha256") if request.sha256 else None
     catalog = catalog if catalog is not None else load_catalog()
-    base = check_against_catalog(base, catalog)
-    for existing in index.bases:
-        if existing.name == name or existing.sha256 == sha:
-            raise RegistryError("base.exists", request.filename, f"base already registered as {existing.name} ({existing.sha256[:12]}…)", "nothing to do; old bases are never replaced")
-    index.bases.append(base)
     with transaction(repo.root) as txn:
+        index = index_to_change(repo)
+        base = check_against_catalog(_fingerprint(request, name, expected, progress), catalog)
+        for existing in index.bases:
+            if existing.name == name or existing.sha256 == base.sha256:
+                raise RegistryError("base.exists", request.filename, f"base already registered as {existing.name} ({existing.sha256[:12]}…)", "nothing to do; old bases are never replaced")
+        index.bases.append(base)
         txn.mkdir(name)
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index, progress)
     return AddedBase(base, known_base(catalog, base.filename) is not None)
+
+
+def _fingerprint(request: BaseRequest, name: str, expected: str | None, progress: Progress | None) -> Base:
+    """The base as recorded: inspected and hashed through one open of the file (or declared by hash)."""
+    if request.path is None:
+        if expected is None:
+            raise RegistryError("args.missing", request.filename, "--metadata-only needs --sha256", "pass the published sha256 with --sha256")
+        return Base(name=name, filename=request.filename, source=request.source, sha256=expected, vocab=request.vocab)
+    with pinned(request.path, "base checkpoint") as source:
+        inspection = inspect_weights(source.stable)
+        if inspection.kind != "checkpoint" or inspection.architecture is None:
+            raise RegistryError("base.not-checkpoint", source.stable, f"this is a {inspection.kind} file, not an RWKV-7 checkpoint", "pass the base .pth")
+        sha = hash_file(source.stable, progress)
+    if expected and expected != sha:
+        raise RegistryError("base.sha-mismatch", request.path, f"sha256 is {sha}, not the expected {request.sha256}", "download the file again")
+    return Base(name=name, filename=request.filename, source=request.source, sha256=sha, vocab=request.vocab, architecture=inspection.architecture, size=source.stat.st_size)

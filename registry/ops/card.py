@@ -11,6 +11,7 @@ from pathlib import Path
 from ..atomic import transaction
 from ..card.sync import CardState, card_state
 from ..derived import stage_derived
+from ..index_rules import index_to_change
 from ..repo import Repo
 
 
@@ -18,7 +19,7 @@ def write_card(root: Path) -> bool:
     """Render README.md (and refresh SHA256SUMS) in one transaction; True when the card changed."""
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
-        index = repo.load_index()
+        index = index_to_change(repo)
         changed = not card_state(repo, index).fresh
         stage_derived(repo, txn, index)
     return changed

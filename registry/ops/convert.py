@@ -14,6 +14,7 @@ from ..convert.writer import OutputFile
 from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing.engine import Progress, hash_in_background
+from ..index_rules import index_to_change
 from ..models import Entry, FileRef, Index
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
@@ -59,13 +60,12 @@ def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry
 def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, opener: Opener = OutputFile, progress: Progress | None = None) -> Entry:
     """Convert a registered .pth entry; the twins and the index change land in one transaction."""
     repo = Repo.open(root)
-    index = repo.load_index()
-    source = resolve_entry(repo, index, path)
-    if source.format != "pth":
-        raise RegistryError("convert.not-pth", source.path, "only .pth entries are converted", "pass the .pth entry this file was derived from")
-    inspection = inspect_weights(repo.root / source.path)
-    ensure_writable(repo.root)
     with transaction(repo.root) as txn:
+        index = index_to_change(repo)
+        source = resolve_entry(repo, index, path)
+        if source.format != "pth":
+            raise RegistryError("convert.not-pth", source.path, "only .pth entries are converted", "pass the .pth entry this file was derived from")
+        inspection = inspect_weights(repo.root / source.path)
         result = convert_file(
             repo.root / source.path, inspection.kind, _metadata(source, _miss_fields(inspection)), source.sha256, shard_size,
             txn.staging, force, opener, progress,

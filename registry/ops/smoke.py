@@ -48,6 +48,7 @@ from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_p
 from ..gate.reference import make_wkv7_inputs, relative_error
 from ..gate.runtime import Rwkv7, load_tensors, merge_miss
 from ..hashing import hash_file
+from ..index_rules import index_to_change
 from ..models import Entry, GateSummary, Index
 from ..progress import Echo
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
@@ -406,7 +407,7 @@ def _record(repo: Repo, path: str, receipt: Receipt) -> None:
     target = receipt_path(repo.gates_dir, receipt.file_sha256)
     data = (receipt.model_dump_json(indent=2) + "\n").encode()
     with transaction(repo.root) as txn:
-        index = repo.load_index()
+        index = index_to_change(repo)
         entry = index.entry_by_path(path)
         if entry is None or entry.sha256 != receipt.file_sha256:
             raise RegistryError("gate.entry-changed", path, "the entry changed while the gate ran", "run the gate again")

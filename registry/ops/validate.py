@@ -7,7 +7,6 @@ register more checks in :data:`CHECKS`.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..hashing import StatCache
 from ..hashing.engine import Progress
+from ..index_rules import base_problems, entry_problems, index_to_change, weight_paths
 from ..layout import (
     TRAIN_JSON,
     Placement,
@@ -71,16 +71,7 @@ def check_index(repo: Repo) -> tuple[list[Problem], Index | None]:
 
 
 def check_bases(ctx: Context) -> Iterator[Problem]:
-    index = ctx.index
-    for name, count in Counter(b.name for b in index.bases).items():
-        if count > 1:
-            yield Problem("index.duplicate-base", INDEX_NAME, f"base {name!r} listed {count} times", "remove the duplicate from bases")
-    for sha, count in Counter(b.sha256 for b in index.bases).items():
-        if count > 1:
-            yield Problem("index.duplicate-base", INDEX_NAME, f"base sha256 {sha[:12]}… listed {count} times", "remove the duplicate from bases")
-    for base in index.bases:
-        if base.filename != f"{base.name}.pth":
-            yield Problem("index.base-name", INDEX_NAME, f"base {base.name!r} has filename {base.filename!r}", "the base directory name must be the file name without .pth")
+    yield from base_problems(ctx.index)
 
 
 def check_layout(ctx: Context) -> Iterator[Problem]:
@@ -116,26 +107,14 @@ def check_train_json(ctx: Context) -> Iterator[Problem]:
             yield Problem("train.data-mismatch", rel, f"data_sha256 {train.data_sha256[:12]}… but an entry here says {sha[:12]}…", "make train.json and the entries name the same training data")
 
 
-def _weight_paths(index: Index) -> Iterator[str]:
-    for entry in index.entries:
-        if entry.format == "safetensors-sharded":
-            yield from (s.path for s in entry.shards)
-        else:
-            yield entry.path
-
-
 def check_entries(ctx: Context) -> Iterator[Problem]:
     index = ctx.index
+    yield from entry_problems(index)
     base_by_sha = {b.sha256: b for b in index.bases}
-    listed = Counter(_weight_paths(index))
-    for path, count in sorted(listed.items()):
-        if count > 1:
-            yield Problem("index.duplicate-entry", INDEX_NAME, f"weight file {path} listed {count} times", "list each weight file in exactly one entry")
+    listed = set(weight_paths(index))
     files = set(ctx.scan.files)
     for entry in index.entries:
         base = base_by_sha.get(entry.base_sha256)
-        if base is None:
-            yield Problem("index.unknown-base", INDEX_NAME, f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases", "add the base with `registry add-base` or fix base_sha256")
         if entry.path not in files:
             yield Problem("index.missing-file", entry.path, "listed in index.json but not on disk", "restore the file or remove the entry")
             continue
@@ -242,11 +221,11 @@ def allow_rewrite(root: Path, reason: str) -> list[Rewrite]:
     """Record every unrecorded change to a published file with ``reason``, then refresh the
     derived files (index.json, card, SHA256SUMS) in one transaction."""
     repo = Repo.open(root)
-    index = repo.load_index()
-    digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))
-    added = record_rewrites(repo, index, digests, reason)
-    if added:
-        with transaction(repo.root) as txn:
+    with transaction(repo.root) as txn:
+        index = index_to_change(repo)
+        digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))
+        added = record_rewrites(repo, index, digests, reason)
+        if added:
             txn.write(INDEX_NAME, render_index(index))
             stage_derived(repo, txn, index)
     return added

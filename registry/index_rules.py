@@ -1,0 +1,64 @@
+"""What is wrong with an index.json on its own, without reading any other file.
+
+``registry validate`` reports these with the rest; every command that writes checks them first
+and refuses to build on an index that breaks them (a new entry on top of duplicates, an unknown
+base, or a path out of the layout would only make the damage harder to see).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from .errors import Problem, RegistryError
+from .layout import Placement, place
+from .models import Index
+from .repo import INDEX_NAME, Repo
+
+
+def weight_paths(index: Index) -> Iterator[str]:
+    for entry in index.entries:
+        if entry.format == "safetensors-sharded":
+            yield from (s.path for s in entry.shards)
+        else:
+            yield entry.path
+
+
+def base_problems(index: Index) -> Iterator[Problem]:
+    for name, count in Counter(b.name for b in index.bases).items():
+        if count > 1:
+            yield Problem("index.duplicate-base", INDEX_NAME, f"base {name!r} listed {count} times", "remove the duplicate from bases")
+    for sha, count in Counter(b.sha256 for b in index.bases).items():
+        if count > 1:
+            yield Problem("index.duplicate-base", INDEX_NAME, f"base sha256 {sha[:12]}… listed {count} times", "remove the duplicate from bases")
+    for base in index.bases:
+        if base.filename != f"{base.name}.pth":
+            yield Problem("index.base-name", INDEX_NAME, f"base {base.name!r} has filename {base.filename!r}", "the base directory name must be the file name without .pth")
+
+
+def entry_problems(index: Index) -> Iterator[Problem]:
+    for path, count in sorted(Counter(weight_paths(index)).items()):
+        if count > 1:
+            yield Problem("index.duplicate-entry", INDEX_NAME, f"weight file {path} listed {count} times", "list each weight file in exactly one entry")
+    bases = {b.sha256 for b in index.bases}
+    names = {b.name for b in index.bases}
+    for entry in index.entries:
+        if entry.base_sha256 not in bases:
+            yield Problem("index.unknown-base", INDEX_NAME, f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases", "add the base with `registry add-base` or fix base_sha256")
+        for path in (entry.path, *(s.path for s in entry.shards)):
+            if not isinstance(place(path, names), Placement):
+                yield Problem("index.bad-path", INDEX_NAME, f"entry path {path} is not a <base>/<method>/<data-version>/ path", "fix the entry's path (or remove the entry)")
+
+
+def index_problems(index: Index) -> list[Problem]:
+    return [*base_problems(index), *entry_problems(index)]
+
+
+def index_to_change(repo: Repo) -> Index:
+    """The index a writing command builds on, read under its lock; refused while validate rejects it."""
+    index = repo.load_index()
+    problems = index_problems(index)
+    if problems:
+        headline = Problem("index.invalid", INDEX_NAME, f"index.json has {len(problems)} problem(s) that `registry validate` reports; nothing was changed", "fix them first: `registry validate` lists each with its fix")
+        raise RegistryError.of([headline, *problems])
+    return index

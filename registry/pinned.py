@@ -1,0 +1,62 @@
+"""Read an input through one open file, so what is checked is what is registered.
+
+A path can be re-pointed between two opens (a rename swaps in another file).  :func:`pinned`
+opens the input once; every later read — inspection, hashing, copying, ``torch.load`` — goes
+through ``/proc/self/fd/<n>``, which names that open file and not whatever the path names now.
+A change made in place to the same file while it is pinned (its size or mtime moved) is refused
+when the block ends.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import RegistryError
+
+
+@dataclass(frozen=True)
+class Pinned:
+    path: Path  # what the user named: for messages
+    fd: int
+    stat: os.stat_result
+
+    @property
+    def stable(self) -> Path:
+        """A path that opens this very file, whatever ``path`` names by now (Linux)."""
+        return Path(f"/proc/self/fd/{self.fd}")
+
+    def read_bytes(self) -> bytes:
+        return os.pread(self.fd, self.stat.st_size + 1, 0)[: self.stat.st_size]
+
+
+def _signature(st: os.stat_result) -> tuple[int, int]:
+    # Not ctime: a second hard link (add --move) changes it without touching the bytes.
+    return st.st_size, st.st_mtime_ns
+
+
+@contextmanager
+def pinned(path: Path, what: str = "file") -> Iterator[Pinned]:
+    """Open ``path`` (a regular file) once for the block; refusals name ``path``, not the fd."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise RegistryError("args.missing-file", path, f"no such {what}", "check the path") from exc
+    try:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode):
+            raise RegistryError("args.not-a-file", path, f"the {what} is not a regular file", "pass a regular file")
+        handle = Pinned(path, fd, before)
+        try:
+            yield handle
+        except RegistryError as err:
+            raise err.naming(str(handle.stable), str(path)) from err
+        if _signature(os.fstat(fd)) != _signature(before):
+            raise RegistryError("fs.changed", path, f"the {what} changed while it was being read", "run the command again once nothing else writes to it")
+    finally:
+        os.close(fd)
