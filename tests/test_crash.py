@@ -1,0 +1,188 @@
+"""Crash atomicity and concurrency of the writing commands, on real processes.
+
+Each writing command is killed with SIGKILL at every one of its rename(2) calls (strace injects
+the signal), and at random instants during a long copy; the next command must find the
+registry's public files byte-identical to before the command or to after it, finish an
+interrupted commit itself, and leave no staging debris once it has taken the lock.  Concurrent
+writers must each land their change or refuse cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from registry.atomic import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
+from registry.synthetic import TinySpec, make_base_checkpoint, make_state_file
+
+from .conftest import SMALL, snapshot
+
+STRACE = shutil.which("strace")
+pytestmark = pytest.mark.skipif(STRACE is None, reason="strace is not installed (apt-get install strace): the crash tests inject SIGKILL at rename(2) with it")
+
+CLI = [sys.executable, "-m", "registry"]
+BIG = TinySpec(n_layer=4, n_embd=512, vocab_size=65536)  # a ~90 MB checkpoint: long enough to be killed mid-copy
+
+
+def registry(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def train_json(path: Path) -> Path:
+    path.write_text(json.dumps({"trainer": {"name": "rwkv_state_tune", "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": "rwkv_state_tune", "data_sha256": "ab" * 32}))
+    return path
+
+
+@dataclass
+class Scenario:
+    name: str
+    prepare: Callable[[Path, Path], None]  # (registry, inputs) -> None: the state before the command
+    command: Callable[[Path, Path], list[str | Path]]  # (registry, inputs) -> arguments
+
+
+def _base(reg: Path, inputs: Path) -> None:
+    registry("init", reg)
+    registry("add-base", inputs / "rwkv7-crash-20260101.pth", "-C", reg)
+
+
+def _with_full(reg: Path, inputs: Path) -> None:
+    _base(reg, inputs)
+    registry("add", inputs / "full.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", inputs / "train.json")
+
+
+SCENARIOS = [
+    Scenario("add-base", lambda reg, inputs: registry("init", reg), lambda reg, inputs: ["add-base", inputs / "rwkv7-crash-20260101.pth", "-C", reg]),
+    Scenario("add-state", _base, lambda reg, inputs: ["add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json"]),
+    Scenario("add-full", _base, lambda reg, inputs: ["add", inputs / "full.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", inputs / "train.json"]),
+    Scenario("convert-3-shards", _with_full, lambda reg, inputs: ["convert", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--shard-size", "3MB"]),
+    Scenario("score", _with_full, lambda reg, inputs: ["score", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--benchmark", "exam", "--value", "46.9", "--date", "2026-10-16", "--backend", "rwkv 0.8.32"]),
+    Scenario("card", _base, lambda reg, inputs: ["card", "-C", reg]),
+    Scenario("sums", _base, lambda reg, inputs: ["sums", "-C", reg]),
+]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("crash-inputs")
+    make_base_checkpoint(directory / "rwkv7-crash-20260101.pth", SMALL)
+    make_base_checkpoint(directory / "full.pth", SMALL)
+    make_state_file(directory / "s1.pth", SMALL)
+    train_json(directory / "train.json")
+    return directory
+
+
+def _prepared(scenario: Scenario, inputs: Path, root: Path) -> Path:
+    reg = root / "reg"
+    scenario.prepare(reg, inputs)
+    if scenario.name == "card":  # give card something to do: a new title, the card not yet rendered
+        index = json.loads((reg / "index.json").read_text())
+        index["registry"]["title"] = "Crash test"
+        (reg / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+        registry("sums", "-C", reg)
+    if scenario.name == "sums":  # and sums: a hand edit of the card's hand-written section
+        card = reg / "README.md"
+        card.write_text(card.read_text(encoding="utf-8").replace("尚未记录。", "edited by hand"), encoding="utf-8")
+    return reg
+
+
+def _renames(cmd: list[str | Path], log: Path) -> int:
+    subprocess.run([STRACE, "-f", "-qq", "-e", "trace=rename", "-o", log, *CLI, *map(str, cmd)], check=True, capture_output=True, timeout=300)
+    return sum(1 for line in log.read_text().splitlines() if "rename(" in line and line.rstrip().endswith("= 0"))
+
+
+def _kill_at_rename(cmd: list[str | Path], k: int) -> subprocess.CompletedProcess[str]:
+    injected = [STRACE, "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename", "-e", f"inject=rename:signal=SIGKILL:when={k}", *CLI, *map(str, cmd)]
+    return subprocess.run(injected, capture_output=True, text=True, timeout=300)
+
+
+def _assert_old_or_new_then_clean(reg: Path, before: dict, after: dict) -> str:
+    checked = registry("validate", "-C", reg, check=False)  # the next command: rolls an interrupted commit forward first
+    now = snapshot(reg)
+    assert now in (before, after), sorted(set(now) ^ set(after))
+    assert not (reg / PRIVATE_DIR / JOURNAL_NAME).exists()
+    if now == after:
+        assert checked.returncode == 0, checked.stdout
+    # Any command that takes the lock removes staging debris, even one that then refuses.
+    refused = registry("score", "no/such/entry.pth", "-C", reg, "--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b", check=False)
+    assert refused.returncode == 3 and list((reg / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
+    assert snapshot(reg) == now
+    return "before" if now == before else "after"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_a_kill_at_every_rename_leaves_the_registry_old_or_new(scenario, inputs, tmp_path):
+    template = _prepared(scenario, inputs, tmp_path / "template")
+    before = snapshot(template)
+
+    def fresh(name: str) -> Path:
+        return Path(shutil.copytree(template, tmp_path / name / "reg", symlinks=True))
+
+    done = fresh("done")
+    count = _renames(scenario.command(done, inputs), tmp_path / "strace.log")
+    after = snapshot(done)
+    assert after != before and count >= 2  # at least the journal and one file
+    outcomes = []
+    for k in range(1, count + 1):
+        reg = fresh(f"kill-{k}")
+        killed = _kill_at_rename(scenario.command(reg, inputs), k)
+        assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (k, killed.returncode, killed.stderr[-500:])
+        outcomes.append(_assert_old_or_new_then_clean(reg, before, after))
+    # Before the journal is written the old registry stands; once it is written, the new one.
+    assert "before" in outcomes and "after" in outcomes, outcomes
+
+
+def test_kills_at_random_instants_during_a_long_copy(inputs, tmp_path):
+    make_base_checkpoint(inputs / "rwkv7-big-20260101.pth", BIG)
+    big = inputs / "rwkv7-big-20260101.pth"
+    template = tmp_path / "template" / "reg"
+    registry("init", template)
+    registry("add-base", big, "-C", template)
+    before = snapshot(template)
+    cmd = ["add", big, "--base", "rwkv7-big-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", inputs / "train.json"]
+    done = Path(shutil.copytree(template, tmp_path / "done" / "reg"))
+    started = time.perf_counter()
+    registry(*cmd, "-C", done)
+    duration = time.perf_counter() - started
+    after = snapshot(done)
+    chooser = random.Random(16)
+    for trial in range(5):
+        reg = Path(shutil.copytree(template, tmp_path / f"trial-{trial}" / "reg"))
+        process = subprocess.Popen([*CLI, *map(str, cmd), "-C", str(reg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(chooser.uniform(0.3, 0.9) * duration)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        _assert_old_or_new_then_clean(reg, before, after)
+
+
+@pytest.mark.parametrize("writers", [2, 3])
+def test_concurrent_adds_lose_no_entry(inputs, tmp_path, writers):
+    states = [make_state_file(inputs / f"c{writers}-{i}.pth", SMALL, seed=10 + i) for i in range(writers)]
+    for trial in range(6):
+        reg = tmp_path / f"trial-{trial}" / "reg"
+        _base(reg, inputs)
+        procs = [
+            subprocess.Popen([*CLI, "add", str(s), "-C", str(reg), "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", str(inputs / "train.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for s in states
+        ]
+        results = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+        index = json.loads((reg / "index.json").read_text())
+        registered = {Path(e["path"]).name for e in index["entries"]}
+        for state, (code, stderr) in zip(states, results, strict=True):
+            if code == 0:
+                assert state.name in registered, (trial, stderr)
+            else:  # a clean refusal: the lock was busy for too long
+                assert code == 3 and "fs.locked" not in stderr and "lock" in stderr and state.name not in registered, stderr
+        assert registry("validate", "-C", reg).returncode == 0
