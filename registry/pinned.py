@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import RegistryError
+from .hashing.cache import StatCache
+from .hashing.engine import Progress, hash_file
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,27 @@ def pinned(path: Path, what: str = "file") -> Iterator[Pinned]:
             raise RegistryError("fs.changed", path, f"the {what} changed while it was being read", "run the command again once nothing else writes to it")
     finally:
         os.close(fd)
+
+
+@contextmanager
+def registered(root: Path, relpath: str, sha256: str, cache: StatCache, progress: Progress | None = None) -> Iterator[Pinned]:
+    """A registered file, opened once and checked to be the bytes index.json names.
+
+    Commands that read registered weights (convert, smoke) work on what this yields, so bytes
+    swapped in behind the index are refused before anything runs on them, and a swap during the
+    command is never read.  The stat cache makes the check a stat for an unchanged file.
+    """
+    with pinned(root / relpath, "registered file") as handle:
+        actual = cache.lookup(relpath, handle.stat)
+        if actual is None:
+            actual = hash_file(handle.stable, progress)
+            cache.store(relpath, handle.stat, actual)
+            cache.save()
+        if actual != sha256:
+            raise RegistryError(
+                "index.sha-mismatch",
+                relpath,
+                f"sha256 is {actual[:12]}… but index.json says {sha256[:12]}…; nothing was run on these bytes",
+                "restore the registered file (`registry validate` shows every difference)",
+            )
+        yield handle

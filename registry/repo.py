@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +22,13 @@ GITATTRIBUTES = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter
 
 
 def render_index(index: Index) -> bytes:
-    """Deterministic bytes for index.json: stable key order, 2-space indent, UTF-8, final LF."""
+    """Deterministic bytes for index.json: stable key order, 2-space indent, UTF-8, final LF, finite numbers only."""
     data = index.model_dump(mode="json")
-    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # NaN or Infinity: the models refuse them, so only a bug gets here
+        raise RegistryError("json.not-finite", INDEX_NAME, f"index.json would hold a number JSON cannot express ({exc})", "record finite numbers only") from exc
+    return (text + "\n").encode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -73,8 +78,20 @@ class Repo:
     def gates_dir(self) -> Path:
         return self.private / "gates"
 
+    def refuse_link(self, path: Path) -> Path:
+        """``path``, refused when it is a symlink: the tool never reads or writes through one."""
+        if path.is_symlink():
+            raise RegistryError("layout.symlink", self.rel(path), "is a symlink (links are never followed)", "replace the link with the real file")
+        return path
+
+    def read_bytes(self, path: Path) -> bytes:
+        """A registry file's bytes, never through a symlink."""
+        fd = os.open(self.refuse_link(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+
     def load_index(self) -> Index:
-        return load_model(self.index_path, Index, INDEX_NAME)
+        return load_model(self.refuse_link(self.index_path), Index, INDEX_NAME)
 
     def rel(self, path: Path) -> str:
         return path.absolute().relative_to(self.root).as_posix()

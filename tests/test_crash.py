@@ -186,3 +186,17 @@ def test_concurrent_adds_lose_no_entry(inputs, tmp_path, writers):
             else:  # a clean refusal: the lock was busy for too long
                 assert code == 3 and "fs.locked" not in stderr and "lock" in stderr and state.name not in registered, stderr
         assert registry("validate", "-C", reg).returncode == 0
+
+
+def test_an_index_json_symlinked_outside_the_root_is_never_read(inputs, tmp_path):
+    reg = tmp_path / "reg"
+    _base(reg, inputs)
+    outside = tmp_path / "outside-index.json"
+    outside.write_bytes((reg / "index.json").read_bytes())
+    (reg / "index.json").unlink()
+    (reg / "index.json").symlink_to(outside)
+    before = snapshot(reg)
+    for args in (["list"], ["card"], ["card", "--check"], ["score", "x.pth", "--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b"]):
+        result = registry(*args, "-C", reg, check=False)
+        assert result.returncode in (1, 3) and "symlink" in result.stdout + result.stderr, (args, result.stderr)
+    assert snapshot(reg) == before and outside.read_bytes() == (tmp_path / "outside-index.json").read_bytes()

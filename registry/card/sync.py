@@ -28,7 +28,7 @@ FIX = "run `registry card`"
 def read_card(repo: Repo) -> str | None:
     """The current README.md text, or None when there is none."""
     path = repo.card_path
-    return decode_card(path.read_bytes()) if path.is_file() else None
+    return decode_card(repo.read_bytes(path)) if path.is_file() or path.is_symlink() else None
 
 
 @dataclass(frozen=True)

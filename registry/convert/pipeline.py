@@ -208,14 +208,19 @@ def convert_file(
     force: bool = False,
     opener: Opener = OutputFile,
     progress: Progress | None = None,
+    read_from: Path | None = None,
 ) -> ConversionResult:
     """Write verified safetensors twins of ``source`` to temp files in ``staging``.
+
+    The bytes are read from ``read_from`` when given (a pinned open file of ``source``, see
+    :mod:`registry.pinned`); ``source`` names the outputs.
 
     ``source_sha256`` goes into every header; a future (a hash still being computed) lets the
     tensor bytes be copied meanwhile.  The caller renames ``ConvertedFile.temp`` → ``final``
     (or calls ``discard``).  An existing output with other bytes is refused unless ``force``.
     """
-    tensors = load_tensor_map(source)
+    reading = read_from or source
+    tensors = load_tensor_map(reading)
     check_dtypes(tensors, str(source))
     digest = source_sha256 if isinstance(source_sha256, Future) else _known(source_sha256)
     meta = {"format": "pt", "registry_version": __version__, **metadata}
@@ -224,7 +229,7 @@ def convert_file(
     plan = plan_shards(sizes, shard_size if kind == "checkpoint" else max(sum(sizes.values()), 1), output_names(source, kind))
     result = ConversionResult(source=source, files=[], sharded=plan.sharded)
     try:
-        with SourceBytes(source, tensors) as reader:
+        with SourceBytes(reading, tensors) as reader:
             for name, names in plan.files:
                 result.files.append(_write_one(directory / name, staging, names, reader, meta, digest, opener, progress))
             if plan.sharded:

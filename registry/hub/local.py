@@ -27,7 +27,7 @@ def git_blob_sha1(path: Path) -> str:
 
 
 def local_sums(repo: Repo) -> dict[str, str]:
-    return parse_sums(repo.sums_path.read_bytes(), repo.sums_path)
+    return parse_sums(repo.read_bytes(repo.sums_path), repo.sums_path)
 
 
 def local_files(repo: Repo, sums: dict[str, str]) -> dict[str, LocalFile]:

@@ -13,9 +13,11 @@ from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import OutputFile
 from ..derived import stage_derived
 from ..errors import RegistryError
+from ..hashing import StatCache
 from ..hashing.engine import Progress, hash_in_background
 from ..index_rules import index_to_change
 from ..models import Entry, FileRef, Index
+from ..pinned import registered
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
 
@@ -65,11 +67,13 @@ def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, o
         source = resolve_entry(repo, index, path)
         if source.format != "pth":
             raise RegistryError("convert.not-pth", source.path, "only .pth entries are converted", "pass the .pth entry this file was derived from")
-        inspection = inspect_weights(repo.root / source.path)
-        result = convert_file(
-            repo.root / source.path, inspection.kind, _metadata(source, _miss_fields(inspection)), source.sha256, shard_size,
-            txn.staging, force, opener, progress,
-        )
+        # Read once, through one open file that holds the indexed bytes (checked first).
+        with registered(repo.root, source.path, source.sha256, StatCache(repo.stat_cache_path)) as pinned_source:
+            inspection = inspect_weights(pinned_source.stable)
+            result = convert_file(
+                repo.root / source.path, inspection.kind, _metadata(source, _miss_fields(inspection)), source.sha256, shard_size,
+                txn.staging, force, opener, progress, read_from=pinned_source.stable,
+            )
         try:
             derived = _derived_entry(repo, source, result)
             _replace_derived(index, derived)

@@ -133,7 +133,7 @@ def check_sums(ctx: Context) -> Iterator[Problem]:
         yield Problem("sums.missing", SUMS_NAME, "SHA256SUMS is missing", "run `registry sums`")
         return
     try:
-        ctx.listed_sums = parse_sums(ctx.repo.sums_path.read_bytes())
+        ctx.listed_sums = parse_sums(ctx.repo.read_bytes(ctx.repo.sums_path))
     except RegistryError as err:
         yield err.problem.about(SUMS_NAME)
         return
