@@ -33,10 +33,14 @@ class TreeScan:
     findings: list[Problem] = field(default_factory=list)
 
 
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+
+
 def is_excluded(rel: str) -> bool:
-    """Paths SHA256SUMS and the layout ignore: itself, git's files, the tool's private folder."""
+    """Paths SHA256SUMS and the layout ignore: itself, git's files (``.git*``, ``.github/``), the
+    pre-commit configuration that runs our hooks, the tool's private folder."""
     top = rel.split("/", 1)[0]
-    return rel == SUMS_NAME or top.startswith(".git") or top == PRIVATE_DIR
+    return rel in (SUMS_NAME, PRE_COMMIT_CONFIG) or top.startswith(".git") or top == PRIVATE_DIR
 
 
 def scan_tree(root: Path) -> TreeScan:

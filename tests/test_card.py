@@ -417,11 +417,12 @@ def test_card_command_renders_the_seed_registry(empty_registry):
 
 def test_check_json_and_missing_card(empty_registry):
     fresh = run("card", empty_registry, "--check", "--json")
-    assert fresh.exit_code == 0 and json.loads(fresh.output) == {"ok": True, "diff": ""}
+    assert fresh.exit_code == 0 and json.loads(fresh.output) == {"ok": True, "problems": [], "diff": ""}
     (empty_registry / "README.md").unlink()
     assert "card.missing" in {f.code for f in validate(empty_registry)}
     missing = run("card", empty_registry, "--check", "--json")
-    assert missing.exit_code == 1 and json.loads(missing.output)["diff"].startswith("--- /dev/null")
+    document = json.loads(missing.output)
+    assert missing.exit_code == 1 and document["diff"].startswith("--- /dev/null") and document["problems"][0]["code"] == "card.stale"
     assert run("card", empty_registry).exit_code == 0 and validate(empty_registry) == []
 
 

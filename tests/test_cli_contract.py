@@ -86,3 +86,8 @@ def test_registry_debug_prints_the_traceback_with_its_cause(empty_registry):
     loud = subprocess.run([sys.executable, "-m", "registry", "list"], cwd=empty_registry, capture_output=True, text=True, env=env)
     assert loud.returncode == 3 and "Traceback" in loud.stderr and "JSONDecodeError" in loud.stderr
     assert "direct cause" in loud.stderr and loud.stderr.rstrip().splitlines()[-1].startswith("error: ")
+
+
+def test_a_pre_commit_config_at_the_root_is_not_a_stray_file(empty_registry):
+    (empty_registry / ".pre-commit-config.yaml").write_text("repos: []\n")
+    assert invoke("validate", empty_registry).exit_code == 0

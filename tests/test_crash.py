@@ -200,3 +200,17 @@ def test_an_index_json_symlinked_outside_the_root_is_never_read(inputs, tmp_path
         result = registry(*args, "-C", reg, check=False)
         assert result.returncode in (1, 3) and "symlink" in result.stdout + result.stderr, (args, result.stderr)
     assert snapshot(reg) == before and outside.read_bytes() == (tmp_path / "outside-index.json").read_bytes()
+
+
+def test_bytes_swapped_behind_the_index_are_refused_before_anything_runs(inputs, tmp_path):
+    reg = tmp_path / "reg"
+    _base(reg, inputs)
+    registry("add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json")
+    rel = "rwkv7-crash-20260101/state/v1.41/s1.pth"
+    other = make_state_file(tmp_path / "other.pth", SMALL, seed=7)  # a valid State, other bytes
+    shutil.copyfile(other, reg / rel)
+    before = snapshot(reg)
+    for args in (["convert", rel, "--force"], ["smoke", rel, "--device", "cpu", "--base-file", inputs / "rwkv7-crash-20260101.pth"]):
+        result = registry(*args, "-C", reg, check=False)
+        assert result.returncode == 3 and f"error: {rel}: sha256 is" in result.stderr and "index.json says" in result.stderr, result.stderr
+    assert snapshot(reg) == before and not list((reg / PRIVATE_DIR / "gates").glob("*.json"))

@@ -75,5 +75,10 @@ def check_card(ctx: Context) -> Iterator[Problem]:
     except RegistryError as err:
         yield err.problem.about(CARD_NAME)
         return
-    if not state.fresh:
-        yield Problem("card.stale", CARD_NAME, f"differs from what index.json renders (first difference at line {state.first_difference()})", FIX)
+    yield from stale_problems(state)
+
+
+def stale_problems(state: CardState) -> list[Problem]:
+    if state.fresh:
+        return []
+    return [Problem("card.stale", CARD_NAME, f"differs from what index.json renders (first difference at line {state.first_difference()})", FIX)]

@@ -21,6 +21,7 @@ def card(directory: Path | None, registry: Path, check: bool, as_json: bool) -> 
 
     DIR defaults to -C / RWKV_REGISTRY, else the current directory.  The hand-written section between the registry:handwritten markers is kept verbatim.
     """
+    from ..card.sync import stale_problems
     from ..ops.card import compare_card, write_card
 
     root = registry_dir(directory, registry)
@@ -34,7 +35,7 @@ def card(directory: Path | None, registry: Path, check: bool, as_json: bool) -> 
             return
         diff = state.diff()
         if as_json:
-            emit_json({"ok": state.fresh, "diff": diff})
+            emit_json({"ok": state.fresh, "problems": [p.as_dict() for p in stale_problems(state)], "diff": diff})
         elif state.fresh:
             click.echo("README.md is up to date")
         else:

@@ -47,9 +47,10 @@ from ..gate.prompts import PROMPTS, STOP_TEXT, STOP_TOKEN, tokenizer
 from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_path
 from ..gate.reference import make_wkv7_inputs, relative_error
 from ..gate.runtime import Rwkv7, load_tensors, merge_miss
-from ..hashing import hash_file
+from ..hashing import StatCache, hash_file
 from ..index_rules import index_to_change
 from ..models import Entry, GateSummary, Index
+from ..pinned import registered
 from ..progress import Echo
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
@@ -104,6 +105,19 @@ def _source_pth(repo: Repo, index: Index, entry: Entry) -> Path:
     if source is None or source.format != "pth":
         raise RegistryError("gate.no-source", entry.path, "the official runtime loads .pth files and this twin names no .pth source", "gate the .pth entry it was converted from")
     return repo.root / source.path
+
+
+def _check_registered(repo: Repo, index: Index, entries: list[Entry]) -> None:
+    """Every file the gate will load holds the bytes index.json names, before anything runs."""
+    cache = StatCache(repo.stat_cache_path)
+    for entry in entries:
+        files = _entry_files(repo, entry)
+        source = index.entry_by_path(entry.derived_from or "")
+        if source is not None:
+            files[source.path] = source.sha256
+        for rel, sha in files.items():
+            with registered(repo.root, rel, sha, cache):
+                pass
 
 
 def _on(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -390,6 +404,7 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
                 "gate.base-mismatch", base_file, f"sha256 is {base_sha} but {entry.path} was trained on base {entry.base_sha256}",
                 "pass the base file the entry was trained on (nothing was loaded)",
             )  # fmt: skip
+    _check_registered(repo, index, entries)
     ctx = GateContext(device, base_file, base_sha, say)
     receipts = []
     for entry in entries:
