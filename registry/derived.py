@@ -3,34 +3,57 @@ command's transaction after its own writes."""
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 from .atomic import Transaction
 from .card import stage_card
+from .errors import Problem, RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
 from .layout import is_excluded, scan_tree
 from .models import Index
 from .repo import Repo
-from .sums import SUMS_NAME, digest_tree, render_sums
+from .sums import SUMS_NAME, digest_tree, parse_sums, render_sums, sums_problems
 
 
-def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None) -> dict[str, str]:
+def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
     """Stage the files derived from the index (card, SHA256SUMS) after the other staged writes.
 
-    SHA256SUMS must cover the new index and card, so they are hashed from the staged bytes.
+    SHA256SUMS must cover the new index and card, so they are hashed from the staged bytes
+    (``absorb``: see :func:`stage_sums`).
     """
     stage_card(repo, txn, index)
-    return stage_sums(repo, txn, progress)
+    return stage_sums(repo, txn, progress, absorb)
 
 
-def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None) -> dict[str, str]:
-    """Stage SHA256SUMS for the tree as it will be once ``txn`` commits."""
+def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
+    """Stage SHA256SUMS for the tree as it will be once ``txn`` commits.
+
+    Only the files ``txn`` writes get new lines.  Every other file must still be what SHA256SUMS
+    says, or the command refuses with validate's findings: an unrelated write must never launder
+    a change made behind the tool's back into the registry's own checksums.  ``absorb``: True
+    takes the tree as it is (``registry sums``, ``init``); a set of paths accepts their new bytes
+    (``validate --allow-rewrite``, which records why).
+    """
     staged = {rel: sha for rel, sha in txn.staged_files().items() if not is_excluded(rel)}
     on_disk = [rel for rel in scan_tree(repo.root).files if rel not in staged]
     digests = digest_tree(repo.root, on_disk, StatCache(repo.stat_cache_path), progress)
+    if absorb is not True:
+        _require_unchanged(repo, digests, set(staged) | set(absorb or ()))
     digests.update(staged)
     txn.write(SUMS_NAME, render_sums(digests))
     txn.after_commit(lambda: remember_digests(repo, staged))
     return digests
+
+
+def _require_unchanged(repo: Repo, digests: dict[str, str], written: set[str]) -> None:
+    if not repo.sums_path.is_file() and not repo.sums_path.is_symlink():
+        raise RegistryError("sums.missing", SUMS_NAME, "SHA256SUMS is missing, so the files cannot be checked before this change", "run `registry sums` (after checking the files), then this command again")
+    listed = {rel: sha for rel, sha in parse_sums(repo.read_bytes(repo.sums_path)).items() if rel not in written}
+    problems = sums_problems(listed, {rel: sha for rel, sha in digests.items() if rel not in written})
+    if problems:
+        headline = Problem("sums.changed", SUMS_NAME, f"{len(problems)} file(s) differ from SHA256SUMS and this command did not write them; nothing was changed", "restore them, or run `registry sums` if the changes are intended (`registry validate` lists them)")
+        raise RegistryError.of([headline, *problems])
 
 
 def remember_digests(repo: Repo, digests: dict[str, str]) -> None:

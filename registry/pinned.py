@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,3 +87,19 @@ def registered(root: Path, relpath: str, sha256: str, cache: StatCache, progress
                 "restore the registered file (`registry validate` shows every difference)",
             )
         yield handle
+
+
+@contextmanager
+def read_view(pins: Mapping[str, Pinned]) -> Iterator[Path]:
+    """A private directory where each name links to its pinned open file.
+
+    For readers that need a path with the file's own name: suffix-based format detection,
+    shards beside their index, the official runtime (which appends ``.pth``).  The links resolve
+    to this process's open files, so a swap of the public path meanwhile is never read.
+    """
+    with tempfile.TemporaryDirectory(prefix="registry-pinned-") as tmp:
+        for name, handle in pins.items():
+            link = Path(tmp, name)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(handle.stable)
+        yield Path(tmp)

@@ -7,14 +7,16 @@ tool.  It covers every file except itself, ``.git*`` and the tool's private ``.r
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .errors import RegistryError
+from .errors import Problem, RegistryError
 from .hashing import StatCache, hash_files
 from .hashing.engine import Progress
 
 SUMS_NAME = "SHA256SUMS"
+# The most of a SHA256SUMS from outside the registry (a dataset's) that is read: ~100,000 lines.
+MAX_SUMS_BYTES = 16 << 20
 _LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")
 
 
@@ -31,8 +33,17 @@ def parse_sums(data: bytes, file: Path | str = SUMS_NAME) -> dict[str, str]:
         raise RegistryError("sums.malformed", file, "not UTF-8", "regenerate it with `registry sums`") from exc
     if text and not text.endswith("\n"):
         raise RegistryError("sums.malformed", file, "last line has no LF", "regenerate it with `registry sums`")
+    if "\r" in text:
+        number = text.count("\n", 0, text.index("\r")) + 1
+        raise RegistryError(
+            "sums.malformed",
+            f"{file}:{number}",
+            "line holds a CR byte (Windows CRLF line ends?), which `sha256sum -c` rejects",
+            "convert it to LF line ends (dos2unix) or regenerate it with `registry sums`",
+        )
     digests: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split on LF only: str.splitlines would also split on CR, form feeds and Unicode separators.
+    for number, line in enumerate(text[:-1].split("\n") if text else [], start=1):
         match = _LINE.match(line)
         if not match:
             raise RegistryError(
@@ -79,3 +90,15 @@ def digest_tree(
         cache.prune(set(relpaths))
         cache.save()
     return digests
+
+
+def sums_problems(listed: Mapping[str, str], actual: Mapping[str, str]) -> list[Problem]:
+    """How the files on disk (``actual``: relpath → sha256) differ from SHA256SUMS (``listed``)."""
+    problems = [Problem("sums.unlisted-file", rel, "file is not in SHA256SUMS", "run `registry sums`") for rel in sorted(set(actual) - set(listed))]
+    problems += [Problem("sums.missing-file", rel, "listed in SHA256SUMS but not on disk", "restore the file or run `registry sums`") for rel in sorted(set(listed) - set(actual))]
+    problems += [
+        Problem("sums.mismatch", rel, f"sha256 is {actual[rel][:12]}… but SHA256SUMS says {listed[rel][:12]}…", "restore the original file, or run `registry sums` if the change is intended")
+        for rel in sorted(set(listed) & set(actual))
+        if listed[rel] != actual[rel]
+    ]
+    return problems

@@ -402,6 +402,11 @@ def test_check_exits_1_with_diff_after_index_change_then_0_after_card(empty_regi
     assert snapshot(empty_registry) == before
     assert {f.code for f in validate(empty_registry)} == {"card.stale", "sums.mismatch"}
 
+    # index.json was edited by hand: card refuses to vouch for it until `registry sums` accepts it.
+    refused = run("card", empty_registry)
+    assert refused.exit_code == 3 and "index.json" in refused.output and "registry sums" in refused.output
+    assert snapshot(empty_registry) == before
+    assert run("sums", empty_registry).exit_code == 0
     rendered = run("card", empty_registry)
     assert rendered.exit_code == 0 and "rendered" in rendered.output
     assert run("card", empty_registry, "--check").exit_code == 0
@@ -411,6 +416,7 @@ def test_check_exits_1_with_diff_after_index_change_then_0_after_card(empty_regi
 
 def test_card_command_renders_the_seed_registry(empty_registry):
     (empty_registry / "index.json").write_bytes(render_index(seed001_index()))
+    assert run("sums", empty_registry).exit_code == 0  # accept the hand-written index
     assert run("card", empty_registry).exit_code == 0
     assert (empty_registry / "README.md").read_text(encoding="utf-8") == GOLDEN.read_text(encoding="utf-8")
 

@@ -16,6 +16,7 @@ from registry.models import Index
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.smoke import smoke
+from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 from registry.repo import INDEX_NAME, render_index
 from registry.resources import schema_dir
@@ -109,6 +110,7 @@ def _replace_entry_file(root: Path, path: str, tensors: dict) -> None:
     entry = index.entry_by_path(path)
     entry.sha256, entry.size = sha256_of(root / path), (root / path).stat().st_size
     (root / INDEX_NAME).write_bytes(render_index(index))
+    write_sums(root)
 
 
 def test_nan_in_weights_fails_and_the_receipt_says_where(tmp_path, small_registry_factory):

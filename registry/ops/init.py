@@ -32,7 +32,7 @@ def init_registry(root: Path, title: str | None = None, license: str | None = No
         with transaction(root) as txn:
             txn.write(INDEX_NAME, render_index(index))
             txn.write(GITATTRIBUTES_NAME, GITATTRIBUTES.encode())
-            stage_derived(repo, txn, index)
+            stage_derived(repo, txn, index, absorb=True)  # a new registry: nothing to check yet
     except BaseException:
         # A failed init leaves nothing behind, so the next one starts from the same empty place.
         if created or not private_existed:

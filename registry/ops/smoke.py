@@ -24,6 +24,7 @@ import platform
 import subprocess
 import time
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,7 +51,7 @@ from ..gate.runtime import Rwkv7, load_tensors, merge_miss
 from ..hashing import StatCache, hash_file
 from ..index_rules import index_to_change
 from ..models import Entry, GateSummary, Index
-from ..pinned import registered
+from ..pinned import pinned, read_view, registered
 from ..progress import Echo
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
@@ -91,33 +92,31 @@ def _topk_overlap(got: torch.Tensor, want: torch.Tensor) -> float:
 # loading
 
 
-def _entry_files(repo: Repo, entry: Entry) -> dict[str, str]:
+def _entry_files(entry: Entry) -> dict[str, str]:
     files = {entry.path: entry.sha256}
     files.update({s.path: s.sha256 for s in entry.shards})
     return files
 
 
-def _source_pth(repo: Repo, index: Index, entry: Entry) -> Path:
+def _source_pth(root: Path, index: Index, entry: Entry) -> Path:
     """The .pth with the same tensors (a safetensors twin's source), for the official runtime."""
     if entry.format == "pth":
-        return repo.root / entry.path
+        return root / entry.path
     source = index.entry_by_path(entry.derived_from or "")
     if source is None or source.format != "pth":
         raise RegistryError("gate.no-source", entry.path, "the official runtime loads .pth files and this twin names no .pth source", "gate the .pth entry it was converted from")
-    return repo.root / source.path
+    return root / source.path
 
 
-def _check_registered(repo: Repo, index: Index, entries: list[Entry]) -> None:
-    """Every file the gate will load holds the bytes index.json names, before anything runs."""
-    cache = StatCache(repo.stat_cache_path)
+def _gate_files(index: Index, entries: list[Entry]) -> dict[str, str]:
+    """Every registered file the gate reads for ``entries`` (shards, a twin's .pth source), with its indexed sha256."""
+    files: dict[str, str] = {}
     for entry in entries:
-        files = _entry_files(repo, entry)
+        files.update(_entry_files(entry))
         source = index.entry_by_path(entry.derived_from or "")
         if source is not None:
             files[source.path] = source.sha256
-        for rel, sha in files.items():
-            with registered(repo.root, rel, sha, cache):
-                pass
+    return files
 
 
 def _on(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -125,15 +124,16 @@ def _on(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
     return {k: v.to(device) for k, v in tensors.items()} if device == "cuda" else tensors
 
 
-def load_entry(repo: Repo, index: Index, entry: Entry, base_file: Path, device: str) -> LoadedEntry:
+def load_entry(root: Path, index: Index, entry: Entry, base_file: Path, device: str) -> LoadedEntry:
+    """The entry's tensors, its base and what the official runtime needs, all read under ``root``."""
     start = time.perf_counter()
-    own = _on(device, load_tensors(repo.root / entry.path))
+    own = _on(device, load_tensors(root / entry.path))
     if entry.method == "full":
-        return LoadedEntry(own, own, None, _source_pth(repo, index, entry), None, time.perf_counter() - start)
+        return LoadedEntry(own, own, None, _source_pth(root, index, entry), None, time.perf_counter() - start)
     base = _on(device, load_tensors(base_file))
     if entry.method == "state":
         return LoadedEntry(base, own, own, base_file, None, time.perf_counter() - start)
-    manifest = read_miss_json(_source_pth(repo, index, entry))
+    manifest = read_miss_json(_source_pth(root, index, entry))
     merged = merge_miss(base, own, manifest.scale, source=entry.path)
     patch = {name: merged[name] for name in own}
     return LoadedEntry(merged, own, None, base_file, patch, time.perf_counter() - start)
@@ -234,6 +234,7 @@ class GateContext:
     base_file: Path
     base_sha256: str
     echo: Echo
+    files: Path  # where the registered files are read: links to the pinned, checked open files
 
 
 def _environment(device: str) -> Environment:
@@ -258,7 +259,7 @@ def run_gate(repo: Repo, index: Index, entry: Entry, ctx: GateContext) -> Receip
     say = ctx.echo
     kernel_check, kernel_timings = check_kernel(ctx.device)
     say(f"  kernel parity: {'ok' if kernel_check.passed else 'FAILED'}")
-    loaded = load_entry(repo, index, entry, ctx.base_file, ctx.device)
+    loaded = load_entry(ctx.files, index, entry, ctx.base_file, ctx.device)
     finite = check_finite_weights(loaded)
     checks = [kernel_check, finite]
     tok = tokenizer()
@@ -287,7 +288,7 @@ def run_gate(repo: Repo, index: Index, entry: Entry, ctx: GateContext) -> Receip
         prefill_tokens_per_s=round(prefill_tps, 1), decode_tokens_per_s=round(decode_tps, 1), total_s=round(time.perf_counter() - started, 3),
     )  # fmt: skip
     return Receipt(
-        entry=entry.path, method=entry.method, file_sha256=entry.sha256, files=_entry_files(repo, entry), base_sha256=entry.base_sha256,
+        entry=entry.path, method=entry.method, file_sha256=entry.sha256, files=_entry_files(entry), base_sha256=entry.base_sha256,
         created=datetime.now(UTC).isoformat(timespec="seconds"), environment=_environment(ctx.device), checks=checks,
         timings=timings, passed=all(c.passed for c in checks),
     )  # fmt: skip
@@ -397,22 +398,28 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
     entries = _select(index, repo, paths)
     if not base_file or not base_file.is_file():
         raise RegistryError("gate.no-base", base_file or "--base-file", "the base checkpoint file is needed", "pass --base-file BASE.pth (the file the entries were trained on)")
-    base_sha = hash_file(base_file)
-    for entry in entries:
-        if entry.base_sha256 != base_sha:
-            raise RegistryError(
-                "gate.base-mismatch", base_file, f"sha256 is {base_sha} but {entry.path} was trained on base {entry.base_sha256}",
-                "pass the base file the entry was trained on (nothing was loaded)",
-            )  # fmt: skip
-    _check_registered(repo, index, entries)
-    ctx = GateContext(device, base_file, base_sha, say)
-    receipts = []
-    for entry in entries:
-        say(f"gating {entry.path} on {device}")
-        receipt = run_gate(repo, index, entry, ctx)
-        receipts.append(receipt)
-        _record(repo, entry.path, receipt)
-        say(f"  {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}")
+    with ExitStack() as pins:
+        # Every input is opened once, checked (the base by hash, registered files against the
+        # index), and read through that open file for the whole gate.
+        base = pins.enter_context(pinned(base_file, "base checkpoint"))
+        base_sha = hash_file(base.stable)
+        for entry in entries:
+            if entry.base_sha256 != base_sha:
+                raise RegistryError(
+                    "gate.base-mismatch", base_file, f"sha256 is {base_sha} but {entry.path} was trained on base {entry.base_sha256}",
+                    "pass the base file the entry was trained on (nothing was loaded)",
+                )  # fmt: skip
+        cache = StatCache(repo.stat_cache_path)
+        opened = {f"registry/{rel}": pins.enter_context(registered(repo.root, rel, sha, cache)) for rel, sha in _gate_files(index, entries).items()}
+        view = pins.enter_context(read_view({**opened, f"base/{base_file.name}": base}))
+        ctx = GateContext(device, view / "base" / base_file.name, base_sha, say, view / "registry")
+        receipts = []
+        for entry in entries:
+            say(f"gating {entry.path} on {device}")
+            receipt = run_gate(repo, index, entry, ctx)
+            receipts.append(receipt)
+            _record(repo, entry.path, receipt)
+            say(f"  {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}")
     return receipts
 
 

@@ -13,4 +13,4 @@ from ..repo import Repo
 def write_sums(root: Path, progress: Progress | None = None) -> dict[str, str]:
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
-        return stage_sums(repo, txn, progress)
+        return stage_sums(repo, txn, progress, absorb=True)

@@ -31,7 +31,7 @@ from ..models import Index, Rewrite, TrainJson
 from ..published import immutability_findings, record_rewrites
 from ..repo import INDEX_NAME, Repo, render_index
 from ..schemas import load_model, read_json, schema_errors
-from ..sums import SUMS_NAME, digest_tree, parse_sums
+from ..sums import SUMS_NAME, digest_tree, parse_sums, sums_problems
 
 
 @dataclass
@@ -137,13 +137,7 @@ def check_sums(ctx: Context) -> Iterator[Problem]:
     except RegistryError as err:
         yield err.problem.about(SUMS_NAME)
         return
-    for rel in sorted(set(ctx.digests) - set(ctx.listed_sums)):
-        yield Problem("sums.unlisted-file", rel, "file is not in SHA256SUMS", "run `registry sums`")
-    for rel in sorted(set(ctx.listed_sums) - set(ctx.digests)):
-        yield Problem("sums.missing-file", rel, "listed in SHA256SUMS but not on disk", "restore the file or run `registry sums`")
-    for rel in sorted(set(ctx.listed_sums) & set(ctx.digests)):
-        if ctx.listed_sums[rel] != ctx.digests[rel]:
-            yield Problem("sums.mismatch", rel, f"sha256 is {ctx.digests[rel][:12]}… but SHA256SUMS says {ctx.listed_sums[rel][:12]}…", "restore the original file, or run `registry sums` if the change is intended")
+    yield from sums_problems(ctx.listed_sums, ctx.digests)
 
 
 def check_entry_hashes(ctx: Context) -> Iterator[Problem]:
@@ -227,5 +221,5 @@ def allow_rewrite(root: Path, reason: str) -> list[Rewrite]:
         added = record_rewrites(repo, index, digests, reason)
         if added:
             txn.write(INDEX_NAME, render_index(index))
-            stage_derived(repo, txn, index)
+            stage_derived(repo, txn, index, absorb={r.path for r in added})
     return added
