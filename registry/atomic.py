@@ -21,6 +21,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import Exit, RegistryError
+from .safepath import check_dir, directory
 
 PRIVATE_DIR = ".registry"
 
@@ -101,7 +102,12 @@ def registry_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
     Whoever takes it first finishes what an interrupted command left (:func:`recover`).
     """
     private = root / PRIVATE_DIR
-    private.mkdir(exist_ok=True)
+    try:
+        private.mkdir(exist_ok=True)
+    except FileExistsError as exc:  # a file (or a link to one) where the private folder belongs
+        raise RegistryError(
+            "fs.private-not-dir", private, f"{PRIVATE_DIR} is a file, but the tool keeps its private folder there", f"remove or rename the file {PRIVATE_DIR}"
+        ) from exc
     lock = FileLock(str(private / LOCK_NAME))
     try:
         lock.acquire(timeout=timeout)
@@ -141,19 +147,20 @@ def recover(root: Path) -> bool:
 
 
 def _apply(root: Path, dirs: list[Path], renames: list[tuple[Path, Path]], skip_done: bool = False) -> None:
-    """Create ``dirs``, do ``renames`` (skipping those already done when replaying), fsync every directory touched."""
+    """Create ``dirs``, do ``renames`` (skipping those already done when replaying), fsync every
+    directory touched.  Directories are reached without following links (:mod:`.safepath`)."""
     touched: set[Path] = set()
-    for directory in dirs:
-        directory.mkdir(parents=True, exist_ok=True)
-        touched.update(_up_to(root, directory))
+    for path in dirs:
+        with directory(root, path.relative_to(root), create=True):
+            touched.update(_up_to(root, path))
     for source, target in renames:
         if skip_done and not source.exists():
             continue  # done before the interruption
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
+        with directory(root, source.parent.relative_to(root)) as src, directory(root, target.parent.relative_to(root), create=True) as dst:
+            os.replace(source.name, target.name, src_dir_fd=src, dst_dir_fd=dst)
         touched.update(_up_to(root, target.parent))
-    for directory in touched:
-        fsync_dir(directory)
+    for path in touched:
+        fsync_dir(path)
 
 
 def _up_to(root: Path, directory: Path) -> list[Path]:
@@ -208,7 +215,9 @@ class Transaction:
         self._dirs.append(self.root / relpath)
 
     def _check_targets(self) -> None:
-        """Refuse, before the first rename, a target that a rename cannot replace."""
+        """Refuse, before the journal, a target reached through a link or that a rename cannot replace."""
+        for directory_path in [*self._dirs, *(target.parent for _, target, _ in self._staged)]:
+            check_dir(self.root, directory_path.relative_to(self.root))
         for _, target, _ in self._staged:
             if target.is_dir() and not target.is_symlink():
                 raise RegistryError("fs.eisdir", target, "a directory stands where the command writes a file", "remove or rename that directory", Exit.MACHINE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from pathlib import Path
 from .errors import RegistryError
 from .hashing.cache import StatCache
 from .hashing.engine import Progress, hash_file
+from .safepath import open_file
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,14 @@ def _signature(st: os.stat_result) -> tuple[int, int]:
 
 
 @contextmanager
-def pinned(path: Path, what: str = "file") -> Iterator[Pinned]:
-    """Open ``path`` (a regular file) once for the block; refusals name ``path``, not the fd."""
+def pinned(path: Path, what: str = "file", opener: Callable[[], int] | None = None) -> Iterator[Pinned]:
+    """Open ``path`` (a regular file) once for the block; refusals name ``path``, not the fd.
+
+    ``opener`` opens it instead (e.g. :func:`~registry.safepath.open_file` inside a registry).
+    """
     path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = opener() if opener else os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError as exc:
         raise RegistryError("args.missing-file", path, f"no such {what}", "check the path") from exc
     try:
@@ -73,7 +77,7 @@ def registered(root: Path, relpath: str, sha256: str, cache: StatCache, progress
     swapped in behind the index are refused before anything runs on them, and a swap during the
     command is never read.  The stat cache makes the check a stat for an unchanged file.
     """
-    with pinned(root / relpath, "registered file") as handle:
+    with pinned(root / relpath, "registered file", lambda: open_file(root, relpath)) as handle:
         actual = cache.lookup(relpath, handle.stat)
         if actual is None:
             actual = hash_file(handle.stable, progress)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from registry.ops.convert import convert_entry
 from registry.ops.validate import validate
 from registry.synthetic import make_state_file
 
-from .conftest import SMALL, sha256_of
+from .conftest import SMALL, sha256_of, snapshot
 from .test_ops_artifacts import base_name, registry_with_base, train_json  # noqa: F401  (fixture)
 
 
@@ -79,3 +80,23 @@ def test_a_registered_file_swapped_before_convert_is_refused(registry_with_base,
     assert refused.value.code == "index.sha-mismatch" and refused.value.file == entry.path
     index = (registry_with_base / "index.json").read_text()
     assert hashlib.sha256((registry_with_base / entry.path).read_bytes()).hexdigest() not in index
+
+
+@pytest.mark.parametrize("linked", ["base", "method", "version"])
+def test_a_symlinked_directory_inside_the_registry_is_never_written_through(registry_with_base, small_base, tmp_path, linked):  # noqa: F811
+    base = base_name(small_base)
+    parts = {"base": base, "method": f"{base}/state", "version": f"{base}/state/v1.41"}
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = registry_with_base / parts[linked]
+    if link.exists():
+        shutil.rmtree(link)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside, target_is_directory=True)
+    before = snapshot(registry_with_base)
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    with pytest.raises(RegistryError) as refused:
+        add_weight(registry_with_base, AddRequest(state, base, "state", "v1.41", train_json(tmp_path / "t.json")))
+    assert refused.value.code == "fs.symlink" and str(link) in refused.value.one_line()
+    assert list(outside.rglob("*")) == [] and snapshot(registry_with_base) == before
+    assert "layout.symlink" in {p.code for p in validate(registry_with_base)}
