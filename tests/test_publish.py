@@ -483,3 +483,19 @@ def test_ci_docs_run_validate_and_card_check_on_a_registry(registry, cli):
     (registry / "README.md").write_text("# stale\n")
     for entry in entries.values():
         cli(*shlex.split(entry)[1:], registry, code=1)
+
+
+def test_pull_refuses_a_hostile_tree_before_downloading_anything(hub_server, registry, tmp_path, cli):
+    from .hubserver import Blob
+
+    cli(*publish_args(registry))
+    repo = hub_server._repos[("model", REPO)]
+    head = repo.resolve("main")
+    hostile = repo.add_commit(head.oid, {**head.tree, "../escape.txt": Blob(b"outside\n")}, "hostile", "", "mallory")
+    repo.move_ref("main", hostile.oid)
+
+    result = cli("pull", "--repo-id", REPO, tmp_path / "new", "--json", code=3)
+    document = json.loads(result.stdout)
+    assert document["problems"][0]["code"] == "remote.bad-path" and "'..'" in document["problems"][0]["message"]
+    assert "Traceback" not in result.output and not (tmp_path / "new").exists() and not (tmp_path / "escape.txt").exists()
+    assert not [p for p in tmp_path.iterdir() if ".pull-" in p.name]

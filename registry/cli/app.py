@@ -82,6 +82,7 @@ def _machine_error(err: OSError) -> RegistryError:
     fixes = {
         errno.ENOSPC: "free disk space (or inodes) and run the command again",
         errno.EDQUOT: "free space within your quota and run the command again",
+        errno.EFBIG: "raise the file-size limit (ulimit -f) or free space, and run the command again",
         errno.EACCES: "give your user write access to it (or run as its owner) and run the command again",
         errno.EPERM: "give your user write access to it (or run as its owner) and run the command again",
         errno.EROFS: "run the command on a writable file system",

@@ -21,6 +21,7 @@ from ..hub.plan import RemoteFile, plain_paths
 from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
+from ..models import path_problem
 from ..repo import Repo
 from ..sums import SUMS_NAME
 from .validate import validate
@@ -46,6 +47,14 @@ def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> dict[str, 
     return sums
 
 
+def _check_tree_paths(repo_id: str, tree: Mapping[str, RemoteFile]) -> None:
+    """Refuse a remote tree naming a path that could land outside the download folder."""
+    for path in sorted(tree):
+        problem = path_problem(path)
+        if problem:
+            raise RegistryError("remote.bad-path", repo_id, f"the repo's tree holds {problem} (a hostile or broken remote); nothing was downloaded", "pull from a repo you trust, or report it to its owner")
+
+
 @dataclass(frozen=True)
 class Pulled:
     root: Path
@@ -60,6 +69,7 @@ def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None 
     _check_target(target)
     hub = hub or Hub(repo_id, revision)
     state = hub.existing_state()
+    _check_tree_paths(repo_id, state.files)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.pull-{secrets.token_hex(4)}"
     staging.mkdir()  # a plain mkdir: the folder keeps the mode a user's mkdir would give it
