@@ -67,7 +67,7 @@ SCENARIOS = [
     Scenario("add-base", lambda reg, inputs: registry("init", reg), lambda reg, inputs: ["add-base", inputs / "rwkv7-crash-20260101.pth", "-C", reg]),
     Scenario("add-state", _base, lambda reg, inputs: ["add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json"]),
     Scenario("add-full", _base, lambda reg, inputs: ["add", inputs / "full.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", inputs / "train.json"]),
-    Scenario("convert-3-shards", _with_full, lambda reg, inputs: ["convert", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--shard-size", "3MB"]),
+    Scenario("convert-3-shards", _with_full, lambda reg, inputs: ["convert", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--shard-size", "450KB"]),
     Scenario("score", _with_full, lambda reg, inputs: ["score", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--benchmark", "exam", "--value", "46.9", "--date", "2026-10-16", "--backend", "rwkv 0.8.32"]),
     Scenario("card", _base, lambda reg, inputs: ["card", "-C", reg]),
     Scenario("sums", _base, lambda reg, inputs: ["sums", "-C", reg]),
@@ -98,8 +98,11 @@ def _prepared(scenario: Scenario, inputs: Path, root: Path) -> Path:
     return reg
 
 
-def _kill_at_rename(cmd: list[str | Path], k: int) -> subprocess.CompletedProcess[str]:
-    injected = [STRACE, "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename", "-e", f"inject=rename:signal=SIGKILL:when={k}", *CLI, *map(str, cmd)]
+RENAMES = ("rename", "renameat", "renameat2")
+
+
+def _kill_at(cmd: list[str | Path], syscall: str, k: int) -> subprocess.CompletedProcess[str]:
+    injected = [STRACE, "-f", "-qq", "-o", "/dev/null", "-e", f"trace={syscall}", "-e", f"inject={syscall}:signal=SIGKILL:when={k}", *CLI, *map(str, cmd)]
     return subprocess.run(injected, capture_output=True, text=True, timeout=300)
 
 
@@ -131,19 +134,22 @@ def test_a_kill_at_every_rename_leaves_the_registry_old_or_new(scenario, inputs,
     assert after != before
     # Kill at the 1st rename, the 2nd, ... until the command gets through: every rename of the
     # run is a kill point (their number varies, e.g. with whether the stat cache is saved).
+    # strace counts each syscall apart: the journal is renamed with rename(2), the files with
+    # renameat(2) (renameat2 where the architecture has no renameat).
     outcomes = []
-    for k in range(1, 40):
-        reg = fresh(f"kill-{k}")
-        killed = _kill_at_rename(scenario.command(reg, inputs), k)
-        if killed.returncode == 0:
-            assert snapshot(reg) == after
-            break
-        assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (k, killed.returncode, killed.stderr[-500:])
-        outcomes.append(_assert_old_or_new_then_clean(reg, before, after))
-    else:
-        pytest.fail("the command was still renaming after 40 kill points")
+    for syscall in RENAMES:
+        for k in range(1, 40):
+            reg = fresh(f"kill-{syscall}-{k}")
+            killed = _kill_at(scenario.command(reg, inputs), syscall, k)
+            if killed.returncode == 0:
+                assert snapshot(reg) == after
+                break
+            assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (syscall, k, killed.returncode, killed.stderr[-500:])
+            outcomes.append(_assert_old_or_new_then_clean(reg, before, after))
+        else:
+            pytest.fail(f"the command was still calling {syscall} after 40 kill points")
     # Before the journal is written the old registry stands; once it is written, the new one.
-    assert len(outcomes) >= 2 and "before" in outcomes and "after" in outcomes, outcomes
+    assert len(outcomes) >= 3 and "before" in outcomes and "after" in outcomes, outcomes
 
 
 def test_kills_at_random_instants_during_a_long_copy(inputs, tmp_path):
