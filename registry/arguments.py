@@ -1,25 +1,74 @@
-"""Checks of the names, hashes and dates users pass on the command line, before anything is staged."""
+"""Checks of the names, hashes, numbers, dates and text users pass on the command line, before anything is staged.
+
+Every name a command turns into a path (a base, a run, the weight's file name) passes through
+:func:`require_name` or :func:`require_file_name`;
+free text that the card shows passes through :func:`require_text`.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date
 
 from .errors import RegistryError
-from .models import NAME_PATTERN, SHA256_PATTERN
+from .models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
+
+
+def _shown(value: str) -> str:
+    """``value`` as the file of a refusal: quoted when it holds characters a terminal would act on."""
+    return value if value.isprintable() and value == value.strip() else repr(value)
+
+
+def _name_defect(value: str) -> str:
+    if CONTROL_CHARACTERS.search(value):
+        return "contains a control character (newline, tab?)"
+    if "\\" in value:
+        return "contains a backslash"
+    if value != value.strip():
+        return "starts or ends with white space"
+    return ""
 
 
 def require_name(value: str, what: str, option: str) -> None:
-    if not re.match(NAME_PATTERN, value):
-        raise RegistryError(
-            "args.bad-name", value, f"{what} {value!r} is not a plain name (no path separators, no leading dot)", f"pass a plain name to {option}"
-        )
+    """A plain name: letters, digits, ``.``, ``_``, ``+``, ``-``; it becomes a directory in the registry."""
+    if not re.fullmatch(NAME_PATTERN, value):
+        defect = _name_defect(value) or "is not a plain name (letters, digits, '.', '_', '+', '-'; no path separators, no leading dot)"
+        raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"pass a plain name to {option}")
+
+
+def require_file_name(value: str, what: str, option: str) -> None:
+    """A file name that can be a registry path component and a SHA256SUMS line's path."""
+    defect = _name_defect(value)
+    if not defect and ("/" in value or path_problem(value)):
+        defect = "is not a file name"
+    if defect:
+        raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"rename the file (no control characters, backslashes or surrounding spaces) and pass it to {option}")
 
 
 def require_sha(value: str, option: str) -> str:
     value = value.lower()
-    if not re.match(SHA256_PATTERN, value):
-        raise RegistryError("args.bad-sha256", value, "not a 64-hex sha256", f"pass the full sha256 to {option}")
+    if not re.fullmatch(SHA256_PATTERN, value):
+        raise RegistryError("args.bad-sha256", _shown(value), "not a 64-hex sha256", f"pass the full sha256 to {option}")
+    return value
+
+
+def require_finite(value: float, option: str) -> float:
+    """A number JSON can hold: NaN and ±Infinity (``nan``, ``inf``, ``1e309``) have no JSON form."""
+    if not math.isfinite(value):
+        raise RegistryError("args.not-finite", option, f"{value} is not a finite number, and JSON has no NaN or Infinity", f"pass a finite number to {option}")
+    return value
+
+
+def require_text(value: str, option: str, limit: int = MAX_NOTES_CHARS) -> str:
+    """Free text the card shows: bounded, and free of the card's hand-written-section markers."""
+    from .card.handwritten import marker_in  # the card package (Jinja2, the Hub's card data) is heavy; load it only here
+
+    if len(value) > limit:
+        raise RegistryError("args.too-long", option, f"the text is {len(value)} characters; at most {limit} are kept", f"shorten {option} (long notes belong in the card's hand-written section)")
+    marker = marker_in(value)
+    if marker:
+        raise RegistryError("args.card-marker", option, f"the text contains the card's hand-written-section marker {marker}, which would leave README.md unrenderable", f"remove that marker from {option}")
     return value
 
 
@@ -27,4 +76,4 @@ def parse_date(value: str) -> date:
     try:
         return date.fromisoformat(value)
     except ValueError as exc:
-        raise RegistryError("args.bad-date", value, "not a YYYY-MM-DD date", "pass --date YYYY-MM-DD") from exc
+        raise RegistryError("args.bad-date", _shown(value), "not a YYYY-MM-DD date", "pass --date YYYY-MM-DD") from exc

@@ -17,7 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 DATA_VERSION_PATTERN = r"^v[0-9]+(\.[0-9]+)*$"
 # A path component: no separators, no leading dot, no control characters or backslashes.
+# Match it with re.fullmatch: re.match lets ``$`` match before a final newline.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+\-]*$"
+# Control characters (C0, DEL, C1) and the Unicode line separators: in a name or path they would
+# split a SHA256SUMS line or a card row.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Free text the card shows (notes): far above any real note, far below what would bloat index.json.
+MAX_NOTES_CHARS = 64 * 1024
 
 Sha256 = str
 METHODS: tuple[str, ...] = ("state", "miss", "full")
@@ -27,7 +33,8 @@ INDEX_FORMAT_VERSION: Final = 1
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # No NaN or Infinity in any float field: JSON has no such numbers (see docs/formats.md).
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class Architecture(_Strict):
@@ -76,7 +83,7 @@ class Score(_Strict):
     date: date
     backend: str = Field(min_length=1)
     runs: int = Field(default=1, ge=1)
-    notes: str = ""
+    notes: str = Field(default="", max_length=MAX_NOTES_CHARS)
 
 
 class FileRef(_Strict):
@@ -110,7 +117,7 @@ class Entry(_Strict):
     format: Literal["pth", "safetensors", "safetensors-sharded"] = "pth"
     content_version: Sha256 | None = Field(default=None, pattern=SHA256_PATTERN)
     recommended: bool = False
-    notes: str = ""
+    notes: str = Field(default="", max_length=MAX_NOTES_CHARS)
     scores: list[Score] = Field(default_factory=list)
     derived_from: str | None = Field(default=None, description="Path of the entry this one was converted from")
     shards: list[FileRef] = Field(default_factory=list)
@@ -186,7 +193,7 @@ class TrainJson(_Strict):
     command: str = Field(min_length=1, description="Equivalent command line")
     data_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
     runs: dict[str, TrainRun] = Field(default_factory=dict)
-    notes: str = ""
+    notes: str = Field(default="", max_length=MAX_NOTES_CHARS)
 
 
 def path_problem(path: str) -> str | None:
@@ -199,13 +206,15 @@ def path_problem(path: str) -> str | None:
         return "empty path"
     if "\\" in path:
         return f"path {path!r} contains a backslash"
-    if re.search(r"[\x00-\x1f\x7f]", path):
+    if CONTROL_CHARACTERS.search(path):
         return f"path {path!r} contains a control character (newline?)"
     if path.startswith("/"):
         return f"path {path!r} is absolute"
     parts = path.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return f"path {path!r} has an empty, '.' or '..' component"
+    if any(p != p.strip() for p in parts):
+        return f"path {path!r} has a name that starts or ends with white space"
     return None
 
 

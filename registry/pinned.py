@@ -21,6 +21,7 @@ from .errors import RegistryError
 from .hashing.cache import StatCache
 from .hashing.engine import Progress, hash_file
 from .safepath import open_file
+from .sigbus import reading
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,8 @@ def pinned(path: Path, what: str = "file", opener: Callable[[], int] | None = No
             raise RegistryError("args.not-a-file", path, f"the {what} is not a regular file", "pass a regular file")
         handle = Pinned(path, fd, before)
         try:
-            yield handle
+            with reading(path):
+                yield handle
         except RegistryError as err:
             raise err.naming(str(handle.stable), str(path)) from err
         if _signature(os.fstat(fd)) != _signature(before):

@@ -12,7 +12,7 @@ import errno
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from .errors import RegistryError
 
@@ -23,7 +23,7 @@ def _refuse_link(path: Path) -> RegistryError:
     return RegistryError("fs.symlink", path, "is a symlink or not a directory, and links inside a registry are never followed", "replace it with a real directory (or remove it)")
 
 
-def check_dir(root: Path, rel: str | PurePosixPath) -> None:
+def check_dir(root: Path, rel: str | PurePath) -> None:
     """Refuse when a component of ``root/rel`` that exists is a link (missing ones are fine)."""
     try:
         os.close(open_dir(root, rel))
@@ -31,7 +31,7 @@ def check_dir(root: Path, rel: str | PurePosixPath) -> None:
         pass
 
 
-def open_dir(root: Path, rel: str | PurePosixPath, create: bool = False) -> int:
+def open_dir(root: Path, rel: str | PurePath, create: bool = False) -> int:
     """An fd of the directory ``root/rel``; ``create`` makes missing components.  Close it."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     walked = Path(root)
@@ -60,7 +60,7 @@ def open_dir(root: Path, rel: str | PurePosixPath, create: bool = False) -> int:
 
 
 @contextmanager
-def directory(root: Path, rel: str | PurePosixPath, create: bool = False) -> Iterator[int]:
+def directory(root: Path, rel: str | PurePath, create: bool = False) -> Iterator[int]:
     fd = open_dir(root, rel, create)
     try:
         yield fd

@@ -8,6 +8,9 @@ first, because its errors carry the JSON path (``$.entries[2].data.sha256``) a u
 from __future__ import annotations
 
 import json
+import math
+import os
+import stat
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -84,32 +87,90 @@ def _pydantic_path(loc: tuple) -> str:
     return path
 
 
-def read_json(path: Path, display: str | None = None) -> Any:
-    """Parse a JSON file strictly (UTF-8, no NaN), or raise an error naming file, line and column."""
+# Bounds on the JSON files the tool reads (docs/formats.md, "Bounds on JSON files"): far above
+# what a real registry reaches, far below what would exhaust memory or the interpreter's stack.
+MAX_JSON_DEPTH = 64
+MAX_JSON_BYTES = {"index": 64 << 20, "train": 4 << 20}
+DEFAULT_MAX_JSON_BYTES = MAX_JSON_BYTES["index"]
+
+
+def read_bounded(path: Path, max_bytes: int, display: str | None = None, what: str = "file", code: str = "file") -> bytes:
+    """The bytes of ``path``, a regular file of at most ``max_bytes``; anything else is refused
+    (``<code>.not-a-file``, ``<code>.too-large``) before it is read.
+
+    The open does not block (a FIFO without a writer would hang a plain open), and the size is
+    checked both from fstat and while reading, so ``/dev/zero`` or a growing file cannot fill memory.
+    """
     display = display or str(path)
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise RegistryError(f"{code}.not-a-file", display, f"the {what} is not a regular file", "pass a regular file")
+        data = handle.read(max_bytes + 1) if st.st_size <= max_bytes else b""
+        if st.st_size > max_bytes or len(data) > max_bytes:
+            size = max(st.st_size, len(data))
+            raise RegistryError(
+                f"{code}.too-large", display, f"the {what} is {size} bytes or more; at most {max_bytes} ({max_bytes >> 20} MiB) are read", "keep it within the bound (see 'Bounds on JSON files' in docs/formats.md)"
+            )
+    return data
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (a scalar: 0), without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        todo.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def _too_deep(display: str) -> RegistryError:
+    return RegistryError("json.too-deep", display, f"arrays and objects nest more than {MAX_JSON_DEPTH} levels deep", f"restructure it to nest at most {MAX_JSON_DEPTH} levels (docs/formats.md)")
+
+
+def read_json(path: Path, display: str | None = None, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Any:
+    """Parse a JSON file strictly (a bounded regular file, UTF-8, finite numbers only, nesting at
+    most :data:`MAX_JSON_DEPTH` deep), or raise an error naming file, line and column."""
+    display = display or str(path)
+    raw = read_bounded(path, max_bytes, display, "JSON file", "json")
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RegistryError("json.malformed", display, f"not valid UTF-8 at byte {exc.start}", "save it as UTF-8") from exc
 
     def no_constants(name: str) -> None:
         raise ValueError(f"{name} is not valid JSON")
 
+    def finite(literal: str) -> float:
+        number = float(literal)
+        if not math.isfinite(number):
+            raise ValueError(f"the number {literal[:40]} does not fit a double: it would be Infinity, which JSON does not have")
+        return number
+
     try:
-        return json.loads(text, parse_constant=no_constants)
+        data = json.loads(text, parse_constant=no_constants, parse_float=finite)
     except json.JSONDecodeError as exc:
         raise RegistryError(
             "json.malformed", f"{display}:{exc.lineno}:{exc.colno}", f"malformed JSON: {exc.msg}", "fix the syntax"
         ) from exc
     except ValueError as exc:
         raise RegistryError("json.malformed", display, str(exc), "fix the syntax") from exc
+    except RecursionError as exc:
+        raise _too_deep(display) from exc
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise _too_deep(display)
+    return data
 
 
 def load_model(path: Path, model: type[M], display: str | None = None) -> M:
     """Read, schema-check and parse a JSON file into ``model`` (one of :func:`all_models`); the first problem is raised."""
     kind = next(name for name, known in all_models().items() if known is model)
     display = display or str(path)
-    data = read_json(path, display)
+    data = read_json(path, display, MAX_JSON_BYTES.get(kind, DEFAULT_MAX_JSON_BYTES))
     problems = schema_errors(data, kind)
     if problems:
         where, message = problems[0]

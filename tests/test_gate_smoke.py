@@ -130,7 +130,7 @@ def test_state_that_does_not_fit_is_refused_without_a_receipt(tmp_path, small_re
     _replace_entry_file(root, entry.path, {f"blocks.{i}.att.time_state": torch.zeros(1, 64, 64) for i in range(3)})
     with pytest.raises(RegistryError) as err:
         smoke(root, [entry.path], base, "cpu")
-    assert err.value.code == "gate.state-mismatch"
+    assert err.value.code == "state.wrong-base"  # add's own refusal: the gate applies add's rules first
     assert not (root / ".registry" / "gates").exists() or not list((root / ".registry" / "gates").iterdir())
 
 

@@ -74,3 +74,33 @@ def test_a_private_folder_the_user_cannot_write_is_one_line(inputs, tmp_path, im
     assert "Traceback" not in failed.stderr and snapshot(reg) == before
     subprocess.run(["chattr", "-i", str(reg / PRIVATE_DIR / ("lock" if what == "lock" else STAGING_NAME))], check=True)
     registry(*args)
+
+
+SHRINK = """
+import mmap, os, sys
+from registry import sigbus
+from registry.pinned import pinned
+sigbus.install()
+with pinned(sys.argv[1], "weight file") as source:
+    mapping = mmap.mmap(source.fd, 0, prot=mmap.PROT_READ)
+    os.truncate(sys.argv[1], 0)  # another process truncates the file while it is mapped
+    print(mapping[len(mapping) // 2])
+"""
+
+
+def test_a_file_that_shrinks_while_mapped_is_one_line_not_a_silent_death(tmp_path):
+    source = tmp_path / "s.pth"
+    source.write_bytes(bytes(1 << 20))
+    died = subprocess.run([sys.executable, "-c", SHRINK, str(source)], capture_output=True, text=True, timeout=60)
+    assert died.returncode == 5, (died.returncode, died.stderr)
+    assert died.stderr == f"error: {source}: the file shrank while it was being read (SIGBUS); nothing was changed; fix: run the command again once nothing else writes to it\n"
+
+
+def test_the_cli_installs_the_sigbus_handler(empty_registry):
+    from click.testing import CliRunner
+
+    from registry import sigbus
+    from registry.cli import main
+
+    assert CliRunner().invoke(main, ["list", "-C", str(empty_registry)]).exit_code == 0
+    assert sigbus._installed

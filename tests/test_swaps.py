@@ -100,3 +100,19 @@ def test_a_symlinked_directory_inside_the_registry_is_never_written_through(regi
     assert refused.value.code == "fs.symlink" and str(link) in refused.value.one_line()
     assert list(outside.rglob("*")) == [] and snapshot(registry_with_base) == before
     assert "layout.symlink" in {p.code for p in validate(registry_with_base)}
+
+
+def test_an_unrelated_write_does_not_launder_a_change_made_behind_the_tools_back(registry_with_base, small_base, tmp_path):  # noqa: F811
+    first = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "a.pth", SMALL, seed=1), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
+    second = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "b.pth", SMALL, seed=2), base_name(small_base), "state", "v2.0", train_json(tmp_path / "t2.json")))
+    train = registry_with_base / Path(first.path).parent / "train.json"
+    train.write_text(train.read_text().replace("rwkv_state_tune", "someone-else"))
+    before = snapshot(registry_with_base)
+    from registry.models import Score
+    from registry.ops.score import add_score
+
+    with pytest.raises(RegistryError) as refused:  # a score on the *other* entry
+        add_score(registry_with_base, second.path, Score(benchmark="exam", value=46.9, date="2026-10-16", backend="rwkv 0.8.32"))
+    assert refused.value.code == "sums.changed" and ("sums.mismatch", train.relative_to(registry_with_base).as_posix()) in {(p.code, p.file) for p in refused.value.problems}
+    assert snapshot(registry_with_base) == before
+    assert "sums.mismatch" in {p.code for p in validate(registry_with_base)}  # still reported, never absorbed

@@ -7,8 +7,10 @@ A ``.pth`` is a pickle, and unpickling an untrusted pickle runs whatever code it
   on disk (a 15 GB base is inspected in milliseconds).  Everything else is refused: legacy
   (non-zip) pickles, pickles naming other classes or functions, anything but a flat
   ``{str: Tensor}`` mapping.
-* safetensors files are read through their JSON header only; sharded checkpoints through
-  ``model.safetensors.index.json`` and each shard's header.
+* safetensors files are read through their JSON header only, accepted exactly where the
+  safetensors loader accepts them (:mod:`.safetensors_header`, the package's one parser of
+  headers and shard indexes); sharded checkpoints through ``model.safetensors.index.json`` and
+  each shard's header.
 
 The result says what the file is (an RWKV-7 checkpoint with its :class:`Architecture`, a State
 file, or a MiSS adapter with its miss.json) so that :func:`check_state_fits` and
@@ -17,31 +19,29 @@ file, or a MiSS adapter with its miss.json) so that :func:`check_state_fits` and
 
 from __future__ import annotations
 
-import json
 import math
 import pickle
 import re
-import struct
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
-
 from ..errors import RegistryError
 from ..layout import SHARD_INDEX
-from ..models import Architecture
+from ..models import Architecture, Base
 from .dtypes import ITEMSIZE, dtype_code
 from .miss import (
     MANIFEST_MEMBER,
     MissManifest,
     default_targets,
+    manifest_from_metadata,
     torch_zip_folder,
     verify_adapter,
     zip_refusals,
 )
+from .safetensors_header import MAX_HEADER_SIZE, SafetensorsHeader, read_safetensors_header, read_shard_index
 
 if TYPE_CHECKING:  # torch loads .pth files; safetensors headers and shard indexes need none
     import torch
@@ -49,7 +49,6 @@ if TYPE_CHECKING:  # torch loads .pth files; safetensors headers and shard index
 Kind = Literal["checkpoint", "state", "miss"]
 Format = Literal["pth", "safetensors", "safetensors-sharded"]
 
-MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024  # the safetensors library's own limit
 STATE_DTYPES = ("BF16", "F32")
 
 _STATE_KEY = re.compile(r"blocks\.(\d+)\.att\.time_state")
@@ -115,9 +114,9 @@ def inspect_weights(path: str | Path) -> Inspection:
         head = handle.read(9)
     if head.startswith(b"PK"):
         return _inspect_torch_zip(path)
-    if head[8:9] == b"{":
-        tensors = _safetensors_header(path)
-        return _classified(path, "safetensors", tensors, files=(path,))
+    if _looks_like_safetensors(path, head):
+        header = read_safetensors_header(path)
+        return _classified(path, "safetensors", _safetensors_tensors(path, header), manifest_from_metadata(header.metadata or {}, path), files=(path,))
     if head.startswith(b"\x80"):
         raise RegistryError(
             "weights.legacy-pickle",
@@ -126,6 +125,14 @@ def inspect_weights(path: str | Path) -> Inspection:
             "on a machine you trust, re-save it in the zip format: torch.save(tensors, 'new.pth') (the default since torch 1.6)",
         )
     raise RegistryError("weights.unknown-format", path, "neither a torch-zip .pth nor a safetensors file", "pass a .pth written by torch.save or a .safetensors file")
+
+
+def _looks_like_safetensors(path: Path, head: bytes) -> bool:
+    """Named .safetensors, or a JSON header's first byte after a length the loader allows (the
+    loader also takes leading whitespace; a legacy pickle's first 8 bytes read as a far larger length)."""
+    if path.suffix == ".safetensors" or head[8:9] == b"{":
+        return True
+    return head[8:9] in (b" ", b"\t", b"\n", b"\r") and int.from_bytes(head[:8], "little") <= MAX_HEADER_SIZE
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,10 +157,33 @@ def _check_torch_zip(path: Path) -> bool:
     """
     with zip_refusals(path), zipfile.ZipFile(path) as archive:
         folder = torch_zip_folder(archive, path)
-        for name in archive.namelist():
-            if not name.startswith(f"{folder}/data/"):
-                archive.read(name)
+        members = archive.infolist()
+        _check_members_as_torch_writes_them(path, folder, members)
+        for info in members:
+            if not info.filename.startswith(f"{folder}/data/"):
+                with archive.open(info) as member:
+                    while member.read(1 << 20):  # read to the end: zipfile checks the CRC there
+                        pass
         return f"{folder}/{MANIFEST_MEMBER}" in archive.namelist()
+
+
+# What torch.save writes, bounded before anything is read (a zip bomb must cost nothing): every
+# member stored uncompressed, the tensor storages under data/, and a handful of small members
+# (data.pkl, byteorder, version, .data/serialization_id, ..., and an adapter's miss.json).
+MAX_ZIP_SMALL_MEMBERS = 16
+MAX_ZIP_SMALL_MEMBER_BYTES = 64 << 20  # data.pkl of a 13B checkpoint is well under 1 MiB
+
+
+def _check_members_as_torch_writes_them(path: Path, folder: str, members: list[zipfile.ZipInfo]) -> None:
+    fix = "re-save the tensors with torch.save (it stores members uncompressed)"
+    small = [m for m in members if not m.filename.startswith(f"{folder}/data/")]
+    if len(small) > MAX_ZIP_SMALL_MEMBERS:
+        raise RegistryError("weights.zip-members", path, f"{len(small)} members besides the tensor data; torch.save writes fewer than {MAX_ZIP_SMALL_MEMBERS}", fix)
+    for member in members:
+        if member.compress_type != zipfile.ZIP_STORED:
+            raise RegistryError("weights.zip-compressed", path, f"member {member.filename} is compressed; torch.save stores every member", fix)
+        if member in small and member.file_size > MAX_ZIP_SMALL_MEMBER_BYTES:
+            raise RegistryError("weights.zip-member-size", path, f"member {member.filename} holds {member.file_size} bytes; torch.save's small members are far below {MAX_ZIP_SMALL_MEMBER_BYTES}", fix)
 
 
 def _unpickler_reason(error: Exception) -> str:
@@ -203,69 +233,31 @@ def _require_flat_tensor_map(path: Path, loaded: Any) -> dict[str, torch.Tensor]
 # safetensors
 
 
-class _SafetensorsEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    dtype: str
-    shape: tuple[NonNegativeInt, ...]
-    data_offsets: tuple[NonNegativeInt, NonNegativeInt]
-
-
-def _safetensors_refusal(path: Path, message: str) -> RegistryError:
-    return RegistryError("weights.bad-safetensors", path, message, "download or convert the file again")
-
-
 def _read_safetensors_json(path: Path) -> tuple[dict[str, Any], int]:
-    """The JSON header and the size of the data section; tensor data is never read."""
-    size = path.stat().st_size
-    with open(path, "rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) < 8:
-            raise _safetensors_refusal(path, "shorter than the 8-byte header length")
-        (length,) = struct.unpack("<Q", prefix)
-        if length > min(size - 8, MAX_SAFETENSORS_HEADER):
-            raise _safetensors_refusal(path, f"header length {length} does not fit in a {size}-byte file (truncated?)")
-        raw = handle.read(length)
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _safetensors_refusal(path, f"header is not UTF-8 JSON ({error})") from error
-    if not isinstance(header, dict):
-        raise _safetensors_refusal(path, "header is not a JSON object")
-    return header, size - 8 - length
+    """The parsed JSON header (after every check the loader makes) and the data section's size."""
+    header = read_safetensors_header(path)
+    return header.raw, header.data_size
 
 
-def _safetensors_header(path: Path) -> dict[str, TensorInfo]:
-    header, data_size = _read_safetensors_json(path)
+def _safetensors_tensors(path: Path, header: SafetensorsHeader) -> dict[str, TensorInfo]:
+    """The tensors of a header the loader accepts, in dtypes the registry handles."""
     tensors: dict[str, TensorInfo] = {}
-    for name, raw in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            entry = _SafetensorsEntry.model_validate(raw)
-        except ValidationError as error:
-            raise _safetensors_refusal(path, f"header entry {name!r}: {error.errors()[0]['msg']}") from error
-        if entry.dtype not in ITEMSIZE:
-            raise _safetensors_refusal(path, f"{name} has unknown dtype {entry.dtype!r}")
-        info = TensorInfo(entry.dtype, entry.shape)
-        begin, end = entry.data_offsets
-        if end - begin != info.nbytes or end > data_size:
-            raise _safetensors_refusal(path, f"{name}: data offsets {begin}..{end} do not match {entry.dtype} {list(entry.shape)} in a {data_size}-byte data section")
-        tensors[name] = info
+    for name, info in header.tensors.items():
+        if info.dtype not in ITEMSIZE:
+            raise RegistryError(
+                "weights.dtype",
+                path,
+                f"tensor {name!r:.80} is {info.dtype}, a safetensors dtype the registry does not handle",
+                f"convert the tensors to one of {', '.join(ITEMSIZE)}",
+            )
+        tensors[name] = TensorInfo(info.dtype, info.shape)
     if not tensors:
-        raise _safetensors_refusal(path, "holds no tensors")
+        raise RegistryError("weights.not-tensor-map", path, "a valid safetensors file that holds no tensors", "pass a file with the weights in it")
     return tensors
 
 
-class _ShardIndex(BaseModel):
-    """model.safetensors.index.json (Hugging Face's layout; ``metadata`` is free-form)."""
-
-    weight_map: dict[str, str]
-    metadata: dict[str, Any] = {}
-
-
 def _shard_file(index_path: Path, name: str) -> Path:
-    if "/" in name or "\\" in name or name.startswith(".") or not (index_path.parent / name).is_file():
+    if not (index_path.parent / name).is_file():
         raise RegistryError(
             "weights.bad-shard-index", index_path, f"weight_map names shard {name!r}, which is not a file beside the index", "put every shard next to the index and name it there by file name"
         )
@@ -273,17 +265,11 @@ def _shard_file(index_path: Path, name: str) -> Path:
 
 
 def _inspect_sharded(index_path: Path) -> Inspection:
-    try:
-        index = _ShardIndex.model_validate_json(index_path.read_bytes())
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise RegistryError(
-            "weights.bad-shard-index", index_path, f"not a safetensors shard index ({'.'.join(map(str, first['loc']))}: {first['msg']})", f"pass the checkpoint's {SHARD_INDEX}"
-        ) from error
+    index = read_shard_index(index_path)
     tensors: dict[str, TensorInfo] = {}
-    shards = tuple(_shard_file(index_path, name) for name in sorted(set(index.weight_map.values())))
+    shards = tuple(_shard_file(index_path, name) for name in index.shard_names)
     for shard in shards:
-        header = _safetensors_header(shard)
+        header = _safetensors_tensors(shard, read_safetensors_header(shard))
         listed = {t for t, s in index.weight_map.items() if s == shard.name}
         if set(header) != listed:
             differ = sorted(set(header) ^ listed)
@@ -413,3 +399,32 @@ def check_miss_fits(
                 f"target {target.name} is {list(target.shape)} in miss.json but {list(actual) if actual else 'absent'} in the base",
                 "register the adapter under the base it was trained on",
             )
+
+
+INSPECTION_KIND = {"state": "state", "miss": "miss", "full": "checkpoint"}
+
+
+def check_fits(method: str, inspection: Inspection, base: Base, file: str | Path) -> None:
+    """The acceptance rule shared by add, validate and the gate: the file is of ``method``'s
+    kind and fits ``base`` (State shapes, MiSS fingerprint, a full checkpoint's architecture)."""
+    expected = INSPECTION_KIND[method]
+    if inspection.kind != expected:
+        raise RegistryError("weights.wrong-kind", file, f"this is a {inspection.kind} file, not a {method} file", f"pass --method matching the file ({inspection.kind})")
+    if base.architecture is None:
+        raise RegistryError(
+            "base.metadata-only",
+            base.name,
+            "the base was declared by hash only, so its shapes are unknown and the weights cannot be checked",
+            f"run `registry add-base {base.filename}` with the base file",
+        )
+    if method == "state":
+        check_state_fits(inspection, base.architecture, file)
+    elif method == "miss":
+        check_miss_fits(inspection, base.architecture, base.sha256, file)
+    elif inspection.architecture != base.architecture:
+        raise RegistryError(
+            "weights.architecture",
+            file,
+            f"checkpoint architecture {inspection.architecture} differs from base {base.architecture}",
+            "a full fine-tune must keep its base's shapes; register the right base",
+        )

@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -212,6 +212,33 @@ def write_adapter(
     with zipfile.ZipFile(path, "a") as archive:
         archive.writestr(f"{torch_zip_folder(archive, path)}/{MANIFEST_MEMBER}", manifest.model_dump_json(indent=2) + "\n")
     return manifest
+
+
+# A safetensors twin carries miss.json in its header's string-only ``__metadata__``: one
+# ``miss.<field>`` key per field, strings as they are, other values as compact JSON.
+METADATA_PREFIX = "miss."
+
+
+def _is_text(field: str) -> bool:
+    annotation = MissManifest.model_fields[field].annotation
+    return annotation is str or (get_origin(annotation) is Literal and all(isinstance(a, str) for a in get_args(annotation)))
+
+
+def manifest_metadata(manifest: MissManifest) -> dict[str, str]:
+    data = manifest.model_dump(mode="json")
+    return {METADATA_PREFIX + k: v if _is_text(k) else json.dumps(v, separators=(",", ":")) for k, v in data.items()}
+
+
+def manifest_from_metadata(metadata: Mapping[str, str], path: str | Path) -> MissManifest | None:
+    """miss.json from a safetensors twin's metadata, or None when it carries none."""
+    fields = {k[len(METADATA_PREFIX) :]: v for k, v in metadata.items() if k.startswith(METADATA_PREFIX)}
+    if not fields:
+        return None
+    try:
+        decoded = {k: v if k in MissManifest.model_fields and _is_text(k) else json.loads(v) for k, v in fields.items()}
+        return MissManifest.model_validate(decoded)
+    except (ValueError, ValidationError) as exc:
+        raise RegistryError("miss.bad-manifest", path, f"the miss.* metadata is not a valid miss.json ({str(exc).splitlines()[0]})", "convert the adapter again with `registry convert --force`") from exc
 
 
 def read_miss_json(path: str | Path) -> MissManifest:

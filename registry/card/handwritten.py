@@ -28,6 +28,13 @@ DEFAULT = """
 - Not filled in yet: what these weights are for, what they are not for, and known risks.
 """
 
+
+def marker_in(text: str) -> str | None:
+    """The hand-written-section marker ``text`` holds, if any: index text that the card shows
+    must not, or the rendered card would hold a second marker and could not be rendered again."""
+    return next((marker for marker in (START, END) if marker in text), None)
+
+
 _FIX_PAIR = f"keep exactly one `{START}` … `{END}` pair in {CARD_NAME}, around the hand-written text"
 
 

@@ -112,7 +112,7 @@ def _render_body(template_dir: Path, context: dict[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# UTF-8 guard for the index's text
+# Guard for the index's text
 
 
 def _strings(value: Any, where: str = "$") -> Iterator[tuple[str, str]]:
@@ -127,12 +127,16 @@ def _strings(value: Any, where: str = "$") -> Iterator[tuple[str, str]]:
             yield from _strings(child, f"{where}[{number}]")
 
 
-def _require_utf8(index: Index) -> None:
-    """Refuse text that cannot be written as UTF-8: json.loads turns an escaped lone surrogate
-    (``"\\ud800"`` in index.json) into a str that has no UTF-8 encoding."""
+def _require_renderable(index: Index) -> None:
+    """Refuse index text the card cannot carry: text that cannot be written as UTF-8 (json.loads
+    turns an escaped lone surrogate, ``"\\ud800"`` in index.json, into a str that has no UTF-8
+    encoding), and a hand-written-section marker, which would leave the card with a second one."""
     for where, text in _strings(index.model_dump(mode="json")):
         if _SURROGATE.search(text):
             raise RegistryError("card.not-utf8", INDEX_NAME, f"{where} holds an escaped lone surrogate, which is not valid UTF-8", f"correct the text at {where}")
+        marker = handwritten.marker_in(text)
+        if marker:
+            raise RegistryError("card.marker-in-index", INDEX_NAME, f"{where} holds the card's hand-written-section marker {marker}", f"remove the marker from the text at {where}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -149,7 +153,7 @@ def render_card(index: Index, existing: str | None, template_dir: Path | None = 
     ``template_dir`` defaults to the installed package's templates.  The result is a
     pure function of its inputs: no dates, no environment, stable ordering.
     """
-    _require_utf8(index)
+    _require_renderable(index)
     view = build_view(index, handwritten.extract(existing))
     body = _render_body(Path(template_dir or bundled_templates()).absolute(), {"view": view, "index": index})
     return f"---\n{front_matter(view)}\n---\n\n{body}"

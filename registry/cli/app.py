@@ -23,7 +23,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from .. import __version__
+from .. import __version__, sigbus
 from ..errors import Exit, Problem, RegistryError
 
 TORCH_MODULES = {"torch", "numpy", "safetensors", "rwkv", "ninja"}
@@ -126,6 +126,7 @@ class RegistryGroup(click.Group):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in argv
+        sigbus.install()
         from ..progress import progress_enabled
 
         if not progress_enabled(not as_json):  # the Hub's own bars follow our rule

@@ -79,11 +79,22 @@ def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_j
 @JSON_OPT
 def score_cmd(path: str, registry: Path, benchmark, value, unit, date_, backend, runs, notes, as_json) -> None:
     """Record an evaluation result for the entry at PATH."""
-    from ..arguments import parse_date
+    from pydantic import ValidationError
+
+    from ..arguments import parse_date, require_finite, require_text
+    from ..errors import RegistryError
     from ..models import Score
     from ..ops.score import add_score
 
-    score = Score(benchmark=benchmark, value=value, unit=unit, date=parse_date(date_), backend=backend, runs=runs, notes=notes)
+    require_finite(value, "--value")
+    for option, text in (("--benchmark", benchmark), ("--unit", unit), ("--backend", backend), ("--notes", notes)):
+        require_text(text, option)
+    try:
+        score = Score(benchmark=benchmark, value=value, unit=unit, date=parse_date(date_), backend=backend, runs=runs, notes=notes)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        option = f"--{err['loc'][0]}" if err["loc"] else "score"
+        raise RegistryError("args.invalid", option, err["msg"], f"correct {option}") from exc
     entry = add_score(registry, path, score)
     if as_json:
         emit_json(entry.model_dump(mode="json"))

@@ -1,32 +1,18 @@
-"""Shard planning and the Transformers ``model.safetensors.index.json`` format."""
+"""Shard planning, and the checks of a sharded checkpoint's ``model.safetensors.index.json``
+(parsed by :func:`registry.artifacts.safetensors_header.read_shard_index`, the one parser)."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
 from ..artifacts.inspect import inspect_weights
+from ..artifacts.safetensors_header import read_shard_index
 from ..errors import RegistryError
 
 SINGLE_NAME = "model.safetensors"
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
-
-
-class ShardIndexMetadata(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    total_size: int
-
-
-class ShardIndex(BaseModel):
-    """``{"metadata": {"total_size": …}, "weight_map": {tensor: shard file}}``."""
-
-    model_config = ConfigDict(extra="allow")
-    metadata: ShardIndexMetadata
-    weight_map: dict[str, str]
 
 
 def parse_size(text: str) -> int:
@@ -74,35 +60,28 @@ def plan_shards(sizes: dict[str, int], shard_size: int, single_name: str = SINGL
     return ShardPlan([(shard_name(i, len(groups)), names) for i, names in enumerate(groups)])
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
-    keys = [k for k, _ in pairs]
-    duplicates = sorted({k for k in keys if keys.count(k) > 1})
-    if duplicates:
-        raise ValueError(f"{duplicates[0]!r} is listed twice")
-    return dict(pairs)
-
-
 def shard_set_problems(index_path: Path, listed_shards: set[str]) -> list[str]:
     """What is wrong with a sharded checkpoint, as messages (empty when it is sound).
 
     The weight_map must name each tensor once, every shard it names must exist, shard headers
-    must agree with it, total_size must be the tensors' bytes, and the shard files must be the
-    ones the registry entry lists.
+    must agree with it (and be headers the safetensors loader accepts), metadata.total_size must
+    be the tensors' bytes, and the shard files must be the ones the registry entry lists.
     """
     try:
-        raw = json.loads(index_path.read_bytes(), object_pairs_hook=_no_duplicate_keys)
-        parsed = ShardIndex.model_validate(raw)
-    except (ValueError, ValidationError) as exc:
-        return [f"not a valid shard index: {str(exc).splitlines()[0]}"]
-    problems = [f"weight_map names missing shard {name}" for name in sorted(set(parsed.weight_map.values())) if not (index_path.parent / name).is_file()]
+        parsed = read_shard_index(index_path)
+    except RegistryError as err:
+        return [err.message]
+    problems = [f"weight_map names missing shard {name}" for name in parsed.shard_names if not parsed.shard_path(name).is_file()]
     if problems:
         return problems
     try:
         inspection = inspect_weights(index_path)
     except RegistryError as err:
-        return [err.message]
-    if parsed.metadata.total_size != inspection.total_bytes:
-        problems.append(f"metadata.total_size is {parsed.metadata.total_size} but the tensors hold {inspection.total_bytes} bytes")
+        return [err.message if err.file == str(index_path) else f"{Path(err.file or '').name}: {err.message}"]
+    if parsed.total_size is None:
+        problems.append(f"metadata.total_size is missing (the tensors hold {inspection.total_bytes} bytes)")
+    elif parsed.total_size != inspection.total_bytes:
+        problems.append(f"metadata.total_size is {parsed.total_size} but the tensors hold {inspection.total_bytes} bytes")
     on_disk = {f.name for f in inspection.files}
     if on_disk != listed_shards:
         problems.append(f"index.json lists shards {sorted(listed_shards)} but the weight_map uses {sorted(on_disk)}")

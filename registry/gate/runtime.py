@@ -14,7 +14,6 @@ convert a batch of one to and from the package's unbatched layout.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -26,6 +25,7 @@ import torch.nn.functional as F
 
 from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import merge_delta
+from ..artifacts.safetensors_header import read_shard_index
 from ..errors import RegistryError
 from ..layout import SHARD_INDEX
 from .kernel import wkv7
@@ -61,12 +61,11 @@ def _load_safetensors(path: Path) -> dict[str, torch.Tensor]:
 
 def _load_sharded(index_path: Path) -> dict[str, torch.Tensor]:
     """Every tensor the index's weight_map names, each read from its shard."""
-    weight_map = json.loads(index_path.read_text(encoding="utf-8")).get("weight_map")
-    if not isinstance(weight_map, dict) or not weight_map:
-        raise RegistryError("gate.weights-unreadable", index_path, "has no weight_map", "regenerate the index with the safetensors shards")
+    index = read_shard_index(index_path)
+    weight_map = index.weight_map
     tensors: dict[str, torch.Tensor] = {}
-    for shard in sorted(set(weight_map.values())):
-        shard_path = index_path.parent / shard
+    for shard in index.shard_names:
+        shard_path = index.shard_path(shard)
         if not shard_path.is_file():
             raise RegistryError("gate.weights-unreadable", index_path, f"names shard {shard}, which does not exist", "upload the missing shard or fix the index")
         loaded = _load_safetensors(shard_path)

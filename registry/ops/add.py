@@ -14,12 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..arguments import require_name, require_sha
-from ..artifacts.inspect import (
-    Inspection,
-    check_miss_fits,
-    check_state_fits,
-    inspect_weights,
-)
+from ..artifacts.inspect import check_fits, inspect_weights
 from ..atomic import transaction
 from ..derived import stage_derived
 from ..errors import RegistryError
@@ -39,10 +34,6 @@ from ..pinned import Pinned, pinned
 from ..repo import INDEX_NAME, Repo, render_index
 from ..schemas import load_model
 from ..sums import parse_sums
-
-INSPECTION_KIND = {"state": "state", "miss": "miss", "full": "checkpoint"}
-
-
 
 # ----------------------------------------------------------------------------------------------
 # add-base
@@ -70,11 +61,18 @@ class AddRequest:
 
 
 def _check_request(request: AddRequest, index: Index) -> Base:
+    from ..arguments import require_file_name, require_text
+
+    # Every name that becomes part of the entry's path, and the text the card shows, before anything is staged.
     require_name(request.base, "base name", "--base")
     if request.run is not None:
         require_name(request.run, "run name", "--run")
-    if not re.match(DATA_VERSION_PATTERN, request.data_version):
-        raise RegistryError("args.bad-data-version", request.data_version, "data version must look like v1.41 or v2.1", "pass --data-version v<major>[.<minor>]")
+    require_file_name(request.file.name, "file name", "registry add")
+    require_text(request.notes, "--notes")
+    if request.dataset_repo is not None:
+        require_text(request.dataset_repo, "--dataset-repo")
+    if not re.fullmatch(DATA_VERSION_PATTERN, request.data_version):
+        raise RegistryError("args.bad-data-version", repr(request.data_version), f"data version {request.data_version!r} must look like v1.41 or v2.1", "pass --data-version v<major>[.<minor>]")
     if request.method == "miss" and not request.run:
         raise RegistryError("args.missing", request.file, "MiSS adapters live in a run directory", "pass --run NAME (e.g. r16-lr2e-5-e2)")
     if not request.file.is_file():
@@ -103,37 +101,19 @@ def _check_data_sums(request: AddRequest, data_sha: str) -> None:
     """The dataset repo's SHA256SUMS must list a file with exactly this training-data hash."""
     if request.data_sums is None:
         return
-    listed = parse_sums(request.data_sums.read_bytes(), request.data_sums)
+    from ..schemas import read_bounded
+    from ..sums import MAX_SUMS_BYTES
+
+    # Not read_bytes(): /dev/zero would fill memory and a FIFO would block; anything but a regular
+    # file of at most MAX_SUMS_BYTES is refused before it is read.
+    data = read_bounded(request.data_sums, MAX_SUMS_BYTES, str(request.data_sums), "dataset SHA256SUMS", "sums")
+    listed = parse_sums(data, request.data_sums)
     if data_sha not in listed.values():
         raise RegistryError(
             "data.not-in-dataset",
             request.data_sums,
             f"no file in the dataset's SHA256SUMS has sha256 {data_sha}",
             "pass the SHA256SUMS of the dataset version the weights were trained on",
-        )
-
-
-def _check_fits(request: AddRequest, inspection: Inspection, base: Base) -> None:
-    expected = INSPECTION_KIND[request.method]
-    if inspection.kind != expected:
-        raise RegistryError("weights.wrong-kind", request.file, f"this is a {inspection.kind} file, not a {request.method} file", f"pass --method matching the file ({inspection.kind})")
-    if base.architecture is None:
-        raise RegistryError(
-            "base.metadata-only",
-            request.base,
-            "the base was declared by hash only, so its shapes are unknown and the weights cannot be checked",
-            f"run `registry add-base {base.filename}` with the base file",
-        )
-    if request.method == "state":
-        check_state_fits(inspection, base.architecture, request.file)
-    elif request.method == "miss":
-        check_miss_fits(inspection, base.architecture, base.sha256, request.file)
-    elif inspection.architecture != base.architecture:
-        raise RegistryError(
-            "weights.architecture",
-            request.file,
-            f"checkpoint architecture {inspection.architecture} differs from base {base.architecture}",
-            "a full fine-tune must keep its base's shapes; register the right base",
         )
 
 
@@ -206,7 +186,7 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         try:
             # The staged file is what gets registered: inspect that, not the path the user named.
             inspection = inspect_weights(staged)
-            _check_fits(request, inspection, base)
+            check_fits(request.method, inspection, base, request.file)
             duplicate = next((e for e in index.entries if e.sha256 == sha), None)
             if duplicate:
                 raise RegistryError("entry.duplicate", request.file, f"the same bytes are already registered as {duplicate.path}", "nothing to do")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from concurrent.futures import Future
 from pathlib import Path
 
-from ..artifacts.inspect import Inspection, inspect_weights
+from ..artifacts.inspect import inspect_weights
+from ..artifacts.miss import MissManifest, manifest_metadata
 from ..atomic import ensure_writable, fsync_dir, transaction
 from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import OutputFile
@@ -21,7 +21,7 @@ from ..pinned import registered
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
 
-def _metadata(entry: Entry | None, miss_fields: dict | None) -> dict[str, str]:
+def _metadata(entry: Entry | None, manifest: MissManifest | None) -> dict[str, str]:
     """safetensors ``__metadata__`` values (strings only): provenance, and miss.json's fields.
     (The source's sha256 is added by the conversion, which may still be computing it.)"""
     meta = {}
@@ -29,14 +29,9 @@ def _metadata(entry: Entry | None, miss_fields: dict | None) -> dict[str, str]:
         meta["base_sha256"] = entry.base_sha256
         if entry.content_version:
             meta["content_version"] = entry.content_version
-    for key, value in (miss_fields or {}).items():
-        meta[f"miss.{key}"] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    if manifest is not None:
+        meta.update(manifest_metadata(manifest))
     return meta
-
-
-def _miss_fields(inspection: Inspection) -> dict | None:
-    """miss.json's fields, carried into the safetensors metadata of a converted adapter."""
-    return inspection.miss.model_dump(mode="json") if inspection.miss else None
 
 
 def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry:
@@ -71,7 +66,7 @@ def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, o
         with registered(repo.root, source.path, source.sha256, StatCache(repo.stat_cache_path)) as pinned_source:
             inspection = inspect_weights(pinned_source.stable)
             result = convert_file(
-                repo.root / source.path, inspection.kind, _metadata(source, _miss_fields(inspection)), source.sha256, shard_size,
+                repo.root / source.path, inspection.kind, _metadata(source, inspection.miss), source.sha256, shard_size,
                 txn.staging, force, opener, progress, read_from=pinned_source.stable,
             )
         try:
@@ -104,7 +99,7 @@ def convert_standalone(
     digest = hash_in_background(path) if source_sha256 is None else source_sha256
     inspection = inspect_weights(path)
     ensure_writable(path.parent)
-    result = convert_file(path, inspection.kind, _metadata(None, _miss_fields(inspection)), digest, shard_size, path.parent, force, opener, progress)
+    result = convert_file(path, inspection.kind, _metadata(None, inspection.miss), digest, shard_size, path.parent, force, opener, progress)
     for f in result.files:
         os.replace(f.temp, f.final)
     fsync_dir(path.parent)

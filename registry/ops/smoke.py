@@ -32,6 +32,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__
+from ..artifacts.inspect import check_fits, inspect_weights
 from ..artifacts.miss import read_miss_json
 from ..atomic import atomic_write, transaction
 from ..derived import stage_derived
@@ -117,6 +118,16 @@ def _gate_files(index: Index, entries: list[Entry]) -> dict[str, str]:
         if source is not None:
             files[source.path] = source.sha256
     return files
+
+
+def _check_acceptable(index: Index, entries: list[Entry], files: Path) -> None:
+    """add's acceptance rule, on the very bytes the gate will load: a file add refuses cannot pass."""
+    bases = {b.sha256: b for b in index.bases}
+    for entry in entries:
+        try:
+            check_fits(entry.method, inspect_weights(files / entry.path), bases[entry.base_sha256], entry.path)
+        except RegistryError as err:
+            raise err.naming(str(files / entry.path), entry.path) from err
 
 
 def _on(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -413,6 +424,7 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
         opened = {f"registry/{rel}": pins.enter_context(registered(repo.root, rel, sha, cache)) for rel, sha in _gate_files(index, entries).items()}
         view = pins.enter_context(read_view({**opened, f"base/{base_file.name}": base}))
         ctx = GateContext(device, view / "base" / base_file.name, base_sha, say, view / "registry")
+        _check_acceptable(index, entries, ctx.files)
         receipts = []
         for entry in entries:
             say(f"gating {entry.path} on {device}")

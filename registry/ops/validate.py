@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..artifacts.inspect import check_fits, inspect_weights
 from ..atomic import transaction
 from ..card import check_card
 from ..convert.shards import shard_set_problems
@@ -140,6 +141,24 @@ def check_sums(ctx: Context) -> Iterator[Problem]:
     yield from sums_problems(ctx.listed_sums, ctx.digests)
 
 
+def check_twins(ctx: Context) -> Iterator[Problem]:
+    """Single-file safetensors entries pass add's acceptance rule (headers only: no torch).
+
+    ``.pth`` entries were inspected by ``add`` and their bytes are pinned by sha256; a twin may
+    come from a pull request with index.json and SHA256SUMS made to match, so it is read again.
+    """
+    bases = {b.sha256: b for b in ctx.index.bases}
+    files = set(ctx.scan.files)
+    for entry in ctx.index.entries:
+        base = bases.get(entry.base_sha256)
+        if entry.format != "safetensors" or entry.path not in files or base is None:
+            continue
+        try:
+            check_fits(entry.method, inspect_weights(ctx.root / entry.path), base, entry.path)
+        except RegistryError as err:
+            yield from err.naming(str(ctx.root / entry.path), entry.path).problems
+
+
 def check_entry_hashes(ctx: Context) -> Iterator[Problem]:
     """index.json's sha256/size of each entry equal the file's (and so SHA256SUMS's)."""
     for entry in ctx.index.entries:
@@ -176,6 +195,7 @@ CHECKS: list[Check] = [
     check_entries,
     check_sums,
     check_entry_hashes,
+    check_twins,
     check_shards,
     check_immutable,
     check_card,
