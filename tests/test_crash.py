@@ -222,3 +222,26 @@ def test_bytes_swapped_behind_the_index_are_refused_before_anything_runs(inputs,
         result = registry(*args, "-C", reg, check=False)
         assert result.returncode == 3 and f"error: {rel}: sha256 is" in result.stderr and "index.json says" in result.stderr, result.stderr
     assert snapshot(reg) == before and not list((reg / PRIVATE_DIR / "gates").glob("*.json"))
+
+
+def test_a_kill_at_every_rename_of_init_leaves_nothing_or_a_registry(tmp_path):
+    done = tmp_path / "done"
+    registry("init", done, "--title", "Crash")
+    after = snapshot(done)
+    outcomes = []
+    for syscall in RENAMES:
+        for k in range(1, 40):
+            target = tmp_path / f"kill-{syscall}-{k}"
+            killed = _kill_at(["init", target, "--title", "Crash"], syscall, k)
+            if killed.returncode == 0:
+                break
+            assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr[-500:]
+            if (target / PRIVATE_DIR / JOURNAL_NAME).exists():
+                registry("validate", "-C", target)  # the next command completes the interrupted init
+                outcomes.append("after")
+            else:
+                assert snapshot(target) == {}  # nothing public; init runs again on the same folder
+                registry("init", target, "--title", "Crash")
+                outcomes.append("before")
+            assert snapshot(target) == after and list((target / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
+    assert "before" in outcomes and "after" in outcomes, outcomes

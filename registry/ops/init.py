@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ..atomic import transaction
+from ..atomic import PRIVATE_DIR, transaction
 from ..derived import stage_derived
 from ..errors import RegistryError
 from ..models import Index, RegistryInfo
@@ -21,7 +21,8 @@ def init_registry(root: Path, title: str | None = None, license: str | None = No
     root.mkdir(parents=True, exist_ok=True)
     if (root / INDEX_NAME).exists():
         raise RegistryError("init.exists", root / INDEX_NAME, "a registry already exists here", "use the existing registry or choose an empty directory")
-    visible = [p for p in root.iterdir() if not p.name.startswith(".git")]
+    # git's files may be there; so may the private folder an interrupted init left (no index yet).
+    visible = [p for p in root.iterdir() if not p.name.startswith(".git") and p.name != PRIVATE_DIR]
     if visible:
         raise RegistryError("init.not-empty", root, f"directory is not empty ({visible[0].name})", "choose an empty directory")
     info = RegistryInfo(license=license) if title is None else RegistryInfo(title=title, license=license)
