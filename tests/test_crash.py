@@ -23,6 +23,9 @@ from pathlib import Path
 import pytest
 
 from registry.atomic import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
+from registry.published import record_published
+from registry.repo import Repo
+from registry.sums import parse_sums
 from registry.synthetic import TinySpec, make_base_checkpoint, make_state_file
 
 from .conftest import SMALL, snapshot
@@ -63,6 +66,33 @@ def _with_full(reg: Path, inputs: Path) -> None:
     registry("add", inputs / "full.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", inputs / "train.json")
 
 
+STATE_PATH = "rwkv7-crash-20260101/state/v1.41/s1.pth"
+
+
+def _with_state(reg: Path, inputs: Path) -> None:
+    _base(reg, inputs)
+    registry("add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json")
+
+
+GATE = TinySpec(n_layer=2, n_embd=128, vocab_size=65536)  # the gate tokenizes real prompts: the world vocabulary
+GATE_STATE_PATH = "rwkv7-crashgate-20260101/state/v1.41/g1.pth"
+
+
+def _with_gate_state(reg: Path, inputs: Path) -> None:
+    registry("init", reg)
+    registry("add-base", inputs / "rwkv7-crashgate-20260101.pth", "-C", reg)
+    registry("add", inputs / "g1.pth", "-C", reg, "--base", "rwkv7-crashgate-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json")
+
+
+def _published_then_changed(reg: Path, inputs: Path) -> None:
+    """A registry as publish leaves it, then a published train.json edited (and accepted into SHA256SUMS)."""
+    _with_state(reg, inputs)
+    record_published(Repo(reg), parse_sums((reg / "SHA256SUMS").read_bytes()))
+    train = reg / Path(STATE_PATH).parent / "train.json"
+    train.write_text(train.read_text().replace("rwkv_state_tune", "rwkv_state_tune (typo fixed)"))
+    registry("sums", "-C", reg)
+
+
 SCENARIOS = [
     Scenario("add-base", lambda reg, inputs: registry("init", reg), lambda reg, inputs: ["add-base", inputs / "rwkv7-crash-20260101.pth", "-C", reg]),
     Scenario("add-state", _base, lambda reg, inputs: ["add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json"]),
@@ -71,6 +101,8 @@ SCENARIOS = [
     Scenario("score", _with_full, lambda reg, inputs: ["score", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--benchmark", "exam", "--value", "46.9", "--date", "2026-10-16", "--backend", "rwkv 0.8.32"]),
     Scenario("card", _base, lambda reg, inputs: ["card", "-C", reg]),
     Scenario("sums", _base, lambda reg, inputs: ["sums", "-C", reg]),
+    Scenario("smoke", _with_gate_state, lambda reg, inputs: ["smoke", GATE_STATE_PATH, "-C", reg, "--device", "cpu", "--base-file", inputs / "rwkv7-crashgate-20260101.pth"]),
+    Scenario("validate-allow-rewrite", _published_then_changed, lambda reg, inputs: ["validate", "-C", reg, "--allow-rewrite", "fixed a typo"]),
 ]
 
 
@@ -80,6 +112,8 @@ def inputs(tmp_path_factory) -> Path:
     make_base_checkpoint(directory / "rwkv7-crash-20260101.pth", SMALL)
     make_base_checkpoint(directory / "full.pth", SMALL)
     make_state_file(directory / "s1.pth", SMALL)
+    make_base_checkpoint(directory / "rwkv7-crashgate-20260101.pth", GATE)
+    make_state_file(directory / "g1.pth", GATE)
     train_json(directory / "train.json")
     return directory
 

@@ -147,3 +147,18 @@ def small_registry_factory():
     return build
 
 
+
+
+def test_a_model_without_the_world_vocabulary_is_refused_in_one_line(tmp_path):
+    from registry.ops.init import init_registry
+
+    root = init_registry(tmp_path / "reg").root
+    small = TinySpec(n_layer=2, n_embd=128, vocab_size=512)
+    base = make_base_checkpoint(tmp_path / "rwkv7-smallvocab-20260101.pth", small)
+    add_base(root, BaseRequest(path=base, filename=base.name))
+    train = tmp_path / "t.json"
+    train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}))
+    entry = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", small), "rwkv7-smallvocab-20260101", "state", "v1.41", train))
+    with pytest.raises(RegistryError) as refused:
+        smoke(root, [entry.path], base, "cpu")
+    assert refused.value.code == "gate.vocab" and refused.value.file == entry.path

@@ -60,6 +60,7 @@ FP32_TOLERANCE = 1e-3
 BF16_RATIO = 1.5
 BF16_FLOOR = 2e-2
 TOPK = 5
+WORLD_VOCAB_SIZE = 65536  # rwkv_vocab_v20230424, which the gate's prompts are tokenized with
 TOPK_MIN_OVERLAP = 0.6
 DECODE_TOKENS = 16
 PREFILL_TOKENS = 1024
@@ -125,9 +126,16 @@ def _check_acceptable(index: Index, entries: list[Entry], files: Path) -> None:
     bases = {b.sha256: b for b in index.bases}
     for entry in entries:
         try:
-            check_fits(entry.method, inspect_weights(files / entry.path), bases[entry.base_sha256], entry.path)
+            inspection = inspect_weights(files / entry.path)
+            check_fits(entry.method, inspection, bases[entry.base_sha256], entry.path)
         except RegistryError as err:
             raise err.naming(str(files / entry.path), entry.path) from err
+        architecture = inspection.architecture or bases[entry.base_sha256].architecture
+        if architecture is not None and architecture.vocab_size < WORLD_VOCAB_SIZE:
+            raise RegistryError(
+                "gate.vocab", entry.path, f"the model's vocabulary has {architecture.vocab_size} tokens; the gate's prompts need the RWKV world vocabulary ({WORLD_VOCAB_SIZE})",
+                "gate models built on the world vocabulary (rwkv_vocab_v20230424)",
+            )  # fmt: skip
 
 
 def _on(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
