@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from registry.artifacts.inspect import _read_safetensors_json
+from registry.artifacts.safetensors_header import read_safetensors_header
 from registry.convert.pipeline import convert_file
 from registry.convert.writer import OutputFile
 from registry.errors import RegistryError
@@ -272,7 +272,8 @@ def test_a_byte_changed_on_disk_fails_verification(populated, monkeypatch, piece
     root, entries = populated
     monkeypatch.setattr(writer_module, "PIECE", piece)
     twin = convert_entry(root, entries["full"].path, BIG)
-    header, data_size = _read_safetensors_json(root / twin.path)
+    parsed = read_safetensors_header(root / twin.path)
+    header, data_size = parsed.raw, parsed.data_size
     data_start = twin.size - data_size
     begin, end = header["emb.weight"]["data_offsets"]
     assert end - begin > 3 * 64  # several pieces of 64 bytes, so the flipped one is not the last

@@ -233,12 +233,6 @@ def _require_flat_tensor_map(path: Path, loaded: Any) -> dict[str, torch.Tensor]
 # safetensors
 
 
-def _read_safetensors_json(path: Path) -> tuple[dict[str, Any], int]:
-    """The parsed JSON header (after every check the loader makes) and the data section's size."""
-    header = read_safetensors_header(path)
-    return header.raw, header.data_size
-
-
 def _safetensors_tensors(path: Path, header: SafetensorsHeader) -> dict[str, TensorInfo]:
     """The tensors of a header the loader accepts, in dtypes the registry handles."""
     tensors: dict[str, TensorInfo] = {}
