@@ -13,7 +13,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +44,11 @@ def _signature(st: os.stat_result) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
+def unchanged(handle: Pinned) -> bool:
+    """The pinned file's size and mtime are what they were when it was opened."""
+    return _signature(os.fstat(handle.fd)) == _signature(handle.stat)
+
+
 @contextmanager
 def pinned(path: Path, what: str = "file", opener: Callable[[], int] | None = None) -> Iterator[Pinned]:
     """Open ``path`` (a regular file) once for the block; refusals name ``path``, not the fd.
@@ -65,10 +70,26 @@ def pinned(path: Path, what: str = "file", opener: Callable[[], int] | None = No
                 yield handle
         except RegistryError as err:
             raise err.naming(str(handle.stable), str(path)) from err
-        if _signature(os.fstat(fd)) != _signature(before):
+        if not unchanged(handle):
             raise RegistryError("fs.changed", path, f"the {what} changed while it was being read", "run the command again once nothing else writes to it")
     finally:
         os.close(fd)
+
+
+def open_registered(root: Path, relpath: str) -> AbstractContextManager[Pinned]:
+    """A registered file, opened once without following links (its bytes not yet checked)."""
+    return pinned(root / relpath, "registered file", lambda: open_file(root, relpath))
+
+
+def check_registered(relpath: str, actual: str, expected: str) -> None:
+    """Refuse bytes that are not what index.json registered."""
+    if actual != expected:
+        raise RegistryError(
+            "index.sha-mismatch",
+            relpath,
+            f"sha256 is {actual[:12]}… but index.json says {expected[:12]}…; nothing was run on these bytes",
+            "restore the registered file (`registry validate` shows every difference)",
+        )
 
 
 @contextmanager
@@ -79,19 +100,13 @@ def registered(root: Path, relpath: str, sha256: str, cache: StatCache, progress
     swapped in behind the index are refused before anything runs on them, and a swap during the
     command is never read.  The stat cache makes the check a stat for an unchanged file.
     """
-    with pinned(root / relpath, "registered file", lambda: open_file(root, relpath)) as handle:
+    with open_registered(root, relpath) as handle:
         actual = cache.lookup(relpath, handle.stat)
         if actual is None:
             actual = hash_file(handle.stable, progress)
             cache.store(relpath, handle.stat, actual)
             cache.save()
-        if actual != sha256:
-            raise RegistryError(
-                "index.sha-mismatch",
-                relpath,
-                f"sha256 is {actual[:12]}… but index.json says {sha256[:12]}…; nothing was run on these bytes",
-                "restore the registered file (`registry validate` shows every difference)",
-            )
+        check_registered(relpath, actual, sha256)
         yield handle
 
 

@@ -390,3 +390,50 @@ def test_generate_stops_on_token_zero(artifacts):
     tensors["head.weight"] = head
     result = Rwkv7(tensors).generate(PROMPT, 5, decode=lambda tokens: "x" * len(tokens))
     assert (result.tokens, result.text, result.stop_reason) == ([], "", "stop_token")
+
+
+def test_fp32_view_of_a_bf16_model_equals_an_fp32_model_without_copying(artifacts):
+    """The gate's fp32 reference runs on the bf16 model's stored weights, converted layer by layer."""
+    tensors = {k: v.to(torch.bfloat16) for k, v in artifacts["tensors"].items()}
+    stored = Rwkv7(tensors, dtype=torch.bfloat16)
+    view = stored.computing_in(torch.float32, "reference")
+    assert all(a is b for a, b in zip(view.stored_weights().values(), stored.stored_weights().values(), strict=True))
+    want = Rwkv7(tensors, dtype=torch.float32).forward(PROMPT)[0]
+    assert torch.equal(view.forward(PROMPT)[0], want)
+
+
+def test_a_runtime_never_shares_the_callers_tensors(artifacts):
+    tensors = artifacts["tensors"]
+    model = Rwkv7(tensors)
+    name = "blocks.1.att.key.weight"
+    model.replace_weight(name, torch.zeros_like(tensors[name]))
+    assert tensors[name].abs().sum() > 0 and model.stored_weights()[name].abs().sum() == 0
+
+
+def test_a_patch_is_undone_bit_exactly_in_both_runtimes(artifacts, tmp_path):
+    """What a multi-entry gate does per MiSS entry: merge into each runtime, run, restore."""
+    base = {k: v.to(torch.bfloat16) for k, v in artifacts["tensors"].items()}
+    adapter = {"blocks.0.att.key.weight": torch.randn(128, 8).bfloat16(), "blocks.1.ffn.value.weight": torch.randn(128, 8).bfloat16()}
+    path = save_checkpoint(tmp_path / "rwkv7-restore.pth", base)
+    script = textwrap.dedent(f"""
+        import torch
+        from pathlib import Path
+        from registry.gate.official import load_official
+        from registry.gate.runtime import Rwkv7, merged_weights, patched
+        base = torch.load({str(path)!r}, weights_only=True)
+        adapter = torch.load({str(tmp_path / "adapter.pt")!r}, weights_only=True)
+        ours, official = Rwkv7(base), load_official(Path({str(path)!r}), "cpu", base)
+        before = ({{k: v.clone() for k, v in ours.stored_weights().items()}}, {{k: v.clone() for k, v in official.model.z.items()}})
+        plain = ours.forward([1, 2, 3])[0], official.logits([1, 2, 3], None)[0]
+        with patched(ours.replace_weight, base, merged_weights(base, adapter, 2.0)):
+            assert not torch.equal(ours.forward([1, 2, 3])[0], plain[0])
+        with patched(official.replace_weight, base, merged_weights(base, adapter, 2.0)):
+            assert not torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
+        assert all(torch.equal(v, before[0][k]) for k, v in ours.stored_weights().items())
+        assert all(torch.equal(v, before[1][k]) for k, v in official.model.z.items())
+        assert torch.equal(ours.forward([1, 2, 3])[0], plain[0]) and torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
+        print("restored")
+    """)
+    torch.save(adapter, tmp_path / "adapter.pt")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0 and "restored" in proc.stdout, proc.stderr[-2000:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,123 @@ def test_a_model_without_the_world_vocabulary_is_refused_in_one_line(tmp_path):
     with pytest.raises(RegistryError) as refused:
         smoke(root, [entry.path], base, "cpu")
     assert refused.value.code == "gate.vocab" and refused.value.file == entry.path
+
+
+def _parity(receipt) -> dict:
+    return next(c for c in receipt.checks if c.name == "model-parity").figures
+
+
+def test_entries_gated_together_get_the_figures_they_get_alone(gated_registry):
+    """One process, the base loaded once, a MiSS merged and undone: each entry sees exactly its own model."""
+    root, base, entries, together = gated_registry
+    by_path = {r.entry: r for r in together}
+    for method in ("miss", "state", "full"):
+        [alone] = smoke(root, [entries[method].path], base if method != "full" else None, "cpu")
+        assert _parity(alone) == _parity(by_path[entries[method].path]), method
+    # the MiSS first, then the State on the same loaded base: the State must not see the merge
+    miss_first = smoke(root, [entries["miss"].path, entries["state"].path], base, "cpu")
+    assert [_parity(r) for r in miss_first] == [_parity(by_path[entries[m].path]) for m in ("miss", "state")]
+
+
+def test_a_full_entry_needs_no_base_file_but_state_and_miss_do(gated_registry):
+    root, _, entries, _ = gated_registry
+    [receipt] = smoke(root, [entries["full"].path], None, "cpu")
+    assert receipt.passed and receipt.timings.entries_sharing_setup == 1
+    with pytest.raises(RegistryError) as refused:
+        smoke(root, [entries["full"].path, entries["miss"].path], None, "cpu")
+    assert refused.value.code == "gate.no-base" and entries["miss"].path in refused.value.message
+
+
+def test_progress_names_each_entry_and_each_step(gated_registry):
+    root, base, entries, _ = gated_registry
+    lines: list[str] = []
+    smoke(root, [entries["state"].path, entries["miss"].path], base, "cpu", echo=lines.append)
+    text = "\n".join(lines)
+    for needle in ("loading the base", "base sha256", "kernel parity", "official rwkv runtime", f"{entries['state'].path}: our runtime", f"{entries['miss'].path}: PASSED"):
+        assert needle in text, text
+
+
+def test_a_misfit_in_the_middle_fails_alone_and_the_others_are_recorded(tmp_path):
+    from registry.ops.init import init_registry
+
+    root = init_registry(tmp_path / "reg").root
+    base = make_base_checkpoint(tmp_path / "rwkv7-gate-20260101.pth", GATE_SPEC)
+    add_base(root, BaseRequest(path=base, filename=base.name))
+    name = base.name[:-4]
+    state = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", GATE_SPEC), name, "state", "v1.41", train_json(tmp_path / "t.json")))
+    adapter = make_adapter_file(tmp_path / "adapter-final.pth", GATE_SPEC, sha256_of(base), rank=8)
+    miss = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r8"))
+    # the registered adapter is swapped (index and sums kept consistent) for one trained on another base
+    make_adapter_file(root / miss.path, GATE_SPEC, "ab" * 32, rank=8)
+    index = Index.model_validate_json((root / INDEX_NAME).read_text())
+    index.entry_by_path(miss.path).sha256 = sha256_of(root / miss.path)
+    index.entry_by_path(miss.path).size = (root / miss.path).stat().st_size
+    (root / INDEX_NAME).write_bytes(render_index(index))
+    write_sums(root)
+    with pytest.raises(RegistryError) as failed:
+        smoke(root, [miss.path, state.path], base, "cpu")
+    assert failed.value.exit_code == 1 and failed.value.file == miss.path
+    assert [r["entry"] for r in failed.value.payload["receipts"]] == [state.path]
+    recorded = Index.model_validate_json((root / INDEX_NAME).read_text())
+    assert recorded.entry_by_path(state.path).gate.passed and recorded.entry_by_path(miss.path).gate is None
+
+
+def test_the_base_is_hashed_once_then_known_until_it_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    from registry.ops.init import init_registry
+
+    root = init_registry(tmp_path / "reg").root
+    base = make_base_checkpoint(tmp_path / "rwkv7-gate-20260101.pth", GATE_SPEC)
+    add_base(root, BaseRequest(path=base, filename=base.name))
+    state = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", GATE_SPEC), base.name[:-4], "state", "v1.41", train_json(tmp_path / "t.json")))
+    past = base.stat().st_mtime - 60  # older than the racy window
+    os.utime(base, (past, past))
+
+    def hashing_said() -> str:
+        lines: list[str] = []
+        smoke(root, [state.path], base, "cpu", echo=lines.append)
+        return next(line for line in lines if "base sha256" in line)
+
+    assert "hashed while loading" in hashing_said()
+    assert "known from the stat cache" in hashing_said()
+    os.utime(base, (past + 1, past + 1))  # any change of the stat fingerprint: hashed again
+    assert "hashed while loading" in hashing_said()
+
+
+def test_a_file_that_changes_while_it_loads_is_refused(tmp_path):
+    from registry.gate.loading import ToHash, load_hashed
+    from registry.hashing import StatCache
+    from registry.pinned import pinned
+
+    path = tmp_path / "base.pth"
+    path.write_bytes(b"x" * 4096)
+    with pytest.raises(RegistryError) as changed, pinned(path) as pin:
+        load_hashed([ToHash(pin, StatCache(None), str(path))], lambda: path.open("ab").write(b"more"))
+    assert changed.value.code == "fs.changed" and changed.value.file == str(path)
+
+
+def test_the_gate_tokenizer_is_the_packages_from_its_cache(tmp_path, monkeypatch):
+    import random
+
+    import rwkv
+    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
+
+    from registry.gate import prompts
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    trie = TRIE_TOKENIZER(str(Path(rwkv.__file__).parent / prompts.VOCAB))
+    prompts.tokenizer.cache_clear()
+    built = prompts.tokenizer()  # from the package, then cached
+    prompts.tokenizer.cache_clear()
+    cached = prompts.tokenizer()  # from the cache file
+    assert (tmp_path / "rwkv-registry" / "world-tokenizer.json").is_file()
+    for name, text in prompts.PROMPTS.items():
+        assert cached.prompt_ids[name] == built.prompt_ids[name] == trie.encode(text)
+    rng = random.Random(5)
+    ids = [[rng.randrange(1, 65530) for _ in range(rng.randrange(1, 12))] for _ in range(500)] + [trie.encode("User: 你好 🙂\n\nAssistant: ok")]
+    assert [cached.decode(tokens) for tokens in ids] == [trie.decode(tokens) for tokens in ids]
+    assert sum(trie.decode(tokens) != "\ufffd" for tokens in ids) > 100  # most decode: the comparison is not all U+FFFD
+    (tmp_path / "rwkv-registry" / "world-tokenizer.json").write_text("{broken")
+    prompts.tokenizer.cache_clear()
+    assert prompts.tokenizer().prompt_ids == built.prompt_ids  # a broken cache is rebuilt
+    prompts.tokenizer.cache_clear()

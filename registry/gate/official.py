@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+from unittest import mock
 
 import torch
 
@@ -40,7 +41,8 @@ def stdout_to_stderr():
         os.close(saved)
 
 
-def _import_model(device: str):
+def import_official(device: str):
+    """``rwkv.model``, imported for ``device`` (on CUDA its import JIT-builds the package's kernel)."""
     wanted_cuda = "1" if device == "cuda" else "0"
     if "rwkv.model" in sys.modules and os.environ.get("RWKV_CUDA_ON") != wanted_cuda:
         raise RegistryError(
@@ -55,7 +57,14 @@ def _import_model(device: str):
             import rwkv.model as model  # noqa: PLC0415
     except ImportError as error:
         raise RegistryError("gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32") from error
+    _no_tf32()
     return model
+
+
+def _no_tf32() -> None:
+    """Importing rwkv.model turns TF32 on for all of torch; the gate's fp32 reference needs it off."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
 
 class _RWKV(Protocol):
@@ -84,19 +93,18 @@ class OfficialModel:
             state[3 * i + 1] = tensors[f"blocks.{i}.att.time_state"].to(device=self.device, dtype=torch.float32).clone()
         return state
 
-    def replace_weights(self, tensors: Mapping[str, torch.Tensor]) -> None:
-        """Overwrite Linear weights (merged MiSS) in the loader's layout, in place.
+    def replace_weight(self, name: str, weight: torch.Tensor) -> None:
+        """Overwrite one Linear weight (a merged MiSS target) in the loader's layout, in place.
 
-        The TorchScript module captured the loader's tensors when it was built, so assigning new
-        tensors to ``z`` would go unseen: the bytes are copied into the captured tensors instead.
+        The TorchScript module captured the loader's tensors when it was built, so assigning a new
+        tensor to ``z`` would go unseen: the bytes are copied into the captured tensor instead.
+        Only the transposed Linears are replaceable: the loader made them its own copies, while
+        other weights may share the caller's tensors (:func:`load_official` with ``tensors``).
         """
-        z = self.model.z
+        if name not in self.model.z or not name.endswith(_TRANSPOSED):
+            raise RegistryError("gate.official-runtime", name, "not a Linear weight of the official runtime", "report this bug")
         with torch.no_grad():
-            for name, weight in tensors.items():
-                if name not in z:
-                    raise RegistryError("gate.official-runtime", name, "the official runtime has no such weight", "report this bug")
-                value = weight.t() if name.endswith(_TRANSPOSED) else weight
-                z[name].copy_(value)
+            self.model.z[name].copy_(weight.t())
 
     def logits(self, tokens: list[int], state: list[torch.Tensor] | None) -> tuple[torch.Tensor, list[torch.Tensor]]:
         state = [s.clone() for s in state] if state is not None else None
@@ -104,16 +112,36 @@ class OfficialModel:
         return out.float(), new_state
 
 
-def load_official(checkpoint: Path, device: str) -> OfficialModel:
-    """Load a .pth checkpoint (the loader wants the path without .pth) on cuda bf16 or cpu fp32."""
-    module = _import_model(device)
+def load_official(checkpoint: Path, device: str, tensors: Mapping[str, torch.Tensor] | None = None) -> OfficialModel:
+    """Load a .pth checkpoint (the loader wants the path without .pth) on cuda bf16 or cpu fp32.
+
+    With ``tensors`` (the checkpoint's tensors, already read and checked by the gate, possibly on
+    the GPU) the official loader runs on them instead of reading the file a second time: its
+    ``torch.load`` of ``checkpoint`` returns them, and everything after that is its own code.
+    """
+    module = import_official(device)
     from importlib.metadata import version  # noqa: PLC0415
 
     strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
     start = time.perf_counter()
-    with stdout_to_stderr():  # the loader prints progress; keep --json clean
+    with stdout_to_stderr(), _loading_from(checkpoint, tensors):  # the loader prints progress; keep --json clean
         model = module.RWKV(model=str(checkpoint)[: -len(".pth")], strategy=strategy)
-    # Importing rwkv.model turns TF32 on for all of torch; the gate's fp32 reference needs it off.
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    _no_tf32()
     return OfficialModel(model, device, time.perf_counter() - start, version("rwkv"))
+
+
+@contextlib.contextmanager
+def _loading_from(checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None):
+    """While the official loader runs, its ``torch.load`` of ``checkpoint`` yields ``tensors``."""
+    if tensors is None:
+        yield
+        return
+    real_load = torch.load
+
+    def load(path, *args, **kwargs):
+        if Path(path) != checkpoint:
+            return real_load(path, *args, **kwargs)
+        return dict(tensors)  # a copy: the loader deletes each key once it has converted it
+
+    with mock.patch.object(torch, "load", load):
+        yield

@@ -7,10 +7,14 @@ labels); the tokenizer is the ``rwkv`` package's own for ``rwkv_vocab_v20230424`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import hashlib
+import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from ..atomic import atomic_write
+from ..resources import user_cache
 
 STOP_TOKEN = 0
 STOP_TEXT = "\n\nUser:"
@@ -32,24 +36,53 @@ PROMPTS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Tokenizer:
-    encode_fn: Callable[[str], Iterable[int]]
-    decode_fn: Callable[[list[int]], str]
+    """What the gate needs of the world tokenizer: the prompts' ids, and decoding generated ids."""
 
-    def encode(self, text: str) -> list[int]:
-        return list(self.encode_fn(text))
+    prompt_ids: dict[str, list[int]]
+    vocabulary: list[bytes]  # token id -> its bytes
 
     def decode(self, tokens: list[int]) -> str:
+        """The package's decoding: the tokens' bytes as UTF-8, or U+FFFD when they are not (yet) valid."""
         try:
-            return self.decode_fn(tokens)
-        except UnicodeDecodeError:  # a multi-byte character split across tokens, mid-generation
-            return self.decode_fn(tokens[:-1]) if len(tokens) > 1 else ""
+            return b"".join(self.vocabulary[t] for t in tokens).decode("utf-8")
+        except UnicodeDecodeError:
+            return "\ufffd"
+
+
+def _vocab_path() -> Path:
+    import rwkv  # noqa: PLC0415
+
+    return Path(rwkv.__file__).parent / VOCAB
 
 
 @cache
 def tokenizer() -> Tokenizer:
-    """The rwkv package's TRIE tokenizer (importing it loads no model code)."""
-    import rwkv  # noqa: PLC0415
+    """The rwkv package's tokenizer for the gate, read from the user cache when it is current.
+
+    Building the package's trie tokenizer takes seconds per process; what the gate uses of it
+    (the fixed prompts' ids and every token's bytes) is cached, keyed by the vocabulary file's and
+    the prompts' sha256, and rebuilt from the package whenever either changes.
+    """
+    vocab = _vocab_path().read_bytes()
+    key = hashlib.sha256(vocab + json.dumps(PROMPTS, sort_keys=True).encode()).hexdigest()
+    cached = user_cache("world-tokenizer.json")
+    try:
+        data = json.loads(cached.read_text("utf-8"))
+        if data.get("key") == key:
+            return Tokenizer(data["prompt_ids"], [bytes.fromhex(t) for t in data["vocabulary"]])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # a missing or broken cache only costs a rebuild
     from rwkv.rwkv_tokenizer import TRIE_TOKENIZER  # noqa: PLC0415
 
-    trie = TRIE_TOKENIZER(str(Path(rwkv.__file__).parent / VOCAB))
-    return Tokenizer(trie.encode, trie.decode)
+    trie = TRIE_TOKENIZER(str(_vocab_path()))
+    built = Tokenizer(
+        {name: list(trie.encode(text)) for name, text in PROMPTS.items()},
+        [trie.idx2token.get(i, b"") for i in range(max(trie.idx2token) + 1)],
+    )
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"key": key, "prompt_ids": built.prompt_ids, "vocabulary": [t.hex() for t in built.vocabulary]}
+        atomic_write(cached, json.dumps(payload).encode())
+    except OSError:
+        pass  # no cache where the home directory is read-only
+    return built

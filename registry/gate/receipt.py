@@ -50,7 +50,10 @@ class Timings(_Strict):
     load_s: float
     prefill_tokens_per_s: float
     decode_tokens_per_s: float
-    total_s: float
+    total_s: float = Field(description="This entry's own time, with its share of building the official runtime")
+    setup_s: float | None = Field(default=None, description="Loading (and hashing) the weights this entry shares with the others of its run")
+    entries_sharing_setup: int | None = Field(default=None, ge=1)
+    gpu_peak_bytes: int | None = Field(default=None, ge=0, description="Most GPU memory the run had allocated when this receipt was written")
 
 
 class Receipt(_Strict):

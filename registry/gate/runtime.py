@@ -14,9 +14,11 @@ convert a batch of one to and from the package's unbatched layout.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,15 +104,8 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
 # Adapters and state layout
 
 
-def merge_miss(
-    base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], scale: float, *, source: str | Path | None = None
-) -> dict[str, torch.Tensor]:
-    """Fold a MiSS adapter into base weights with :func:`~registry.artifacts.miss.merge_delta`
-    (``W' = W + scale * D.repeat(1, ceil(in/rank))[:, :in]``), after checking every target fits.
-
-    Returns a new dict; the base is not modified.
-    """
-    merged = dict(base)
+def check_miss_fits(base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], *, source: str | Path | None = None) -> None:
+    """Every adapter block targets a Linear of ``base`` it can be merged into (else a refusal)."""
     for name, block in adapter.items():
         if not MISS_TARGET.fullmatch(name):
             raise RegistryError("gate.miss-key", source, f"adapter tensor {name} is not a blocks.N.(att|ffn).X.weight", "export the adapter with x070 target names")
@@ -122,8 +117,41 @@ def merge_miss(
                 "gate.miss-shape", source, f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
                 "merge onto the base the adapter was trained on",
             )  # fmt: skip
-        merged[name] = merge_delta(weight, block.to(weight.device), scale)
-    return merged
+
+
+def merged_weights(
+    base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], scale: float, *, source: str | Path | None = None
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """The merged Linears one at a time (:func:`~registry.artifacts.miss.merge_delta`:
+    ``W' = W + scale * D.repeat(1, ceil(in/rank))[:, :in]``), after checking that all of them fit,
+    so a misfit is refused before anything is merged.  Each is computed on the base weight's device."""
+    check_miss_fits(base, adapter, source=source)
+    for name, block in adapter.items():
+        weight = base[name]
+        yield name, merge_delta(weight, block.to(weight.device), scale)
+
+
+def merge_miss(
+    base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], scale: float, *, source: str | Path | None = None
+) -> dict[str, torch.Tensor]:
+    """``base`` with a MiSS adapter folded in, as a new dict; the base is not modified."""
+    return {**base, **dict(merged_weights(base, adapter, scale, source=source))}
+
+
+@contextmanager
+def patched(replace: Callable[[str, torch.Tensor], None], pristine: Mapping[str, torch.Tensor], patch: Iterable[tuple[str, torch.Tensor]]) -> Iterator[None]:
+    """Copy each patched weight into a runtime with ``replace``; afterwards copy the ``pristine``
+    bytes back the same way, so the runtime is bit-exactly what it was (one weight at a time:
+    no second copy of the model)."""
+    done: list[str] = []
+    try:
+        for name, value in patch:
+            replace(name, value)
+            done.append(name)
+        yield
+    finally:
+        for name in done:
+            replace(name, pristine[name])
 
 
 def to_package_state(state: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -244,18 +272,47 @@ class Rwkv7:
         return cls(load_tensors(path), source=path, **kwargs)
 
     def _prepare(self, tensors: Mapping[str, torch.Tensor]) -> None:
-        """Move weights to device/dtype, squeeze the [1, 1, C] vectors, fold ln0 into emb."""
+        """Copy the weights to device/dtype (never sharing the caller's tensors: a patch of this
+        model must not touch them) and squeeze the [1, 1, C] vectors."""
 
         def prep(name: str) -> torch.Tensor:
-            t = tensors[name].to(device=self.device, dtype=self.dtype)
+            t = tensors[name].to(device=self.device, dtype=self.dtype, copy=True)
             return t.flatten() if name.endswith("att.r_k") else t.squeeze()
 
         self._layers = [
             {k: prep(f"blocks.{i}.{k}") for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED)} for i in range(self.shape.n_layer)
         ]
-        self._ln_out = (prep("ln_out.weight"), prep("ln_out.bias"))
-        self._head = prep("head.weight")
-        self._emb = self._layer_norm(prep("emb.weight"), (prep("blocks.0.ln0.weight"), prep("blocks.0.ln0.bias")))
+        self._outer = {name: prep(name) for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias", "head.weight")}
+        self._emb = prep("emb.weight")  # ln0 is applied to the rows a forward uses
+        self._stored_dtype = self.dtype
+
+    def computing_in(self, dtype: torch.dtype, wkv: str) -> Rwkv7:
+        """This model's weights run in ``dtype`` through ``wkv``, without a second copy of them:
+        each layer is converted as it runs (the gate's fp32 reference of a bf16 model)."""
+        if dtype not in (torch.float32, torch.bfloat16) or wkv not in WKV_CHOICES:
+            raise ValueError(f"unsupported dtype {dtype} or wkv {wkv!r}")
+        other = copy.copy(self)
+        other.dtype = dtype
+        other._wkv = wkv7_reference if wkv == "reference" else wkv7
+        return other
+
+    def _in_compute_dtype(self, tensors: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
+        if self._stored_dtype == self.dtype:
+            return tensors
+        return {k: t.to(self.dtype) for k, t in tensors.items()}
+
+    def replace_weight(self, name: str, value: torch.Tensor) -> None:
+        """Copy ``value`` into the stored Linear weight ``name`` (``blocks.N.…weight``) in place."""
+        match = re.fullmatch(r"blocks\.(\d+)\.(.+)", name)
+        layer = self._layers[int(match.group(1))] if match and int(match.group(1)) < self.shape.n_layer else {}
+        target = layer.get(match.group(2)) if match else None
+        if target is None or target.shape != value.shape:
+            raise ValueError(f"{name} is not a weight of this model with shape {tuple(value.shape)}")
+        target.copy_(value)
+
+    def stored_weights(self) -> dict[str, torch.Tensor]:
+        """The stored block weights by checkpoint name (for tests of patch and restore)."""
+        return {f"blocks.{i}.{k}": t for i, layer in enumerate(self._layers) for k, t in layer.items()}
 
     def _layer_norm(self, x: torch.Tensor, weight_bias: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         return F.layer_norm(x, (self.shape.n_embd,), *weight_bias)
@@ -321,16 +378,18 @@ class Rwkv7:
         else:
             self._check_state(state, ids.shape[0])
             state = [s.clone(memory_format=torch.contiguous_format) for s in state]
-        x = self._emb[ids]
+        outer = self._in_compute_dtype(self._outer)
+        x = self._layer_norm(self._emb[ids].to(self.dtype), (outer["blocks.0.ln0.weight"], outer["blocks.0.ln0.bias"]))
         v_first = None
-        for i, p in enumerate(self._layers):
+        for i, stored in enumerate(self._layers):
+            p = self._in_compute_dtype(stored)
             out, state[3 * i], v_first = self._time_mix(i, p, self._layer_norm(x, (p["ln1.weight"], p["ln1.bias"])), state[3 * i], state[3 * i + 1], v_first)
             x = x + out
             out, state[3 * i + 2] = self._channel_mix(p, self._layer_norm(x, (p["ln2.weight"], p["ln2.bias"])), state[3 * i + 2])
             x = x + out
         if not full_output:
             x = x[:, -1]
-        logits = F.linear(self._layer_norm(x, self._ln_out), self._head)
+        logits = F.linear(self._layer_norm(x, (outer["ln_out.weight"], outer["ln_out.bias"])), outer["head.weight"])
         return (logits[0] if unbatched else logits), state
 
     @staticmethod

@@ -1,7 +1,7 @@
 """A stat cache so re-checking an unchanged multi-GB tree re-hashes nothing.
 
-A file's cached sha256 is trusted only while its (size, mtime_ns, inode, ctime_ns) are all
-unchanged: any write, truncate, rename-over or chmod changes ctime.  Like git's index, a file
+A file's cached sha256 is trusted only while its (size, mtime_ns, device, inode, ctime_ns) are
+all unchanged: any write, truncate, rename-over or chmod changes ctime.  Like git's index, a file
 modified within the timestamp granularity of the moment it was hashed could look unchanged, so
 files younger than ``RACY_SECONDS`` are never cached and are always re-hashed.
 """
@@ -16,12 +16,12 @@ from pathlib import Path
 
 from ..atomic import atomic_write
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 RACY_SECONDS = 2.0
 
 
 def _fingerprint(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+    return [st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns]
 
 
 class StatCache:
@@ -41,8 +41,9 @@ class StatCache:
 
     def lookup(self, relpath: str, st: os.stat_result) -> str | None:
         entry = self._entries.get(relpath)
-        if entry and entry[:4] == _fingerprint(st):
-            return entry[4]
+        fingerprint = _fingerprint(st)
+        if entry and entry[: len(fingerprint)] == fingerprint:
+            return entry[len(fingerprint)]
         return None
 
     def store(self, relpath: str, st: os.stat_result, sha256: str) -> None:
@@ -61,11 +62,11 @@ class StatCache:
         """Persist if changed; a read-only registry simply keeps no cache."""
         if not self._dirty or self.path is None:
             return
-        root = self.path.parent.parent
-        if not root.stat().st_mode & stat.S_IWUSR:
-            return
         try:
-            self.path.parent.mkdir(exist_ok=True)
+            root = self.path.parent.parent
+            if root.exists() and not root.stat().st_mode & stat.S_IWUSR:  # a read-only registry
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, json.dumps({"version": CACHE_VERSION, "files": self._entries}).encode())
         except OSError:
             return

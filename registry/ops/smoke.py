@@ -1,31 +1,36 @@
-"""``registry smoke``: run each weight file through the RWKV-7 kernel and an independent runtime.
+"""``registry smoke``: run weight files through the RWKV-7 kernel and an independent runtime.
 
-Per entry: refuse a base file whose sha256 is not the entry's (before loading anything); then
-  (a) kernel parity against the pure-torch recurrence (CUDA only), and chunked-state consistency;
-  (b) model parity on the seeds' prompts: our path vs the official ``rwkv`` runtime vs an fp32
-      reference, with the State applied or the adapter merged;
-  (c) no NaN/Inf in the weights or any logits;
-  (d) greedy decoding is identical across two runs and honours the stop rules;
-  (e) timings.
-A receipt is written for every entry that ran (passing or not) and summarised in index.json.
+The checks themselves are :mod:`registry.gate.checks`; this module decides what is loaded, when,
+and how often, so that a whole repo is gated in one process:
 
-Thresholds and why (logit errors are scaled by max(1, max|reference logit|)):
-  * fp32 vs fp32 (CPU gate: ours vs official; CUDA: our kernel in fp32 vs the torch recurrence):
-    ``FP32_TOLERANCE`` = 1e-3 — only summation order differs; the official runtime's CUDA fp32
-    logits were seen to match its CPU fp32 ones to about 2e-3 absolute.
-  * bf16 (CUDA): our bf16 path must be at most ``BF16_RATIO`` x as far from the fp32 reference
-    as the official bf16 runtime is (plus ``BF16_FLOOR``), since bf16 rounding, not the kernel,
-    sets the error; and its top-5 must share ``TOPK_MIN_OVERLAP`` of the reference's.
+* Entries are gated in **groups that share weights**: every State and MiSS entry of a base runs on
+  that base, loaded once; a full entry is its own group and needs no base file (its index row
+  names the base it came from, and its own bytes are the model).
+* The base is **read once**: its sha256 is computed while it loads (or recognised by the per-user
+  stat cache), and every entry's recorded base sha256 is compared before any check runs.
+* Each group runs in **two phases** so that only one runtime holds the weights at a time: first
+  our runtime (bf16 kernel path, and the fp32 reference and fp32 kernel path computed layer by
+  layer from the same stored weights), then the official ``rwkv`` runtime, built from the tensors
+  already loaded.  A State is an initial state; a MiSS adapter is merged into the runtime's weights
+  in place, one Linear at a time, and the pristine base bytes are copied back afterwards.
+* On CUDA, our kernel's build and the official runtime's JIT builds start in the background while
+  the weights are hashed and loaded.
+
+An entry whose files do not fit its base (add's rules) is reported and skipped; the others still
+run and their receipts are written.  A receipt is written for every entry that ran (passing or
+not) and summarised in index.json.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import time
-from collections.abc import Mapping
-from contextlib import ExitStack
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,62 +41,101 @@ from ..artifacts.inspect import check_fits, inspect_weights
 from ..artifacts.miss import read_miss_json
 from ..atomic import atomic_write, transaction
 from ..derived import stage_derived
-from ..errors import RegistryError
-from ..gate.kernel import (
-    PARITY_CASES,
-    build_kernel,
-    kernel_source_hash,
-    parity_check,
-    wkv7,
+from ..errors import Exit, Problem, RegistryError
+from ..gate.checks import (
+    WORLD_VOCAB_SIZE,
+    Logits,
+    check_decoding,
+    check_finite_weights,
+    check_kernel,
+    finite,
+    official_logits,
+    our_logits,
+    parity_check_of,
+    prefill_throughput,
+    reference_logits,
 )
-from ..gate.official import OfficialModel, load_official
-from ..gate.prompts import PROMPTS, STOP_TEXT, STOP_TOKEN, tokenizer
+from ..gate.kernel import KernelBuild, build_kernel, kernel_source_hash
+from ..gate.loading import Hashed, ToHash, load_hashed, user_hash_cache
+from ..gate.official import import_official, load_official
+from ..gate.prompts import tokenizer
 from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_path
-from ..gate.reference import make_wkv7_inputs, relative_error
-from ..gate.runtime import Rwkv7, load_tensors, merge_miss
-from ..hashing import StatCache, hash_file
+from ..gate.runtime import Rwkv7, check_miss_fits, load_tensors, merged_weights, patched
+from ..hashing import StatCache
 from ..index_rules import index_to_change
 from ..models import Entry, GateSummary, Index
-from ..pinned import pinned, read_view, registered
+from ..pinned import Pinned, check_registered, open_registered, pinned, read_view
 from ..progress import Echo
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 
-FP32_TOLERANCE = 1e-3
-BF16_RATIO = 1.5
-BF16_FLOOR = 2e-2
-TOPK = 5
-WORLD_VOCAB_SIZE = 65536  # rwkv_vocab_v20230424, which the gate's prompts are tokenized with
-TOPK_MIN_OVERLAP = 0.6
-DECODE_TOKENS = 16
-PREFILL_TOKENS = 1024
-CHUNK_TOLERANCE = 1e-5
+# What a group needs on the GPU, as a multiple of its bf16 weights: the pristine copy, the
+# running runtime's copy, and a layer converted to fp32 (checked: docs/gpu-gate.md).
+GPU_MEMORY_FACTOR = 2.2
 
+# ----------------------------------------------------------------------------------------------
+# what runs
 
 
 @dataclass
-class LoadedEntry:
-    """The weights of one entry as a runnable model's inputs."""
+class Group:
+    """Entries that run on one set of weights, loaded once: a base's State/MiSS entries, or one full entry."""
 
-    tensors: dict[str, torch.Tensor]  # the model's weights (base merged with an adapter, or full)
-    gated: dict[str, torch.Tensor]  # the entry's own tensors, scanned for NaN/Inf
-    state_file: dict[str, torch.Tensor] | None
-    official_checkpoint: Path  # the .pth the official runtime loads
-    official_patch: dict[str, torch.Tensor] | None  # merged Linears to swap into it
-    load_s: float
-
-
-def _scaled(got: torch.Tensor, want: torch.Tensor) -> float:
-    return float((got.float() - want.float()).abs().max()) / max(1.0, float(want.float().abs().max()))
+    weights: dict[str, torch.Tensor]  # pristine, on the gate's device; never modified
+    official_checkpoint: Path  # the .pth the official runtime is built from
+    official_tensors: Mapping[str, torch.Tensor]  # that .pth's tensors, already read and checked
+    entries: list[Entry]
+    setup_s: float
 
 
-def _topk_overlap(got: torch.Tensor, want: torch.Tensor) -> float:
-    a = set(torch.topk(got.float(), TOPK).indices.tolist())
-    b = set(torch.topk(want.float(), TOPK).indices.tolist())
-    return len(a & b) / TOPK
+@dataclass
+class Prepared:
+    """One entry, checked and loaded, ready to run on its group's weights."""
+
+    entry: Entry
+    own: dict[str, torch.Tensor]  # the entry's tensors: a State, an adapter, or the full weights
+    scale: float | None  # MiSS only
+    finite: CheckResult
+    seconds: float
+
+
+@dataclass
+class OursRun:
+    """What phase one measured for an entry; phase two adds the official runtime."""
+
+    prepared: Prepared
+    ours: Logits
+    reference: Logits
+    fp32_kernel: Logits | None
+    decoding: CheckResult
+    decode_tps: float
+    prefill_tps: float
+    seconds: float
+
+
+@dataclass
+class Run:
+    """State of one ``registry smoke`` across its groups."""
+
+    repo: Repo
+    index: Index
+    device: str
+    files: Path  # the registered files, read through their pinned open files
+    opened: dict[str, Pinned]  # those open files by registry path (their bytes checked per group)
+    cache: StatCache
+    say: Echo
+    kernel: tuple[CheckResult, dict] | None = None
+    environment: Environment | None = None
+    problems: list[Problem] = field(default_factory=list)
+    receipts: list[Receipt] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------------------------
 # loading
+
+
+def _on(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Move once to the GPU, so merging and each model's dtype conversion happen there."""
+    return {k: v.to(device) for k, v in tensors.items()} if device == "cuda" else tensors
 
 
 def _entry_files(entry: Entry) -> dict[str, str]:
@@ -100,14 +144,14 @@ def _entry_files(entry: Entry) -> dict[str, str]:
     return files
 
 
-def _source_pth(root: Path, index: Index, entry: Entry) -> Path:
+def _source_pth(index: Index, entry: Entry) -> str:
     """The .pth with the same tensors (a safetensors twin's source), for the official runtime."""
     if entry.format == "pth":
-        return root / entry.path
+        return entry.path
     source = index.entry_by_path(entry.derived_from or "")
     if source is None or source.format != "pth":
         raise RegistryError("gate.no-source", entry.path, "the official runtime loads .pth files and this twin names no .pth source", "gate the .pth entry it was converted from")
-    return root / source.path
+    return source.path
 
 
 def _gate_files(index: Index, entries: list[Entry]) -> dict[str, str]:
@@ -121,139 +165,116 @@ def _gate_files(index: Index, entries: list[Entry]) -> dict[str, str]:
     return files
 
 
-def _check_acceptable(index: Index, entries: list[Entry], files: Path) -> None:
-    """add's acceptance rule, on the very bytes the gate will load: a file add refuses cannot pass."""
-    bases = {b.sha256: b for b in index.bases}
-    for entry in entries:
-        try:
-            inspection = inspect_weights(files / entry.path)
-            check_fits(entry.method, inspection, bases[entry.base_sha256], entry.path)
-        except RegistryError as err:
-            raise err.naming(str(files / entry.path), entry.path) from err
-        architecture = inspection.architecture or bases[entry.base_sha256].architecture
-        if architecture is not None and architecture.vocab_size < WORLD_VOCAB_SIZE:
-            raise RegistryError(
-                "gate.vocab", entry.path, f"the model's vocabulary has {architecture.vocab_size} tokens; the gate's prompts need the RWKV world vocabulary ({WORLD_VOCAB_SIZE})",
-                "gate models built on the world vocabulary (rwkv_vocab_v20230424)",
-            )  # fmt: skip
-
-
-def _on(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Move once to the GPU, so merging and each model's dtype conversion happen there."""
-    return {k: v.to(device) for k, v in tensors.items()} if device == "cuda" else tensors
-
-
-def load_entry(root: Path, index: Index, entry: Entry, base_file: Path, device: str) -> LoadedEntry:
-    """The entry's tensors, its base and what the official runtime needs, all read under ``root``."""
+def _prepare(run: Run, entry: Entry, group: Group) -> Prepared:
+    """add's acceptance rule on the very bytes the gate will load, then the entry's tensors."""
     start = time.perf_counter()
-    own = _on(device, load_tensors(root / entry.path))
-    if entry.method == "full":
-        return LoadedEntry(own, own, None, _source_pth(root, index, entry), None, time.perf_counter() - start)
-    base = _on(device, load_tensors(base_file))
-    if entry.method == "state":
-        return LoadedEntry(base, own, own, base_file, None, time.perf_counter() - start)
-    manifest = read_miss_json(_source_pth(root, index, entry))
-    merged = merge_miss(base, own, manifest.scale, source=entry.path)
-    patch = {name: merged[name] for name in own}
-    return LoadedEntry(merged, own, None, base_file, patch, time.perf_counter() - start)
+    path = run.files / entry.path
+    base = next(b for b in run.index.bases if b.sha256 == entry.base_sha256)
+    try:
+        inspection = inspect_weights(path)
+        check_fits(entry.method, inspection, base, entry.path)
+    except RegistryError as err:
+        raise err.naming(str(path), entry.path) from err
+    architecture = inspection.architecture or base.architecture
+    if architecture is not None and architecture.vocab_size < WORLD_VOCAB_SIZE:
+        raise RegistryError(
+            "gate.vocab", entry.path, f"the model's vocabulary has {architecture.vocab_size} tokens; the gate's prompts need the RWKV world vocabulary ({WORLD_VOCAB_SIZE})",
+            "gate models built on the world vocabulary (rwkv_vocab_v20230424)",
+        )  # fmt: skip
+    own = group.weights if entry.method == "full" else _on(run.device, load_tensors(path))
+    scale = None
+    if entry.method == "miss":
+        scale = read_miss_json(run.files / _source_pth(run.index, entry)).scale
+        check_miss_fits(group.weights, own, source=entry.path)
+    return Prepared(entry, own, scale, check_finite_weights(own), time.perf_counter() - start)
+
+
+def _merged_into(replace: Callable[[str, torch.Tensor], None], group: Group, prepared: Prepared):
+    """A MiSS entry's merge, applied to one runtime for the block and undone bit-exactly after."""
+    if prepared.entry.method != "miss" or prepared.scale is None:
+        return nullcontext()
+    return patched(replace, group.weights, merged_weights(group.weights, prepared.own, prepared.scale, source=prepared.entry.path))
+
+
+def _state_file(prepared: Prepared) -> dict[str, torch.Tensor] | None:
+    return prepared.own if prepared.entry.method == "state" else None
 
 
 # ----------------------------------------------------------------------------------------------
-# checks
+# the two phases of a group
 
 
-def check_finite_weights(loaded: LoadedEntry) -> CheckResult:
-    bad = [name for name, t in loaded.gated.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
-    return CheckResult(
-        name="finite-weights",
-        passed=not bad,
-        figures={"tensors_checked": len(loaded.gated), "non_finite": ", ".join(bad[:10]) or None},
-        detail=f"NaN/Inf in {bad[0]}" + (f" and {len(bad) - 1} more" if len(bad) > 1 else "") if bad else "",
-    )
+def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mapping[str, list[int]], decode) -> list[OursRun]:
+    dtype = torch.bfloat16 if run.device == "cuda" else torch.float32
+    ours = Rwkv7(group.weights, dtype=dtype, device=run.device, wkv="auto", source=group.entries[0].path)
+    results = []
+    for item in prepared:
+        start = time.perf_counter()
+        run.say(f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding")
+        with _merged_into(ours.replace_weight, group, item):
+            state_file = _state_file(item)
+            state = ours.apply_state_file(state_file, source=item.entry.path) if state_file else None
+            mine = our_logits(ours, prompts, state)
+            reference, fp32_kernel = reference_logits(ours, mine, prompts, state_file)
+            decoding, decode_tps = check_decoding(ours, prompts, state, decode)
+            prefill_tps = prefill_throughput(ours, prompts)
+        results.append(OursRun(item, mine, reference, fp32_kernel, decoding, decode_tps, prefill_tps, time.perf_counter() - start))
+    del ours
+    if run.device == "cuda":
+        torch.cuda.empty_cache()
+    return results
 
 
-def check_kernel(device: str) -> tuple[CheckResult, dict]:
-    """(a) kernel vs reference, and a state carried across chunks equals one long run."""
-    figures: dict = {}
-    passed = True
-    build = None
-    if device == "cuda":
-        build = build_kernel()
-        for dtype, batch, steps, heads in PARITY_CASES:
-            result = parity_check(dtype, batch, steps, heads)
-            tag = f"{result['dtype']}_b{batch}_t{steps}_h{heads}"
-            figures[f"{tag}_y_rel_err"] = result["y_rel_err"]
-            figures[f"{tag}_state_rel_err"] = result["state_rel_err"]
-            passed &= bool(result["ok"])
-    inputs, state = make_wkv7_inputs(2, 96, 2, dtype=torch.float32, device=device, seed=3)
-    y_full, s_full = wkv7(*inputs, state.clone())  # kernel on CUDA, torch recurrence on CPU
-    carried = state.clone()
-    ys = []
-    for lo, hi in ((0, 17), (17, 64), (64, 96)):
-        r, w, k, v, a, b = (t[:, lo:hi].contiguous() for t in inputs)
-        y, carried = wkv7(r, w, k, v, a, b, carried)
-        ys.append(y)
-    chunk_err = max(relative_error(torch.cat(ys, 1), y_full), relative_error(carried, s_full))
-    figures["chunked_state_rel_err"] = chunk_err
-    passed &= chunk_err <= CHUNK_TOLERANCE
-    thresholds = {"chunked_state_rel_err": CHUNK_TOLERANCE}
-    if device == "cuda":
-        thresholds.update({"fp32_rel_err": 1e-5, "bf16_rel_err": 1e-2, "state_rel_err": 1e-5})
-    detail = "kernel vs torch recurrence" if device == "cuda" else "cpu gate: the CUDA kernel was not run; recurrence chunking checked"
-    timings = {"kernel_build_s": build.seconds if build else None, "kernel_cached": build.cached if build else None}
-    return CheckResult(name="kernel-parity", passed=passed, figures=figures, thresholds=thresholds, detail=detail), timings
+def _phase_official(run: Run, group: Group, results: list[OursRun], prompts: Mapping[str, list[int]]) -> None:
+    start = time.perf_counter()
+    run.say(f"official rwkv runtime: building from the loaded weights ({len(results)} entries)")
+    official = load_official(group.official_checkpoint, run.device, group.official_tensors)
+    build_s = time.perf_counter() - start
+    for result in results:
+        item = result.prepared
+        start = time.perf_counter()
+        with _merged_into(official.replace_weight, group, item):
+            state_file = _state_file(item)
+            theirs = official_logits(official, prompts, official.state_from_file(state_file) if state_file else None, result.reference)
+        seconds = result.seconds + time.perf_counter() - start + build_s / len(results)
+        _record(run, group, result, theirs, seconds)
+    del official
+    if run.device == "cuda":
+        torch.cuda.empty_cache()
 
 
-@dataclass
-class Logits:
-    prefill: dict[str, torch.Tensor]
-    step: dict[str, torch.Tensor]  # after one more (greedy) token: state carried
+def _gate_group(run: Run, group: Group) -> None:
+    prepared = []
+    for entry in group.entries:
+        try:
+            prepared.append(_prepare(run, entry, group))
+        except RegistryError as err:
+            run.say(f"{entry.path}: not gated ({err.problem.message})")
+            run.problems.extend(err.problems)
+    if not prepared:
+        return
+    tok = tokenizer()
+    prompts = tok.prompt_ids
+    results = _phase_ours(run, group, prepared, prompts, tok.decode)
+    _phase_official(run, group, results, prompts)
 
 
-def _our_logits(model: Rwkv7, prompts: Mapping[str, list[int]], state) -> Logits:
-    prefill, step = {}, {}
-    for name, ids in prompts.items():
-        logits, new_state = model.forward(ids, state)
-        prefill[name] = logits.float().cpu()
-        nxt = int(torch.argmax(logits))
-        step[name] = model.forward([nxt], new_state)[0].float().cpu()
-    return Logits(prefill, step)
-
-
-def _official_logits(official: OfficialModel, prompts: Mapping[str, list[int]], state, reference: Logits) -> Logits:
-    prefill, step = {}, {}
-    for name, ids in prompts.items():
-        logits, new_state = official.logits(ids, state)
-        prefill[name] = logits.cpu()
-        nxt = int(torch.argmax(reference.prefill[name]))  # same continuation token for every path
-        step[name] = official.logits([nxt], new_state)[0].cpu()
-    return Logits(prefill, step)
-
-
-def _compare(got: Logits, want: Logits) -> dict[str, float]:
-    pairs = [(got.prefill[k], want.prefill[k]) for k in want.prefill] + [(got.step[k], want.step[k]) for k in want.step]
-    return {
-        "max_scaled_err": max(_scaled(g, w) for g, w in pairs),
-        "top1_agreement": sum(int(torch.argmax(g)) == int(torch.argmax(w)) for g, w in pairs) / len(pairs),
-        "top5_overlap_min": min(_topk_overlap(g, w) for g, w in pairs),
-    }
-
-
-def _finite(*logit_sets: Logits) -> bool:
-    return all(bool(torch.isfinite(t).all()) for ls in logit_sets for t in (*ls.prefill.values(), *ls.step.values()))
+@contextmanager
+def _out_of_memory_named(paths: list[str], weights_bytes: int) -> Iterator[None]:
+    """A CUDA out-of-memory error as one line naming the entries and the memory they need."""
+    try:
+        yield
+    except torch.cuda.OutOfMemoryError as error:
+        need = GPU_MEMORY_FACTOR * weights_bytes / 2**30
+        free, total = (x / 2**30 for x in torch.cuda.mem_get_info())
+        raise RegistryError(
+            "gate.out-of-memory", ", ".join(paths), f"the GPU ran out of memory; gating this model needs about {need:.1f} GiB (now free: {free:.1f} of {total:.1f} GiB)",
+            "stop other processes on the GPU or gate on a GPU with more memory (docs/gpu-gate.md: models larger than one GPU)", Exit.MACHINE,
+        ) from error  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------
-# the gate for one entry
-
-
-@dataclass
-class GateContext:
-    device: str
-    base_file: Path
-    base_sha256: str
-    echo: Echo
-    files: Path  # where the registered files are read: links to the pinned, checked open files
+# receipts
 
 
 def _environment(device: str) -> Environment:
@@ -272,129 +293,47 @@ def _environment(device: str) -> Environment:
     )  # fmt: skip
 
 
-def run_gate(repo: Repo, index: Index, entry: Entry, ctx: GateContext) -> Receipt:
-    """All checks for one entry; never raises for a failing check (the receipt says it)."""
-    started = time.perf_counter()
-    say = ctx.echo
-    kernel_check, kernel_timings = check_kernel(ctx.device)
-    say(f"  kernel parity: {'ok' if kernel_check.passed else 'FAILED'}")
-    loaded = load_entry(ctx.files, index, entry, ctx.base_file, ctx.device)
-    finite = check_finite_weights(loaded)
-    checks = [kernel_check, finite]
-    tok = tokenizer()
-    prompts = {name: tok.encode(text) for name, text in PROMPTS.items()}
-    dtype = torch.bfloat16 if ctx.device == "cuda" else torch.float32
-    load_start = time.perf_counter()
-    ours = Rwkv7(loaded.tensors, dtype=dtype, device=ctx.device, wkv="auto", source=entry.path)
-    load_s = loaded.load_s + time.perf_counter() - load_start
-    state = ours.apply_state_file(loaded.state_file, source=entry.path) if loaded.state_file else None
-    our = _our_logits(ours, prompts, state)
-
-    reference, fp32_kernel = _reference_logits(our, loaded, prompts, ctx.device)
-    official = load_official(loaded.official_checkpoint, ctx.device)
-    if loaded.official_patch:
-        official.replace_weights(loaded.official_patch)
-    off = _official_logits(official, prompts, official.state_from_file(loaded.state_file) if loaded.state_file else None, reference)
-    del official
-    checks.append(_parity_check(our, off, reference, fp32_kernel))
-    checks.append(CheckResult(name="finite-logits", passed=_finite(our, off, reference, *( [fp32_kernel] if fp32_kernel else [])), detail="every logit of every path is finite"))
-    decode_check, decode_tps = _check_decoding(ours, prompts, state, tok.decode)
-    checks.append(decode_check)
-    prefill_tps = _prefill_throughput(ours, prompts)
-    say(f"  model parity: {'ok' if checks[-2].passed and checks[2].passed else 'FAILED'}")
+def _record(run: Run, group: Group, result: OursRun, theirs: Logits, seconds: float) -> None:
+    """Write the entry's receipt and its summary in index.json (re-read: the gate ran a long time)."""
+    entry, item = result.prepared.entry, result.prepared
+    assert run.kernel is not None and run.environment is not None
+    kernel_check, kernel_timings = run.kernel
+    parity = parity_check_of(result.ours, theirs, result.reference, result.fp32_kernel)
+    logit_sets = [result.ours, theirs, result.reference, *([result.fp32_kernel] if result.fp32_kernel else [])]
+    checks = [
+        kernel_check, item.finite, parity,
+        CheckResult(name="finite-logits", passed=finite(*logit_sets), detail="every logit of every path is finite"),
+        result.decoding,
+    ]  # fmt: skip
     timings = Timings(
-        kernel_build_s=kernel_timings["kernel_build_s"], kernel_cached=kernel_timings["kernel_cached"], load_s=round(load_s, 3),
-        prefill_tokens_per_s=round(prefill_tps, 1), decode_tokens_per_s=round(decode_tps, 1), total_s=round(time.perf_counter() - started, 3),
+        kernel_build_s=kernel_timings["kernel_build_s"], kernel_cached=kernel_timings["kernel_cached"], load_s=round(group.setup_s + item.seconds, 3),
+        prefill_tokens_per_s=round(result.prefill_tps, 1), decode_tokens_per_s=round(result.decode_tps, 1), total_s=round(seconds, 3),
+        setup_s=round(group.setup_s, 3), entries_sharing_setup=len(group.entries),
+        gpu_peak_bytes=torch.cuda.max_memory_allocated() if run.device == "cuda" else None,
     )  # fmt: skip
-    return Receipt(
+    receipt = Receipt(
         entry=entry.path, method=entry.method, file_sha256=entry.sha256, files=_entry_files(entry), base_sha256=entry.base_sha256,
-        created=datetime.now(UTC).isoformat(timespec="seconds"), environment=_environment(ctx.device), checks=checks,
+        created=datetime.now(UTC).isoformat(timespec="seconds"), environment=run.environment, checks=checks,
         timings=timings, passed=all(c.passed for c in checks),
     )  # fmt: skip
-
-
-def _reference_logits(our: Logits, loaded: LoadedEntry, prompts, device: str) -> tuple[Logits, Logits | None]:
-    """The fp32 torch-recurrence reference; on CUDA also our kernel in fp32 on the same weights.
-
-    On CPU our path *is* the fp32 torch recurrence, so it is its own reference there and the
-    official runtime is the independent check.
-    """
-    if device == "cpu":
-        return our, None
-    fp32 = Rwkv7(loaded.tensors, dtype=torch.float32, device=device, wkv="reference")
-    state = fp32.apply_state_file(loaded.state_file) if loaded.state_file else None
-    reference = _our_logits(fp32, prompts, state)
-    with_kernel = Rwkv7(loaded.tensors, dtype=torch.float32, device=device, wkv="kernel")
-    kernel = _our_logits(with_kernel, prompts, state)
-    del fp32, with_kernel
-    torch.cuda.empty_cache()
-    return reference, kernel
-
-
-def _parity_check(our: Logits, official: Logits, reference: Logits, fp32_kernel: Logits | None) -> CheckResult:
-    """(b) model parity; see the module docstring for the thresholds."""
-    ours_vs_ref = _compare(our, reference)
-    off_vs_ref = _compare(official, reference)
-    ours_vs_off = _compare(our, official)
-    figures = {f"ours_vs_reference_{k}": v for k, v in ours_vs_ref.items()}
-    figures.update({f"official_vs_reference_{k}": v for k, v in off_vs_ref.items()})
-    figures.update({f"ours_vs_official_{k}": v for k, v in ours_vs_off.items()})
-    if fp32_kernel is None:  # cpu: there our path is the reference (see _reference_logits)
-        passed = ours_vs_off["max_scaled_err"] <= FP32_TOLERANCE and ours_vs_off["top1_agreement"] == 1.0
-        thresholds = {"ours_vs_official_max_scaled_err": FP32_TOLERANCE, "ours_vs_official_top1_agreement": 1.0}
-        detail = "cpu fp32: our runtime (torch recurrence) vs the official rwkv runtime (cpu fp32)"
-    else:
-        kernel_vs_ref = _compare(fp32_kernel, reference)
-        figures.update({f"fp32_kernel_vs_reference_{k}": v for k, v in kernel_vs_ref.items()})
-        bound = BF16_RATIO * off_vs_ref["max_scaled_err"] + BF16_FLOOR
-        passed = (
-            kernel_vs_ref["max_scaled_err"] <= FP32_TOLERANCE
-            and kernel_vs_ref["top1_agreement"] == 1.0
-            and ours_vs_ref["max_scaled_err"] <= bound
-            and ours_vs_ref["top5_overlap_min"] >= TOPK_MIN_OVERLAP
-        )
-        thresholds = {"fp32_kernel_vs_reference_max_scaled_err": FP32_TOLERANCE, "ours_vs_reference_max_scaled_err": bound, "ours_vs_reference_top5_overlap_min": TOPK_MIN_OVERLAP}
-        detail = "cuda: our kernel fp32 vs torch recurrence fp32; our bf16 path vs the official rwkv cuda bf16 runtime, both against the fp32 reference"
-    return CheckResult(name="model-parity", passed=passed, figures=figures, thresholds=thresholds, detail=detail)
-
-
-def _check_decoding(model: Rwkv7, prompts: Mapping[str, list[int]], state, decode) -> tuple[CheckResult, float]:
-    """(d) greedy decoding twice gives the same tokens; the stop rules end generation."""
-    figures: dict = {}
-    passed = True
-    tokens_made, seconds = 0, 0.0
-    for name, ids in prompts.items():
-        start = time.perf_counter()
-        first = model.generate(ids, DECODE_TOKENS, decode=decode, state=state)
-        seconds += time.perf_counter() - start
-        tokens_made += len(first.tokens) + 1
-        second = model.generate(ids, DECODE_TOKENS, decode=decode, state=state)
-        same = first.tokens == second.tokens
-        # Probe the stop rule with this model: make its own first greedy token a stop token.
-        probe_token = first.tokens[0] if first.tokens else STOP_TOKEN
-        probe = model.generate(ids, DECODE_TOKENS, decode=decode, state=state, stop_tokens=(STOP_TOKEN, probe_token))
-        stops = probe.tokens == [] and probe.stop_reason == "stop_token"
-        figures[f"{name}_identical"] = same
-        figures[f"{name}_stop_reason"] = first.stop_reason
-        figures[f"{name}_stop_probe"] = stops
-        passed &= same and stops and STOP_TEXT not in first.text
-    check = CheckResult(
-        name="greedy-decoding", passed=passed, figures=figures, thresholds={"max_new_tokens": DECODE_TOKENS},
-        detail="temperature 0; stops on token 0 or '\\n\\nUser:' (the probe makes the model's own first token a stop token)",
-    )  # fmt: skip
-    return check, tokens_made / seconds if seconds else 0.0
-
-
-def _prefill_throughput(model: Rwkv7, prompts: Mapping[str, list[int]]) -> float:
-    ids = [t for p in prompts.values() for t in p]
-    ids = (ids * (PREFILL_TOKENS // len(ids) + 1))[:PREFILL_TOKENS]
-    if model.device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    model.forward(ids)
-    if model.device.type == "cuda":
-        torch.cuda.synchronize()
-    return len(ids) / (time.perf_counter() - start)
+    run.say(f"{entry.path}: {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}")
+    repo = run.repo
+    repo.gates_dir.mkdir(parents=True, exist_ok=True)
+    target = receipt_path(repo.gates_dir, receipt.file_sha256)
+    data = (receipt.model_dump_json(indent=2) + "\n").encode()
+    with transaction(repo.root) as txn:
+        index = index_to_change(repo)
+        current = index.entry_by_path(entry.path)
+        if current is None or current.sha256 != receipt.file_sha256:
+            raise RegistryError("gate.entry-changed", entry.path, "the entry changed while the gate ran", "run the gate again")
+        current.gate = GateSummary(
+            passed=receipt.passed, device=receipt.environment.device, file_sha256=receipt.file_sha256,
+            receipt=repo.rel(target), gpu=receipt.environment.gpu, date=receipt.created[:10],
+        )  # fmt: skip
+        atomic_write(target, data)
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index)
+    run.receipts.append(receipt)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -407,56 +346,109 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> list[Entry]:
     return list(index.entries)
 
 
+def _start_builds(pool: ThreadPoolExecutor, device: str) -> list[Future]:
+    """Our kernel (CUDA) and the official runtime's import (its JIT builds on CUDA), in the
+    background while the weights are hashed and loaded."""
+    builds = [pool.submit(import_official, device)]
+    if device == "cuda":
+        builds.append(pool.submit(build_kernel))
+    return builds
+
+
+def _group_files(run: Run, entries: list[Entry]) -> list[ToHash]:
+    return [ToHash(run.opened[rel], run.cache, rel) for rel in _gate_files(run.index, entries)]
+
+
+def _check_group_files(run: Run, files: list[ToHash], hashed: list[Hashed]) -> None:
+    """Nothing runs on bytes that are not what index.json registered."""
+    for file, result in zip(files, hashed, strict=True):
+        check_registered(file.key, result.sha256, _gate_files(run.index, run.index.entries)[file.key])
+
+
+def _base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) -> Group:
+    """The base (and the entries' own files), hashed while the base loads; refused before anything
+    runs when the base is not the entries' base or a file is not what the index registered."""
+    start = time.perf_counter()
+    run.say(f"loading the base {base.path.name} (hashed on the way)")
+    files = [ToHash(base, user_hash_cache(), os.path.realpath(base.path)), *_group_files(run, entries)]
+    weights, hashed = load_hashed(files, lambda: _on(run.device, load_tensors(base_view)))
+    base_sha = hashed[0].sha256
+    run.say(f"  base sha256 {base_sha[:12]}… ({'known from the stat cache' if hashed[0].from_cache else 'hashed while loading'})")
+    for entry in entries:
+        if entry.base_sha256 != base_sha:
+            raise RegistryError(
+                "gate.base-mismatch", base.path, f"sha256 is {base_sha} but {entry.path} was trained on base {entry.base_sha256}",
+                "pass the base file the entry was trained on (nothing was run)",
+            )  # fmt: skip
+    _check_group_files(run, files[1:], hashed[1:])
+    return Group(weights, base_view, weights, entries, time.perf_counter() - start)
+
+
+def _full_group(run: Run, entry: Entry) -> Group:
+    """A full entry's own weights (and a twin's .pth source for the official runtime), hashed while they load."""
+    start = time.perf_counter()
+    run.say(f"loading {entry.path} (hashed on the way)")
+    source = _source_pth(run.index, entry)
+    files = _group_files(run, [entry])
+
+    def load() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        weights = _on(run.device, load_tensors(run.files / entry.path))
+        return weights, (weights if source == entry.path else load_tensors(run.files / source))
+
+    (weights, official), hashed = load_hashed(files, load)
+    _check_group_files(run, files, hashed)
+    return Group(weights, run.files / source, official, [entry], time.perf_counter() - start)
+
+
+def _kernel_once(run: Run, builds: list[Future]) -> None:
+    """The kernel check does not depend on the weights: once per run, after the builds finish."""
+    if run.kernel is not None:
+        return
+    built = [build.result() for build in builds]
+    run.environment = _environment(run.device)
+    run.kernel = check_kernel(run.device, next((b for b in built if isinstance(b, KernelBuild)), None))
+    run.say(f"kernel parity: {'ok' if run.kernel[0].passed else 'FAILED'}")
+
+
 def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, echo: Echo | None = None) -> list[Receipt]:
-    """Gate the chosen entries (all when none are named) and record a receipt for each."""
+    """Gate the chosen entries (all when none are named) and record a receipt for each.
+
+    ``base_file`` is needed when a State or MiSS entry is chosen.  Entries that cannot be gated
+    (they do not fit their base) are refused together at the end, after the others' receipts.
+    """
     say = echo or (lambda _line: None)
     repo = Repo.open(root)
     index = repo.load_index()
     if device == "cuda" and not torch.cuda.is_available():
         raise RegistryError("gate.no-cuda", "--device cuda", "CUDA is not available on this machine", "run on a GPU machine, or use --device cpu (publish then needs --allow-cpu-gate)")
     entries = _select(index, repo, paths)
-    if not base_file or not base_file.is_file():
-        raise RegistryError("gate.no-base", base_file or "--base-file", "the base checkpoint file is needed", "pass --base-file BASE.pth (the file the entries were trained on)")
-    with ExitStack() as pins:
-        # Every input is opened once, checked (the base by hash, registered files against the
-        # index), and read through that open file for the whole gate.
-        base = pins.enter_context(pinned(base_file, "base checkpoint"))
-        base_sha = hash_file(base.stable)
-        for entry in entries:
-            if entry.base_sha256 != base_sha:
-                raise RegistryError(
-                    "gate.base-mismatch", base_file, f"sha256 is {base_sha} but {entry.path} was trained on base {entry.base_sha256}",
-                    "pass the base file the entry was trained on (nothing was loaded)",
-                )  # fmt: skip
-        cache = StatCache(repo.stat_cache_path)
-        opened = {f"registry/{rel}": pins.enter_context(registered(repo.root, rel, sha, cache)) for rel, sha in _gate_files(index, entries).items()}
-        view = pins.enter_context(read_view({**opened, f"base/{base_file.name}": base}))
-        ctx = GateContext(device, view / "base" / base_file.name, base_sha, say, view / "registry")
-        _check_acceptable(index, entries, ctx.files)
-        receipts = []
-        for entry in entries:
-            say(f"gating {entry.path} on {device}")
-            receipt = run_gate(repo, index, entry, ctx)
-            receipts.append(receipt)
-            _record(repo, entry.path, receipt)
-            say(f"  {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}")
-    return receipts
-
-
-def _record(repo: Repo, path: str, receipt: Receipt) -> None:
-    """Write the receipt and its summary in index.json (re-read: the gate ran a long time)."""
-    repo.gates_dir.mkdir(parents=True, exist_ok=True)
-    target = receipt_path(repo.gates_dir, receipt.file_sha256)
-    data = (receipt.model_dump_json(indent=2) + "\n").encode()
-    with transaction(repo.root) as txn:
-        index = index_to_change(repo)
-        entry = index.entry_by_path(path)
-        if entry is None or entry.sha256 != receipt.file_sha256:
-            raise RegistryError("gate.entry-changed", path, "the entry changed while the gate ran", "run the gate again")
-        entry.gate = GateSummary(
-            passed=receipt.passed, device=receipt.environment.device, file_sha256=receipt.file_sha256,
-            receipt=repo.rel(target), gpu=receipt.environment.gpu, date=receipt.created[:10],
+    on_base = [e for e in entries if e.method != "full"]
+    if on_base and (not base_file or not base_file.is_file()):
+        raise RegistryError(
+            "gate.no-base", base_file or "--base-file", f"{on_base[0].path} is a {on_base[0].method} entry: it runs on its base checkpoint",
+            "pass --base-file BASE.pth (the file the entries were trained on)",
         )  # fmt: skip
-        atomic_write(target, data)
-        txn.write(INDEX_NAME, render_index(index))
-        stage_derived(repo, txn, index)
+    with ExitStack() as pins, ThreadPoolExecutor(2, thread_name_prefix="build") as pool:
+        builds = _start_builds(pool, device)
+        # Every input is opened once, checked (registered files against the index, the base by
+        # its hash), and read through that open file for the whole gate.
+        opened = {rel: pins.enter_context(open_registered(repo.root, rel)) for rel in _gate_files(index, entries)}
+        base = pins.enter_context(pinned(base_file, "base checkpoint")) if on_base and base_file else None
+        base_name = f"base/{base.path.name}" if base else ""
+        view = pins.enter_context(read_view({f"registry/{rel}": pin for rel, pin in opened.items()} | ({base_name: base} if base else {})))
+        run = Run(repo, index, device, view / "registry", opened, StatCache(repo.stat_cache_path), say)
+        if base:
+            with _out_of_memory_named([e.path for e in on_base], base.stat.st_size):
+                group = _base_group(run, on_base, base, view / base_name)
+                _kernel_once(run, builds)
+                _gate_group(run, group)
+                del group  # free the base before the full entries load
+        for entry in (e for e in entries if e.method == "full"):
+            with _out_of_memory_named([entry.path], entry.size + sum(s.size for s in entry.shards)):
+                group = _full_group(run, entry)
+                _kernel_once(run, builds)
+                _gate_group(run, group)
+                del group
+    if run.problems:
+        raise RegistryError.of(run.problems, {"receipts": [r.model_dump(mode="json") for r in run.receipts]}, Exit.PROBLEMS)
+    return run.receipts
