@@ -124,7 +124,7 @@ def official_logits(official: OfficialModel, prompts: Mapping[str, list[int]], s
     return Logits(prefill, step)
 
 
-def _compare(got: Logits, want: Logits) -> dict[str, float]:
+def compare_logits(got: Logits, want: Logits) -> dict[str, float]:
     pairs = [(got.prefill[k], want.prefill[k]) for k in want.prefill] + [(got.step[k], want.step[k]) for k in want.step]
     return {
         "max_scaled_err": max(_scaled(g, w) for g, w in pairs),
@@ -155,9 +155,9 @@ def reference_logits(ours: Rwkv7, our: Logits, prompts: Mapping[str, list[int]],
 
 def parity_check_of(our: Logits, official: Logits, reference: Logits, fp32_kernel: Logits | None) -> CheckResult:
     """(b) model parity; see the module docstring for the thresholds."""
-    ours_vs_ref = _compare(our, reference)
-    off_vs_ref = _compare(official, reference)
-    ours_vs_off = _compare(our, official)
+    ours_vs_ref = compare_logits(our, reference)
+    off_vs_ref = compare_logits(official, reference)
+    ours_vs_off = compare_logits(our, official)
     figures = {f"ours_vs_reference_{k}": v for k, v in ours_vs_ref.items()}
     figures.update({f"official_vs_reference_{k}": v for k, v in off_vs_ref.items()})
     figures.update({f"ours_vs_official_{k}": v for k, v in ours_vs_off.items()})
@@ -166,7 +166,7 @@ def parity_check_of(our: Logits, official: Logits, reference: Logits, fp32_kerne
         thresholds = {"ours_vs_official_max_scaled_err": FP32_TOLERANCE, "ours_vs_official_top1_agreement": 1.0}
         detail = "cpu fp32: our runtime (torch recurrence) vs the official rwkv runtime (cpu fp32)"
     else:
-        kernel_vs_ref = _compare(fp32_kernel, reference)
+        kernel_vs_ref = compare_logits(fp32_kernel, reference)
         figures.update({f"fp32_kernel_vs_reference_{k}": v for k, v in kernel_vs_ref.items()})
         bound = BF16_RATIO * off_vs_ref["max_scaled_err"] + BF16_FLOOR
         passed = (

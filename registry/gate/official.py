@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -112,26 +112,42 @@ class OfficialModel:
         return out.float(), new_state
 
 
-def load_official(checkpoint: Path, device: str, tensors: Mapping[str, torch.Tensor] | None = None) -> OfficialModel:
+def load_official(
+    checkpoint: Path, device: str, tensors: Mapping[str, torch.Tensor] | None = None, converted: Callable[[torch.Tensor], None] | None = None
+) -> OfficialModel:
     """Load a .pth checkpoint (the loader wants the path without .pth) on cuda bf16 or cpu fp32.
 
     With ``tensors`` (the checkpoint's tensors, already read and checked by the gate, possibly on
     the GPU) the official loader runs on them instead of reading the file a second time: its
     ``torch.load`` of ``checkpoint`` returns them, and everything after that is its own code.
+    ``converted`` is called with each of them once the loader is done with it (it deletes it from
+    what its ``torch.load`` returned).
     """
     module = import_official(device)
     from importlib.metadata import version  # noqa: PLC0415
 
     strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
     start = time.perf_counter()
-    with stdout_to_stderr(), _loading_from(checkpoint, tensors):  # the loader prints progress; keep --json clean
+    with stdout_to_stderr(), _loading_from(checkpoint, tensors, converted or (lambda _tensor: None)):  # the loader prints progress; keep --json clean
         model = module.RWKV(model=str(checkpoint)[: -len(".pth")], strategy=strategy)
     _no_tf32()
     return OfficialModel(model, device, time.perf_counter() - start, version("rwkv"))
 
 
+class _Handed(dict):
+    """The tensors handed to the official loader, reporting each one it deletes when converted."""
+
+    def __init__(self, tensors: Mapping[str, torch.Tensor], converted: Callable[[torch.Tensor], None]):
+        super().__init__(tensors)
+        self._converted = converted
+
+    def __delitem__(self, key: str) -> None:
+        self._converted(self[key])
+        super().__delitem__(key)
+
+
 @contextlib.contextmanager
-def _loading_from(checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None):
+def _loading_from(checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None, converted: Callable[[torch.Tensor], None]):
     """While the official loader runs, its ``torch.load`` of ``checkpoint`` yields ``tensors``."""
     if tensors is None:
         yield
@@ -141,7 +157,7 @@ def _loading_from(checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None):
     def load(path, *args, **kwargs):
         if Path(path) != checkpoint:
             return real_load(path, *args, **kwargs)
-        return dict(tensors)  # a copy: the loader deletes each key once it has converted it
+        return _Handed(tensors, converted)  # a copy: the loader deletes each key once it has converted it
 
     with mock.patch.object(torch, "load", load):
         yield

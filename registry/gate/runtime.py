@@ -251,8 +251,12 @@ class Rwkv7:
         device: str | torch.device = "cpu",
         wkv: str = "auto",
         source: str | Path | None = None,
+        copied: Callable[[torch.Tensor], None] | None = None,
     ):
-        """``wkv``: "auto" (kernel on CUDA, reference on CPU), "kernel" (CUDA only) or "reference"."""
+        """``wkv``: "auto" (kernel on CUDA, reference on CPU), "kernel" (CUDA only) or "reference".
+
+        ``copied`` is called with each of ``tensors`` once this model holds its own copy (the
+        gate drops a memory-mapped checkpoint's pages there, so the copy does not double RSS)."""
         if dtype not in (torch.float32, torch.bfloat16):
             raise ValueError(f"dtype must be float32 or bfloat16, got {dtype}")
         if wkv not in WKV_CHOICES:
@@ -265,18 +269,19 @@ class Rwkv7:
         self.shape = _infer_shape(tensors, source)
         _check_weights(tensors, self.shape, source)
         self._wkv = wkv7_reference if wkv == "reference" else wkv7
-        self._prepare(tensors)
+        self._prepare(tensors, copied or (lambda _tensor: None))
 
     @classmethod
     def from_path(cls, path: str | Path, **kwargs) -> Rwkv7:
         return cls(load_tensors(path), source=path, **kwargs)
 
-    def _prepare(self, tensors: Mapping[str, torch.Tensor]) -> None:
+    def _prepare(self, tensors: Mapping[str, torch.Tensor], copied: Callable[[torch.Tensor], None]) -> None:
         """Copy the weights to device/dtype (never sharing the caller's tensors: a patch of this
         model must not touch them) and squeeze the [1, 1, C] vectors."""
 
         def prep(name: str) -> torch.Tensor:
             t = tensors[name].to(device=self.device, dtype=self.dtype, copy=True)
+            copied(tensors[name])
             return t.flatten() if name.endswith("att.r_k") else t.squeeze()
 
         self._layers = [

@@ -63,6 +63,7 @@ from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_p
 from ..gate.runtime import Rwkv7, check_miss_fits, load_tensors, merged_weights, patched
 from ..hashing import StatCache
 from ..index_rules import index_to_change
+from ..libc import unmap_pages
 from ..models import Entry, GateSummary, Index
 from ..pinned import Pinned, check_registered, open_registered, pinned, read_view
 from ..progress import Echo
@@ -85,6 +86,17 @@ class Group:
     official_tensors: Mapping[str, torch.Tensor]  # that .pth's tensors, already read and checked
     entries: list[Entry]
     setup_s: float
+    # On CPU, tensors memory-mapped from a .pth (torch.load mmap): pages this process no longer
+    # needs are dropped (they stay in the page cache), so a copy of the model does not add the
+    # file's size to the gate's RSS.
+    weights_mapped: bool = False
+    official_mapped: bool = False
+
+    def drop_pages(self) -> None:
+        for tensors, mapped in ((self.weights, self.weights_mapped), (self.official_tensors, self.official_mapped)):
+            if mapped:
+                for tensor in tensors.values():
+                    _drop_pages(tensor)
 
 
 @dataclass
@@ -131,6 +143,16 @@ class Run:
 
 # ----------------------------------------------------------------------------------------------
 # loading
+
+
+def _drop_pages(tensor: torch.Tensor) -> None:
+    """Drop a memory-mapped tensor's pages from this process; the next read maps them again."""
+    unmap_pages(tensor.data_ptr(), tensor.numel() * tensor.element_size())
+
+
+def _mapped(device: str, path: Path) -> bool:
+    """Whether :func:`load_tensors` of ``path`` on ``device`` gives tensors mapped from the file."""
+    return device == "cpu" and path.suffix in (".pth", ".pt")
 
 
 def _on(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -206,7 +228,7 @@ def _state_file(prepared: Prepared) -> dict[str, torch.Tensor] | None:
 
 def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mapping[str, list[int]], decode) -> list[OursRun]:
     dtype = torch.bfloat16 if run.device == "cuda" else torch.float32
-    ours = Rwkv7(group.weights, dtype=dtype, device=run.device, wkv="auto", source=group.entries[0].path)
+    ours = Rwkv7(group.weights, dtype=dtype, device=run.device, wkv="auto", source=group.entries[0].path, copied=_drop_pages if group.weights_mapped else None)
     results = []
     for item in prepared:
         start = time.perf_counter()
@@ -219,6 +241,7 @@ def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mappi
             decoding, decode_tps = check_decoding(ours, prompts, state, decode)
             prefill_tps = prefill_throughput(ours, prompts)
         results.append(OursRun(item, mine, reference, fp32_kernel, decoding, decode_tps, prefill_tps, time.perf_counter() - start))
+        group.drop_pages()  # what restoring a merge read
     del ours
     if run.device == "cuda":
         torch.cuda.empty_cache()
@@ -228,7 +251,7 @@ def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mappi
 def _phase_official(run: Run, group: Group, results: list[OursRun], prompts: Mapping[str, list[int]]) -> None:
     start = time.perf_counter()
     run.say(f"official rwkv runtime: building from the loaded weights ({len(results)} entries)")
-    official = load_official(group.official_checkpoint, run.device, group.official_tensors)
+    official = load_official(group.official_checkpoint, run.device, group.official_tensors, _drop_pages if group.official_mapped else None)
     build_s = time.perf_counter() - start
     for result in results:
         item = result.prepared
@@ -237,6 +260,7 @@ def _phase_official(run: Run, group: Group, results: list[OursRun], prompts: Map
             state_file = _state_file(item)
             theirs = official_logits(official, prompts, official.state_from_file(state_file) if state_file else None, result.reference)
         seconds = result.seconds + time.perf_counter() - start + build_s / len(results)
+        group.drop_pages()
         _record(run, group, result, theirs, seconds)
     del official
     if run.device == "cuda":
@@ -251,6 +275,7 @@ def _gate_group(run: Run, group: Group) -> None:
         except RegistryError as err:
             run.say(f"{entry.path}: not gated ({err.problem.message})")
             run.problems.extend(err.problems)
+    group.drop_pages()  # the finite-weights check read every page
     if not prepared:
         return
     tok = tokenizer()
@@ -381,7 +406,8 @@ def _base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) -
                 "pass the base file the entry was trained on (nothing was run)",
             )  # fmt: skip
     _check_group_files(run, files[1:], hashed[1:])
-    return Group(weights, base_view, weights, entries, time.perf_counter() - start)
+    mapped = _mapped(run.device, base_view)
+    return Group(weights, base_view, weights, entries, time.perf_counter() - start, mapped, mapped)
 
 
 def _full_group(run: Run, entry: Entry) -> Group:
@@ -397,7 +423,7 @@ def _full_group(run: Run, entry: Entry) -> Group:
 
     (weights, official), hashed = load_hashed(files, load)
     _check_group_files(run, files, hashed)
-    return Group(weights, run.files / source, official, [entry], time.perf_counter() - start)
+    return Group(weights, run.files / source, official, [entry], time.perf_counter() - start, _mapped(run.device, run.files / entry.path), _mapped(run.device, run.files / source))
 
 
 def _kernel_once(run: Run, builds: list[Future]) -> None:
