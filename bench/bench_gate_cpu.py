@@ -48,8 +48,9 @@ print(json.dumps({"rc": proc.returncode, "wall_s": time.perf_counter() - start,
 
 
 def run(code_root: Path, *args: str) -> subprocess.CompletedProcess:
+    """Python with ``code_root``'s package first; run from / so the current directory's is never imported."""
     env = {**os.environ, "PYTHONPATH": str(code_root)}
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, check=True)
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, check=True, cwd="/")
 
 
 def measure(code_root: Path, registry: Path, base: Path | None) -> dict:

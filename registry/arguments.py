@@ -14,6 +14,8 @@ from datetime import date
 from .errors import RegistryError
 from .models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
 
+SURROGATES = re.compile("[\ud800-\udfff]")
+
 
 def _shown(value: str) -> str:
     """``value`` as the file of a refusal: quoted when it holds characters a terminal would act on."""
@@ -61,9 +63,11 @@ def require_finite(value: float, option: str) -> float:
 
 
 def require_text(value: str, option: str, limit: int = MAX_NOTES_CHARS) -> str:
-    """Free text the card shows: bounded, and free of the card's hand-written-section markers."""
+    """Free text the card shows: valid UTF-8, bounded, and free of the card's hand-written-section markers."""
     from .card.handwritten import marker_in  # the card package (Jinja2, the Hub's card data) is heavy; load it only here
 
+    if SURROGATES.search(value):  # how Python hands over command-line bytes that are not UTF-8
+        raise RegistryError("args.not-utf8", option, "the text is not valid UTF-8", f"pass {option} as UTF-8 text (check the terminal's or the file's encoding)")
     if len(value) > limit:
         raise RegistryError("args.too-long", option, f"the text is {len(value)} characters; at most {limit} are kept", f"shorten {option} (long notes belong in the card's hand-written section)")
     marker = marker_in(value)

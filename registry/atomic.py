@@ -210,6 +210,11 @@ class Transaction:
         """sha256 of every file this transaction will create or replace, by relative path."""
         return dict(self._digests)
 
+    def staged_source(self, relpath: str | Path) -> Path | None:
+        """Where the bytes this transaction will put at ``relpath`` are now, or None when it puts none there."""
+        target = self.root / relpath
+        return next((source for source, staged, _ in reversed(self._staged) if staged == target), None)
+
     def mkdir(self, relpath: str | Path) -> None:
         """Create ``relpath`` (and its parents) at commit."""
         self._dirs.append(self.root / relpath)
@@ -261,11 +266,17 @@ def transaction(root: Path) -> Iterator[Transaction]:
     """
     root = Path(root)
     ensure_writable(root)
-    with registry_lock(root):
-        txn = Transaction(root)
-        try:
-            yield txn
-        except BaseException:
-            txn.rollback()
-            raise
-        txn.commit()
+    with registry_lock(root), locked_transaction(root) as txn:
+        yield txn
+
+
+@contextmanager
+def locked_transaction(root: Path) -> Iterator[Transaction]:
+    """A transaction for a caller that already holds the registry lock (e.g. publish, throughout)."""
+    txn = Transaction(root)
+    try:
+        yield txn
+    except BaseException:
+        txn.rollback()
+        raise
+    txn.commit()

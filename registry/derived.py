@@ -1,12 +1,12 @@
-"""The files derived from index.json and the tree (the card, SHA256SUMS), staged into a writing
-command's transaction after its own writes."""
+"""The files derived from index.json and the tree (the card, evaluation.json, SHA256SUMS), staged
+into a writing command's transaction after its own writes."""
 
 from __future__ import annotations
 
 from collections.abc import Set
 
 from .atomic import Transaction
-from .card import stage_card
+from .card import stage_rendered
 from .errors import Problem, RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
@@ -17,12 +17,13 @@ from .sums import SUMS_NAME, digest_tree, parse_sums, render_sums, sums_problems
 
 
 def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
-    """Stage the files derived from the index (card, SHA256SUMS) after the other staged writes.
+    """Stage the files derived from the index (card, evaluation.json, SHA256SUMS) after the other
+    staged writes.
 
-    SHA256SUMS must cover the new index and card, so they are hashed from the staged bytes
-    (``absorb``: see :func:`stage_sums`).
+    SHA256SUMS must cover the new index, card and evaluation.json, so they are hashed from the
+    staged bytes (``absorb``: see :func:`stage_sums`).
     """
-    stage_card(repo, txn, index)
+    stage_rendered(repo, txn, index)
     return stage_sums(repo, txn, progress, absorb)
 
 

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from .errors import Problem, RegistryError
+from .evaluation import reference_problems
 from .layout import Placement, place
 from .models import Index
 from .repo import INDEX_NAME, Repo
@@ -51,7 +52,7 @@ def entry_problems(index: Index) -> Iterator[Problem]:
 
 
 def index_problems(index: Index) -> list[Problem]:
-    return [*base_problems(index), *entry_problems(index)]
+    return [*base_problems(index), *entry_problems(index), *reference_problems(index)]
 
 
 def index_to_change(repo: Repo) -> Index:

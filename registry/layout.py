@@ -16,13 +16,14 @@ from pathlib import Path
 from .atomic import PRIVATE_DIR
 from .errors import Problem
 from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, path_problem
-from .repo import CARD_NAME, INDEX_NAME
+from .repo import CARD_NAME, EVALUATION_NAME, INDEX_NAME
 from .sums import SUMS_NAME
 
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 TRAIN_JSON = "train.json"
 SHARD_INDEX = "model.safetensors.index.json"
-ROOT_FILES = {INDEX_NAME, CARD_NAME}
+HF_DIR = "hf"  # a Transformers export's folder name
+ROOT_FILES = {INDEX_NAME, CARD_NAME, EVALUATION_NAME}
 
 
 @dataclass
@@ -107,6 +108,8 @@ def place(rel: str, bases: set[str]) -> Placement | Problem | None:
         return Problem("layout.stray-file", rel, "unexpected file at the registry root", "move it under <base>/<method>/<data-version>/ or delete it")
     if parts[0] not in bases:
         return Problem("layout.unknown-base-dir", rel, f"directory {parts[0]!r} is not a base in index.json", f"run `registry add-base {parts[0]}.pth` or remove the directory")
+    if export_folder(rel) is not None:
+        return None  # a file of a Transformers export: validate checks it against the export listing it
     if len(parts) < 4:
         return Problem("layout.stray-file", rel, "file outside a <method>/<data-version>/ directory", "move it into <base>/<method>/<data-version>/")
     method, version = parts[1], parts[2]
@@ -132,6 +135,20 @@ def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Problem:
     if is_weight(name) or (method == "full" and name == SHARD_INDEX):
         return Placement(base, method, version, None, name)
     return Problem("layout.stray-file", rel, "not a weight file or train.json", "delete it or keep it outside the registry")
+
+
+def export_folder(rel: str) -> str | None:
+    """The Transformers export folder a file lies in, or None: ``<base>/hf/<file>`` (a base's) or
+    ``<base>/full/<data-version>/[<run>/]hf/<file>`` (a full entry's, beside it)."""
+    parts = rel.split("/")
+    if (len(parts) == 3 and parts[1] == HF_DIR) or (len(parts) in (5, 6) and parts[1] == "full" and parts[-2] == HF_DIR):
+        return "/".join(parts[:-1])
+    return None
+
+
+def export_path(base: str, entry_path: str | None = None) -> str:
+    """Where a base's (``entry_path`` None) or a full entry's Transformers export lives."""
+    return f"{entry_path.rsplit('/', 1)[0]}/{HF_DIR}" if entry_path else f"{base}/{HF_DIR}"
 
 
 def canonical_path(base: str, method: str, version: str, filename: str, run: str | None = None) -> str:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
+GIT_COMMIT_PATTERN = r"^[0-9a-f]{40}$"
 DATA_VERSION_PATTERN = r"^v[0-9]+(\.[0-9]+)*$"
 # A path component: no separators, no leading dot, no control characters or backslashes.
 # Match it with re.fullmatch: re.match lets ``$`` match before a final newline.
@@ -28,6 +29,10 @@ MAX_NOTES_CHARS = 64 * 1024
 Sha256 = str
 METHODS: tuple[str, ...] = ("state", "miss", "full")
 Method = Literal["state", "miss", "full"]
+LANGUAGES: tuple[str, ...] = ("zh", "en")
+Language = Literal["zh", "en"]
+BILINGUAL: tuple[Language, ...] = ("zh", "en")  # the card's default languages
+ASSISTANT_TURN = "Assistant:"
 
 INDEX_FORMAT_VERSION: Final = 1
 
@@ -48,6 +53,113 @@ class Architecture(_Strict):
     dim_ffn: int | None = Field(default=None, ge=1)
 
 
+# Free text the card shows, bounded like notes.
+ShortText = Annotated[str, Field(max_length=MAX_NOTES_CHARS)]
+
+
+class Localized(_Strict):
+    """Text in the card's languages: paragraphs (or list items) per language.
+
+    A card in one language shows that language's items; a bilingual card shows both.  When one
+    language has none, the other's are shown (better than a missing section).
+    """
+
+    zh: list[ShortText] = Field(default_factory=list)
+    en: list[ShortText] = Field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.zh or self.en)
+
+
+# A note: a plain string is shown as it is in every language; a Localized note per language.
+Note = ShortText | Localized
+
+
+def prompt_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a prompt for an RWKV chat model, or None when it can.
+
+    The model writes the answer after the last turn, so the prompt must end with an
+    ``Assistant:`` turn at the start of a line, with nothing after the colon (a trailing space
+    changes the tokens the model was trained on).
+    """
+    last = text.rsplit("\n", 1)[-1]
+    if last != ASSISTANT_TURN:
+        return f"does not end with an `{ASSISTANT_TURN}` turn on its own line (the last line is {last[-40:]!r})"
+    return None
+
+
+class PromptFormat(_Strict):
+    """The exact prompt layout the weights were trained on (seed 000's "Prompt format")."""
+
+    format: str = Field(min_length=1, max_length=MAX_NOTES_CHARS, description="The prompt as the model sees it, role labels and spacing exact, ending with the Assistant: turn")
+    example: str | None = Field(default=None, max_length=MAX_NOTES_CHARS, description="A complete prompt for the usage snippet (default: format)")
+
+    @field_validator("format", "example")
+    @classmethod
+    def _ends_with_assistant_turn(cls, value: str | None) -> str | None:
+        problem = None if value is None else prompt_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class StopRules(_Strict):
+    """When generation stops: a token id (0 is EOD) or a text, and whether the text is consumed."""
+
+    tokens: list[int] = Field(default_factory=lambda: [0])
+    texts: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    consume: bool = Field(default=True, description="The stop text is dropped from the output rather than shown")
+
+    @field_validator("tokens")
+    @classmethod
+    def _token_ids(cls, value: list[int]) -> list[int]:
+        if any(token < 0 for token in value):
+            raise ValueError("token ids are non-negative")
+        return value
+
+
+class Serving(_Strict):
+    """How the weights are served (seed 001: rwkv-cli's --profile and --sampling)."""
+
+    profile: str | None = Field(default=None, description="Chat format profile, e.g. g1k or g1k-think")
+    sampling: str | None = Field(default=None, description="Sampling preset, e.g. g1k-agent")
+    adapter_id: str | None = Field(default=None, description="The id a MiSS adapter is registered under, e.g. v21-lr2e-5-e2")
+
+
+class TrainingStage(_Strict):
+    """One stage of how a weight was trained (seed 000's "Training")."""
+
+    name: str = Field(min_length=1)
+    description: Localized = Field(default_factory=Localized)
+    gpus: int | None = Field(default=None, ge=1)
+    precision: str | None = None
+    deepspeed_stage: int | None = Field(default=None, ge=0, le=3)
+    global_batch: int | None = Field(default=None, ge=1, description="Sequences per optimizer update")
+    tokens_per_update: int | None = Field(default=None, ge=1)
+    loss_masking: str | None = None
+    lr_schedule: str | None = None
+    weight_decay: float | None = None
+    grad_clip: float | None = None
+    conversations: int | None = Field(default=None, ge=0)
+    tokens: int | None = Field(default=None, ge=0)
+    supervised_tokens: int | None = Field(default=None, ge=0)
+    caveats: Localized = Field(default_factory=Localized)
+
+
+class EvalSetup(_Strict):
+    """How results were measured; scores name it (seed 000's evaluation setup, seed 004's definitions)."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    description: Localized = Field(default_factory=Localized)
+    items: int | None = Field(default=None, ge=1, description="Questions or examples in the evaluation set")
+    runtime: str | None = None
+    torch: str | None = None
+    precision: str | None = None
+    decoding: str | None = None
+    gpu: str | None = None
+    definitions: dict[str, str] = Field(default_factory=dict, description="Metric name -> exact definition")
+
+
 class Base(_Strict):
     """A base checkpoint that State/MiSS/full weights were trained on.
 
@@ -64,6 +176,9 @@ class Base(_Strict):
         default=None, description="Null when the base was declared by hash only (--metadata-only)"
     )
     size: int | None = Field(default=None, ge=0)
+    known_issues: Localized = Field(default_factory=Localized)
+    scores: list[Score] = Field(default_factory=list, description="The base's own results, with no weights attached")
+    references: list[Reference] = Field(default_factory=list, description="Weights on this base compared against but not in this repository")
 
 
 class DataRef(_Strict):
@@ -72,6 +187,7 @@ class DataRef(_Strict):
     version: str = Field(pattern=DATA_VERSION_PATTERN)
     sha256: Sha256 = Field(pattern=SHA256_PATTERN)
     dataset_repo: str | None = None
+    dataset_revision: str | None = Field(default=None, pattern=GIT_COMMIT_PATTERN, description="The dataset repo's commit the data was taken at")
 
 
 class Score(_Strict):
@@ -83,7 +199,20 @@ class Score(_Strict):
     date: date
     backend: str = Field(min_length=1)
     runs: int = Field(default=1, ge=1)
-    notes: str = Field(default="", max_length=MAX_NOTES_CHARS)
+    notes: Note = ""
+    count: float | None = Field(default=None, ge=0, description="Items scored correct (seed 001: 296.5 题)")
+    setup: str | None = Field(default=None, description="Name of an evaluation setup in registry.setups")
+    baseline: str | None = Field(default=None, description="What this result is compared with: the base's name, a reference's name or an entry's path")
+    footnote: Note = Field(default="", description="Why the comparison is only indicative")
+
+
+class Reference(_Strict):
+    """Weights compared against that this repository does not hold (seed 001: an unpublished run)."""
+
+    name: str = Field(min_length=1)
+    method: Method | None = None
+    location: str | None = Field(default=None, description="Where it is published; null: never uploaded")
+    scores: list[Score] = Field(default_factory=list)
 
 
 class FileRef(_Strict):
@@ -117,11 +246,18 @@ class Entry(_Strict):
     format: Literal["pth", "safetensors", "safetensors-sharded"] = "pth"
     content_version: Sha256 | None = Field(default=None, pattern=SHA256_PATTERN)
     recommended: bool = False
-    notes: str = Field(default="", max_length=MAX_NOTES_CHARS)
+    notes: Note = ""
     scores: list[Score] = Field(default_factory=list)
     derived_from: str | None = Field(default=None, description="Path of the entry this one was converted from")
     shards: list[FileRef] = Field(default_factory=list)
     gate: GateSummary | None = None
+    known_issues: Localized = Field(default_factory=Localized)
+    prompt: PromptFormat | None = None
+    stop: StopRules | None = None
+    serving: Serving | None = None
+    parameters: int | None = Field(default=None, ge=1, description="Parameter count, for the VRAM hint")
+    inference_dtype: Literal["bf16", "fp16", "fp32"] | None = None
+    training: list[TrainingStage] = Field(default_factory=list)
 
     @field_validator("path")
     @classmethod
@@ -130,6 +266,18 @@ class Entry(_Strict):
         if problem:
             raise ValueError(problem)
         return value
+
+
+class HfExport(_Strict):
+    """A folder Transformers loads (flash-linear-attention's RWKV-7), exported from a base or a full
+    entry: fla-named safetensors shards, config.json, generation_config.json, the world tokenizer."""
+
+    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(description="The folder: <base>/hf for a base, hf/ beside a full entry")
+    source: str = Field(description="The full entry's path, or the base's name")
+    source_sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="The .pth the folder was exported from")
+    base_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
+    vocab: str = Field(description="The tokenizer files' vocabulary, e.g. rwkv_vocab_v20230424")
+    files: list[FileRef] = Field(min_length=1, description="Every file in the folder")
 
 
 class Rewrite(_Strict):
@@ -149,6 +297,19 @@ class RegistryInfo(_Strict):
     license: str | None = None
     tags: list[str] = Field(default_factory=lambda: ["rwkv", "rwkv-7"])
     repo_id: str | None = None
+    languages: list[Language] = Field(default_factory=lambda: list(BILINGUAL), min_length=1, max_length=2, description="The card's languages, in order")
+    summary: Localized = Field(default_factory=Localized)
+    intended_use: Localized = Field(default_factory=Localized)
+    limitations: Localized = Field(default_factory=Localized)
+    attribution: Localized = Field(default_factory=Localized)
+    setups: list[EvalSetup] = Field(default_factory=list)
+
+    @field_validator("languages")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("a language is listed twice")
+        return value
 
 
 class Index(_Strict):
@@ -158,6 +319,7 @@ class Index(_Strict):
     registry: RegistryInfo = Field(default_factory=RegistryInfo)
     bases: list[Base] = Field(default_factory=list)
     entries: list[Entry] = Field(default_factory=list)
+    exports: list[HfExport] = Field(default_factory=list, description="Transformers/fla folders exported from bases and full entries")
     rewrites: list[Rewrite] = Field(default_factory=list)
 
     def base_by_name(self, name: str) -> Base | None:
@@ -173,7 +335,9 @@ class Index(_Strict):
 class Trainer(_Strict):
     name: str = Field(min_length=1, description="e.g. rwkv_state_tune, rwkv_miss_tune")
     version: str = Field(min_length=1)
-    commit: str | None = None
+    commit: str | None = Field(default=None, description="The exact build commit; null: not recorded")
+    package: str | None = Field(default=None, description="What ships the trainer, e.g. rwkv_lightning_cuda")
+    requires: str | None = Field(default=None, description="What any build used to retrain must have, e.g. the segments mask (commit 47df608): v1.8.1 or later")
 
 
 class TrainRun(_Strict):
@@ -194,6 +358,13 @@ class TrainJson(_Strict):
     data_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
     runs: dict[str, TrainRun] = Field(default_factory=dict)
     notes: str = Field(default="", max_length=MAX_NOTES_CHARS)
+
+
+def _registry_path(path: str) -> str:
+    problem = path_problem(path)
+    if problem:
+        raise ValueError(problem)
+    return path
 
 
 def path_problem(path: str) -> str | None:
@@ -218,4 +389,43 @@ def path_problem(path: str) -> str | None:
     return None
 
 
-MODELS: dict[str, type[BaseModel]] = {"index": Index, "train": TrainJson}
+class EvalSubject(_Strict):
+    """What a result was measured on: an entry (with its safetensors twins), a base alone, or a reference."""
+
+    kind: Literal["entry", "base", "reference"]
+    name: str = Field(description="The entry's path, the base's name or the reference's name")
+    base: str = Field(description="Name of the base it runs on")
+    sha256: Sha256 | None = Field(default=None, pattern=SHA256_PATTERN, description="The file's sha256 (entry: the .pth; base: the base file)")
+    files: list[str] = Field(default_factory=list, description="Every file holding these weights: the entry and its twins")
+    location: str | None = Field(default=None, description="A reference's location; null: never uploaded")
+
+
+class EvalBaseline(_Strict):
+    name: str
+    value: float | None = Field(description="The baseline's result on the same benchmark and setup; null: none recorded")
+
+
+class EvalResult(_Strict):
+    subject: EvalSubject
+    benchmark: str
+    value: float
+    unit: str
+    count: float | None = None
+    date: date
+    backend: str
+    runs: int
+    setup: str | None = None
+    baseline: EvalBaseline | None = None
+    notes: Note = ""
+    footnote: Note = ""
+
+
+class Evaluation(_Strict):
+    """evaluation.json: every recorded result with its setup, derived from index.json like the card."""
+
+    format_version: Literal[1] = 1
+    setups: list[EvalSetup] = Field(default_factory=list)
+    results: list[EvalResult] = Field(default_factory=list)
+
+
+MODELS: dict[str, type[BaseModel]] = {"index": Index, "train": TrainJson, "evaluation": Evaluation}

@@ -14,11 +14,11 @@ from datetime import date
 from .atomic import atomic_write
 from .errors import Problem
 from .models import Index, Rewrite
-from .repo import Repo
+from .repo import CARD_NAME, EVALUATION_NAME, INDEX_NAME, Repo
 from .sums import SUMS_NAME, parse_sums, render_sums
 
 # Derived files are re-rendered by the tool on every change; immutability is about the rest.
-DERIVED = {"index.json", "README.md", SUMS_NAME}
+DERIVED = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME}
 
 
 def published_sums(repo: Repo) -> dict[str, str]:

@@ -15,6 +15,7 @@ from .sums import SUMS_NAME
 
 INDEX_NAME = "index.json"
 CARD_NAME = "README.md"
+EVALUATION_NAME = "evaluation.json"  # results and setups, rendered from index.json beside the card
 GITATTRIBUTES_NAME = ".gitattributes"
 
 # Weights go through LFS on the Hub; the card and JSON stay plain git blobs.

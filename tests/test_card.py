@@ -22,7 +22,7 @@ from registry.card.markdown import md_cell, md_code
 from registry.card.metadata import base_model_relation
 from registry.cli import main
 from registry.errors import RegistryError
-from registry.models import Base, DataRef, Entry, Index, RegistryInfo, Score
+from registry.models import Base, DataRef, Entry, Index, RegistryInfo, Score, Serving
 from registry.ops.validate import validate
 from registry.repo import render_index
 from registry.resources import template_dir
@@ -55,7 +55,7 @@ def _miss(run_name: str, content_version: str, notes: str, score: Score, recomme
     return Entry(
         path=f"{BASE_A}/miss/v2.1/{run_name}/adapter-final.pth", method="miss", base_sha256=SHA_A, data=DATA_MISS,
         sha256=content_version[::-1], size=36 << 20, content_version=content_version, recommended=recommended,
-        notes=notes, scores=[score],
+        notes=notes, scores=[score], serving=Serving(profile="g1k-think", sampling="g1k-agent"),
     )
 
 
@@ -64,7 +64,7 @@ def seed001_index() -> Index:
     state = Entry(
         path=f"{BASE_A}/state/v1.41/v141b-s1224.pth", method="state", base_sha256=SHA_A, data=DATA_STATE,
         sha256="1" * 64, size=16 << 20, recommended=True, notes="lr 0.01→0.00167，第 1224 步（共 1374 步）。State 推荐",
-        scores=[_score(46.9, DAY1, BACKEND1)],
+        scores=[_score(46.9, DAY1, BACKEND1)], serving=Serving(profile="g1k", sampling="g1k-agent"),
     )
     miss = [
         _miss("r16-lr2e-5-e2", "360fa110a40e324bd1bf2976a7b31739e46379752c6ebc4bf8c370c77d93daa5",
@@ -166,11 +166,11 @@ def test_license_in_front_matter_and_body_when_set():
     index.registry.license = "apache-2.0"
     card = render_card(index, None)
     assert ModelCard(card).data.license == "apache-2.0"
-    assert "尚未指定许可证" not in card and "apache-2.0" in sections(card)["许可证 · License"]
+    assert "尚未指定许可证" not in card and "apache-2.0" in sections(card)["许可证与署名 · License and attribution"]
 
 
 def test_no_license_is_said_in_both_languages(seed_card):
-    license_section = sections(seed_card)["许可证 · License"]
+    license_section = sections(seed_card)["许可证与署名 · License and attribution"]
     assert "本仓库尚未指定许可证" in license_section and "No license has been specified" in license_section
 
 
@@ -223,17 +223,17 @@ def test_scores_are_grouped_by_date_and_backend(seed_card):
     assert [v for v in ("52.2%", "51.3%", "49.4%") if v in day2] == ["52.2%", "51.3%", "49.4%"]
 
 
-def test_files_table_lists_entries_by_path_with_short_data_sha(seed_card):
+def test_files_table_lists_state_then_the_recommended_miss_then_the_controls(seed_card):
     files = sections(base_section(seed_card), "### ")["文件 · Files"]
     paths = re.findall(r"^\| `([^`]+)`", files, flags=re.M)
-    assert paths == sorted(paths) and len(paths) == 4
+    assert paths == ["state/v1.41/v141b-s1224.pth", *(f"miss/v2.1/{run}/adapter-final.pth" for run in ("r16-lr2e-5-e2", "r16-lr1e-5-e2", "r16-lr3e-5-e2"))]
     assert "`feb2fd6b…`" in files and "`2fbf6760…`" in files
 
 
 def test_usage_is_filled_from_the_index_for_present_methods_only(seed_card):
     usage = sections(seed_card)["用法 · Usage"]
     assert f"rwkv-cli state upload --api-url <URL> --file {BASE_A}/state/v1.41/v141b-s1224.pth" in usage
-    assert "--profile g1k\n" in usage and "--profile g1k-think" in usage
+    assert "--profile g1k --sampling g1k-agent\n" in usage and "--profile g1k-think --sampling g1k-agent" in usage
     register = f"rwkv-cli adapter register --api-url <URL> --adapter-id v21-r16-lr2e-5-e2 --file {BASE_A}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth"
     assert register in usage and usage.count("rwkv-cli adapter register") == 1  # the recommended run
     assert "3935b51573ca92350ceb783958171a54b765f09b79ad29be5422ea338dd59ee7" in usage
@@ -246,8 +246,8 @@ def test_full_checkpoint_usage_names_the_path_without_pth():
     card = render_card(index, None)
     usage = sections(card)["用法 · Usage"]
     for needle in ('os.environ["RWKV_V7_ON"] = "1"', 'os.environ["RWKV_CUDA_ON"] = "1"', f'RWKV(model="{BASE_A}/full/v1.0/rwkv-final"',
-                   'PIPELINE(model, "rwkv_vocab_v20230424")', "temperature=0, top_p=0, alpha_frequency=0, alpha_presence=0, token_stop=[0]",
-                   'split("\\n\\nUser:", 1)'):
+                   'PIPELINE(model, "rwkv_vocab_v20230424")', "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    token_stop=[0],\n    chunk_len=256,",
+                   'prompt = """User: 你好\n\nAssistant:"""', 'split("\\n\\nUser:", 1)'):
         assert needle in usage, needle
     assert ModelCard(card).data["base_model_relation"] == "adapter"
 
@@ -301,8 +301,11 @@ def test_handwritten_section_survives_rerender_verbatim(seed_card):
 
 
 def test_default_handwritten_section_is_bilingual(seed_card):
-    assert handwritten.extract(seed_card) == handwritten.DEFAULT
-    assert CJK.search(handwritten.DEFAULT) and ENGLISH_SENTENCE.search(handwritten.DEFAULT)
+    default = handwritten.default(("zh", "en"))
+    assert handwritten.extract(seed_card) == default
+    assert CJK.search(default) and ENGLISH_SENTENCE.search(default)
+    assert not CJK.search(handwritten.default(("en",))) and not ENGLISH_SENTENCE.search(handwritten.default(("zh",)))
+    assert handwritten.extract(seed_card, ("en",)) == handwritten.default(("en",))  # the placeholder follows the languages
 
 
 @pytest.mark.parametrize(
@@ -354,11 +357,11 @@ def test_template_syntax_error_line_is_the_broken_line(templates):
 
 
 def test_misspelled_name_fails_with_template_and_line(templates):
-    _break_line(templates / "card" / "bases.md.j2", 4, "{{ view.known_basez }}")
+    _break_line(templates / "card" / "bases.md.j2", 2, "{{ view.known_basez }}")
     with pytest.raises(RegistryError) as err:
         render_card(seed001_index(), None, templates)
     assert err.value.code == "card.template-error"
-    assert err.value.file == f"{templates / 'card' / 'bases.md.j2'}:4" and "known_basez" in err.value.message
+    assert err.value.file == f"{templates / 'card' / 'bases.md.j2'}:2" and "known_basez" in err.value.message
 
 
 def test_template_not_utf8_is_refused(templates):
@@ -411,7 +414,7 @@ def test_check_exits_1_with_diff_after_index_change_then_0_after_card(empty_regi
     assert rendered.exit_code == 0 and "rendered" in rendered.output
     assert run("card", empty_registry, "--check").exit_code == 0
     assert validate(empty_registry) == []  # SHA256SUMS was refreshed with the card
-    assert run("card", empty_registry).output.strip() == "README.md was already up to date"
+    assert run("card", empty_registry).output.strip() == "README.md and evaluation.json were already up to date"
 
 
 def test_card_command_renders_the_seed_registry(empty_registry):
@@ -428,13 +431,13 @@ def test_check_json_and_missing_card(empty_registry):
     assert "card.missing" in {f.code for f in validate(empty_registry)}
     missing = run("card", empty_registry, "--check", "--json")
     document = json.loads(missing.output)
-    assert missing.exit_code == 1 and document["diff"].startswith("--- /dev/null") and document["problems"][0]["code"] == "card.stale"
+    assert missing.exit_code == 1 and document["diff"].startswith("--- /dev/null") and document["problems"][0]["code"] == "card.missing"
     assert run("card", empty_registry).exit_code == 0 and validate(empty_registry) == []
 
 
 def test_editing_the_handwritten_section_keeps_the_card_fresh(empty_registry):
     card = empty_registry / "README.md"
-    card.write_text(card.read_text(encoding="utf-8").replace("尚未记录。", "MiSS 可能自称 Qwen。"), encoding="utf-8")
+    card.write_text(card.read_text(encoding="utf-8").replace("这一段由人维护", "MiSS 可能自称 Qwen。"), encoding="utf-8")
     assert {f.code for f in validate(empty_registry)} == {"sums.mismatch"}
     assert run("sums", empty_registry).exit_code == 0
     assert validate(empty_registry) == []
@@ -444,7 +447,7 @@ def test_editing_the_handwritten_section_keeps_the_card_fresh(empty_registry):
 @pytest.mark.parametrize(
     ("damage", "code"),
     [
-        (lambda text: text.encode().replace("尚未记录".encode(), b"\xff\xfe"), "card.not-utf8"),
+        (lambda text: text.encode().replace("这一段由人维护".encode(), b"\xff\xfe"), "card.not-utf8"),
         (lambda text: text.replace(handwritten.END, "").encode(), "card.markers"),
     ],
 )

@@ -218,7 +218,7 @@ def test_project_catalog_is_valid_and_holds_the_seed_base():
 
 def test_sums_command_rewrites_after_change(empty_registry):
     card = empty_registry / "README.md"
-    card.write_text(card.read_text(encoding="utf-8").replace("尚未记录。", "hello"), encoding="utf-8")
+    card.write_text(card.read_text(encoding="utf-8").replace("这一段由人维护", "hello"), encoding="utf-8")
     assert "sums.mismatch" in codes(empty_registry)
     write_sums(empty_registry)
     assert validate(empty_registry) == []

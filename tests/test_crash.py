@@ -128,7 +128,7 @@ def _prepared(scenario: Scenario, inputs: Path, root: Path) -> Path:
         registry("sums", "-C", reg)
     if scenario.name == "sums":  # and sums: a hand edit of the card's hand-written section
         card = reg / "README.md"
-        card.write_text(card.read_text(encoding="utf-8").replace("尚未记录。", "edited by hand"), encoding="utf-8")
+        card.write_text(card.read_text(encoding="utf-8").replace("这一段由人维护", "edited by hand"), encoding="utf-8")
     return reg
 
 

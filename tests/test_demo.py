@@ -16,18 +16,23 @@ from registry.ops.validate import validate
 PROJECT = Path(__file__).resolve().parent.parent
 
 
-def test_demo_runs_every_step_and_ends_valid(tmp_path):
+def test_demo_builds_both_seed_shaped_registries_and_ends_valid(tmp_path):
     result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo"), "--json"])
     assert result.exit_code == 0, result.output
-    steps = [s["step"] for s in json.loads(result.stdout)]
-    for expected in ("build", "init", "add-base", "add", "score", "convert", "smoke", "publish --dry-run", "validate"):
+    document = json.loads(result.stdout)
+    steps = [s["step"] for s in document["steps"]]
+    for expected in ("build", "init", "add-base", "add", "describe", "score", "convert", "smoke", "publish --dry-run", "validate"):
         assert expected in steps
-    assert steps[-1] == "validate"
-    root = tmp_path / "demo" / "registry"
-    assert validate(root) == []
-    index = Index.model_validate_json((root / "index.json").read_text())
-    assert {e.method for e in index.entries} == {"state", "miss", "full"} and len(index.bases) == 2
-    subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=root, check=True)
+    assert steps[-1] == "validate" and steps.count("validate") == 2
+    registries = {name: Path(path) for name, path in document["registries"].items()}
+    assert registries == {"seed001": tmp_path / "demo" / "registry", "seed000": tmp_path / "demo" / "finetune-registry"}
+    methods = {}
+    for name, root in registries.items():
+        assert validate(root) == []
+        index = Index.model_validate_json((root / "index.json").read_text())
+        methods[name] = ({e.method for e in index.entries}, index.registry.languages)
+        subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=root, check=True)
+    assert methods == {"seed001": ({"state", "miss"}, ["zh"]), "seed000": ({"full"}, ["en"])}
 
 
 def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(tmp_path):

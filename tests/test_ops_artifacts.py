@@ -189,12 +189,83 @@ def test_published_file_rewrite_needs_recorded_reason(registry_with_base, small_
     data = bytearray(target.read_bytes())
     data[len(data) // 2] ^= 0xFF
     target.write_bytes(bytes(data))
-    assert "immutable.rewritten" in {f.code for f in validate(registry_with_base)}
+    findings = validate(registry_with_base)
+    assert {f.code for f in findings} == {"immutable.rewritten", "sums.mismatch", "index.sha-mismatch"}
+    # every hint leads to the one command that accepts the new bytes (`registry sums` would leave the
+    # entry's sha256 wrong, and `registry add` refuses a registered path)
+    assert all("--allow-rewrite" in f.fix and "registry sums" not in f.fix and "registry add" not in f.fix for f in findings)
     result = CliRunner().invoke(main, ["validate", str(registry_with_base), "--allow-rewrite", "fixed a corrupt upload"])
+    assert result.exit_code == 0, result.output
     index = Index.model_validate_json((registry_with_base / "index.json").read_text())
     assert index.rewrites and index.rewrites[0].reason == "fixed a corrupt upload" and index.rewrites[0].path == state.path
-    # the entry's own hash is now stale: validate says so rather than silently accepting
-    assert "index.sha-mismatch" in result.output
+    assert index.entries[0].sha256 == sha256_of(target) and index.entries[0].gate is None  # the gate must run on the new bytes
+    assert validate(registry_with_base) == []
+
+
+def _state_entry(root: Path, base: Path, tmp_path: Path, name: str = "s.pth", seed: int = 1):
+    return add_weight(root, AddRequest(make_state_file(tmp_path / name, SMALL, seed=seed), base_name(base), "state", "v1.41", train_json(tmp_path / "t.json")))
+
+
+def test_rewrite_runs_adds_acceptance_on_the_new_bytes(registry_with_base, small_base, tmp_path):
+    from registry.ops.validate import allow_rewrite
+
+    state = _state_entry(registry_with_base, small_base, tmp_path)
+    make_state_file(registry_with_base / state.path, OTHER_SPEC)  # a State of another base's shapes
+    refuse(registry_with_base, allow_rewrite, registry_with_base, "retrained", code="state.wrong-base")
+
+
+def test_rewrite_refuses_two_entries_with_one_sha256(registry_with_base, small_base, tmp_path):
+    from registry.ops.validate import allow_rewrite
+
+    first = _state_entry(registry_with_base, small_base, tmp_path)
+    second = _state_entry(registry_with_base, small_base, tmp_path, "s2.pth", seed=2)
+    (registry_with_base / second.path).write_bytes((registry_with_base / first.path).read_bytes())
+    refuse(registry_with_base, allow_rewrite, registry_with_base, "copied", code="entry.duplicate")
+
+
+def test_rewrite_refreshes_miss_content_version_and_drops_old_results(registry_with_base, small_base, tmp_path):
+    adapter = make_adapter_file(tmp_path / "adapter-final.pth", SMALL, sha256_of(small_base))
+    entry = add_weight(registry_with_base, AddRequest(adapter, base_name(small_base), "miss", "v2.1", train_json(tmp_path / "t.json"), run="r16"))
+    add_score(registry_with_base, entry.path, Score(benchmark="exam", value=52.2, date="2026-10-17", backend="rwkv_lightning 1.8.2"))
+    make_adapter_file(registry_with_base / entry.path, SMALL, sha256_of(small_base), seed=9)
+    result = CliRunner().invoke(main, ["validate", str(registry_with_base), "--allow-rewrite", "retrained"])
+    assert result.exit_code == 0, result.output
+    assert f"dropped 1 result(s) of {entry.path}: measured on its old bytes" in result.output
+    after = Index.model_validate_json((registry_with_base / "index.json").read_text()).entries[0]
+    assert after.content_version and after.content_version != entry.content_version
+    assert after.scores == [] and "52.2" not in (registry_with_base / "README.md").read_text()
+
+
+def test_rewrite_of_a_converted_source_leads_through_its_twin(registry_with_base, small_base, tmp_path):
+    from registry.ops.convert import convert_entry
+    from registry.ops.validate import allow_rewrite
+
+    state = _state_entry(registry_with_base, small_base, tmp_path)
+    twin = convert_entry(registry_with_base, state.path, 1 << 40)
+    original_twin = (registry_with_base / twin.path).read_bytes()
+    make_state_file(registry_with_base / state.path, SMALL, seed=7)
+    err = refuse(registry_with_base, allow_rewrite, registry_with_base, "retrained", code="rewrite.stale-twin")
+    assert f"delete {twin.path}" in err.problem.fix and f"registry convert {state.path}" in err.problem.fix
+    (registry_with_base / twin.path).unlink()
+    done = allow_rewrite(registry_with_base, "retrained")
+    assert any(f"dropped the stale twin {twin.path}" in note for note in done.notes)
+    assert [e.path for e in Index.model_validate_json((registry_with_base / "index.json").read_text()).entries] == [state.path]
+    new_twin = convert_entry(registry_with_base, state.path, 1 << 40)
+    assert (registry_with_base / new_twin.path).read_bytes() != original_twin
+    assert validate(registry_with_base) == []
+
+
+def test_rewrite_of_a_twin_is_refused(registry_with_base, small_base, tmp_path):
+    from registry.ops.convert import convert_entry
+    from registry.ops.validate import allow_rewrite
+
+    state = _state_entry(registry_with_base, small_base, tmp_path)
+    twin = convert_entry(registry_with_base, state.path, 1 << 40)
+    data = bytearray((registry_with_base / twin.path).read_bytes())
+    data[-1] ^= 0x01
+    (registry_with_base / twin.path).write_bytes(bytes(data))
+    err = refuse(registry_with_base, allow_rewrite, registry_with_base, "edited", code="rewrite.twin-changed")
+    assert f"registry convert {state.path} --force" in err.problem.fix
 
 
 def test_cli_add_list_json_and_errors(registry_with_base, small_base, tmp_path):

@@ -30,6 +30,7 @@ from registry.hub.plan import LocalFile, RemoteFile, RemoteState, make_plan, ver
 from registry.models import Entry, Rewrite
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.card import write_card
 from registry.ops.init import init_registry
 from registry.ops.publish import commit_message
 from registry.ops.sums import write_sums
@@ -214,6 +215,9 @@ def test_publish_republish_add_pull_verify(hub_server, registry, tmp_path, cli):
     first = cli.json(*publish_args(registry, "--json"))
 
     assert first["ok"] and first["commit"]["oid"] == hub_server.head(REPO)
+    # publish records where it published, in the index.json and card it uploaded
+    assert json.loads((registry / "index.json").read_text())["registry"]["repo_id"] == REPO
+    assert f"hf download {REPO}" in (registry / "README.md").read_text(encoding="utf-8")
     assert (hub_server.commits_made, hub_server.uploaded_objects) == (1, 1)  # one weight through LFS, the rest inline
     assert_published(hub_server, registry)
 
@@ -329,6 +333,7 @@ def test_changing_a_published_file_is_refused_unless_the_rewrite_is_recorded(hub
     train = registry / weight_path(registry).rsplit("/", 1)[0] / "train.json"
     train.write_text(train.read_text().replace("0.01", "0.02"))
     write_sums(registry)
+    write_card(registry)  # the card shows train.json's hyperparameters
     rel = train.relative_to(registry).as_posix()
 
     assert f"error: {rel}: published file changed since the last publish" in cli(*publish_args(registry), code=3).output

@@ -101,8 +101,9 @@ def test_the_wheel_carries_templates_kernels_schemas_catalog_and_py_typed(wheel)
 
 def test_installed_demo_validate_card_check_and_the_pre_commit_hook_entries(installed, demo):
     assert not demo.is_relative_to(CLONE)
-    assert installed.registry("validate", "-C", demo).returncode == 0
-    assert installed.registry("card", "--check", "-C", demo).returncode == 0
+    for registry in (demo, demo.parent / "finetune-registry"):  # the seed-001-shaped and seed-000-shaped registries
+        assert installed.registry("validate", "-C", registry).returncode == 0
+        assert installed.registry("card", "--check", "-C", registry).returncode == 0
     hooks = yaml.safe_load((CLONE / ".pre-commit-hooks.yaml").read_text())
     assert {h["id"] for h in hooks} == {"registry-validate", "registry-card-check"}
     for hook in hooks:

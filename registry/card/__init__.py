@@ -1,12 +1,13 @@
-"""The bilingual (中文 / English) model card, README.md, rendered from index.json.
+"""The model card, README.md, rendered from index.json in the registry's languages (中文, English
+or both), and evaluation.json beside it.
 
 Front matter comes from huggingface_hub's ModelCardData; the body from the Jinja2 templates in
-``templates/``; one hand-written section (known problems, intended use, limitations) is carried
-over verbatim.  ``registry card`` writes it, ``validate`` checks it, and every command that
-changes the index re-renders it through ``stage_derived``.
+``templates/``; one hand-written section is carried over verbatim.  ``registry card`` writes
+both files, ``validate`` checks them, and every command that changes the index re-renders them
+through ``stage_derived``.
 """
 
 from .render import render_card
-from .sync import card_state, check_card, stage_card
+from .sync import check_rendered, rendered, stage_rendered
 
-__all__ = ["card_state", "check_card", "render_card", "stage_card"]
+__all__ = ["check_rendered", "render_card", "rendered", "stage_rendered"]

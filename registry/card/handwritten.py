@@ -1,4 +1,4 @@
-"""The one part of README.md that people write: known problems, intended use, limitations.
+"""The one part of README.md that people write: anything the structured fields do not cover.
 
 Everything else in the card is rendered from index.json and overwritten on every change, so the
 hand-written text lives between two HTML comment markers and is carried over byte for byte.  A
@@ -8,25 +8,23 @@ re-rendered: re-rendering would silently throw that text away.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..errors import RegistryError
 from ..repo import CARD_NAME
 
 START = "<!-- registry:handwritten:start -->"
 END = "<!-- registry:handwritten:end -->"
 
-# Shown until someone writes the section; both languages, like every other section.
-DEFAULT = """
-### 已知问题 · Known problems
+# Shown until someone writes the section, in the card's languages like every other section.
+DEFAULTS = {
+    "zh": "- 这一段由人维护：写在两个标记之间的文字，`registry card` 重新生成本文件时原样保留。已知问题、用途与局限有各自的字段（`registry describe`、`registry set`）。\n",
+    "en": "- This part is maintained by hand: text between the two markers is kept verbatim whenever\n  `registry card` re-renders this file. Known issues, intended use and limitations have fields\n  of their own (`registry describe`, `registry set`).\n",
+}
 
-- 尚未记录。这一段由人维护：写在两个标记之间的文字，`registry card` 重新生成本文件时原样保留。
-- None recorded yet. This part is maintained by hand: text between the two markers is kept
-  verbatim whenever `registry card` re-renders this file.
 
-### 用途与局限 · Intended use and limitations
-
-- 尚未填写：适合做什么、不适合做什么、已知的风险。
-- Not filled in yet: what these weights are for, what they are not for, and known risks.
-"""
+def default(languages: Sequence[str]) -> str:
+    return "\n" + "".join(DEFAULTS[lang] for lang in languages)
 
 
 def marker_in(text: str) -> str | None:
@@ -46,14 +44,23 @@ def _refuse(message: str, fix: str = _FIX_PAIR) -> RegistryError:
     return RegistryError("card.markers", CARD_NAME, message, fix)
 
 
-def extract(existing: str | None) -> str:
+def extract(existing: str | None, languages: Sequence[str] = ("zh", "en")) -> str:
     """The hand-written text of an existing README.md (without the markers), or the default.
 
-    A missing or blank README gets the default placeholder; anything else must hold exactly one
-    start marker followed by exactly one end marker.
+    A missing or blank README gets the default placeholder (in ``languages``); anything else must
+    hold exactly one start marker followed by exactly one end marker.
     """
     if existing is None or not existing.strip():
-        return DEFAULT
+        return default(languages)
+    text = _between_markers(existing)
+    # The placeholder follows the card's languages until someone writes the section.
+    return default(languages) if text in {default(combo) for combo in LANGUAGE_CHOICES} else text
+
+
+LANGUAGE_CHOICES = (("zh", "en"), ("en", "zh"), ("zh",), ("en",))
+
+
+def _between_markers(existing: str) -> str:
     starts, ends = existing.count(START), existing.count(END)
     if (starts, ends) == (0, 0):
         raise _refuse(

@@ -13,7 +13,6 @@ from huggingface_hub import EvalResult, ModelCardData
 from ..models import Index
 from .view import CardView
 
-LANGUAGES = ["zh", "en"]
 LIBRARY = "rwkv"
 TASK = "text-generation"
 # Front matter key order: what a reader looks for first; model-index (long) always comes last.
@@ -33,27 +32,36 @@ def base_model_relation(index: Index) -> str | None:
     return "finetune" if methods == {"full"} else "adapter"
 
 
+def _metric_name(name: str, unit: str) -> str:
+    return f"{name} ({unit})" if unit else name
+
+
 def eval_results(view: CardView) -> list[EvalResult]:
-    """One EvalResult per recorded score.
+    """One EvalResult per result of this repo's own weights (a weight with its twins counts once).
+
+    model-index says what *this* repo's weights score: the base alone, comparison rows for
+    weights published elsewhere (or never) and references are context for the card's tables, not
+    results of this repo, so they are left out.
 
     The Hub groups results that share task and dataset (type, config) into one model-index
-    result; the dataset config is set to "<date> <backend>" so a group never mixes scores that are
-    not comparable.  The value stays a number (leaderboards sort it); the metric name says which
-    file was measured and in what unit.
+    result; the dataset config is set to "<date> <backend>[ <setup>]" so a group never mixes
+    scores that are not comparable.  The value stays a number (leaderboards sort it); the metric
+    name says what was measured (the file's path, or the base's or reference's name) and in what unit.
     """
     return [
         EvalResult(
             task_type=TASK,
-            dataset_type=row.score.benchmark,
-            dataset_name=row.score.benchmark,
-            dataset_config=f"{group.date} {group.backend}",
+            dataset_type=row.result.benchmark,
+            dataset_name=row.result.benchmark,
+            dataset_config=" ".join(filter(None, (group.date, group.backend, group.setup))),
             metric_type="score",
-            metric_name=f"{row.entry.entry.path} ({row.score.unit})",
-            metric_value=row.score.value,
+            metric_name=_metric_name(row.result.subject.name, row.result.unit),
+            metric_value=row.result.value,
         )
         for base in view.bases
         for group in base.score_groups
         for row in group.rows
+        if row.result.subject.kind == "entry"
     ]
 
 
@@ -68,7 +76,7 @@ def card_data(view: CardView) -> ModelCardData:
     results = eval_results(view)
     extra: dict[str, Any] = {"base_model_relation": base_model_relation(index)} if sources and index.entries else {}  # through ModelCardData's **kwargs
     return ModelCardData(
-        language=LANGUAGES,
+        language=list(index.registry.languages),
         license=index.registry.license,
         library_name=LIBRARY,
         tags=index.registry.tags or None,

@@ -23,6 +23,7 @@ from ..repo import CARD_NAME, INDEX_NAME
 from ..resources import REINSTALL, user_cache
 from ..resources import template_dir as bundled_templates
 from . import handwritten
+from .facts import TreeFacts
 from .markdown import FILTERS
 from .metadata import front_matter
 from .view import build_view
@@ -147,13 +148,14 @@ def decode_card(data: bytes) -> str:
     return _decode(data, CARD_NAME, "card.not-utf8", f"save {CARD_NAME} as UTF-8")
 
 
-def render_card(index: Index, existing: str | None, template_dir: Path | None = None) -> str:
+def render_card(index: Index, existing: str | None, template_dir: Path | None = None, facts: TreeFacts | None = None) -> str:
     """README.md for ``index``, keeping the hand-written section of ``existing`` (the current text).
 
-    ``template_dir`` defaults to the installed package's templates.  The result is a
-    pure function of its inputs: no dates, no environment, stable ordering.
+    ``template_dir`` defaults to the installed package's templates; ``facts`` are what the card
+    shows from the tree (train.json, miss.json locations).  The result is a pure function of its
+    inputs: no dates, no environment, stable ordering.
     """
     _require_renderable(index)
-    view = build_view(index, handwritten.extract(existing))
+    view = build_view(index, handwritten.extract(existing, index.registry.languages), facts)
     body = _render_body(Path(template_dir or bundled_templates()).absolute(), {"view": view, "index": index})
     return f"---\n{front_matter(view)}\n---\n\n{body}"

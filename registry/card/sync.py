@@ -1,8 +1,8 @@
-"""Keeping README.md in step with index.json: staging it, checking it, diffing it.
+"""Keeping the rendered files, README.md and evaluation.json, in step with index.json.
 
-:func:`stage_card` is called by ``stage_derived`` so that every command that changes the index
-re-renders the card in the same transaction (and SHA256SUMS, staged after it, covers it).
-:func:`check_card` is a ``validate`` check; it takes the validation context by duck typing
+:func:`stage_rendered` is called by ``stage_derived`` so that every command that changes the index
+re-renders both in the same transaction (and SHA256SUMS, staged after them, covers them).
+:func:`check_rendered` is a ``validate`` check; it takes the validation context by duck typing
 (``ctx.repo``, ``ctx.index``) so this module never imports :mod:`registry.ops.validate`.
 """
 
@@ -15,24 +15,33 @@ from typing import TYPE_CHECKING
 
 from ..atomic import Transaction
 from ..errors import Problem, RegistryError
+from ..evaluation import render_evaluation
 from ..models import Index
-from ..repo import CARD_NAME, Repo
+from ..repo import CARD_NAME, EVALUATION_NAME, Repo
+from .facts import Locate, on_disk, read_facts
 from .render import decode_card, render_card
 
 if TYPE_CHECKING:
     from ..ops.validate import Context
 
 FIX = "run `registry card`"
+CODES = {CARD_NAME: "card", EVALUATION_NAME: "evaluation"}
 
 
-def read_card(repo: Repo) -> str | None:
-    """The current README.md text, or None when there is none."""
-    path = repo.card_path
-    return decode_card(repo.read_bytes(path)) if path.is_file() or path.is_symlink() else None
+def _read_text(repo: Repo, name: str) -> str | None:
+    """The current text of a rendered file, or None when there is none."""
+    path = repo.root / name
+    if not (path.is_file() or path.is_symlink()):
+        return None
+    data = repo.read_bytes(path)
+    return decode_card(data) if name == CARD_NAME else data.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
-class CardState:
+class Rendered:
+    """A rendered file as it is on disk and as index.json renders it."""
+
+    name: str
     current: str | None
     expected: str
 
@@ -41,11 +50,11 @@ class CardState:
         return self.current == self.expected
 
     def diff(self) -> str:
-        """A unified diff from the README on disk to the one index.json renders."""
+        """A unified diff from the file on disk to the one index.json renders."""
         before = (self.current or "").splitlines(keepends=True)
         after = self.expected.splitlines(keepends=True)
-        source = CARD_NAME if self.current is not None else "/dev/null"
-        return "".join(difflib.unified_diff(before, after, source, f"{CARD_NAME} (rendered from index.json)"))
+        source = self.name if self.current is not None else "/dev/null"
+        return "".join(difflib.unified_diff(before, after, source, f"{self.name} (rendered from index.json)"))
 
     def first_difference(self) -> int:
         """1-based number of the first line where the two differ."""
@@ -53,32 +62,36 @@ class CardState:
         differing = (n for n, (a, b) in enumerate(zip(current, expected, strict=False), start=1) if a != b)
         return next(differing, min(len(current), len(expected)) + 1)
 
-
-def card_state(repo: Repo, index: Index) -> CardState:
-    """README.md as it is and as ``index`` renders it (with the hand-written section on disk)."""
-    current = read_card(repo)
-    return CardState(current, render_card(index, current))
-
-
-def stage_card(repo: Repo, txn: Transaction, index: Index) -> None:
-    """Stage README.md rendered from ``index``, keeping the hand-written section on disk."""
-    txn.write(CARD_NAME, card_state(repo, index).expected.encode("utf-8"))
+    def problems(self) -> list[Problem]:
+        if self.fresh:
+            return []
+        code = CODES[self.name]
+        if self.current is None:
+            return [Problem(f"{code}.missing", self.name, f"{self.name} is missing", FIX)]
+        return [Problem(f"{code}.stale", self.name, f"differs from what index.json renders (first difference at line {self.first_difference()})", FIX)]
 
 
-def check_card(ctx: Context) -> Iterator[Problem]:
-    """README.md exists and equals what ``registry card`` would write."""
-    if not ctx.repo.card_path.is_file():
-        yield Problem("card.missing", CARD_NAME, "README.md is missing", FIX)
-        return
+def rendered(repo: Repo, index: Index, locate: Locate | None = None) -> list[Rendered]:
+    """README.md (keeping the hand-written section on disk) and evaluation.json, as they are and as
+    ``index`` renders them; ``locate`` finds the train.json and adapter files the card reads."""
+    card_text = _read_text(repo, CARD_NAME)
+    card = render_card(index, card_text, facts=read_facts(index, locate or on_disk(repo)))
+    evaluation = render_evaluation(index).decode("utf-8")
+    return [Rendered(CARD_NAME, card_text, card), Rendered(EVALUATION_NAME, _read_text(repo, EVALUATION_NAME), evaluation)]
+
+
+def stage_rendered(repo: Repo, txn: Transaction, index: Index) -> None:
+    """Stage README.md and evaluation.json rendered from ``index``, reading what ``txn`` adds from staging."""
+    for state in rendered(repo, index, lambda rel: txn.staged_source(rel) or on_disk(repo)(rel)):
+        txn.write(state.name, state.expected.encode("utf-8"))
+
+
+def check_rendered(ctx: Context) -> Iterator[Problem]:
+    """README.md and evaluation.json exist and equal what ``registry card`` would write."""
     try:
-        state = card_state(ctx.repo, ctx.index)
+        states = rendered(ctx.repo, ctx.index)
     except RegistryError as err:
         yield err.problem.about(CARD_NAME)
         return
-    yield from stale_problems(state)
-
-
-def stale_problems(state: CardState) -> list[Problem]:
-    if state.fresh:
-        return []
-    return [Problem("card.stale", CARD_NAME, f"differs from what index.json renders (first difference at line {state.first_difference()})", FIX)]
+    for state in states:
+        yield from state.problems()

@@ -27,6 +27,7 @@ from .. import __version__, sigbus
 from ..errors import Exit, Problem, RegistryError
 
 TORCH_MODULES = {"torch", "numpy", "safetensors", "rwkv", "ninja"}
+HF_MODULES = {"transformers", "tokenizers", "fla", "peft", "triton", "einops", "accelerate"}
 _TOKEN_SHAPED = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")
 
 
@@ -99,6 +100,8 @@ def _as_registry_error(exc: BaseException) -> RegistryError | None:
         return exc
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in TORCH_MODULES:
         return RegistryError("install.needs-torch", exc.name, "this command reads or writes tensors and needs the torch extra", "pip install 'rwkv-registry[torch]'")
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in HF_MODULES:
+        return RegistryError("install.needs-hf", exc.name, "this command writes and checks Transformers files and needs the hf extra", "pip install 'rwkv-registry[hf]'")
     if isinstance(exc, OSError):
         return _machine_error(exc)
     return None

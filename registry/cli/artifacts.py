@@ -67,39 +67,51 @@ def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_j
 
 
 @main.command("score")
-@click.argument("path")
+@click.argument("path", required=False)
 @REGISTRY_OPT
+@click.option("--base", help="Record a result of this base alone (no PATH), or with --reference, of weights compared against on it.")
+@click.option("--reference", help="With --base: weights not in this repository, e.g. 'MiSS v2.0 r16 lr3e-5' (created on first use).")
+@click.option("--method", "ref_method", type=click.Choice(["state", "miss", "full"]), help="With --reference: its method.")
+@click.option("--location", help="With --reference: where it is published (omit when it was never uploaded).")
 @click.option("--benchmark", required=True, help="Benchmark name, e.g. exam.")
 @click.option("--value", required=True, type=float)
 @click.option("--unit", default="%", show_default=True)
+@click.option("--count", type=float, help="Items scored correct, e.g. 296.5 (shown as 296.5 题 / questions).")
 @click.option("--date", "date_", required=True, help="YYYY-MM-DD the evaluation ran.")
 @click.option("--backend", required=True, help="Inference backend and version; only same-date, same-backend scores compare.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(min=1), help="Runs averaged.")
+@click.option("--setup", help="The evaluation setup (registry eval-setup NAME).")
+@click.option("--baseline", help="What this result is compared with: the base's name, a reference's name or an entry's path.")
 @click.option("--notes", default="")
+@click.option("--footnote", default="", help="Why the comparison with the baseline is only indicative.")
+@click.option("--lang", metavar="zh|en", help="The language of --notes and --footnote (default: shown in every language).")
 @JSON_OPT
-def score_cmd(path: str, registry: Path, benchmark, value, unit, date_, backend, runs, notes, as_json) -> None:
-    """Record an evaluation result for the entry at PATH."""
-    from pydantic import ValidationError
-
+def score_cmd(path: str | None, registry: Path, base, reference, ref_method, location, benchmark, value, unit, count, date_, backend, runs, setup, baseline, notes, footnote, lang, as_json) -> None:
+    """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference."""
     from ..arguments import parse_date, require_finite, require_text
-    from ..errors import RegistryError
-    from ..models import Score
-    from ..ops.score import add_score
+    from ..editing import build, check_language
+    from ..models import Localized, Score
+    from ..ops.score import Subject, add_score
 
-    require_finite(value, "--value")
-    for option, text in (("--benchmark", benchmark), ("--unit", unit), ("--backend", backend), ("--notes", notes)):
-        require_text(text, option)
-    try:
-        score = Score(benchmark=benchmark, value=value, unit=unit, date=parse_date(date_), backend=backend, runs=runs, notes=notes)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        option = f"--{err['loc'][0]}" if err["loc"] else "score"
-        raise RegistryError("args.invalid", option, err["msg"], f"correct {option}") from exc
-    entry = add_score(registry, path, score)
+    if (path is None) == (base is None) or (reference is None and (ref_method or location)):
+        raise click.UsageError("name PATH, or --base (with --reference, --method and --location for weights not in this repository)")
+    if lang is not None:
+        check_language(lang)
+    for number, option in ((value, "--value"), (count, "--count")):
+        if number is not None:
+            require_finite(number, option)
+    texts = {"--benchmark": benchmark, "--unit": unit, "--backend": backend, "--notes": notes, "--footnote": footnote}
+    for option, text in (*texts.items(), ("--reference", reference), ("--location", location), ("--setup", setup), ("--baseline", baseline)):
+        if text is not None:
+            require_text(text, option)
+    in_lang = {k: (Localized.model_validate({lang: [t]}) if lang and t else t) for k, t in (("notes", notes), ("footnote", footnote))}
+    fields = {"benchmark": benchmark, "value": value, "unit": unit, "count": count, "date": parse_date(date_), "backend": backend, "runs": runs, "setup": setup, "baseline": baseline, **in_lang}
+    score = build(Score, fields, {k: f"--{k}" for k in fields})
+    holder = add_score(registry, Subject(path, base, reference, ref_method, location), score, lang)
     if as_json:
-        emit_json(entry.model_dump(mode="json"))
+        emit_json(holder.model_dump(mode="json"))
     else:
-        click.echo(f"recorded {benchmark} = {value}{unit} for {entry.path}")
+        click.echo(f"recorded {benchmark} = {value}{unit} for {path or (reference or base)}")
 
 
 @main.command("list")

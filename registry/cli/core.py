@@ -62,8 +62,11 @@ def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_on
 
     root = registry_dir(directory, registry)
     if rewrite_reason:
-        for rewrite in allow_rewrite(root, rewrite_reason):
+        adopted = allow_rewrite(root, rewrite_reason)
+        for rewrite in adopted.rewrites:
             say(f"recorded rewrite of {rewrite.path}: {rewrite.reason}")
+        for note in adopted.notes:
+            say(note)
     if index_only:
         report(validate_index_file(index_only), as_json, f"{index_only} is valid")
         return
@@ -74,12 +77,15 @@ def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_on
 
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), required=False)
-@click.option("-C", "--registry", "registry", type=click.Path(file_okay=False, path_type=Path), default="rwkv-registry-demo", show_default=True, envvar="RWKV_REGISTRY", help="The directory the demo fills: registry/ (the registry) and inputs/ (env RWKV_REGISTRY).")
+@click.option("-C", "--registry", "registry", type=click.Path(file_okay=False, path_type=Path), default="rwkv-registry-demo", show_default=True, envvar="RWKV_REGISTRY", help="The directory the demo fills: registry/ (seed-001-shaped), finetune-registry/ (seed-000-shaped) and their inputs (env RWKV_REGISTRY).")
 @JSON_OPT
 def demo(directory: Path | None, registry: Path, as_json: bool) -> None:
-    """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR."""
+    """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR: two registries, shaped like seed 001 (State + MiSS, zh card) and seed 000 (a full fine-tune, en card)."""
     from ..ops.demo import run_demo
 
-    steps = run_demo(registry_dir(directory, registry), echo=progress_echo(as_json))
+    result = run_demo(registry_dir(directory, registry), echo=progress_echo(as_json))
     if as_json:
-        emit_json(steps)
+        emit_json(result)
+    else:
+        for name, path in result["registries"].items():
+            click.echo(f"{name}-shaped registry: {path}")

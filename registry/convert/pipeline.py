@@ -209,11 +209,18 @@ def convert_file(
     opener: Opener = OutputFile,
     progress: Progress | None = None,
     read_from: Path | None = None,
+    remap: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None = None,
+    into: Path | None = None,
 ) -> ConversionResult:
     """Write verified safetensors twins of ``source`` to temp files in ``staging``.
 
     The bytes are read from ``read_from`` when given (a pinned open file of ``source``, see
-    :mod:`registry.pinned`); ``source`` names the outputs.
+    :mod:`registry.pinned`); ``source`` names the outputs, which go beside it or ``into`` a folder.
+
+    ``remap`` turns the loaded tensors into the ones to write, as views of them (the Transformers
+    export: other names, ``[1, 1, C]`` viewed as ``[C]``, transposed matrices).  A contiguous view
+    is still a byte range of the source and is copied as one; any other is made contiguous one
+    tensor at a time, and every output byte is compared with the view it was written from.
 
     ``source_sha256`` goes into every header; a future (a hash still being computed) lets the
     tensor bytes be copied meanwhile.  The caller renames ``ConvertedFile.temp`` → ``final``
@@ -221,10 +228,12 @@ def convert_file(
     """
     reading = read_from or source
     tensors = load_tensor_map(reading)
+    if remap is not None:
+        tensors = remap(tensors)
     check_dtypes(tensors, str(source))
     digest = source_sha256 if isinstance(source_sha256, Future) else _known(source_sha256)
     meta = {"format": "pt", "registry_version": __version__, **metadata}
-    directory = source.parent
+    directory = into or source.parent
     sizes = {name: t.numel() * t.element_size() for name, t in tensors.items()}
     plan = plan_shards(sizes, shard_size if kind == "checkpoint" else max(sum(sizes.values()), 1), output_names(source, kind))
     result = ConversionResult(source=source, files=[], sharded=plan.sharded)

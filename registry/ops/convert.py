@@ -44,11 +44,11 @@ def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry
             "size": main.size,
             "format": "safetensors-sharded" if result.sharded else "safetensors",
             "recommended": False,
-            "derived_from": source.path,
-            "notes": f"safetensors twin of {source.path.rsplit('/', 1)[-1]}",
+            "derived_from": source.path,  # the card shows a twin on its source's row, with the source's notes and results
+            "notes": "",
             "shards": shards,
             "gate": None,
-            "scores": [s.model_copy() for s in source.scores],
+            "scores": [],
         },
         deep=True,
     )

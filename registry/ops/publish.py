@@ -24,7 +24,8 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from rich.filesize import decimal
 
-from ..atomic import registry_lock
+from ..atomic import locked_transaction, registry_lock
+from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..hub.gates import entries_touching, gate_findings
 from ..hub.local import local_files, local_sums, with_git_sha1
@@ -41,7 +42,7 @@ from ..hub.plan import (
 from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import CommitResult, Hub
 from ..models import Index
-from ..repo import Repo
+from ..repo import INDEX_NAME, Repo, render_index
 from .validate import validate
 
 Say = Callable[[str], None]
@@ -176,12 +177,30 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
         if options.dry_run:
             return Outcome(draft.plan, draft.blockers)
         _require_clear(draft)
+        state = remote
         if not remote.exists:
             say(f"creating {options.repo_id}")
             hub.create_repo()
-            draft = _draft(repo, index, sums, hub.existing_state(), options, hub)  # re-plan on the Hub's initial commit
+            state = hub.existing_state()
+            draft = _draft(repo, index, sums, state, options, hub)  # re-plan on the Hub's initial commit
+            _require_clear(draft)
+        if index.registry.repo_id != options.repo_id:
+            say(f"recording {options.repo_id} as registry.repo_id")
+            index, sums = _record_repo_id(repo, options.repo_id)
+            draft = _draft(repo, index, sums, state, options, hub)  # the card and index.json now name the repo
             _require_clear(draft)
         return _carry_out(repo, draft, options, hub, say)
+
+
+def _record_repo_id(repo: Repo, repo_id: str) -> tuple[Index, dict[str, str]]:
+    """Record the repo publish is about to send to, just before the upload, so the published
+    index.json and card name it and the next publish needs no --repo-id; under publish's lock."""
+    with locked_transaction(repo.root) as txn:
+        index = repo.load_index()
+        index.registry.repo_id = repo_id
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index)
+    return index, local_sums(repo)
 
 
 def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Say) -> Outcome:

@@ -63,7 +63,7 @@ from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_p
 from ..gate.runtime import Rwkv7, check_miss_fits, load_tensors, merged_weights, patched
 from ..hashing import StatCache
 from ..index_rules import index_to_change
-from ..libc import unmap_pages
+from ..libc import release_free_memory, unmap_pages
 from ..models import Entry, GateSummary, Index
 from ..pinned import Pinned, check_registered, open_registered, pinned, read_view
 from ..progress import Echo
@@ -243,6 +243,7 @@ def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mappi
         results.append(OursRun(item, mine, reference, fp32_kernel, decoding, decode_tps, prefill_tps, time.perf_counter() - start))
         group.drop_pages()  # what restoring a merge read
     del ours
+    release_free_memory()
     if run.device == "cuda":
         torch.cuda.empty_cache()
     return results

@@ -8,17 +8,19 @@ register more checks in :data:`CHECKS`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..artifacts.inspect import check_fits, inspect_weights
 from ..atomic import transaction
-from ..card import check_card
+from ..card import check_rendered
 from ..convert.shards import shard_set_problems
 from ..derived import stage_derived
 from ..errors import Problem, RegistryError
+from ..evaluation import reference_problems
 from ..hashing import StatCache
 from ..hashing.engine import Progress
+from ..hf.check import export_problems, listed_files
 from ..index_rules import base_problems, entry_problems, index_to_change, weight_paths
 from ..layout import (
     TRAIN_JSON,
@@ -28,8 +30,8 @@ from ..layout import (
     place,
     scan_tree,
 )
-from ..models import Index, Rewrite, TrainJson
-from ..published import immutability_findings, record_rewrites
+from ..models import Entry, FileRef, Index, Rewrite, TrainJson
+from ..published import DERIVED, immutability_findings, published_sums, record_rewrites
 from ..repo import INDEX_NAME, Repo, render_index
 from ..schemas import load_model, read_json, schema_errors
 from ..sums import SUMS_NAME, digest_tree, parse_sums, sums_problems
@@ -75,6 +77,10 @@ def check_bases(ctx: Context) -> Iterator[Problem]:
     yield from base_problems(ctx.index)
 
 
+def check_references(ctx: Context) -> Iterator[Problem]:
+    yield from reference_problems(ctx.index)
+
+
 def check_layout(ctx: Context) -> Iterator[Problem]:
     yield from ctx.scan.findings
     bases = {b.name for b in ctx.index.bases}
@@ -112,7 +118,7 @@ def check_entries(ctx: Context) -> Iterator[Problem]:
     index = ctx.index
     yield from entry_problems(index)
     base_by_sha = {b.sha256: b for b in index.bases}
-    listed = set(weight_paths(index))
+    listed = set(weight_paths(index)) | listed_files(index)
     files = set(ctx.scan.files)
     for entry in index.entries:
         base = base_by_sha.get(entry.base_sha256)
@@ -127,6 +133,11 @@ def check_entries(ctx: Context) -> Iterator[Problem]:
             yield Problem("index.unlisted-weight", rel, "weight file is not listed in index.json", f"register it with `registry add {rel} ...` or delete it")
 
 
+# Where a changed weight or published file leads: `registry sums` alone would leave the entry's
+# sha256 (or the immutability record) disagreeing, and `registry add` refuses a registered path.
+ACCEPT_BYTES = "restore the original bytes, or accept the new ones with `registry validate --allow-rewrite REASON` (updates the entry and records why)"
+
+
 def check_sums(ctx: Context) -> Iterator[Problem]:
     """SHA256SUMS lists exactly the files on disk, with their real hashes."""
     ctx.digests = digest_tree(ctx.root, ctx.scan.files, StatCache(ctx.repo.stat_cache_path), ctx.progress)
@@ -138,7 +149,9 @@ def check_sums(ctx: Context) -> Iterator[Problem]:
     except RegistryError as err:
         yield err.problem.about(SUMS_NAME)
         return
-    yield from sums_problems(ctx.listed_sums, ctx.digests)
+    pinned = set(weight_paths(ctx.index)) | (set(published_sums(ctx.repo)) - DERIVED)
+    for problem in sums_problems(ctx.listed_sums, ctx.digests):
+        yield replace(problem, fix=ACCEPT_BYTES) if problem.code == "sums.mismatch" and problem.file in pinned else problem
 
 
 def check_twins(ctx: Context) -> Iterator[Problem]:
@@ -168,9 +181,9 @@ def check_entry_hashes(ctx: Context) -> Iterator[Problem]:
             if actual is None:
                 continue
             if actual != sha:
-                yield Problem("index.sha-mismatch", path, f"index.json says sha256 {sha[:12]}… but the file is {actual[:12]}…", "restore the file, or re-add it with `registry add`")
+                yield Problem("index.sha-mismatch", path, f"index.json says sha256 {sha[:12]}… but the file is {actual[:12]}…", ACCEPT_BYTES)
             elif (ctx.root / path).stat().st_size != size:
-                yield Problem("index.size-mismatch", path, f"index.json says {size} bytes", "re-add the file with `registry add`")
+                yield Problem("index.size-mismatch", path, f"index.json says {size} bytes", ACCEPT_BYTES)
 
 
 def check_shards(ctx: Context) -> Iterator[Problem]:
@@ -184,12 +197,18 @@ def check_shards(ctx: Context) -> Iterator[Problem]:
             yield Problem("shards.invalid", entry.path, problem, "re-run `registry convert --force` on the source .pth")
 
 
+def check_exports(ctx: Context) -> Iterator[Problem]:
+    """Transformers exports against their sources and their folders (:mod:`registry.hf.check`)."""
+    yield from export_problems(ctx.root, ctx.index, ctx.scan.files, ctx.digests)
+
+
 def check_immutable(ctx: Context) -> Iterator[Problem]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
 
 CHECKS: list[Check] = [
     check_bases,
+    check_references,
     check_layout,
     check_train_json,
     check_entries,
@@ -197,8 +216,9 @@ CHECKS: list[Check] = [
     check_entry_hashes,
     check_twins,
     check_shards,
+    check_exports,
     check_immutable,
-    check_card,
+    check_rendered,
 ]
 
 
@@ -231,15 +251,102 @@ def validate(root: Path, progress: Progress | None = None, **options) -> list[Pr
     return findings
 
 
-def allow_rewrite(root: Path, reason: str) -> list[Rewrite]:
-    """Record every unrecorded change to a published file with ``reason``, then refresh the
-    derived files (index.json, card, SHA256SUMS) in one transaction."""
+@dataclass
+class Adopted:
+    """What ``--allow-rewrite`` did: rewrites recorded, entries given new bytes, what was dropped."""
+
+    rewrites: list[Rewrite] = field(default_factory=list)
+    updated: set[str] = field(default_factory=set)
+    dropped: set[str] = field(default_factory=set)  # deleted twins' files, no longer listed
+    notes: list[str] = field(default_factory=list)
+
+
+def _files(entry: Entry) -> list[Entry | FileRef]:
+    """The entry's main file and its shards."""
+    return [entry, *entry.shards]
+
+
+def _changed(entry: Entry, digests: dict[str, str]) -> bool:
+    return any(digests.get(r.path) not in (None, r.sha256) for r in _files(entry))
+
+
+def _stale_twins(index: Index, changed: list[Entry], files: set[str]) -> tuple[list[Entry], list[Problem]]:
+    """Twins of changed sources: already deleted ones are dropped; the rest refuse the rewrite."""
+    sources = {e.path for e in changed if e.derived_from is None}
+    twins = [e for e in index.entries if e.derived_from in sources]
+    missing = [t for t in twins if t.path not in files]
+    problems = [
+        Problem(
+            "rewrite.stale-twin", twin.path, f"converted from {twin.derived_from}, whose bytes changed",
+            f"delete {twin.path}, run `registry validate --allow-rewrite REASON` again (it drops the stale twin), then `registry convert {twin.derived_from}`",
+        )  # fmt: skip
+        for twin in twins
+        if twin.path in files
+    ]
+    return missing, problems
+
+
+def _accept(root: Path, index: Index, entry: Entry, digests: dict[str, str]) -> None:
+    """add's acceptance rule on the new bytes; a twin's bytes come from its source and are not accepted."""
+    if entry.derived_from is not None:
+        raise RegistryError("rewrite.twin-changed", entry.path, f"a safetensors twin of {entry.derived_from} changed", f"restore it with `registry convert {entry.derived_from} --force`")
+    base = index.base_by_sha(entry.base_sha256)
+    if base is None:
+        raise RegistryError("rewrite.unknown-base", entry.path, "the entry's base is not in index.json", "restore the original bytes, or add its base first")
+    path = root / entry.path
+    inspection = inspect_weights(path)
+    try:
+        check_fits(entry.method, inspection, base, entry.path)
+    except RegistryError as err:
+        raise err.naming(str(path), entry.path) from err
+    entry.content_version = inspection.miss.content_version if inspection.miss else None
+    for ref in _files(entry):
+        ref.sha256, ref.size = digests.get(ref.path, ref.sha256), (root / ref.path).stat().st_size
+    entry.gate = None  # the receipt was for the old bytes: publish asks for a new one
+
+
+def adopt_entry_bytes(root: Path, index: Index, digests: dict[str, str]) -> Adopted:
+    """Give every entry whose file changed its new bytes, re-checked as ``registry add`` checks them.
+
+    Refused (nothing changed) when the new bytes do not fit the base, when a safetensors twin
+    changed, when a changed source still has a twin on disk, or when two entries would share one
+    sha256.  Twins of a changed source that were deleted are dropped; the changed weight's old
+    results were measured on other bytes, so they are dropped too (``notes`` says which)."""
+    done = Adopted()
+    changed = [e for e in index.entries if _changed(e, digests)]
+    missing, problems = _stale_twins(index, changed, set(digests))
+    if problems:
+        raise RegistryError.of(problems)
+    for entry in changed:
+        _accept(root, index, entry, digests)
+        done.updated.update(r.path for r in _files(entry))
+        if entry.scores:
+            done.notes.append(f"dropped {len(entry.scores)} result(s) of {entry.path}: measured on its old bytes; record them again with `registry score`")
+            entry.scores = []
+    for twin in missing:
+        index.entries.remove(twin)
+        done.dropped.update(r.path for r in _files(twin))
+        done.notes.append(f"dropped the stale twin {twin.path}; make a new one with `registry convert {twin.derived_from}`")
+    by_sha: dict[str, str] = {}
+    for entry in index.entries:
+        other = by_sha.setdefault(entry.sha256, entry.path)
+        if other != entry.path and (entry.path in done.updated or other in done.updated):
+            raise RegistryError("entry.duplicate", entry.path, f"the new bytes are the same as {other}'s", "restore the original bytes: one file is registered once")
+    return done
+
+
+def allow_rewrite(root: Path, reason: str) -> Adopted:
+    """Accept the changed bytes of registered and published files: record every unrecorded change
+    to a published file with ``reason``, update the entries of changed weights (re-checked like
+    ``registry add``), then refresh the derived files (index.json, card, evaluation.json,
+    SHA256SUMS) in one transaction.  A refusal changes nothing."""
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))
-        added = record_rewrites(repo, index, digests, reason)
-        if added:
+        done = adopt_entry_bytes(repo.root, index, digests)
+        done.rewrites = record_rewrites(repo, index, digests, reason)
+        if done.rewrites or done.updated or done.notes:
             txn.write(INDEX_NAME, render_index(index))
-            stage_derived(repo, txn, index, absorb={r.path for r in added})
-    return added
+            stage_derived(repo, txn, index, absorb={r.path for r in done.rewrites} | done.updated | done.dropped)
+    return done

@@ -1,0 +1,64 @@
+"""What the card shows that index.json does not hold: the train.json of each data version and
+where each MiSS ``.pth`` keeps its ``miss.json``.
+
+Both are read from the registry's files (from the transaction's staged bytes when the running
+command is adding them), without torch: train.json with the strict JSON reader, the zip's member
+names with :mod:`zipfile`.  A file that cannot be read is left out; ``validate`` reports it.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..artifacts.miss import MANIFEST_MEMBER, torch_zip_folder
+from ..errors import RegistryError
+from ..layout import TRAIN_JSON
+from ..models import Index, TrainJson
+from ..repo import Repo
+from ..schemas import load_model
+
+Locate = Callable[[str], Path | None]  # registry-relative path -> where its bytes are (None: nowhere to read)
+
+
+@dataclass(frozen=True)
+class TreeFacts:
+    trains: dict[str, TrainJson] = field(default_factory=dict)  # by data-version directory, e.g. base/miss/v2.1
+    manifests: dict[str, str] = field(default_factory=dict)  # MiSS .pth path -> its miss.json member, e.g. adapter-final/miss.json
+
+
+def version_dir(path: str) -> str:
+    """``<base>/<method>/<data-version>`` of an entry path."""
+    return "/".join(path.split("/")[:3])
+
+
+def _train(path: Path | None, rel: str) -> TrainJson | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return load_model(path, TrainJson, rel)
+    except RegistryError:
+        return None
+
+
+def _manifest_member(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return f"{torch_zip_folder(archive, path)}/{MANIFEST_MEMBER}"
+    except (OSError, zipfile.BadZipFile, RegistryError):
+        return None
+
+
+def read_facts(index: Index, locate: Locate) -> TreeFacts:
+    trains = {d: t for d in sorted({version_dir(e.path) for e in index.entries}) if (t := _train(locate(f"{d}/{TRAIN_JSON}"), f"{d}/{TRAIN_JSON}"))}
+    manifests = {e.path: m for e in index.entries if e.method == "miss" and e.format == "pth" and (m := _manifest_member(locate(e.path)))}
+    return TreeFacts(trains, manifests)
+
+
+def on_disk(repo: Repo) -> Locate:
+    """Files as they are in the registry; a symlink is never followed (it reads as missing)."""
+    return lambda rel: None if (repo.root / rel).is_symlink() else repo.root / rel

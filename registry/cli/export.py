@@ -1,0 +1,45 @@
+"""registry export-hf: a folder Transformers loads, from a base or a full entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..progress import byte_progress
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
+
+
+@main.command("export-hf")
+@click.argument("entry", required=False)
+@REGISTRY_OPT
+@click.option("--base", "base_name", help="Export this base (by name) instead of an entry; needs --base-file.")
+@click.option("--base-file", type=click.Path(dir_okay=False, path_type=Path), help="The base's .pth (checked against its recorded sha256).")
+@click.option("--shard-size", default="5GB", show_default=True, help="Split the weights into model-0000i-of-0000N.safetensors shards of at most this size.")
+@click.option("--force", is_flag=True, help="Replace an existing export folder whose content differs.")
+@JSON_OPT
+def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, shard_size: str, force: bool, as_json: bool) -> None:
+    """Export a full entry (ENTRY, its .pth) or a base (--base NAME --base-file BASE.pth) as a folder
+    that `AutoModelForCausalLM.from_pretrained` loads with flash-linear-attention's RWKV-7.
+
+    The folder (`<base>/hf/`, or `hf/` beside the full entry) gets fla-named safetensors shards
+    (written by the convert pipeline, compared with the source as they land), config.json from
+    the checkpoint's shapes, generation_config.json from the weight's stop rules (greedy), and
+    tokenizer files for rwkv_vocab_v20230424.  It is listed in index.json and SHA256SUMS, checked
+    by validate and uploaded by publish.  Needs the hf extra: pip install 'rwkv-registry[hf]'.
+    """
+    if (entry is None) == (base_name is None):
+        raise click.UsageError("give either ENTRY (a full entry's .pth) or --base NAME with --base-file")
+    if base_file is not None and base_name is None:
+        raise click.UsageError("--base-file goes with --base NAME")
+    from ..convert.shards import parse_size
+    from ..ops.export_hf import ExportRequest, export_hf
+
+    request = ExportRequest(entry=entry, base=base_name, base_file=base_file, shard_size=parse_size(shard_size), force=force)
+    total = base_file.stat().st_size if base_file is not None and base_file.is_file() else None
+    with byte_progress(f"exporting {entry or base_name}", total=total, enabled=not as_json) as bar:
+        export = export_hf(registry, request, progress=bar.advance)
+    if as_json:
+        emit_json(export.model_dump(mode="json"))
+    else:
+        click.echo(f"{export.source} -> {export.path}/ ({len(export.files)} files)")

@@ -1,0 +1,80 @@
+"""Changing index.json's metadata: one transaction per command, every value checked first.
+
+The metadata commands (``set``, ``describe``, ``train-stage``, ``eval-setup``, ``score``) build
+their new values with :func:`build`, which turns a model's validation error into a one-line
+refusal naming the option, and apply them with :func:`edit_index`, which refuses a result that
+breaks the index rules and otherwise writes index.json with its derived files (card,
+evaluation.json, SHA256SUMS) in one transaction.  A refusal leaves the registry byte-identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .atomic import transaction
+from .derived import stage_derived
+from .errors import Problem, RegistryError
+from .index_rules import index_problems, index_to_change
+from .models import LANGUAGES, Index, Localized
+from .repo import INDEX_NAME, Repo, render_index
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+def build(model: type[M], data: Mapping[str, Any], options: Mapping[str, str]) -> M:
+    """``model`` from ``data``, or a refusal naming the option (``options``: field -> option) that holds the bad value."""
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        option = options.get(field, field or model.__name__)
+        message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
+        raise RegistryError("args.invalid", option, message, f"correct {option}") from exc
+
+
+def check_language(lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise RegistryError("args.bad-language", "--lang", f"language {lang!r} is not one the card is written in", "pass --lang zh or --lang en")
+    return lang
+
+
+def card_language(index: Index, lang: str | None, option: str) -> str:
+    """The language text given with ``option`` is in: ``--lang``, else the card's only language."""
+    if lang is None:
+        languages = index.registry.languages
+        if len(languages) == 1:
+            return languages[0]
+        raise RegistryError("args.missing", "--lang", f"the card is in {' and '.join(languages)}, so {option} needs to say which language it is in", "add --lang zh or --lang en")
+    return check_language(lang)
+
+
+def localized(old: Localized, lang: str, items: list[str]) -> Localized:
+    """``old`` with ``lang``'s items replaced by ``items`` (the other language kept)."""
+    return old.model_copy(update={lang: list(items)})
+
+
+def edit_index(root: Path, change: Callable[[Index], T]) -> T:
+    """Apply ``change`` to index.json under the lock and stage it with its derived files."""
+    repo = Repo.open(root)
+    with transaction(repo.root) as txn:
+        index = index_to_change(repo)
+        result = change(index)
+        try:  # the change assigned attributes, which pydantic does not check: check the whole index
+            index = Index.model_validate(index.model_dump(mode="json"))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+            raise RegistryError("args.invalid", INDEX_NAME, f"the change would make {where} invalid: {err['msg']}", "correct the option that sets it") from exc
+        problems = index_problems(index)
+        if problems:
+            headline = Problem("index.invalid", INDEX_NAME, f"the change would break {len(problems)} index rule(s); nothing was changed", problems[0].fix)
+            raise RegistryError.of([headline, *problems])
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index)
+    return result

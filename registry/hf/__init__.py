@@ -1,0 +1,5 @@
+"""Transformers/fla export of RWKV-7 weights: the key mapping and ``config.json`` from shapes
+(:mod:`.mapping`, no torch), the world-vocabulary tokenizer files (:mod:`.tokenizer`), the other
+JSON files (:mod:`.files`), the checks ``validate`` runs on an export (:mod:`.check`, no torch), the
+checks the export runs with Transformers and fla before it commits (:mod:`.verify`), reading an
+export back into x070 tensors (:mod:`.readback`) and MiSS adapters as PEFT adapters (:mod:`.peft`)."""

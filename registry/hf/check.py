@@ -1,0 +1,109 @@
+"""What ``validate`` checks of the Transformers exports in index.json (headers and JSON only: no torch).
+
+Each export must name a source that is in the registry (a full entry, or a base) with the sha256 it
+was exported from, sit at its canonical place, list exactly the files in its folder, and hold the
+model of its source: config.json's shape fields equal to what the base's architecture records, the
+safetensors headers holding exactly fla's tensors for that config (names, shapes; one dtype), each
+recording the source's sha256.  Files under an export folder that no export lists are findings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..artifacts.safetensors_header import read_safetensors_header
+from ..errors import Problem, RegistryError
+from ..layout import export_folder, export_path
+from ..models import HfExport, Index
+from .files import CONFIG_NAME
+from .mapping import fla_shapes
+
+FIX = "export it again with `registry export-hf --force` (or remove the folder and its entry in exports)"
+
+
+def listed_files(index: Index) -> set[str]:
+    return {f.path for export in index.exports for f in export.files}
+
+
+def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
+    base = index.base_by_sha(export.base_sha256)
+    if base is None:
+        yield f"names base sha256 {export.base_sha256[:12]}…, which is not in bases"
+        return
+    entry = index.entry_by_path(export.source)
+    if entry is None and export.source != base.name:
+        yield f"its source {export.source} is neither an entry nor its base"
+        return
+    sha, path = (entry.sha256, export_path(base.name, entry.path)) if entry else (base.sha256, export_path(base.name))
+    if entry is not None and (entry.method != "full" or entry.base_sha256 != base.sha256):
+        yield f"its source {export.source} is not a full entry on base {base.name}"
+    if export.source_sha256 != sha:
+        yield f"was exported from sha256 {export.source_sha256[:12]}… but {export.source} is {sha[:12]}… now"
+    if export.path != path:
+        yield f"{export.source}'s export belongs at {path}"
+
+
+def _config_problems(index: Index, export: HfExport, config: dict) -> Iterator[str]:
+    base = index.base_by_sha(export.base_sha256)
+    arch = base.architecture if base else None
+    if arch is None:
+        return
+    recorded = {"num_hidden_layers": arch.n_layer, "hidden_size": arch.n_embd, "head_dim": arch.head_size, "vocab_size": arch.vocab_size, "intermediate_size": arch.dim_ffn}
+    for key, want in recorded.items():
+        if want is not None and config.get(key) != want:
+            yield f"config.json says {key} {config.get(key)} but the base records {want}"
+
+
+def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str]:
+    want = fla_shapes(config)
+    found: dict[str, tuple[int, ...]] = {}
+    dtypes: set[str] = set()
+    for ref in export.files:
+        if not ref.path.endswith(".safetensors"):
+            continue
+        header = read_safetensors_header(root / ref.path)
+        if (header.metadata or {}).get("source_sha256") != export.source_sha256:
+            yield f"{ref.path} does not record source_sha256 {export.source_sha256[:12]}…"
+        for name, tensor in header.tensors.items():
+            found[name] = tensor.shape
+            dtypes.add(tensor.dtype)
+    missing, unexpected = sorted(set(want) - set(found)), sorted(set(found) - set(want))
+    if missing:
+        yield f"its safetensors lack {missing[0]} ({len(missing)} of fla's tensors for config.json)"
+    if unexpected:
+        yield f"its safetensors hold {unexpected[0]}, which fla's model for config.json has no place for"
+    wrong = sorted(n for n in set(want) & set(found) if want[n] != found[n])
+    if wrong:
+        yield f"{wrong[0]} is {found[wrong[0]]} but config.json makes it {want[wrong[0]]}"
+    if len(dtypes) > 1:
+        yield f"its tensors mix dtypes {sorted(dtypes)}"
+
+
+def export_problems(root: Path, index: Index, files: list[str], digests: dict[str, str]) -> Iterator[Problem]:
+    """Findings for every export in ``index`` and every export-folder file (``files``: the tree,
+    ``digests``: their sha256)."""
+    on_disk = set(files)
+    listed = listed_files(index)
+    for rel in sorted(on_disk - listed):
+        if export_folder(rel) is not None:
+            yield Problem("export.unlisted-file", rel, "is in a Transformers export folder but no export in index.json lists it", FIX)
+    for export in index.exports:
+        problems = list(_place_problems(index, export))
+        outside = [f.path for f in export.files if export_folder(f.path) != export.path]
+        problems += [f"lists {path}, which is not in its folder" for path in outside[:1]]
+        missing = [f.path for f in export.files if f.path not in on_disk]
+        problems += [f"lists {path}, which is not on disk" for path in missing[:1]]
+        changed = [f.path for f in export.files if f.path in digests and digests[f.path] != f.sha256]
+        problems += [f"lists {path} with another sha256 than the file's" for path in changed[:1]]
+        if not problems:
+            try:
+                config = json.loads((root / export.path / CONFIG_NAME).read_text(encoding="utf-8"))
+                problems += list(_config_problems(index, export, config))
+                problems += list(_tensor_problems(root, export, config))
+            except RegistryError as err:
+                problems.append(err.message)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                problems.append(f"its config.json cannot be read as fla's RWKV7Config ({type(exc).__name__}: {exc})")
+        yield from (Problem("export.invalid", export.path, message, FIX) for message in problems)

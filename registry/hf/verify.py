@@ -1,0 +1,78 @@
+"""What an export must pass with Transformers and fla before it is committed (the ``hf`` extra).
+
+* fla's ``RWKV7ForCausalLM``, built from the exported config.json (on the meta device: no memory,
+  no kernels), has exactly the exported tensors, names and shapes, no missing and no unexpected;
+* ``GenerationConfig`` accepts generation_config.json;
+* ``AutoTokenizer`` loads the tokenizer files and gives the ``rwkv`` package's ids on
+  :data:`SAMPLES` (the seeds' prompts), and decodes them back to the text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from ..errors import RegistryError
+from ..gate.prompts import PROMPTS
+from .files import TOKENIZER_NAME
+from .tokenizer import trie_tokenizer
+
+SAMPLES: dict[str, str] = {
+    **PROMPTS,  # seed 000's prompts (Chinese, System/User/Assistant)
+    "seed000-user-assistant": "User: 候选角色：甲、乙\n上下文：……\n\nAssistant:",
+    "english-chat": "User: Write a haiku about rain.\n\nAssistant: Soft rain on the roof,\n  a  double  space\tand a tab.\n\nUser:",
+    "emoji-and-newlines": "🌧️☔ 雨停了。\n\n\n\r\n😀👍🏽 done\n",
+    "code": 'def f(x):\n    return {"boundaries": [x, 2, 3]}  # 注释\n',
+}
+VERIFY_FIX = "report this bug with `REGISTRY_DEBUG=1`; nothing was changed"
+
+
+def check_tokenizer(folder: Path) -> None:
+    """AutoTokenizer on ``folder`` encodes :data:`SAMPLES` exactly as the rwkv TRIE tokenizer."""
+    from transformers import AutoTokenizer
+
+    loaded = AutoTokenizer.from_pretrained(folder)
+    reference = trie_tokenizer()
+    for name, text in SAMPLES.items():
+        got = list(loaded.encode(text, add_special_tokens=False))
+        if got != reference.encode(text):
+            raise RegistryError("export.verify-failed", folder / TOKENIZER_NAME, f"AutoTokenizer's ids for the sample {name!r} differ from the rwkv tokenizer's", VERIFY_FIX)
+        if loaded.decode(got) != text:
+            raise RegistryError("export.verify-failed", folder / TOKENIZER_NAME, f"AutoTokenizer does not decode the sample {name!r} back to its text", VERIFY_FIX)
+
+
+def _layer_pattern(names: Mapping[str, tuple[int, ...]], n_layer: int) -> dict[str, tuple[int, ...]]:
+    """A 2-layer model's tensors extended to ``n_layer`` layers (layer 1's repeated): building fla's
+    model runs a Python loop per channel and layer, 30 s at 7.2B, against 2 s for two layers."""
+    out: dict[str, tuple[int, ...]] = {}
+    for name, shape in names.items():
+        match = re.fullmatch(r"model\.layers\.1\.(.+)", name)
+        if match:
+            out.update({f"model.layers.{i}.{match.group(1)}": shape for i in range(1, n_layer)})
+        elif not name.startswith("model.layers.") or name.startswith("model.layers.0."):
+            out[name] = shape
+    return out
+
+
+def check_model(folder: Path, exported: Mapping[str, tuple[int, ...]]) -> None:
+    """fla's model for ``folder``'s config.json has exactly the ``exported`` tensors and shapes."""
+    import fla  # noqa: F401  (registers model_type rwkv7 with the Auto classes)
+    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+
+    config = AutoConfig.from_pretrained(folder)
+    GenerationConfig.from_pretrained(folder)
+    n_layer = int(config.num_hidden_layers)
+    probe = AutoConfig.from_pretrained(folder, num_hidden_layers=min(n_layer, 2))
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(probe)
+    want = _layer_pattern({name: tuple(t.shape) for name, t in model.state_dict().items()}, n_layer)
+    missing, unexpected = sorted(set(want) - set(exported)), sorted(set(exported) - set(want))
+    if missing or unexpected:
+        what = f"fla's model expects {missing[0]}, which the export lacks" if missing else f"fla's model has no {unexpected[0]}"
+        raise RegistryError("export.verify-failed", folder, f"{what} ({len(missing)} missing, {len(unexpected)} unexpected)", VERIFY_FIX)
+    for name, shape in want.items():
+        if tuple(exported[name]) != shape:
+            raise RegistryError("export.verify-failed", folder, f"{name} is {tuple(exported[name])} but fla's model needs {shape}", VERIFY_FIX)

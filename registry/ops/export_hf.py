@@ -1,0 +1,207 @@
+"""``registry export-hf``: a folder Transformers loads (flash-linear-attention's RWKV-7), exported
+from a base checkpoint or a full fine-tune, through the convert pipeline, in one transaction.
+
+The folder (``<base>/hf/`` for a base, ``hf/`` beside a full entry) holds fla-named safetensors
+shards and their index, config.json from the checkpoint's shapes, generation_config.json from the
+weight's stop rules (greedy), and the world tokenizer.  Before anything is committed, fla's model
+built from the config must have exactly the exported tensors and ``AutoTokenizer`` must give the
+``rwkv`` package's ids on the seeds' prompts (:mod:`registry.hf.verify`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..atomic import transaction
+from ..convert.pipeline import ConversionResult, Opener, convert_file
+from ..convert.writer import SAFETENSORS_DTYPES, OutputFile
+from ..derived import stage_derived
+from ..errors import RegistryError
+from ..hashing import StatCache, hash_file
+from ..hashing.engine import Progress
+from ..hf import files as hf_files
+from ..hf.mapping import FlaPlan, fla_plan
+from ..hf.tensors import to_fla
+from ..hf.tokenizer import WORLD_VOCAB, check_vocab, read_vocab, tokenizer_config_json, tokenizer_json, world_vocab_file
+from ..hf.verify import check_model, check_tokenizer
+from ..index_rules import index_to_change
+from ..layout import export_path
+from ..models import Base, Entry, FileRef, HfExport, Index, StopRules
+from ..pinned import Pinned, pinned, registered
+from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
+
+DEFAULT_SHARD_SIZE = 5 * 10**9
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """A full entry (``entry``), or a base by name with its ``.pth`` (``base`` + ``base_file``)."""
+
+    entry: str | None = None
+    base: str | None = None
+    base_file: Path | None = None
+    shard_size: int = DEFAULT_SHARD_SIZE
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class _Source:
+    label: str  # the entry's path or the base's name
+    base: Base
+    entry: Entry | None
+    sha256: str
+    folder: str  # the export's path
+
+
+def require_hf() -> None:
+    """Import what the export's checks need first, so a missing extra is said before any work."""
+    import fla  # noqa: F401
+    import tokenizers  # noqa: F401
+    import transformers  # noqa: F401
+
+
+def _source(index: Index, repo: Repo, request: ExportRequest) -> _Source:
+    if request.entry is not None:
+        entry = resolve_entry(repo, index, request.entry)
+        if entry.method != "full":
+            what = "a State file (an initial recurrent state, not a model)" if entry.method == "state" else "a MiSS adapter (a weight delta, not a model)"
+            raise RegistryError(
+                "export.not-a-model", entry.path, f"is {what}; export-hf exports base checkpoints and full fine-tunes",
+                "export its base with `registry export-hf --base NAME --base-file BASE.pth` (docs/formats.md says how States and MiSS adapters go with it)",
+            )  # fmt: skip
+        if entry.format != "pth":
+            raise RegistryError("export.not-pth", entry.path, "is a safetensors twin; the export reads the .pth it was converted from", f"pass {entry.derived_from or 'the .pth entry'}")
+        base = index.base_by_sha(entry.base_sha256)
+        assert base is not None  # index_to_change refused an entry with an unknown base
+        return _Source(entry.path, base, entry, entry.sha256, export_path(base.name, entry.path))
+    base = index.base_by_name(request.base or "")
+    if base is None:
+        raise RegistryError("export.unknown-base", INDEX_NAME, f"no base named {request.base!r}", "pass a base listed by `registry list`")
+    return _Source(base.name, base, None, base.sha256, export_path(base.name))
+
+
+@contextmanager
+def _pinned_source(repo: Repo, source: _Source, base_file: Path | None) -> Iterator[Pinned]:
+    if source.entry is not None:
+        with registered(repo.root, source.entry.path, source.sha256, StatCache(repo.stat_cache_path)) as handle:
+            yield handle
+        return
+    if base_file is None:
+        raise RegistryError("args.missing-file", None, f"exporting base {source.label} needs its .pth (the registry does not hold bases)", f"pass --base-file {source.base.filename}")
+    with pinned(base_file, "base checkpoint") as handle:
+        actual = hash_file(handle.stable)
+        if actual != source.sha256:
+            raise RegistryError(
+                "export.wrong-base-file", base_file, f"sha256 is {actual[:12]}… but base {source.label} is {source.sha256[:12]}…",
+                f"pass the file registered as {source.base.filename}",
+            )  # fmt: skip
+        yield handle
+
+
+def _dtype_name(tensors: dict[str, torch.Tensor]) -> str:
+    dtypes = {SAFETENSORS_DTYPES.get(t.dtype, "F32") for t in tensors.values()}
+    return dtypes.pop() if len(dtypes) == 1 else "F32"
+
+
+@dataclass
+class _Converted:
+    result: ConversionResult
+    plan: FlaPlan
+    shapes: dict[str, tuple[int, ...]]
+    dtype: str
+
+
+def _convert(repo: Repo, source: _Source, handle: Pinned, request: ExportRequest, staging: Path, opener: Opener, progress: Progress | None) -> _Converted:
+    found: dict[str, object] = {}
+
+    def remap(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        plan = fla_plan({name: tuple(t.shape) for name, t in tensors.items()}, handle.path)
+        check_vocab(source.base, plan.config["vocab_size"], handle.path)
+        fla = to_fla(plan, tensors)
+        found.update(plan=plan, dtype=_dtype_name(fla), shapes={name: tuple(t.shape) for name, t in fla.items()})
+        return fla
+
+    metadata = {"base_sha256": source.base.sha256, "export": "fla-rwkv7"}
+    named = repo.root / source.entry.path if source.entry else handle.path
+    result = convert_file(
+        named, "checkpoint", metadata, source.sha256, request.shard_size, staging, request.force, opener, progress,
+        read_from=handle.stable, remap=remap, into=repo.root / source.folder,
+    )  # fmt: skip
+    return _Converted(result, found["plan"], found["shapes"], found["dtype"])  # type: ignore[arg-type]
+
+
+def _json_files(converted: _Converted, stop: StopRules | None) -> dict[str, bytes]:
+    return {
+        hf_files.CONFIG_NAME: hf_files.render(hf_files.config_json(converted.plan.config, converted.dtype)),
+        hf_files.GENERATION_CONFIG_NAME: hf_files.render(hf_files.generation_config_json(stop)),
+        hf_files.TOKENIZER_NAME: tokenizer_json(read_vocab(world_vocab_file())),
+        hf_files.TOKENIZER_CONFIG_NAME: tokenizer_config_json(),
+    }
+
+
+def _verify(data: dict[str, bytes], shapes: dict[str, tuple[int, ...]]) -> None:
+    with tempfile.TemporaryDirectory(prefix="registry-export-") as tmp:
+        for name, content in data.items():
+            Path(tmp, name).write_bytes(content)
+        check_model(Path(tmp), shapes)
+        check_tokenizer(Path(tmp))
+
+
+def _check_folder(repo: Repo, index: Index, source: _Source, written: set[str], data: dict[str, bytes], force: bool) -> None:
+    """Refuse (unless forced) an export folder that holds something else; always refuse one that
+    would keep files this export does not write (a stale shard would contradict the index)."""
+    folder = repo.root / source.folder
+    previous = next((e for e in index.exports if e.path == source.folder), None)
+    if previous is not None and previous.source_sha256 != source.sha256 and not force:
+        raise RegistryError("export.exists", source.folder, f"holds the export of {previous.source}, not of {source.label}", "pass --force to replace it")
+    for name, content in data.items():
+        path = folder / name
+        if path.is_file() and not force and hashlib.sha256(repo.read_bytes(path)).hexdigest() != hashlib.sha256(content).hexdigest():
+            raise RegistryError("export.exists", repo.rel(path), "an export file with different content already exists", "pass --force to replace it")
+    stale = sorted(p.name for p in folder.iterdir() if p.name not in written) if folder.is_dir() else []
+    if stale:
+        raise RegistryError(
+            "export.stale-files", f"{source.folder}/{stale[0]}", f"is in the export folder but the new export does not write it ({len(stale)} such file(s))",
+            f"delete {source.folder}/, run `registry sums`, then export again",
+        )  # fmt: skip
+
+
+def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, progress: Progress | None = None) -> HfExport:
+    """Export, verify and register one folder; nothing changes unless all of it succeeds."""
+    require_hf()
+    repo = Repo.open(root)
+    with transaction(repo.root) as txn:
+        index = index_to_change(repo)
+        source = _source(index, repo, request)
+        with _pinned_source(repo, source, request.base_file) as handle:
+            converted = _convert(repo, source, handle, request, txn.staging, opener, progress)
+        result = converted.result
+        try:
+            data = _json_files(converted, source.entry.stop if source.entry else None)
+            _verify(data, converted.shapes)
+            _check_folder(repo, index, source, {f.final.name for f in result.files} | set(data), data, request.force)
+            refs = [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files]
+            for name, content in data.items():
+                rel = f"{source.folder}/{name}"
+                txn.write(rel, content)
+                refs.append(FileRef(path=rel, sha256=hashlib.sha256(content).hexdigest(), size=len(content)))
+            for f in result.files:
+                txn.move(f.temp, repo.rel(f.final), f.sha256)
+            export = HfExport(
+                path=source.folder, source=source.label, source_sha256=source.sha256, base_sha256=source.base.sha256,
+                vocab=WORLD_VOCAB, files=sorted(refs, key=lambda r: r.path),
+            )  # fmt: skip
+            index.exports = [e for e in index.exports if e.path != export.path] + [export]
+            txn.write(INDEX_NAME, render_index(index))
+            stage_derived(repo, txn, index, progress)
+        except BaseException:
+            result.discard()
+            raise
+    return export

@@ -1,0 +1,72 @@
+"""``registry set FIELD VALUE…``: the registry-level fields of index.json (title, license, repo id,
+the card's languages, summary, intended use, limitations, attribution)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..arguments import require_text
+from ..editing import build, card_language, edit_index, localized
+from ..errors import RegistryError
+from ..models import LANGUAGES, Index, RegistryInfo
+
+REPO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*"
+LICENSE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9.+\-]*"  # an SPDX-like id (apache-2.0, mit, cc-by-4.0) or the Hub's "other"
+# FIELD on the command line -> RegistryInfo attribute
+SCALARS = {"title": "title", "license": "license", "repo-id": "repo_id"}
+TEXTS = {"summary": "summary", "intended-use": "intended_use", "limitations": "limitations", "attribution": "attribution"}
+FIELDS = (*SCALARS, "languages", "tags", *TEXTS)
+
+
+def check_repo_id(value: str, option: str) -> str:
+    if not re.fullmatch(REPO_ID_PATTERN, value):
+        raise RegistryError("args.bad-repo-id", option, f"{value!r} is not a Hub repo id", f"pass NAMESPACE/NAME to {option}, e.g. No-22/rwkv-agent-weights")
+    return value
+
+
+def _scalar(field: str, values: Sequence[str]) -> str | None:
+    if len(values) > 1:
+        raise RegistryError("args.too-many", field, f"{field} takes one value, got {len(values)}", f"quote the {field} as one argument")
+    if not values:
+        if field == "title":
+            raise RegistryError("args.missing", field, "the card needs a title", "pass the title: registry set title TEXT")
+        return None
+    value = require_text(values[0], field)
+    if not value.strip() or "\n" in value:
+        raise RegistryError("args.invalid", field, f"{field} must be one non-empty line", f"pass {field} as one line of text")
+    if field == "license" and not re.fullmatch(LICENSE_PATTERN, value):
+        raise RegistryError("args.bad-license", field, f"{value!r} is not a license id", "pass an SPDX-like id as the Hub lists it (e.g. apache-2.0, mit, cc-by-4.0), or other")
+    return check_repo_id(value, field) if field == "repo-id" else value
+
+
+def _languages(values: Sequence[str]) -> list[str]:
+    unknown = [v for v in values if v not in LANGUAGES]
+    if unknown or not values:
+        shown = repr(unknown[0]) if unknown else "nothing"
+        raise RegistryError("args.bad-language", "languages", f"{shown} is not a card language", "pass zh, en, or both (in the order the card shows them): registry set languages zh en")
+    return list(values)
+
+
+def set_field(root: Path, field: str, values: Sequence[str], lang: str | None = None) -> RegistryInfo:
+    """Set ``field`` to ``values`` (none: unset it) and re-render the card; the new registry info."""
+    if field not in FIELDS:
+        raise RegistryError("args.unknown-field", field, f"{field!r} is not a registry field", f"pass one of: {', '.join(FIELDS)}")
+    if lang is not None and field not in TEXTS:
+        raise RegistryError("args.invalid", "--lang", f"{field} is the same in every language", "drop --lang")
+
+    def change(index: Index) -> RegistryInfo:
+        info = index.registry
+        if field in SCALARS:
+            setattr(info, SCALARS[field], _scalar(field, values))
+        elif field == "languages":
+            info.languages = build(RegistryInfo, {"languages": _languages(values)}, {"languages": "languages"}).languages
+        elif field == "tags":
+            info.tags = [require_text(v, field) for v in values]
+        else:
+            which = card_language(index, lang, field)
+            setattr(info, TEXTS[field], localized(getattr(info, TEXTS[field]), which, [require_text(v, field) for v in values]))
+        return info
+
+    return edit_index(root, change)

@@ -1,0 +1,311 @@
+"""export-hf: a folder Transformers/fla loads, exact against its source, verified, registered, refused cleanly.
+
+fla's RWKV-7 kernels are Triton kernels and do not run on a CPU ("0 active drivers"), so on CI the
+model is checked by loading it with ``AutoModelForCausalLM.from_pretrained`` (no missing or
+unexpected keys, every tensor as exported) and by our runtime reading the folder back and giving
+exactly the logits of the source ``.pth``; the fla forward is compared on the H200
+(bench/gpu_export_hf.py, tests/test_export_hf_gpu.py).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from registry.errors import RegistryError
+from registry.gate.prompts import PROMPTS
+from registry.gate.runtime import Rwkv7
+from registry.hf.mapping import fla_plan, rules
+from registry.hf.tensors import read_export
+from registry.hf.tokenizer import END_OF_TEXT, longest_match_pattern, trie_tokenizer
+from registry.hf.verify import SAMPLES
+from registry.hub.local import local_files, local_sums
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.describe import Description, Target, describe
+from registry.ops.export_hf import ExportRequest, export_hf
+from registry.ops.sums import write_sums
+from registry.ops.validate import validate
+from registry.repo import Repo
+from registry.sums import SUMS_NAME, parse_sums
+from registry.synthetic import TinySpec, checkpoint_shapes, make_base_checkpoint, make_base_state_dict, make_state_file, save_checkpoint, share_storage
+
+from .conftest import SMALL, sha256_of, snapshot
+from .test_ops_artifacts import train_json
+
+pytest.importorskip("transformers", reason="the hf extra (pip install -e '.[torch,hf,test]') is not installed")
+pytest.importorskip("fla", reason="the hf extra (pip install -e '.[torch,hf,test]') is not installed")
+
+WORLD = TinySpec(n_layer=2, n_embd=128, vocab_size=65536)  # a tokenizer is involved: the world vocabulary's size
+SHARD = 8 << 20  # the embedding alone is 16 MiB: several shards and an index
+
+
+@pytest.fixture(scope="session")
+def world_base(tmp_path_factory) -> Path:
+    return make_base_checkpoint(tmp_path_factory.mktemp("world") / "rwkv7-tiny-w-20260101.pth", WORLD, shared=True)
+
+
+@pytest.fixture
+def hf_registry(empty_registry, world_base, tmp_path):
+    """A registry with a world-vocabulary base and a full fine-tune on it (one shared storage, like official files)."""
+    add_base(empty_registry, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20230424.txt"))
+    full = save_checkpoint(tmp_path / "rwkv-final.pth", share_storage(make_base_state_dict(TinySpec(**{**WORLD.__dict__, "seed": 5}))))
+    entry = add_weight(empty_registry, AddRequest(full, world_base.name[:-4], "full", "v1.0", train_json(tmp_path / "f.json")))
+    return empty_registry, entry
+
+
+def _tensors(folder: Path) -> dict[str, torch.Tensor]:
+    out: dict[str, torch.Tensor] = {}
+    for path in sorted(folder.glob("*.safetensors")):
+        with safe_open(path, framework="pt") as f:
+            out.update({k: f.get_tensor(k) for k in f.keys()})
+    return out
+
+
+def _bytes(t: torch.Tensor) -> bytes:
+    return t.contiguous().view(torch.uint8).numpy().tobytes()
+
+
+def test_full_export_is_exact_sharded_listed_and_valid(hf_registry):
+    root, entry = hf_registry
+    describe(root, Target(path=entry.path), Description(stop_tokens=(0, 261), stop_texts=("\n\nUser:",)))
+    export = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
+    folder = root / export.path
+    assert export.path == entry.path.rsplit("/", 1)[0] + "/hf" and export.source == entry.path and export.source_sha256 == entry.sha256
+    names = {p.name for p in folder.iterdir()}
+    assert {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors.index.json"} <= names
+    assert len([n for n in names if n.endswith(".safetensors")]) > 1
+    assert {f.path for f in export.files} == {f"{export.path}/{n}" for n in names}
+    sums = parse_sums((root / SUMS_NAME).read_bytes())
+    assert all(sums[f.path] == f.sha256 == sha256_of(root / f.path) for f in export.files)
+    assert Repo.open(root).load_index().exports == [export]
+    assert validate(root) == []
+    uploaded = local_files(Repo.open(root), local_sums(Repo.open(root)))  # what publish puts on the Hub
+    assert {f.path for f in export.files} <= set(uploaded)
+
+    source = torch.load(root / entry.path, weights_only=True)
+    written = _tensors(folder)
+    for rule in rules(WORLD.n_layer):
+        want = source[rule.source].t() if rule.transform == "transpose" else source[rule.source]
+        assert written[rule.target].dtype == want.dtype and _bytes(written[rule.target]) == _bytes(want), rule
+    assert set(written) == {r.target for r in rules(WORLD.n_layer)}  # layer 0's unused v0/v1/v2 are all that is left out
+
+    config = json.loads((folder / "config.json").read_text())
+    assert config["model_type"] == "rwkv7" and config["hidden_size"] == 128 and config["num_hidden_layers"] == 2 and config["head_dim"] == 64
+    assert config["vocab_size"] == 65536 and config["intermediate_size"] == 512 and config["dtype"] == "bfloat16"
+    assert {config[k] for k in ("decay_low_rank_dim", "a_low_rank_dim", "gate_low_rank_dim")} == {32}
+    generation = json.loads((folder / "generation_config.json").read_text())
+    assert generation["eos_token_id"] == [0, 261] and generation["stop_strings"] == ["\n\nUser:"] and generation["do_sample"] is False
+
+
+def test_the_card_shows_the_from_pretrained_snippet_of_each_export(hf_registry):
+    root, entry = hf_registry
+    describe(root, Target(path=entry.path), Description(stop_texts=("\n\nUser:",)))
+    card = (root / "README.md").read_text()
+    assert "AutoModelForCausalLM" not in card and "does not include a Transformers config" in card
+    export = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
+    card = (root / "README.md").read_text()
+    assert f'subfolder="{export.path}", dtype="bfloat16"' in card and f'AutoTokenizer.from_pretrained(repo, subfolder="{export.path}")' in card
+    assert "import fla" in card and "stop_strings=['\\n\\nUser:']" in card and "does not include a Transformers config" not in card
+    assert validate(root) == []
+
+
+def test_runtime_reading_the_export_back_gives_the_pth_logits_exactly(hf_registry):
+    root, entry = hf_registry
+    export = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
+    original = Rwkv7.from_path(root / entry.path)
+    exported = Rwkv7(read_export(root / export.path))
+    for prompt in PROMPTS.values():
+        ids = trie_tokenizer().encode(prompt)
+        assert torch.equal(exported.forward(ids, full_output=True)[0], original.forward(ids, full_output=True)[0])
+
+
+def test_transformers_loads_it_with_no_missing_or_unexpected_keys(hf_registry):
+    import fla  # noqa: F401
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    root, entry = hf_registry
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    folder = root / export.path
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, info = AutoModelForCausalLM.from_pretrained(folder, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
+    state = model.state_dict()
+    written = _tensors(folder)
+    assert set(state) == set(written) and all(torch.equal(state[k], written[k]) for k in written)
+    assert type(model).__name__ == "RWKV7ForCausalLM" and model.dtype == torch.bfloat16
+    assert GenerationConfig.from_pretrained(folder).eos_token_id == 0
+    loaded = AutoTokenizer.from_pretrained(folder)
+    assert loaded.eos_token == END_OF_TEXT and loaded.eos_token_id == 0
+
+
+def _random_text(rng: random.Random, length: int) -> str:
+    pools = [
+        "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处队南给色光门即保治北造百规热领七海口东导器压志世金增争济阶油思术极交受联什认六共权收证改清己美再采转更单风切打白教速花带安场身车例真务具万每目至达走积示议声报斗完类八离华名确才科张信马节话米整空元况今集温传土许步群广石记需段研界拉林律叫且究观越织装影算低持音众书布复容儿须际商非验连断深难近矿千周委素技备半办青省列习响约支般史感劳便团往酸历市克何除消构府称太准精值号率族维划选标写存候毛亲快效斯院查江型眼王按格养易置派层片始却专状育厂京识适属圆包火住调满县局照参红细引听该铁价严龙飞",
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+        " \n\t\r.,;:!?'\"()[]{}<>/\\|-_=+*&^%$#@~`",
+        "😀😃😄😁😆🥹😅😂🤣🥲☺️😊😇🙂🙃😉🌧️☔👍🏽👨‍👩‍👧‍👦🇨🇳",
+        "αβγδεζηθικλμνξοπρστυφχψω абвгдеёжзийклмнопрстуфхцчшщъыьэюя ñçüéèàô ﬁ ـ عربي",
+        "。，、；：？！「」『』（）【】《》……——",
+    ]
+    parts = []
+    while sum(map(len, parts)) < length:
+        pool = rng.choice(pools)
+        parts.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 40))))
+        if rng.random() < 0.1:
+            parts.append(" " * rng.randint(1, 300))  # the vocabulary's longest token is 128 spaces
+        if rng.random() < 0.1:
+            parts.append(rng.choice(["\n\nUser: ", "\n\nAssistant:", "User:", "Assistant: ", "System: "]))
+    return "".join(parts)[:length]
+
+
+def test_auto_tokenizer_gives_the_rwkv_ids_on_the_seed_prompts_and_random_text(hf_registry):
+    from transformers import AutoTokenizer
+
+    root, entry = hf_registry
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    loaded = AutoTokenizer.from_pretrained(root / export.path)
+    reference = trie_tokenizer()
+    rng = random.Random(15)
+    texts = [*SAMPLES.values(), *(_random_text(rng, n) for n in (10, 200, 5_000, 60_000))]
+    for text in texts:
+        ids = loaded.encode(text, add_special_tokens=False)
+        assert ids == reference.encode(text)
+        assert loaded.decode(ids) == text
+    assert loaded.decode([0]) == END_OF_TEXT and loaded.decode([0], skip_special_tokens=True) == ""
+
+
+def test_the_longest_match_pattern_prefers_the_longest_token():
+    import re
+
+    pattern = re.compile(longest_match_pattern(["a", "ab", "abc", "b", "c", "bcd", "d"]))
+    assert [m.group() for m in pattern.finditer("abcdabd")] == ["abc", "d", "ab", "d"]  # greedy from the left, never "a" + "bcd"
+
+
+def test_base_export_needs_the_registered_file(hf_registry, world_base, tmp_path):
+    root, _ = hf_registry
+    name = world_base.name[:-4]
+    other = make_base_checkpoint(tmp_path / "other.pth", TinySpec(**{**WORLD.__dict__, "seed": 9}))
+    before = snapshot(root)
+    with pytest.raises(RegistryError) as refused:
+        export_hf(root, ExportRequest(base=name, base_file=other))
+    assert refused.value.code == "export.wrong-base-file" and refused.value.file == str(other) and "pass the file registered as" in refused.value.fix
+    assert snapshot(root) == before
+    export = export_hf(root, ExportRequest(base=name, base_file=world_base))
+    assert export.path == f"{name}/hf" and export.source == name and validate(root) == []
+
+
+# ----------------------------------------------------------------------------------------------
+# bad input: one line naming the file and the fix, the registry unchanged
+
+
+def _refused(root: Path, request: ExportRequest) -> RegistryError:
+    before = snapshot(root)
+    with pytest.raises(RegistryError) as refused:
+        export_hf(root, request)
+    assert snapshot(root) == before
+    assert "\n" not in refused.value.one_line() and refused.value.fix
+    return refused.value
+
+
+def test_a_state_entry_is_refused(hf_registry, world_base, tmp_path):
+    root, _ = hf_registry
+    state = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", WORLD), world_base.name[:-4], "state", "v1.41", train_json(tmp_path / "t.json")))
+    error = _refused(root, ExportRequest(entry=state.path))
+    assert error.code == "export.not-a-model" and error.file == state.path and "State" in error.message and "--base" in error.fix
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [("head32", "head size 32"), ("no-gate-lora", "missing blocks.1.att.g1")],
+)
+def test_shapes_no_fla_configuration_has_are_refused(empty_registry, tmp_path, case, message):
+    if case == "head32":
+        tensors = make_base_state_dict(TinySpec(n_layer=2, n_embd=128, vocab_size=65536, head_size=32))
+    else:
+        tensors = make_base_state_dict(WORLD)
+        del tensors["blocks.1.att.g1"], tensors["blocks.1.att.g2"]
+    base_file = save_checkpoint(tmp_path / "rwkv7-odd-20260101.pth", tensors)
+    add_base(empty_registry, BaseRequest(path=None, filename=base_file.name, sha256=sha256_of(base_file)))  # declared by hash: add-base's own checks aside
+    error = _refused(empty_registry, ExportRequest(base="rwkv7-odd-20260101", base_file=base_file))
+    assert error.code == "export.not-fla" and error.file == str(base_file) and message in error.message and "head size 64" in error.fix
+
+
+def test_fla_plan_refuses_a_rank_that_differs_between_layers():
+    shapes = checkpoint_shapes(WORLD)
+    shapes["blocks.1.att.a1"], shapes["blocks.1.att.a2"] = (128, 64), (64, 128)
+    with pytest.raises(RegistryError, match=r"blocks\.0\.att\.a1 is \(128, 32\)"):
+        fla_plan(shapes, "x.pth")
+
+
+def test_an_export_folder_that_differs_is_refused_unless_forced(hf_registry):
+    root, entry = hf_registry
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    config = root / export.path / "config.json"
+    config.write_text(config.read_text().replace('"use_cache": true', '"use_cache": false'))
+    write_sums(root)
+    error = _refused(root, ExportRequest(entry=entry.path))
+    assert error.code == "export.exists" and error.file == f"{export.path}/config.json" and "--force" in error.fix
+    export_hf(root, ExportRequest(entry=entry.path, force=True))
+    assert '"use_cache": true' in config.read_text() and validate(root) == []
+
+
+def test_a_vocabulary_other_than_the_recorded_one_is_refused(empty_registry, world_base, small_base):
+    add_base(empty_registry, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20220101.txt"))
+    error = _refused(empty_registry, ExportRequest(base=world_base.name[:-4], base_file=world_base))
+    assert error.code == "export.vocab-mismatch" and error.file == "index.json" and "rwkv_vocab_v20220101" in error.message
+    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name, vocab="rwkv_vocab_v20230424.txt"))
+    error = _refused(empty_registry, ExportRequest(base=small_base.name[:-4], base_file=small_base))
+    assert error.code == "export.vocab-mismatch" and error.file == str(small_base) and f"{SMALL.vocab_size} token embeddings" in error.message
+
+
+# ----------------------------------------------------------------------------------------------
+# the command line
+
+
+def test_cli_json_help_usage_and_missing_extra(hf_registry, monkeypatch):
+    from click.testing import CliRunner
+
+    from registry.cli import main
+    from registry.cli.app import _as_registry_error
+
+    root, entry = hf_registry
+    runner = CliRunner()
+    done = runner.invoke(main, ["export-hf", entry.path, "-C", str(root), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["path"] == entry.path.rsplit("/", 1)[0] + "/hf"
+    assert runner.invoke(main, ["export-hf", "--help"]).exit_code == 0
+    usage = runner.invoke(main, ["export-hf", "-C", str(root), "--json"])
+    assert usage.exit_code == 2 and json.loads(usage.stdout)["ok"] is False
+    refused = runner.invoke(main, ["export-hf", "--base", "nope", "--base-file", str(root / entry.path), "-C", str(root), "--json"])
+    assert refused.exit_code == 3 and json.loads(refused.stdout)["problems"][0]["code"] == "export.unknown-base"
+    missing = _as_registry_error(ModuleNotFoundError("No module named 'transformers'", name="transformers"))
+    assert missing is not None and missing.code == "install.needs-hf" and missing.fix == "pip install 'rwkv-registry[hf]'"
+
+
+def test_validate_checks_the_export_against_its_source_and_folder(hf_registry):
+    root, entry = hf_registry
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    (root / export.path / "notes.txt").write_text("stray")
+    config = root / export.path / "config.json"
+    config.write_text(config.read_text().replace('"intermediate_size": 512', '"intermediate_size": 256'))
+    write_sums(root)
+    found = {(p.code, p.file): p.message for p in validate(root)}
+    assert ("export.unlisted-file", f"{export.path}/notes.txt") in found
+    message = found[("export.invalid", export.path)]
+    assert "another sha256" in message  # index.json's record of config.json no longer matches
+    index = json.loads((root / "index.json").read_text())
+    for ref in index["exports"][0]["files"]:
+        if ref["path"] == f"{export.path}/config.json":
+            ref["sha256"], ref["size"] = sha256_of(config), config.stat().st_size
+    (root / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+    write_sums(root)
+    messages = [p.message for p in validate(root) if p.code == "export.invalid"]
+    assert any("config.json says intermediate_size 256 but the base records 512" in m for m in messages), messages
