@@ -78,7 +78,10 @@ def _sources(tmp_path: Path, mutation: tuple[str, str] | None) -> Path:
 
 
 def _gate(sources: Path, root: Path, entry: str, base: Path, tmp_path: Path, *extra: str) -> dict:
-    env = {**os.environ, "RWKV_REGISTRY_KERNEL_CACHE": str(tmp_path / "kcache"), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    # Only our kernel's cache is per test (each mutant is its own build). The user's cache stays:
+    # torch keeps the rwkv package's JIT builds there too (under XDG_CACHE_HOME), and a private one
+    # per test would rebuild them (about a minute each) in every process.
+    env = {**os.environ, "RWKV_REGISTRY_KERNEL_CACHE": str(tmp_path / "kcache")}
     proc = subprocess.run([sys.executable, "-c", GATE_WITH_SOURCES, str(sources), str(root), entry, str(base), *extra], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
