@@ -18,13 +18,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from registry.ops.add import AddRequest, add_weight
-from registry.ops.add_base import BaseRequest, add_base
-from registry.ops.init import init_registry
 from registry.resources import kernel_dir
-from registry.synthetic import TinySpec, make_base_checkpoint, make_state_file
+from registry.synthetic import TinySpec
 
-from .test_ops_artifacts import train_json
+from .test_gate_smoke import state_registry
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -58,11 +55,7 @@ except RegistryError as err:
 
 @pytest.fixture(scope="module")
 def gate_registry(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mutants")
-    root = init_registry(tmp / "reg").root
-    base = make_base_checkpoint(tmp / "rwkv7-mutants-20260101.pth", SPEC)
-    add_base(root, BaseRequest(path=base, filename=base.name))
-    entry = add_weight(root, AddRequest(make_state_file(tmp / "s.pth", SPEC), base.name[:-4], "state", "v1.41", train_json(tmp / "t.json")))
+    root, base, entry = state_registry(tmp_path_factory.mktemp("mutants"), SPEC, "rwkv7-mutants-20260101")
     return root, base, entry.path
 
 

@@ -22,7 +22,7 @@ from registry.gate.runtime import (
     Rwkv7,
     from_package_state,
     load_tensors,
-    merge_miss,
+    merged_weights,
     to_package_state,
 )
 from registry.synthetic import (
@@ -325,6 +325,11 @@ def test_mismatched_state_files_are_refused(model, artifacts, edit, fragment):
 
 
 # ---- MiSS merge ----------------------------------------------------------------------------------
+
+
+def merge_miss(base, adapter, scale, **kwargs):
+    """``base`` with the adapter merged in, as a new dict: what the gate copies into its runtimes."""
+    return {**base, **dict(merged_weights(base, adapter, scale, **kwargs))}
 
 
 @pytest.mark.parametrize("width", [12, 10, 2])  # divisible by the rank, not divisible, narrower

@@ -79,10 +79,10 @@ def test_the_adapter_changes_the_model(gated_registry):
     miss = next(r for r in receipts if r.method == "miss")
     parity = next(c for c in miss.checks if c.name == "model-parity")
     assert parity.passed
-    from registry.gate.runtime import Rwkv7, load_tensors, merge_miss
+    from registry.gate.runtime import Rwkv7, load_tensors, merged_weights
 
     base_t = load_tensors(base)
-    merged = merge_miss(base_t, load_tensors(root / entries["miss"].path), 2.0)
+    merged = {**base_t, **dict(merged_weights(base_t, load_tensors(root / entries["miss"].path), 2.0))}
     ids = [1, 2, 3]
     assert float((Rwkv7(base_t).forward(ids)[0] - Rwkv7(merged).forward(ids)[0]).abs().max()) > 1e-3
 
@@ -135,17 +135,20 @@ def test_state_that_does_not_fit_is_refused_without_a_receipt(tmp_path, small_re
     assert not (root / ".registry" / "gates").exists() or not list((root / ".registry" / "gates").iterdir())
 
 
+def state_registry(tmp: Path, spec: TinySpec = GATE_SPEC, name: str = "rwkv7-gate-20260101"):
+    """A registry with one base and one State entry on it: (root, base file, entry)."""
+    from registry.ops.init import init_registry
+
+    root = init_registry(tmp / "reg").root
+    base = make_base_checkpoint(tmp / f"{name}.pth", spec)
+    add_base(root, BaseRequest(path=base, filename=base.name))
+    entry = add_weight(root, AddRequest(make_state_file(tmp / "s.pth", spec), name, "state", "v1.41", train_json(tmp / "t.json")))
+    return root, base, entry
+
+
 @pytest.fixture
 def small_registry_factory():
-    def build(tmp: Path):
-        from registry.ops.init import init_registry
-        root = init_registry(tmp / "reg").root
-        base = make_base_checkpoint(tmp / "rwkv7-gate-20260101.pth", GATE_SPEC)
-        add_base(root, BaseRequest(path=base, filename=base.name))
-        entry = add_weight(root, AddRequest(make_state_file(tmp / "s.pth", GATE_SPEC), base.name[:-4], "state", "v1.41", train_json(tmp / "t.json")))
-        return root, base, entry
-
-    return build
+    return state_registry
 
 
 
@@ -200,13 +203,8 @@ def test_progress_names_each_entry_and_each_step(gated_registry):
 
 
 def test_a_misfit_in_the_middle_fails_alone_and_the_others_are_recorded(tmp_path):
-    from registry.ops.init import init_registry
-
-    root = init_registry(tmp_path / "reg").root
-    base = make_base_checkpoint(tmp_path / "rwkv7-gate-20260101.pth", GATE_SPEC)
-    add_base(root, BaseRequest(path=base, filename=base.name))
+    root, base, state = state_registry(tmp_path)
     name = base.name[:-4]
-    state = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", GATE_SPEC), name, "state", "v1.41", train_json(tmp_path / "t.json")))
     adapter = make_adapter_file(tmp_path / "adapter-final.pth", GATE_SPEC, sha256_of(base), rank=8)
     miss = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r8"))
     # the registered adapter is swapped (index and sums kept consistent) for one trained on another base
@@ -226,12 +224,7 @@ def test_a_misfit_in_the_middle_fails_alone_and_the_others_are_recorded(tmp_path
 
 def test_the_base_is_hashed_once_then_known_until_it_changes(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    from registry.ops.init import init_registry
-
-    root = init_registry(tmp_path / "reg").root
-    base = make_base_checkpoint(tmp_path / "rwkv7-gate-20260101.pth", GATE_SPEC)
-    add_base(root, BaseRequest(path=base, filename=base.name))
-    state = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", GATE_SPEC), base.name[:-4], "state", "v1.41", train_json(tmp_path / "t.json")))
+    root, base, state = state_registry(tmp_path)
     past = base.stat().st_mtime - 60  # older than the racy window
     os.utime(base, (past, past))
 

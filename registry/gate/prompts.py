@@ -63,7 +63,8 @@ def tokenizer() -> Tokenizer:
     (the fixed prompts' ids and every token's bytes) is cached, keyed by the vocabulary file's and
     the prompts' sha256, and rebuilt from the package whenever either changes.
     """
-    vocab = _vocab_path().read_bytes()
+    vocab_path = _vocab_path()
+    vocab = vocab_path.read_bytes()
     key = hashlib.sha256(vocab + json.dumps(PROMPTS, sort_keys=True).encode()).hexdigest()
     cached = user_cache("world-tokenizer.json")
     try:
@@ -74,7 +75,7 @@ def tokenizer() -> Tokenizer:
         pass  # a missing or broken cache only costs a rebuild
     from rwkv.rwkv_tokenizer import TRIE_TOKENIZER  # noqa: PLC0415
 
-    trie = TRIE_TOKENIZER(str(_vocab_path()))
+    trie = TRIE_TOKENIZER(str(vocab_path))
     built = Tokenizer(
         {name: list(trie.encode(text)) for name, text in PROMPTS.items()},
         [trie.idx2token.get(i, b"") for i in range(max(trie.idx2token) + 1)],

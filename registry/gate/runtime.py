@@ -131,13 +131,6 @@ def merged_weights(
         yield name, merge_delta(weight, block.to(weight.device), scale)
 
 
-def merge_miss(
-    base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], scale: float, *, source: str | Path | None = None
-) -> dict[str, torch.Tensor]:
-    """``base`` with a MiSS adapter folded in, as a new dict; the base is not modified."""
-    return {**base, **dict(merged_weights(base, adapter, scale, source=source))}
-
-
 @contextmanager
 def patched(replace: Callable[[str, torch.Tensor], None], pristine: Mapping[str, torch.Tensor], patch: Iterable[tuple[str, torch.Tensor]]) -> Iterator[None]:
     """Copy each patched weight into a runtime with ``replace``; afterwards copy the ``pristine``

@@ -385,10 +385,11 @@ def _group_files(run: Run, entries: list[Entry]) -> list[ToHash]:
     return [ToHash(run.opened[rel], run.cache, rel) for rel in _gate_files(run.index, entries)]
 
 
-def _check_group_files(run: Run, files: list[ToHash], hashed: list[Hashed]) -> None:
-    """Nothing runs on bytes that are not what index.json registered."""
-    for file, result in zip(files, hashed, strict=True):
-        check_registered(file.key, result.sha256, _gate_files(run.index, run.index.entries)[file.key])
+def _check_group_files(run: Run, entries: list[Entry], hashed: list[Hashed]) -> None:
+    """Nothing runs on bytes that are not what index.json registered (``hashed``: of
+    :func:`_group_files`'s files, in its order)."""
+    for (relpath, sha256), result in zip(_gate_files(run.index, entries).items(), hashed, strict=True):
+        check_registered(relpath, result.sha256, sha256)
 
 
 def _base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) -> Group:
@@ -406,7 +407,7 @@ def _base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) -
                 "gate.base-mismatch", base.path, f"sha256 is {base_sha} but {entry.path} was trained on base {entry.base_sha256}",
                 "pass the base file the entry was trained on (nothing was run)",
             )  # fmt: skip
-    _check_group_files(run, files[1:], hashed[1:])
+    _check_group_files(run, entries, hashed[1:])
     mapped = _mapped(run.device, base_view)
     return Group(weights, base_view, weights, entries, time.perf_counter() - start, mapped, mapped)
 
@@ -423,7 +424,7 @@ def _full_group(run: Run, entry: Entry) -> Group:
         return weights, (weights if source == entry.path else load_tensors(run.files / source))
 
     (weights, official), hashed = load_hashed(files, load)
-    _check_group_files(run, files, hashed)
+    _check_group_files(run, [entry], hashed)
     return Group(weights, run.files / source, official, [entry], time.perf_counter() - start, _mapped(run.device, run.files / entry.path), _mapped(run.device, run.files / source))
 
 
