@@ -102,6 +102,8 @@ SCENARIOS = [
     Scenario("card", _base, lambda reg, inputs: ["card", "-C", reg]),
     Scenario("sums", _base, lambda reg, inputs: ["sums", "-C", reg]),
     Scenario("smoke", _with_gate_state, lambda reg, inputs: ["smoke", GATE_STATE_PATH, "-C", reg, "--device", "cpu", "--base-file", inputs / "rwkv7-crashgate-20260101.pth"]),
+    Scenario("set", _base, lambda reg, inputs: ["set", "title", "Crash test title", "-C", reg]),
+    Scenario("describe", _with_state, lambda reg, inputs: ["describe", STATE_PATH, "-C", reg, "--lang", "en", "--notes", "the recommended State"]),
     Scenario("validate-allow-rewrite", _published_then_changed, lambda reg, inputs: ["validate", "-C", reg, "--allow-rewrite", "fixed a typo"]),
 ]
 
