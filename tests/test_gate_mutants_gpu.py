@@ -74,7 +74,9 @@ def _gate(sources: Path, root: Path, entry: str, base: Path, tmp_path: Path, *ex
     # Only our kernel's cache is per test (each mutant is its own build). The user's cache stays:
     # torch keeps the rwkv package's JIT builds there too (under XDG_CACHE_HOME), and a private one
     # per test would rebuild them (about a minute each) in every process.
-    env = {**os.environ, "RWKV_REGISTRY_KERNEL_CACHE": str(tmp_path / "kcache")}
+    # The kernel check's reference runs on CPU: with every parallel test process starting one torch
+    # thread per core, their spinning threads starve each other (minutes instead of a second).
+    env = {**os.environ, "RWKV_REGISTRY_KERNEL_CACHE": str(tmp_path / "kcache"), "OMP_NUM_THREADS": "2"}
     proc = subprocess.run([sys.executable, "-c", GATE_WITH_SOURCES, str(sources), str(root), entry, str(base), *extra], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
