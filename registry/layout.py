@@ -138,16 +138,18 @@ def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Problem:
 
 
 def export_folder(rel: str) -> str | None:
-    """The Transformers export folder a file lies in, or None: ``<base>/hf/<file>`` (a base's) or
-    ``<base>/full/<data-version>/[<run>/]hf/<file>`` (a full entry's, beside it)."""
+    """The Transformers export folder a file lies in, or None: ``<base>/hf/<file>`` (a base's),
+    ``<base>/full/<data-version>/[<run>/]hf/<file>`` (a full entry's, beside it) or
+    ``<base>/miss/<data-version>/<run>/hf/<file>`` (a MiSS adapter's PEFT folder, beside it)."""
     parts = rel.split("/")
-    if (len(parts) == 3 and parts[1] == HF_DIR) or (len(parts) in (5, 6) and parts[1] == "full" and parts[-2] == HF_DIR):
+    beside_entry = (len(parts) in (5, 6) and parts[1] == "full") or (len(parts) == 6 and parts[1] == "miss")
+    if (len(parts) == 3 and parts[1] == HF_DIR) or (beside_entry and parts[-2] == HF_DIR):
         return "/".join(parts[:-1])
     return None
 
 
 def export_path(base: str, entry_path: str | None = None) -> str:
-    """Where a base's (``entry_path`` None) or a full entry's Transformers export lives."""
+    """Where a base's (``entry_path`` None), a full entry's or a MiSS adapter's export lives."""
     return f"{entry_path.rsplit('/', 1)[0]}/{HF_DIR}" if entry_path else f"{base}/{HF_DIR}"
 
 

@@ -34,7 +34,7 @@ from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 from registry.repo import Repo
 from registry.sums import SUMS_NAME, parse_sums
-from registry.synthetic import TinySpec, checkpoint_shapes, make_base_checkpoint, make_base_state_dict, make_state_file, save_checkpoint, share_storage
+from registry.synthetic import TinySpec, checkpoint_shapes, make_adapter_file, make_base_checkpoint, make_base_state_dict, make_state_file, save_checkpoint, share_storage
 
 from .conftest import SMALL, sha256_of, snapshot
 from .test_ops_artifacts import train_json
@@ -309,3 +309,79 @@ def test_validate_checks_the_export_against_its_source_and_folder(hf_registry):
     write_sums(root)
     messages = [p.message for p in validate(root) if p.code == "export.invalid"]
     assert any("config.json says intermediate_size 256 but the base records 512" in m for m in messages), messages
+
+
+def test_a_miss_adapter_exports_for_peft_and_peft_merges_it_bit_exactly_as_we_do(hf_registry, world_base, tmp_path):
+    """PEFT loads the exported adapter onto the exported base, and its merge is ours, bit for bit.
+
+    Rank 24 does not divide n_embd 128, so PEFT's partial last block is exercised too; scale 0.37
+    makes float32 blocks necessary (a bf16 ``scale·D`` would round)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from registry.artifacts.miss import merge_delta
+
+    root, _ = hf_registry
+    base_sha = Repo.open(root).load_index().bases[0].sha256
+    name = world_base.name[:-4]
+    adapter = make_adapter_file(tmp_path / "adapter-final.pth", WORLD, base_sha, rank=24, scale=0.37)
+    entry = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r24-lr2e-5"))
+
+    refused = _refused(root, ExportRequest(entry=entry.path))
+    assert refused.code == "export.no-base-export" and f"--base {name}" in refused.fix
+
+    base_export = export_hf(root, ExportRequest(base=name, base_file=world_base))
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    assert export.path == entry.path.rsplit("/", 1)[0] + "/hf" and export.source_sha256 == entry.sha256
+    assert {f.path.rsplit("/", 1)[1] for f in export.files} == {"adapter_config.json", "adapter_model.safetensors"}
+    sums = parse_sums((root / SUMS_NAME).read_bytes())
+    assert all(sums[f.path] == f.sha256 == sha256_of(root / f.path) for f in export.files)
+    assert validate(root) == []
+    assert {f.path for f in export.files} <= set(local_files(Repo.open(root), local_sums(Repo.open(root))))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = AutoModelForCausalLM.from_pretrained(root / base_export.path)
+        merged = PeftModel.from_pretrained(model, root / export.path).merge_and_unload()
+    got = merged.state_dict()
+    base = torch.load(world_base, weights_only=True)
+    blocks = torch.load(adapter, weights_only=True)
+    targets = {rule.source: rule.target for rule in rules(WORLD.n_layer)}
+    for source, block in blocks.items():
+        want = merge_delta(base[source], block, 0.37)
+        assert got[targets[source]].dtype == torch.bfloat16 and torch.equal(got[targets[source]], want), source
+        assert not torch.equal(want, base[source])
+    untouched = [r for r in rules(WORLD.n_layer) if r.transform == "rename" and r.source not in blocks]
+    assert untouched and all(torch.equal(got[r.target], base[r.source]) for r in untouched)
+
+
+def test_a_peft_export_that_no_longer_fits_is_found_by_validate(hf_registry, world_base, tmp_path):
+    root, _ = hf_registry
+    base_sha = Repo.open(root).load_index().bases[0].sha256
+    name = world_base.name[:-4]
+    adapter = make_adapter_file(tmp_path / "adapter-final.pth", WORLD, base_sha, rank=16, scale=2.0)
+    entry = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r16"))
+    export_hf(root, ExportRequest(base=name, base_file=world_base))
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    config_path = root / export.path / "adapter_config.json"
+    config = json.loads(config_path.read_text())
+    config["r"] = 8
+    config_path.write_text(json.dumps(config))
+    write_sums(root)  # the edit is recorded everywhere but the export's own list
+    codes = {(p.code, p.file) for p in validate(root)}
+    assert ("export.invalid", export.path) in codes
+
+
+def test_the_card_shows_the_peft_snippet_for_an_exported_adapter(hf_registry, world_base, tmp_path):
+    root, _ = hf_registry
+    name = world_base.name[:-4]
+    adapter = make_adapter_file(tmp_path / "adapter-final.pth", WORLD, Repo.open(root).load_index().bases[0].sha256)
+    entry = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r16"))
+    export_hf(root, ExportRequest(base=name, base_file=world_base))
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    card = (root / "README.md").read_text()
+    section = card[card.index(f"### PEFT (`{export.path}`)") :]
+    section = section[: section.index("print(text)")]
+    assert '"peft>=0.21"\n```' in section and f"subfolder={json.dumps(f'{name}/hf')}" in section
+    assert f"PeftModel.from_pretrained(model, repo, subfolder={json.dumps(export.path)}).merge_and_unload()" in section
+    assert f"### Transformers (`{name}/hf`)" in card and f"### Transformers (`{export.path}" not in card

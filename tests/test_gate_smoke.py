@@ -276,3 +276,32 @@ def test_the_gate_tokenizer_is_the_packages_from_its_cache(tmp_path, monkeypatch
     prompts.tokenizer.cache_clear()
     assert prompts.tokenizer().prompt_ids == built.prompt_ids  # a broken cache is rebuilt
     prompts.tokenizer.cache_clear()
+
+
+def _figures(receipt) -> list:
+    """Every check's figures and verdict: what a reused run must carry over unchanged."""
+    return [(c.name, c.passed, c.figures) for c in receipt.checks]
+
+
+def test_a_twin_carries_its_sources_results_only_after_its_tensors_compare_equal(tmp_path):
+    """A safetensors twin (State and full) gets the figures of the .pth it was converted from,
+    which equal what gating it alone computes; an entry with other tensors runs on its own."""
+    from registry.ops.convert import convert_entry
+
+    root, base, state = state_registry(tmp_path)
+    name = base.name[:-4]
+    other = add_weight(root, AddRequest(make_state_file(tmp_path / "s2.pth", GATE_SPEC, seed=9), name, "state", "v1.42", train_json(tmp_path / "t2.json")))
+    tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
+    full = add_weight(root, AddRequest(save_checkpoint(tmp_path / "rwkv-final.pth", tuned), name, "full", "v1.0", train_json(tmp_path / "f.json")))
+    state_twin = convert_entry(root, state.path, 1 << 30)
+    full_twin = convert_entry(root, full.path, 1 << 20)
+    lines: list[str] = []
+    together = {r.entry: r for r in smoke(root, [], base, "cpu", echo=lines.append)}
+    text = "\n".join(lines)
+    for twin, source in ((state_twin, state), (full_twin, full)):
+        assert f"{twin.path}: tensors equal to {source.path}'s (compared), its results apply" in text
+        assert _figures(together[twin.path]) == _figures(together[source.path])
+        [alone] = smoke(root, [twin.path], base if twin.method != "full" else None, "cpu")
+        assert _figures(alone) == _figures(together[twin.path]), twin.path
+        assert together[twin.path].file_sha256 == twin.sha256 and together[twin.path].passed
+    assert f"{other.path}: our runtime" in text and _figures(together[other.path]) != _figures(together[state.path])

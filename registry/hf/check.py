@@ -1,10 +1,11 @@
 """What ``validate`` checks of the Transformers exports in index.json (headers and JSON only: no torch).
 
-Each export must name a source that is in the registry (a full entry, or a base) with the sha256 it
-was exported from, sit at its canonical place, list exactly the files in its folder, and hold the
+Each export must name a source that is in the registry (a full entry, a MiSS adapter, or a base)
+with the sha256 it was exported from, sit at its canonical place, list exactly the files in its folder, and hold the
 model of its source: config.json's shape fields equal to what the base's architecture records, the
 safetensors headers holding exactly fla's tensors for that config (names, shapes; one dtype), each
-recording the source's sha256.  Files under an export folder that no export lists are findings.
+recording the source's sha256; a MiSS adapter's PEFT folder holds the default MiSS config and
+exactly its ``miss_block`` tensors for the base export's Linears.  Files under an export folder that no export lists are findings.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..artifacts.safetensors_header import read_safetensors_header
 from ..errors import Problem, RegistryError
 from ..layout import export_folder, export_path
 from ..models import HfExport, Index
+from . import peft
 from .files import CONFIG_NAME
 from .mapping import fla_shapes
 
@@ -37,8 +39,8 @@ def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
         yield f"its source {export.source} is neither an entry nor its base"
         return
     sha, path = (entry.sha256, export_path(base.name, entry.path)) if entry else (base.sha256, export_path(base.name))
-    if entry is not None and (entry.method != "full" or entry.base_sha256 != base.sha256):
-        yield f"its source {export.source} is not a full entry on base {base.name}"
+    if entry is not None and (entry.method not in ("full", "miss") or entry.base_sha256 != base.sha256):
+        yield f"its source {export.source} is not a full entry or a MiSS adapter on base {base.name}"
     if export.source_sha256 != sha:
         yield f"was exported from sha256 {export.source_sha256[:12]}… but {export.source} is {sha[:12]}… now"
     if export.path != path:
@@ -81,6 +83,34 @@ def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str
         yield f"its tensors mix dtypes {sorted(dtypes)}"
 
 
+def _peft_problems(root: Path, index: Index, export: HfExport) -> Iterator[str]:
+    """A MiSS adapter's PEFT folder: the default MiSS config, and exactly its F32 ``miss_block`` s on
+    the Linears of the base export it loads onto, recording the adapter's sha256."""
+    config = json.loads((root / export.path / peft.ADAPTER_CONFIG_NAME).read_text(encoding="utf-8"))
+    if config.get("peft_type") != peft.PEFT_TYPE or config.get("init_weights") is not True:
+        yield f"its {peft.ADAPTER_CONFIG_NAME} is not PEFT's default MiSS"
+        return
+    base = index.base_by_sha(export.base_sha256)
+    base_folder = export_path(base.name) if base else ""
+    if not any(e.path == base_folder for e in index.exports):
+        yield f"its base has no export at {base_folder}/ to load onto"
+        return
+    shapes = fla_shapes(json.loads((root / base_folder / CONFIG_NAME).read_text(encoding="utf-8")))
+    out_features = {name.removesuffix(".weight"): shape[0] for name, shape in shapes.items() if len(shape) == 2}
+    unknown = [m for m in config["target_modules"] if m not in out_features]
+    if unknown:
+        yield f"targets {unknown[0]}, which the base export has no Linear for"
+        return
+    want = peft.expected_tensors(config, out_features)
+    header = read_safetensors_header(root / export.path / peft.ADAPTER_WEIGHTS_NAME)
+    if (header.metadata or {}).get("source_sha256") != export.source_sha256:
+        yield f"{peft.ADAPTER_WEIGHTS_NAME} does not record source_sha256 {export.source_sha256[:12]}…"
+    found = {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()}
+    odd = sorted(set(found) ^ set(want)) or sorted(n for n in want if found[n] != (want[n], "F32"))
+    if odd:
+        yield f"{peft.ADAPTER_WEIGHTS_NAME}: {odd[0]} is not the F32 {want.get(odd[0], 'absent')} miss_block its config makes"
+
+
 def export_problems(root: Path, index: Index, files: list[str], digests: dict[str, str]) -> Iterator[Problem]:
     """Findings for every export in ``index`` and every export-folder file (``files``: the tree,
     ``digests``: their sha256)."""
@@ -99,9 +129,13 @@ def export_problems(root: Path, index: Index, files: list[str], digests: dict[st
         problems += [f"lists {path} with another sha256 than the file's" for path in changed[:1]]
         if not problems:
             try:
-                config = json.loads((root / export.path / CONFIG_NAME).read_text(encoding="utf-8"))
-                problems += list(_config_problems(index, export, config))
-                problems += list(_tensor_problems(root, export, config))
+                source = index.entry_by_path(export.source)
+                if source is not None and source.method == "miss":
+                    problems += list(_peft_problems(root, index, export))
+                else:
+                    config = json.loads((root / export.path / CONFIG_NAME).read_text(encoding="utf-8"))
+                    problems += list(_config_problems(index, export, config))
+                    problems += list(_tensor_problems(root, export, config))
             except RegistryError as err:
                 problems.append(err.message)
             except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -1,16 +1,20 @@
 """``registry export-hf``: a folder Transformers loads (flash-linear-attention's RWKV-7), exported
-from a base checkpoint or a full fine-tune, through the convert pipeline, in one transaction.
+from a base checkpoint or a full fine-tune, through the convert pipeline, in one transaction; or,
+for a MiSS adapter, a PEFT adapter folder that loads onto its base's export.
 
 The folder (``<base>/hf/`` for a base, ``hf/`` beside a full entry) holds fla-named safetensors
 shards and their index, config.json from the checkpoint's shapes, generation_config.json from the
 weight's stop rules (greedy), and the world tokenizer.  Before anything is committed, fla's model
 built from the config must have exactly the exported tensors and ``AutoTokenizer`` must give the
-``rwkv`` package's ids on the seeds' prompts (:mod:`registry.hf.verify`).
+``rwkv`` package's ids on the seeds' prompts (:mod:`registry.hf.verify`).  A MiSS adapter's folder
+(``hf/`` beside it) holds ``adapter_config.json`` and ``adapter_model.safetensors``
+(:mod:`registry.hf.peft`), checked with PEFT and against fla's shapes the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +23,9 @@ from pathlib import Path
 
 import torch
 
-from ..atomic import transaction
+from ..artifacts.inspect import load_tensor_map
+from ..artifacts.miss import read_miss_json, verify_adapter
+from ..atomic import Transaction, transaction
 from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import SAFETENSORS_DTYPES, OutputFile
 from ..derived import stage_derived
@@ -27,10 +33,11 @@ from ..errors import RegistryError
 from ..hashing import StatCache, hash_file
 from ..hashing.engine import Progress
 from ..hf import files as hf_files
+from ..hf import peft
 from ..hf.mapping import FlaPlan, fla_plan
 from ..hf.tensors import to_fla
 from ..hf.tokenizer import WORLD_VOCAB, check_vocab, read_vocab, tokenizer_config_json, tokenizer_json, world_vocab_file
-from ..hf.verify import check_model, check_tokenizer
+from ..hf.verify import check_model, check_peft, check_tokenizer
 from ..index_rules import index_to_change
 from ..layout import export_path
 from ..models import Base, Entry, FileRef, HfExport, Index, StopRules
@@ -63,6 +70,7 @@ class _Source:
 def require_hf() -> None:
     """Import what the export's checks need first, so a missing extra is said before any work."""
     import fla  # noqa: F401
+    import peft  # noqa: F401
     import tokenizers  # noqa: F401
     import transformers  # noqa: F401
 
@@ -70,11 +78,10 @@ def require_hf() -> None:
 def _source(index: Index, repo: Repo, request: ExportRequest) -> _Source:
     if request.entry is not None:
         entry = resolve_entry(repo, index, request.entry)
-        if entry.method != "full":
-            what = "a State file (an initial recurrent state, not a model)" if entry.method == "state" else "a MiSS adapter (a weight delta, not a model)"
+        if entry.method == "state":
             raise RegistryError(
-                "export.not-a-model", entry.path, f"is {what}; export-hf exports base checkpoints and full fine-tunes",
-                "export its base with `registry export-hf --base NAME --base-file BASE.pth` (docs/formats.md says how States and MiSS adapters go with it)",
+                "export.not-a-model", entry.path, "is a State file (an initial recurrent state, not a model); export-hf exports bases, full fine-tunes and MiSS adapters",
+                "export its base with `registry export-hf --base NAME --base-file BASE.pth` and use the State with the rwkv runtime (docs/formats.md: State files and Transformers)",
             )  # fmt: skip
         if entry.format != "pth":
             raise RegistryError("export.not-pth", entry.path, "is a safetensors twin; the export reads the .pth it was converted from", f"pass {entry.derived_from or 'the .pth entry'}")
@@ -173,6 +180,56 @@ def _check_folder(repo: Repo, index: Index, source: _Source, written: set[str], 
         )  # fmt: skip
 
 
+def _base_export(index: Index, source: _Source) -> str:
+    """The folder of the base's export that a PEFT adapter loads onto; refused when there is none."""
+    folder = export_path(source.base.name)
+    if not any(e.path == folder and e.source_sha256 == source.base.sha256 for e in index.exports):
+        raise RegistryError(
+            "export.no-base-export", source.label, f"a PEFT adapter loads onto its base's export, and base {source.base.name} has none at {folder}/",
+            f"export the base first: `registry export-hf --base {source.base.name} --base-file {source.base.filename}`",
+        )  # fmt: skip
+    return folder
+
+
+def _peft_files(index: Index, source: _Source, handle: Pinned) -> dict[str, bytes]:
+    """adapter_config.json and adapter_model.safetensors of the MiSS adapter read from ``handle``."""
+    from safetensors.torch import save
+
+    base_folder = _base_export(index, source)
+    manifest = read_miss_json(handle.stable)
+    tensors = load_tensor_map(handle.stable)
+    verify_adapter(handle.path, tensors, manifest)
+    metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "peft-miss"}
+    return {
+        peft.ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, list(tensors), str(base_folder))),
+        peft.ADAPTER_WEIGHTS_NAME: save(peft.peft_tensors(tensors, manifest.scale), metadata=metadata),
+    }
+
+
+def _verify_peft(repo: Repo, data: dict[str, bytes], base_folder: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="registry-export-") as tmp:
+        for name, content in data.items():
+            Path(tmp, name).write_bytes(content)
+        check_peft(Path(tmp), json.loads(repo.read_bytes(repo.root / base_folder / hf_files.CONFIG_NAME)))
+
+
+def _record(repo: Repo, txn: Transaction, index: Index, source: _Source, data: dict[str, bytes], converted: list[FileRef], progress: Progress | None) -> HfExport:
+    """Write ``data`` into the export folder and list it, with the ``converted`` files, in index.json."""
+    refs = list(converted)
+    for name, content in data.items():
+        rel = f"{source.folder}/{name}"
+        txn.write(rel, content)
+        refs.append(FileRef(path=rel, sha256=hashlib.sha256(content).hexdigest(), size=len(content)))
+    export = HfExport(
+        path=source.folder, source=source.label, source_sha256=source.sha256, base_sha256=source.base.sha256,
+        vocab=WORLD_VOCAB, files=sorted(refs, key=lambda r: r.path),
+    )  # fmt: skip
+    index.exports = [e for e in index.exports if e.path != export.path] + [export]
+    txn.write(INDEX_NAME, render_index(index))
+    stage_derived(repo, txn, index, progress)
+    return export
+
+
 def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, progress: Progress | None = None) -> HfExport:
     """Export, verify and register one folder; nothing changes unless all of it succeeds."""
     require_hf()
@@ -180,6 +237,12 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         source = _source(index, repo, request)
+        if source.entry is not None and source.entry.method == "miss":
+            with _pinned_source(repo, source, None) as handle:
+                data = _peft_files(index, source, handle)
+            _verify_peft(repo, data, export_path(source.base.name))
+            _check_folder(repo, index, source, set(data), data, request.force)
+            return _record(repo, txn, index, source, data, [], progress)
         with _pinned_source(repo, source, request.base_file) as handle:
             converted = _convert(repo, source, handle, request, txn.staging, opener, progress)
         result = converted.result
@@ -187,21 +250,9 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
             data = _json_files(converted, source.entry.stop if source.entry else None)
             _verify(data, converted.shapes)
             _check_folder(repo, index, source, {f.final.name for f in result.files} | set(data), data, request.force)
-            refs = [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files]
-            for name, content in data.items():
-                rel = f"{source.folder}/{name}"
-                txn.write(rel, content)
-                refs.append(FileRef(path=rel, sha256=hashlib.sha256(content).hexdigest(), size=len(content)))
             for f in result.files:
                 txn.move(f.temp, repo.rel(f.final), f.sha256)
-            export = HfExport(
-                path=source.folder, source=source.label, source_sha256=source.sha256, base_sha256=source.base.sha256,
-                vocab=WORLD_VOCAB, files=sorted(refs, key=lambda r: r.path),
-            )  # fmt: skip
-            index.exports = [e for e in index.exports if e.path != export.path] + [export]
-            txn.write(INDEX_NAME, render_index(index))
-            stage_derived(repo, txn, index, progress)
+            return _record(repo, txn, index, source, data, [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files], progress)
         except BaseException:
             result.discard()
             raise
-    return export

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -122,6 +122,10 @@ class OursRun:
     decode_tps: float
     prefill_tps: float
     seconds: float
+    # Set when this entry's tensors were compared equal to an earlier entry's in this run (a
+    # safetensors twin and its .pth): its figures are that run's, as a deterministic function of
+    # the same tensors on the same weights.
+    same_as: OursRun | None = None
 
 
 @dataclass
@@ -203,12 +207,25 @@ def _prepare(run: Run, entry: Entry, group: Group) -> Prepared:
             "gate.vocab", entry.path, f"the model's vocabulary has {architecture.vocab_size} tokens; the gate's prompts need the RWKV world vocabulary ({WORLD_VOCAB_SIZE})",
             "gate models built on the world vocabulary (rwkv_vocab_v20230424)",
         )  # fmt: skip
-    own = group.weights if entry.method == "full" else _on(run.device, load_tensors(path))
+    if entry.method == "full":
+        # The group's weights are its first entry's; a twin's own tensors stay on the CPU, to be
+        # compared with them one tensor at a time (_same_tensors).
+        own = group.weights if entry is group.entries[0] else load_tensors(path)
+    else:
+        own = _on(run.device, load_tensors(path))
     scale = None
     if entry.method == "miss":
         scale = read_miss_json(run.files / _source_pth(run.index, entry)).scale
         check_miss_fits(group.weights, own, source=entry.path)
     return Prepared(entry, own, scale, check_finite_weights(own), time.perf_counter() - start)
+
+
+def _same_tensors(a: Prepared, b: Prepared) -> bool:
+    """Whether two entries run the same model: same method and MiSS scale, and tensors equal in
+    names, dtypes, shapes and every bit (a twin and its source; compared, never assumed)."""
+    if a.entry.method != b.entry.method or a.scale != b.scale or a.own.keys() != b.own.keys():
+        return False
+    return all(x.dtype == b.own[k].dtype and x.shape == b.own[k].shape and torch.equal(x, b.own[k].to(x.device)) for k, x in a.own.items())
 
 
 def _merged_into(replace: Callable[[str, torch.Tensor], None], group: Group, prepared: Prepared):
@@ -229,9 +246,14 @@ def _state_file(prepared: Prepared) -> dict[str, torch.Tensor] | None:
 def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mapping[str, list[int]], decode) -> list[OursRun]:
     dtype = torch.bfloat16 if run.device == "cuda" else torch.float32
     ours = Rwkv7(group.weights, dtype=dtype, device=run.device, wkv="auto", source=group.entries[0].path, copied=_drop_pages if group.weights_mapped else None)
-    results = []
+    results: list[OursRun] = []
     for item in prepared:
         start = time.perf_counter()
+        earlier = next((r for r in results if r.same_as is None and _same_tensors(r.prepared, item)), None)
+        if earlier is not None:
+            run.say(f"{item.entry.path}: tensors equal to {earlier.prepared.entry.path}'s (compared), its results apply")
+            results.append(replace(earlier, prepared=item, seconds=time.perf_counter() - start, same_as=earlier))
+            continue
         run.say(f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding")
         with _merged_into(ours.replace_weight, group, item):
             state_file = _state_file(item)
@@ -254,12 +276,17 @@ def _phase_official(run: Run, group: Group, results: list[OursRun], prompts: Map
     run.say(f"official rwkv runtime: building from the loaded weights ({len(results)} entries)")
     official = load_official(group.official_checkpoint, run.device, group.official_tensors, _drop_pages if group.official_mapped else None)
     build_s = time.perf_counter() - start
+    computed: dict[int, Logits] = {}  # by id of the OursRun that was run
     for result in results:
         item = result.prepared
         start = time.perf_counter()
-        with _merged_into(official.replace_weight, group, item):
-            state_file = _state_file(item)
-            theirs = official_logits(official, prompts, official.state_from_file(state_file) if state_file else None, result.reference)
+        if result.same_as is not None:
+            theirs = computed[id(result.same_as)]
+        else:
+            with _merged_into(official.replace_weight, group, item):
+                state_file = _state_file(item)
+                theirs = official_logits(official, prompts, official.state_from_file(state_file) if state_file else None, result.reference)
+            computed[id(result)] = theirs
         seconds = result.seconds + time.perf_counter() - start + build_s / len(results)
         group.drop_pages()
         _record(run, group, result, theirs, seconds)
@@ -412,20 +439,32 @@ def _base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) -
     return Group(weights, base_view, weights, entries, time.perf_counter() - start, mapped, mapped)
 
 
-def _full_group(run: Run, entry: Entry) -> Group:
-    """A full entry's own weights (and a twin's .pth source for the official runtime), hashed while they load."""
+def _full_groups(index: Index, entries: list[Entry]) -> list[list[Entry]]:
+    """Full entries grouped by the .pth they come from (a .pth and its safetensors twins), the
+    .pth first when it is among them."""
+    groups: dict[str, list[Entry]] = {}
+    for entry in entries:
+        source = entry.path if entry.format == "pth" else (entry.derived_from or entry.path)
+        groups.setdefault(source, []).append(entry)
+    return [sorted(members, key=lambda e: e.format != "pth") for members in groups.values()]
+
+
+def _full_group(run: Run, entries: list[Entry]) -> Group:
+    """The first full entry's weights (and a twin's .pth source for the official runtime), hashed
+    while they load with every file of the group."""
     start = time.perf_counter()
+    entry = entries[0]
     run.say(f"loading {entry.path} (hashed on the way)")
     source = _source_pth(run.index, entry)
-    files = _group_files(run, [entry])
+    files = _group_files(run, entries)
 
     def load() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         weights = _on(run.device, load_tensors(run.files / entry.path))
         return weights, (weights if source == entry.path else load_tensors(run.files / source))
 
     (weights, official), hashed = load_hashed(files, load)
-    _check_group_files(run, [entry], hashed)
-    return Group(weights, run.files / source, official, [entry], time.perf_counter() - start, _mapped(run.device, run.files / entry.path), _mapped(run.device, run.files / source))
+    _check_group_files(run, entries, hashed)
+    return Group(weights, run.files / source, official, entries, time.perf_counter() - start, _mapped(run.device, run.files / entry.path), _mapped(run.device, run.files / source))
 
 
 def _kernel_once(run: Run, builds: list[Future]) -> None:
@@ -471,9 +510,9 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
                 _kernel_once(run, builds)
                 _gate_group(run, group)
                 del group  # free the base before the full entries load
-        for entry in (e for e in entries if e.method == "full"):
-            with _out_of_memory_named([entry.path], entry.size + sum(s.size for s in entry.shards)):
-                group = _full_group(run, entry)
+        for members in _full_groups(index, [e for e in entries if e.method == "full"]):
+            with _out_of_memory_named([e.path for e in members], members[0].size + sum(s.size for s in members[0].shards)):
+                group = _full_group(run, members)
                 _kernel_once(run, builds)
                 _gate_group(run, group)
                 del group

@@ -1,0 +1,87 @@
+"""A MiSS adapter as a PEFT adapter on the exported base: ``adapter_config.json`` + ``adapter_model.safetensors``.
+
+PEFT's MiSS (``MissConfig``, default ``init_weights=True``) holds ``miss_block`` B ``[r, out]`` per
+target Linear and merges ``W' = W + Bᵀ.repeat(1, ceil(in / r))[:, :in]``; ours merges
+``W' = W + scale · D.repeat(1, ceil(in / rank))[:, :in]`` with ``D [out, rank]``.  They are the same
+function with ``B = (scale · D)ᵀ`` computed in float32, as :func:`~registry.artifacts.miss.merge_delta`
+computes it (docs/formats.md), so the merge gives the same bits.
+
+The JSON and the names are pure functions of the manifest (no torch, no PEFT), so ``validate`` can
+check an export from its files; :func:`peft_tensors` makes the tensors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .mapping import rules
+
+if TYPE_CHECKING:
+    import torch
+
+ADAPTER_CONFIG_NAME = "adapter_config.json"
+ADAPTER_WEIGHTS_NAME = "adapter_model.safetensors"
+PEFT_TYPE = "MISS"
+# PEFT's names for a saved adapter's tensors: the wrapped model's module path, then the adapter's
+# parameter (the adapter's own name, "default", is left out of saved files).
+_PREFIX = "base_model.model."
+_SUFFIX = ".miss_block"
+
+
+def fla_module(target: str) -> str:
+    """The fla module a MiSS target Linear is: ``blocks.3.att.receptance.weight`` → ``model.layers.3.attn.r_proj``."""
+    match = re.fullmatch(r"blocks\.(\d+)\.(.+)", target)
+    if not match:
+        raise ValueError(f"{target} is not a layer's weight")
+    layer = int(match.group(1))
+    by_source = {rule.source: rule.target for rule in rules(layer + 1)}
+    fla = by_source.get(target)
+    if fla is None or not fla.endswith(".weight"):
+        raise ValueError(f"{target} has no Linear in fla's RWKV-7")
+    return fla.removesuffix(".weight")
+
+
+def tensor_name(module: str) -> str:
+    return f"{_PREFIX}{module}{_SUFFIX}"
+
+
+def module_of(name: str) -> str | None:
+    """The module a saved ``miss_block`` belongs to, or None for another name."""
+    if name.startswith(_PREFIX) and name.endswith(_SUFFIX):
+        return name[len(_PREFIX) : -len(_SUFFIX)]
+    return None
+
+
+def adapter_config(rank: int, targets: Sequence[str], base_folder: str) -> dict[str, Any]:
+    """PEFT's MissConfig for the default MiSS on exactly these Linears (full module names match
+    exactly, so a target set that skips layers is kept as it is)."""
+    return {
+        "peft_type": PEFT_TYPE,
+        "task_type": "CAUSAL_LM",
+        "base_model_name_or_path": base_folder,
+        "r": rank,
+        "mini_r": 1,
+        "init_weights": True,
+        "miss_dropout": 0.0,
+        "bias": "none",
+        "target_modules": sorted(fla_module(t) for t in targets),
+        "exclude_modules": None,
+        "layers_to_transform": None,
+        "layers_pattern": None,
+        "modules_to_save": None,
+        "inference_mode": True,
+    }
+
+
+def expected_tensors(config: Mapping[str, Any], out_features: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """The tensors ``adapter_model.safetensors`` must hold for ``config``: ``[r, out]`` per module
+    (``out_features``: by fla module)."""
+    rank = int(config["r"])
+    return {tensor_name(module): (rank, out_features[module]) for module in config["target_modules"]}
+
+
+def peft_tensors(adapter: Mapping[str, torch.Tensor], scale: float) -> dict[str, torch.Tensor]:
+    """``miss_block = (scale · D)ᵀ`` in float32 for each target (``adapter``: by x070 weight name)."""
+    return {tensor_name(fla_module(name)): (scale * block.float()).t().contiguous() for name, block in adapter.items()}
