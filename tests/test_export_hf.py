@@ -338,6 +338,9 @@ def test_a_miss_adapter_exports_for_peft_and_peft_merges_it_bit_exactly_as_we_do
     assert all(sums[f.path] == f.sha256 == sha256_of(root / f.path) for f in export.files)
     assert validate(root) == []
     assert {f.path for f in export.files} <= set(local_files(Repo.open(root), local_sums(Repo.open(root))))
+    before = snapshot(root)
+    assert export_hf(root, ExportRequest(entry=entry.path)) == export  # the same adapter gives the same bytes
+    assert snapshot(root) == before
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

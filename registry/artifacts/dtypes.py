@@ -6,9 +6,12 @@ The names are language-neutral, so other tools can rebuild ``content_version``; 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RegistryError
+
+if TYPE_CHECKING:
+    import torch
 
 ITEMSIZE: dict[str, int] = {
     "BOOL": 1,
@@ -57,3 +60,13 @@ def dtype_code(dtype: Any) -> str:
             "weights.dtype", None, f"tensor dtype {dtype} has no safetensors name", f"convert the tensors to one of {', '.join(ITEMSIZE)}"
         ) from exc
 
+
+def little_endian_bytes(tensor: torch.Tensor) -> memoryview:
+    """The elements in row-major order as little-endian bytes, whatever the strides, storage
+    sharing or host byte order (on little-endian hosts this copies nothing beyond .contiguous())."""
+    import torch
+
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    unsigned = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}[flat.element_size()]
+    words = flat.view(unsigned).numpy()
+    return words.astype(words.dtype.newbyteorder("<"), copy=False).data.cast("B")

@@ -45,7 +45,7 @@ from pydantic import (
 
 from ..errors import RegistryError
 from ..models import SHA256_PATTERN, Architecture
-from .dtypes import dtype_code
+from .dtypes import dtype_code, little_endian_bytes
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: reading a manifest needs none
     import torch
@@ -129,17 +129,6 @@ def _x070_linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
 # content_version
 
 
-def _tensor_bytes(tensor: torch.Tensor) -> memoryview:
-    """The elements in row-major order as little-endian bytes, whatever the strides, storage
-    sharing or host byte order (on little-endian hosts this copies nothing beyond .contiguous())."""
-    import torch
-
-    flat = tensor.detach().cpu().contiguous().reshape(-1)
-    unsigned = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}[flat.element_size()]
-    words = flat.view(unsigned).numpy()
-    return words.astype(words.dtype.newbyteorder("<"), copy=False).data.cast("B")
-
-
 def content_version(tensors: Mapping[str, torch.Tensor]) -> str:
     """sha256 of the normalized tensor payload: the same weights give the same value, whatever
     container bytes hold them.
@@ -153,7 +142,7 @@ def content_version(tensors: Mapping[str, torch.Tensor]) -> str:
     for name in sorted(tensors):
         tensor = tensors[name]
         shape = b"".join(struct.pack("<Q", d) for d in tensor.shape)
-        for data in (name.encode("utf-8"), dtype_code(tensor.dtype).encode("ascii"), shape, _tensor_bytes(tensor)):
+        for data in (name.encode("utf-8"), dtype_code(tensor.dtype).encode("ascii"), shape, little_endian_bytes(tensor)):
             digest.update(struct.pack("<Q", len(data)))
             digest.update(data)
     return digest.hexdigest()

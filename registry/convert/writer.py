@@ -19,12 +19,13 @@ import os
 import queue
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from ..artifacts.dtypes import little_endian_bytes
 from ..errors import RegistryError
 from ..hashing.engine import Progress
 from ..libc import mapped, same_bytes, start_writeback
@@ -88,6 +89,13 @@ def plan_layout(tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str
     header = json.dumps(entries, separators=(",", ":"), ensure_ascii=True).encode()
     header += b" " * (-len(header) % 8)
     return Layout(struct.pack("<Q", len(header)) + header, spans)
+
+
+def safetensors_bytes(tensors: Mapping[str, torch.Tensor], metadata: dict[str, str]) -> bytes:
+    """A small safetensors file whole, in memory (an adapter): tensors in name order, the same
+    header :func:`plan_layout` writes, so the same tensors always give the same bytes."""
+    ordered = sorted(tensors.items())
+    return plan_layout(ordered, metadata).header + b"".join(bytes(little_endian_bytes(t)) for _, t in ordered)
 
 
 class OutputFile:

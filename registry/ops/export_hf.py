@@ -27,7 +27,7 @@ from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import read_miss_json, verify_adapter
 from ..atomic import Transaction, transaction
 from ..convert.pipeline import ConversionResult, Opener, convert_file
-from ..convert.writer import SAFETENSORS_DTYPES, OutputFile
+from ..convert.writer import SAFETENSORS_DTYPES, OutputFile, safetensors_bytes
 from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing import StatCache, hash_file
@@ -193,8 +193,6 @@ def _base_export(index: Index, source: _Source) -> str:
 
 def _peft_files(index: Index, source: _Source, handle: Pinned) -> dict[str, bytes]:
     """adapter_config.json and adapter_model.safetensors of the MiSS adapter read from ``handle``."""
-    from safetensors.torch import save
-
     base_folder = _base_export(index, source)
     manifest = read_miss_json(handle.stable)
     tensors = load_tensor_map(handle.stable)
@@ -202,7 +200,7 @@ def _peft_files(index: Index, source: _Source, handle: Pinned) -> dict[str, byte
     metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "peft-miss"}
     return {
         peft.ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, list(tensors), str(base_folder))),
-        peft.ADAPTER_WEIGHTS_NAME: save(peft.peft_tensors(tensors, manifest.scale), metadata=metadata),
+        peft.ADAPTER_WEIGHTS_NAME: safetensors_bytes(peft.peft_tensors(tensors, manifest.scale), metadata),
     }
 
 
