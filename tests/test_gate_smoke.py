@@ -305,3 +305,31 @@ def test_a_twin_carries_its_sources_results_only_after_its_tensors_compare_equal
         assert _figures(alone) == _figures(together[twin.path]), twin.path
         assert together[twin.path].file_sha256 == twin.sha256 and together[twin.path].passed
     assert f"{other.path}: our runtime" in text and _figures(together[other.path]) != _figures(together[state.path])
+
+
+def test_a_full_twin_whose_tensors_differ_from_its_source_fails_alone(tmp_path):
+    """A twin swapped for other tensors (index and sums kept consistent) is not given its source's run."""
+    from safetensors.torch import load_file, save_file
+
+    from registry.ops.convert import convert_entry
+
+    root, base, _ = state_registry(tmp_path)
+    tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
+    full = add_weight(root, AddRequest(save_checkpoint(tmp_path / "rwkv-final.pth", tuned), base.name[:-4], "full", "v1.0", train_json(tmp_path / "f.json")))
+    twin = convert_entry(root, full.path, 1 << 30)
+    swapped = load_file(root / twin.path)
+    name = next(iter(swapped))
+    swapped[name] = swapped[name] + 1
+    save_file(swapped, root / twin.path, metadata={"format": "pt"})
+    index = Index.model_validate_json((root / INDEX_NAME).read_text())
+    index.entry_by_path(twin.path).sha256 = sha256_of(root / twin.path)
+    index.entry_by_path(twin.path).size = (root / twin.path).stat().st_size
+    (root / INDEX_NAME).write_bytes(render_index(index))
+    write_sums(root)
+    with pytest.raises(RegistryError) as failed:
+        smoke(root, [full.path, twin.path], None, "cpu")
+    assert failed.value.exit_code == 1 and failed.value.code == "gate.twin-differs" and failed.value.file == twin.path
+    assert f"registry convert {full.path} --force" in failed.value.fix
+    assert [r["entry"] for r in failed.value.payload["receipts"]] == [full.path]
+    recorded = Index.model_validate_json((root / INDEX_NAME).read_text())
+    assert recorded.entry_by_path(full.path).gate.passed and recorded.entry_by_path(twin.path).gate is None

@@ -208,9 +208,15 @@ def _prepare(run: Run, entry: Entry, group: Group) -> Prepared:
             "gate models built on the world vocabulary (rwkv_vocab_v20230424)",
         )  # fmt: skip
     if entry.method == "full":
-        # The group's weights are its first entry's; a twin's own tensors stay on the CPU, to be
-        # compared with them one tensor at a time (_same_tensors).
-        own = group.weights if entry is group.entries[0] else load_tensors(path)
+        # The group's weights are its first entry's; a twin's own tensors (read on the CPU) must
+        # equal them, or the gate would run the first entry's model under the twin's name.
+        first = group.entries[0]
+        if entry is not first and not _equal_tensors(group.weights, load_tensors(path)):
+            raise RegistryError(
+                "gate.twin-differs", entry.path, f"its tensors are not those of {first.path}, which it was converted from",
+                f"convert it again: `registry convert {first.path} --force`",
+            )  # fmt: skip
+        own = group.weights  # compared equal: the twin's own copy is let go
     else:
         own = _on(run.device, load_tensors(path))
     scale = None
@@ -220,12 +226,15 @@ def _prepare(run: Run, entry: Entry, group: Group) -> Prepared:
     return Prepared(entry, own, scale, check_finite_weights(own), time.perf_counter() - start)
 
 
+def _equal_tensors(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]) -> bool:
+    """The same names, dtypes, shapes and every bit (``b``'s tensors moved to ``a``'s device one at a time)."""
+    return a is b or a.keys() == b.keys() and all(x.dtype == b[k].dtype and x.shape == b[k].shape and torch.equal(x, b[k].to(x.device)) for k, x in a.items())
+
+
 def _same_tensors(a: Prepared, b: Prepared) -> bool:
     """Whether two entries run the same model: same method and MiSS scale, and tensors equal in
     names, dtypes, shapes and every bit (a twin and its source; compared, never assumed)."""
-    if a.entry.method != b.entry.method or a.scale != b.scale or a.own.keys() != b.own.keys():
-        return False
-    return all(x.dtype == b.own[k].dtype and x.shape == b.own[k].shape and torch.equal(x, b.own[k].to(x.device)) for k, x in a.own.items())
+    return a.entry.method == b.entry.method and a.scale == b.scale and _equal_tensors(a.own, b.own)
 
 
 def _merged_into(replace: Callable[[str, torch.Tensor], None], group: Group, prepared: Prepared):
@@ -276,17 +285,17 @@ def _phase_official(run: Run, group: Group, results: list[OursRun], prompts: Map
     run.say(f"official rwkv runtime: building from the loaded weights ({len(results)} entries)")
     official = load_official(group.official_checkpoint, run.device, group.official_tensors, _drop_pages if group.official_mapped else None)
     build_s = time.perf_counter() - start
-    computed: dict[int, Logits] = {}  # by id of the OursRun that was run
+    computed: dict[str, Logits] = {}  # by the path of the entry that was run
     for result in results:
         item = result.prepared
         start = time.perf_counter()
         if result.same_as is not None:
-            theirs = computed[id(result.same_as)]
+            theirs = computed[result.same_as.prepared.entry.path]
         else:
             with _merged_into(official.replace_weight, group, item):
                 state_file = _state_file(item)
                 theirs = official_logits(official, prompts, official.state_from_file(state_file) if state_file else None, result.reference)
-            computed[id(result)] = theirs
+            computed[item.entry.path] = theirs
         seconds = result.seconds + time.perf_counter() - start + build_s / len(results)
         group.drop_pages()
         _record(run, group, result, theirs, seconds)
