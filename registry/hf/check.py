@@ -84,31 +84,21 @@ def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str
 
 
 def _peft_problems(root: Path, index: Index, export: HfExport) -> Iterator[str]:
-    """A MiSS adapter's PEFT folder: the default MiSS config, and exactly its F32 ``miss_block`` s on
-    the Linears of the base export it loads onto, recording the adapter's sha256."""
-    config = json.loads((root / export.path / peft.ADAPTER_CONFIG_NAME).read_text(encoding="utf-8"))
-    if config.get("peft_type") != peft.PEFT_TYPE or config.get("init_weights") is not True:
-        yield f"its {peft.ADAPTER_CONFIG_NAME} is not PEFT's default MiSS"
-        return
+    """A MiSS adapter's PEFT folder: loads onto its base's export, records the adapter's sha256,
+    and is the default MiSS on that export's Linears (:func:`registry.hf.peft.misfit`)."""
     base = index.base_by_sha(export.base_sha256)
     base_folder = export_path(base.name) if base else ""
     if not any(e.path == base_folder for e in index.exports):
         yield f"its base has no export at {base_folder}/ to load onto"
         return
-    shapes = fla_shapes(json.loads((root / base_folder / CONFIG_NAME).read_text(encoding="utf-8")))
-    out_features = {name.removesuffix(".weight"): shape[0] for name, shape in shapes.items() if len(shape) == 2}
-    unknown = [m for m in config["target_modules"] if m not in out_features]
-    if unknown:
-        yield f"targets {unknown[0]}, which the base export has no Linear for"
-        return
-    want = peft.expected_tensors(config, out_features)
     header = read_safetensors_header(root / export.path / peft.ADAPTER_WEIGHTS_NAME)
     if (header.metadata or {}).get("source_sha256") != export.source_sha256:
         yield f"{peft.ADAPTER_WEIGHTS_NAME} does not record source_sha256 {export.source_sha256[:12]}…"
-    found = {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()}
-    odd = sorted(set(found) ^ set(want)) or sorted(n for n in want if found[n] != (want[n], "F32"))
-    if odd:
-        yield f"{peft.ADAPTER_WEIGHTS_NAME}: {odd[0]} is not the F32 {want.get(odd[0], 'absent')} miss_block its config makes"
+    config = json.loads((root / export.path / peft.ADAPTER_CONFIG_NAME).read_text(encoding="utf-8"))
+    base_config = json.loads((root / base_folder / CONFIG_NAME).read_text(encoding="utf-8"))
+    problem = peft.misfit(config, base_config, {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()})
+    if problem:
+        yield problem
 
 
 def export_problems(root: Path, index: Index, files: list[str], digests: dict[str, str]) -> Iterator[Problem]:

@@ -6,8 +6,9 @@ target Linear and merges ``W' = W + Bᵀ.repeat(1, ceil(in / r))[:, :in]``; ours
 function with ``B = (scale · D)ᵀ`` computed in float32, as :func:`~registry.artifacts.miss.merge_delta`
 computes it (docs/formats.md), so the merge gives the same bits.
 
-The JSON and the names are pure functions of the manifest (no torch, no PEFT), so ``validate`` can
-check an export from its files; :func:`peft_tensors` makes the tensors.
+The JSON, the names and :func:`misfit` are pure (no torch, no PEFT), so ``validate`` checks an
+export from its files with the same rule the export is checked with; :func:`peft_tensors` makes
+the tensors.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .mapping import rules
+from .mapping import fla_shapes, rules
 
 if TYPE_CHECKING:
     import torch
@@ -75,11 +76,24 @@ def adapter_config(rank: int, targets: Sequence[str], base_folder: str) -> dict[
     }
 
 
-def expected_tensors(config: Mapping[str, Any], out_features: Mapping[str, int]) -> dict[str, tuple[int, int]]:
-    """The tensors ``adapter_model.safetensors`` must hold for ``config``: ``[r, out]`` per module
-    (``out_features``: by fla module)."""
-    rank = int(config["r"])
-    return {tensor_name(module): (rank, out_features[module]) for module in config["target_modules"]}
+def misfit(config: Mapping[str, Any], base_config: Mapping[str, Any], found: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
+    """Why an adapter folder is not the default MiSS on the base export's Linears, or None when it
+    is: ``config`` its adapter_config.json, ``base_config`` the base export's config.json,
+    ``found`` the adapter file's tensors (name → (shape, safetensors dtype))."""
+    if config.get("peft_type") != PEFT_TYPE or config.get("init_weights") is not True:
+        return f"its {ADAPTER_CONFIG_NAME} is not PEFT's default MiSS"
+    modules = config.get("target_modules")
+    if not isinstance(modules, list) or not modules:
+        return f"its {ADAPTER_CONFIG_NAME} lists no target modules"
+    out_features = {name.removesuffix(".weight"): shape[0] for name, shape in fla_shapes(base_config).items() if name.endswith(".weight") and len(shape) == 2}
+    unknown = [m for m in modules if m not in out_features]
+    if unknown:
+        return f"it targets {unknown[0]}, which the base export has no Linear for"
+    want = {tensor_name(m): ((int(config["r"]), out_features[m]), "F32") for m in modules}
+    odd = sorted(set(found) ^ set(want)) or sorted(n for n in want if tuple(found[n]) != want[n])
+    if odd:
+        return f"{ADAPTER_WEIGHTS_NAME}: {odd[0]} is not the F32 {want[odd[0]][0] if odd[0] in want else 'absent'} miss_block its config makes"
+    return None
 
 
 def peft_tensors(adapter: Mapping[str, torch.Tensor], scale: float) -> dict[str, torch.Tensor]:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,11 +19,11 @@ from typing import Any
 
 import torch
 
+from ..artifacts.safetensors_header import read_safetensors_header
 from ..errors import RegistryError
 from ..gate.prompts import PROMPTS
 from . import peft
 from .files import TOKENIZER_NAME
-from .mapping import fla_shapes
 from .tokenizer import trie_tokenizer
 
 SAMPLES: dict[str, str] = {
@@ -87,22 +88,13 @@ def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
     """PEFT reads ``folder``'s adapter_config.json as the default MiSS, and adapter_model.safetensors
     holds exactly its ``miss_block`` tensors, float32 ``[r, out]`` for the base export's Linears."""
     from peft import MissConfig, PeftConfig
-    from safetensors import safe_open
 
-    config = PeftConfig.from_pretrained(str(folder))
-    if not isinstance(config, MissConfig) or config.init_weights is not True:
-        raise RegistryError("export.verify-failed", folder / peft.ADAPTER_CONFIG_NAME, f"PEFT reads it as {type(config).__name__}, not the default MiSS", VERIFY_FIX)
-    modules = sorted(config.target_modules) if isinstance(config.target_modules, set | list) else []
-    if not modules:
-        raise RegistryError("export.verify-failed", folder / peft.ADAPTER_CONFIG_NAME, "PEFT reads no list of target modules from it", VERIFY_FIX)
-    shapes = fla_shapes(base_config)
-    out_features = {name.removesuffix(".weight"): shape[0] for name, shape in shapes.items() if name.endswith(".weight") and len(shape) == 2}
-    unknown = [m for m in modules if m not in out_features]
-    if unknown:
-        raise RegistryError("export.verify-failed", folder / peft.ADAPTER_CONFIG_NAME, f"targets {unknown[0]}, which the base export has no Linear for", VERIFY_FIX)
-    want = peft.expected_tensors({"r": config.r, "target_modules": modules}, out_features)
-    with safe_open(folder / peft.ADAPTER_WEIGHTS_NAME, framework="pt") as handle:
-        found = {name: (tuple(handle.get_slice(name).get_shape()), handle.get_slice(name).get_dtype()) for name in handle.keys()}  # noqa: SIM118
-    if set(found) != set(want) or any(found[n] != (want[n], "F32") for n in want):
-        odd = sorted(set(found) ^ set(want)) or sorted(n for n in want if found[n] != (want[n], "F32"))
-        raise RegistryError("export.verify-failed", folder / peft.ADAPTER_WEIGHTS_NAME, f"{odd[0]} is not the F32 {want.get(odd[0], 'absent')} miss_block PEFT expects", VERIFY_FIX)
+    config_path, weights_path = folder / peft.ADAPTER_CONFIG_NAME, folder / peft.ADAPTER_WEIGHTS_NAME
+    parsed = PeftConfig.from_pretrained(str(folder))
+    if not isinstance(parsed, MissConfig) or parsed.init_weights is not True:
+        raise RegistryError("export.verify-failed", config_path, f"PEFT reads it as {type(parsed).__name__}, not the default MiSS", VERIFY_FIX)
+    header = read_safetensors_header(weights_path)
+    found = {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()}
+    problem = peft.misfit(json.loads(config_path.read_text(encoding="utf-8")), base_config, found)
+    if problem:
+        raise RegistryError("export.verify-failed", folder, problem, VERIFY_FIX)

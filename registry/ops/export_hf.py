@@ -191,15 +191,14 @@ def _base_export(index: Index, source: _Source) -> str:
     return folder
 
 
-def _peft_files(index: Index, source: _Source, handle: Pinned) -> dict[str, bytes]:
+def _peft_files(source: _Source, handle: Pinned, base_folder: str) -> dict[str, bytes]:
     """adapter_config.json and adapter_model.safetensors of the MiSS adapter read from ``handle``."""
-    base_folder = _base_export(index, source)
     manifest = read_miss_json(handle.stable)
     tensors = load_tensor_map(handle.stable)
     verify_adapter(handle.path, tensors, manifest)
     metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "peft-miss"}
     return {
-        peft.ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, list(tensors), str(base_folder))),
+        peft.ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, list(tensors), base_folder)),
         peft.ADAPTER_WEIGHTS_NAME: safetensors_bytes(peft.peft_tensors(tensors, manifest.scale), metadata),
     }
 
@@ -236,9 +235,10 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
         index = index_to_change(repo)
         source = _source(index, repo, request)
         if source.entry is not None and source.entry.method == "miss":
+            base_folder = _base_export(index, source)
             with _pinned_source(repo, source, None) as handle:
-                data = _peft_files(index, source, handle)
-            _verify_peft(repo, data, export_path(source.base.name))
+                data = _peft_files(source, handle, base_folder)
+            _verify_peft(repo, data, base_folder)
             _check_folder(repo, index, source, set(data), data, request.force)
             return _record(repo, txn, index, source, data, [], progress)
         with _pinned_source(repo, source, request.base_file) as handle:
