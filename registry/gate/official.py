@@ -121,7 +121,7 @@ def load_official(
     the GPU) the official loader runs on them instead of reading the file a second time: its
     ``torch.load`` of ``checkpoint`` returns them, and everything after that is its own code.
     ``converted`` is called with each of them once the loader is done with it (it deletes it from
-    what its ``torch.load`` returned, or replaces it with a converted copy).
+    what its ``torch.load`` returned).
     """
     module = import_official(device)
     from importlib.metadata import version  # noqa: PLC0415
@@ -135,30 +135,14 @@ def load_official(
 
 
 class _Handed(dict):
-    """The tensors handed to the official loader, reporting each one once the loader is done with it:
-    when it deletes the key, or replaces the tensor with one that no longer reads the handed
-    tensor's memory (a converted copy; a view such as ``.t()`` still reads it)."""
+    """The tensors handed to the official loader, reporting each one it deletes when converted."""
 
     def __init__(self, tensors: Mapping[str, torch.Tensor], converted: Callable[[torch.Tensor], None]):
         super().__init__(tensors)
-        self._handed = dict(tensors)
         self._converted = converted
 
-    def _done_with(self, key: str, new: object = None) -> None:
-        handed = self._handed.get(key)
-        if handed is None:
-            return
-        if isinstance(new, torch.Tensor) and new.device == handed.device and new.untyped_storage().data_ptr() == handed.untyped_storage().data_ptr():
-            return
-        del self._handed[key]
-        self._converted(handed)
-
-    def __setitem__(self, key: str, value: object) -> None:
-        self._done_with(key, value)
-        super().__setitem__(key, value)
-
     def __delitem__(self, key: str) -> None:
-        self._done_with(key)
+        self._converted(self[key])
         super().__delitem__(key)
 
 
