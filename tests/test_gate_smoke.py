@@ -333,3 +333,13 @@ def test_a_full_twin_whose_tensors_differ_from_its_source_fails_alone(tmp_path):
     assert [r["entry"] for r in failed.value.payload["receipts"]] == [full.path]
     recorded = Index.model_validate_json((root / INDEX_NAME).read_text())
     assert recorded.entry_by_path(full.path).gate.passed and recorded.entry_by_path(twin.path).gate is None
+
+
+def test_twins_are_compared_by_their_bits_not_their_values():
+    from registry.ops.smoke import _equal_tensors
+
+    nan = {"w": torch.tensor([1.0, float("nan")], dtype=torch.bfloat16)}
+    assert _equal_tensors(nan, {"w": nan["w"].clone()})  # torch.equal calls NaN unequal to itself
+    assert not _equal_tensors({"w": torch.tensor([0.0])}, {"w": torch.tensor([-0.0])})  # and -0.0 equal to 0.0
+    assert not _equal_tensors({"w": torch.zeros(2, 3)}, {"w": torch.zeros(3, 2)})
+    assert _equal_tensors({"w": torch.arange(6.0).reshape(2, 3).t()}, {"w": torch.arange(6.0).reshape(2, 3).t().contiguous()})
