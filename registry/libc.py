@@ -11,6 +11,9 @@
   pages to disk, so a long write's final ``fsync`` does not wait for all of them.
 * :func:`release_free_memory` is ``malloc_trim(0)``: memory freed by a finished phase goes back to
   the OS instead of staying in the allocator's heap, where it would count towards RSS.
+* :func:`return_large_frees` is ``mallopt(M_MMAP_THRESHOLD, 1 MiB)``: blocks of 1 MiB or more get
+  their own mapping and go back to the OS when freed.  glibc otherwise raises that threshold
+  after such frees (up to 32 MiB), so a loader's multi-MiB temporaries stay in the heap.
 * :func:`unmap_pages` is ``madvise(MADV_DONTNEED)``: pages of a read-only file mapping that a
   spot check touched leave this process (they stay in the page cache), so its RSS stays flat.
 
@@ -98,6 +101,17 @@ def unmap_pages(address: int, length: int) -> None:
     end = -(-(address + length) // PAGE) * PAGE
     if end > start:
         _LIBC.madvise(start, end - start, MADV_DONTNEED)
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+LARGE_BLOCK = 1 << 20
+
+
+def return_large_frees() -> None:
+    """Make freed blocks of :data:`LARGE_BLOCK` or more go back to the OS at once (glibc; a no-op elsewhere)."""
+    mallopt = getattr(_LIBC, "mallopt", None)
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK)
 
 
 def release_free_memory() -> None:

@@ -63,7 +63,7 @@ from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_p
 from ..gate.runtime import Rwkv7, check_miss_fits, load_tensors, merged_weights, patched
 from ..hashing import StatCache
 from ..index_rules import index_to_change
-from ..libc import release_free_memory, unmap_pages
+from ..libc import release_free_memory, return_large_frees, unmap_pages
 from ..models import Entry, GateSummary, Index
 from ..pinned import Pinned, check_registered, open_registered, pinned, read_view
 from ..progress import Echo
@@ -500,6 +500,8 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
     say = echo or (lambda _line: None)
     repo = Repo.open(root)
     index = repo.load_index()
+    if device == "cpu":
+        return_large_frees()  # the two runtimes' loaders' temporaries would stay in the heap (RSS)
     if device == "cuda" and not torch.cuda.is_available():
         raise RegistryError("gate.no-cuda", "--device cuda", "CUDA is not available on this machine", "run on a GPU machine, or use --device cpu (publish then needs --allow-cpu-gate)")
     entries = _select(index, repo, paths)
