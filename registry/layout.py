@@ -139,18 +139,27 @@ def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Problem:
 
 def export_folder(rel: str) -> str | None:
     """The Transformers export folder a file lies in, or None: ``<base>/hf/<file>`` (a base's),
-    ``<base>/full/<data-version>/[<run>/]hf/<file>`` (a full entry's, beside it) or
-    ``<base>/miss/<data-version>/<run>/hf/<file>`` (a MiSS adapter's PEFT folder, beside it)."""
+    ``<base>/full/<data-version>/[<run>/]hf/<file>`` (a full entry's, beside it),
+    ``<base>/miss/<data-version>/<run>/hf/<file>`` (a MiSS adapter's PEFT folder, beside it) or
+    ``<base>/state/<data-version>/hf/<state-stem>/<file>`` (a State's, one folder per State of the
+    data version)."""
     parts = rel.split("/")
     beside_entry = (len(parts) in (5, 6) and parts[1] == "full") or (len(parts) == 6 and parts[1] == "miss")
     if (len(parts) == 3 and parts[1] == HF_DIR) or (beside_entry and parts[-2] == HF_DIR):
+        return "/".join(parts[:-1])
+    if len(parts) == 6 and parts[1] == "state" and parts[3] == HF_DIR:
         return "/".join(parts[:-1])
     return None
 
 
 def export_path(base: str, entry_path: str | None = None) -> str:
-    """Where a base's (``entry_path`` None), a full entry's or a MiSS adapter's export lives."""
-    return f"{entry_path.rsplit('/', 1)[0]}/{HF_DIR}" if entry_path else f"{base}/{HF_DIR}"
+    """Where a base's (``entry_path`` None), a full entry's, a MiSS adapter's or a State's export lives."""
+    if not entry_path:
+        return f"{base}/{HF_DIR}"
+    folder, name = entry_path.rsplit("/", 1)
+    if entry_path.split("/")[1] == "state":
+        return f"{folder}/{HF_DIR}/{name.rsplit('.', 1)[0]}"
+    return f"{folder}/{HF_DIR}"
 
 
 def canonical_path(base: str, method: str, version: str, filename: str, run: str | None = None) -> str:

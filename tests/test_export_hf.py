@@ -18,6 +18,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from registry.convert.writer import safetensors_bytes
 from registry.errors import RegistryError
 from registry.gate.prompts import PROMPTS
 from registry.gate.runtime import Rwkv7
@@ -34,7 +35,17 @@ from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 from registry.repo import Repo
 from registry.sums import SUMS_NAME, parse_sums
-from registry.synthetic import TinySpec, checkpoint_shapes, make_adapter_file, make_base_checkpoint, make_base_state_dict, make_state_file, save_checkpoint, share_storage
+from registry.synthetic import (
+    TinySpec,
+    checkpoint_shapes,
+    make_adapter_file,
+    make_base_checkpoint,
+    make_base_state_dict,
+    make_state_file,
+    make_state_tensors,
+    save_checkpoint,
+    share_storage,
+)
 
 from .conftest import SMALL, sha256_of, snapshot
 from .test_ops_artifacts import train_json
@@ -121,6 +132,8 @@ def test_runtime_reading_the_export_back_gives_the_pth_logits_exactly(hf_registr
     export = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
     original = Rwkv7.from_path(root / entry.path)
     exported = Rwkv7(read_export(root / export.path))
+    pairs = zip(exported.stored_weights().values(), original.stored_weights().values(), strict=True)
+    assert all(a.stride() == b.stride() and torch.equal(a, b) for a, b in pairs)  # same bytes, same layout (CUDA GEMMs depend on it)
     for prompt in PROMPTS.values():
         ids = trie_tokenizer().encode(prompt)
         assert torch.equal(exported.forward(ids, full_output=True)[0], original.forward(ids, full_output=True)[0])
@@ -206,6 +219,16 @@ def test_base_export_needs_the_registered_file(hf_registry, world_base, tmp_path
 # bad input: one line naming the file and the fix, the registry unchanged
 
 
+def _relisted(root: Path, rel: str) -> None:
+    """Record an edited export file's sha256 and size in index.json and SHA256SUMS, so validate
+    judges its content, not the mismatch with its record."""
+    index = json.loads((root / "index.json").read_text())
+    ref = next(f for e in index["exports"] for f in e["files"] if f["path"] == rel)
+    ref["sha256"], ref["size"] = sha256_of(root / rel), (root / rel).stat().st_size
+    (root / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+    write_sums(root)
+
+
 def _refused(root: Path, request: ExportRequest) -> RegistryError:
     before = snapshot(root)
     with pytest.raises(RegistryError) as refused:
@@ -215,11 +238,107 @@ def _refused(root: Path, request: ExportRequest) -> RegistryError:
     return refused.value
 
 
-def test_a_state_entry_is_refused(hf_registry, world_base, tmp_path):
+def _state_entry(root: Path, world_base: Path, tmp_path: Path, name: str = "s1224", seed: int = 1):
+    state = make_state_file(tmp_path / f"{name}.pth", WORLD, seed=seed)
+    return add_weight(root, AddRequest(state, world_base.name[:-4], "state", "v1.41", train_json(tmp_path / f"{name}.json"))), state
+
+
+def _exported_state(root: Path, world_base: Path, tmp_path: Path):
+    """A State entry, exported after its base."""
+    entry, _ = _state_entry(root, world_base, tmp_path)
+    export_hf(root, ExportRequest(base=world_base.name[:-4], base_file=world_base))
+    return entry, export_hf(root, ExportRequest(entry=entry.path))
+
+
+def test_a_state_exports_as_flas_initial_recurrent_state(hf_registry, world_base, tmp_path):
+    """Beside the State, one folder per State file: its time_state transposed to fla's [H, K, V],
+    float32, bit for bit; listed, summed, published, validated; the same bytes when exported again."""
+    from safetensors.torch import load_file
+
     root, _ = hf_registry
-    state = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", WORLD), world_base.name[:-4], "state", "v1.41", train_json(tmp_path / "t.json")))
-    error = _refused(root, ExportRequest(entry=state.path))
-    assert error.code == "export.not-a-model" and error.file == state.path and "State" in error.message and "--base" in error.fix
+    name = world_base.name[:-4]
+    entry, state = _state_entry(root, world_base, tmp_path)
+    refused = _refused(root, ExportRequest(entry=entry.path))
+    assert refused.code == "export.no-base-export" and "State" in refused.message and f"--base {name}" in refused.fix
+    given_as_base = _refused(root, ExportRequest(base=name, base_file=state))  # a State handed to the base exporter
+    assert given_as_base.code == "export.wrong-base-file" and given_as_base.file == str(state)
+
+    export_hf(root, ExportRequest(base=name, base_file=world_base))
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    other, _ = _state_entry(root, world_base, tmp_path, "s1374", seed=2)
+    second = export_hf(root, ExportRequest(entry=other.path))
+    assert (export.path, second.path) == (f"{name}/state/v1.41/hf/s1224", f"{name}/state/v1.41/hf/s1374")
+    assert [f.path for f in export.files] == [f"{export.path}/initial_state.safetensors"] and export.source_sha256 == entry.sha256
+    loaded = load_file(root / export.files[0].path)
+    time_state = torch.load(state, weights_only=True)
+    assert set(loaded) == {f"model.layers.{i}.attn.recurrent_state" for i in range(WORLD.n_layer)}
+    for i in range(WORLD.n_layer):
+        got, want = loaded[f"model.layers.{i}.attn.recurrent_state"], time_state[f"blocks.{i}.att.time_state"]
+        assert got.dtype == torch.float32 and got.shape == (WORLD.n_head, WORLD.head_size, WORLD.head_size)
+        assert torch.equal(got, want.float().transpose(-1, -2)) and not torch.equal(got, want.float())
+    sums = parse_sums((root / SUMS_NAME).read_bytes())
+    assert sums[export.files[0].path] == export.files[0].sha256 == sha256_of(root / export.files[0].path)
+    assert validate(root) == []
+    assert export.files[0].path in local_files(Repo.open(root), local_sums(Repo.open(root)))
+    before = snapshot(root)
+    assert export_hf(root, ExportRequest(entry=entry.path)) == export
+    assert snapshot(root) == before
+
+
+def test_flas_reference_recurrence_from_the_exported_state_is_ours_from_the_state():
+    """The layout, on CPU, with fla's own reference of the recurrence its RWKV-7 kernels compute
+    (``dplr_recurrence``: S ← S·diag(exp gk) + k vᵀ + β αᵀ S, o = q S, S ``[K, V]``): started from the
+    exported recurrent state it gives our reference's outputs and final state (transposed) started
+    from the State; started from the State as it is (untransposed) it does not."""
+    from fla.ops.generalized_delta_rule.dplr.naive import dplr_recurrence
+
+    from registry.gate.reference import make_wkv7_inputs, wkv7_reference
+    from registry.hf.state import fla_state, tensor_name
+
+    steps, heads, size = 24, WORLD.n_head, WORLD.head_size
+    (r, w, k, v, a, b), _ = make_wkv7_inputs(1, steps, heads, head_size=size, seed=5)
+    time_state = {name: t * 10 for name, t in make_state_tensors(WORLD, seed=4, dtype=torch.float32).items()}  # strong: it dominates 24 steps
+    start = time_state["blocks.0.att.time_state"][None]
+    want, want_final = wkv7_reference(r, w, k, v, a, b, start.clone())
+
+    def per_head(t: torch.Tensor) -> torch.Tensor:  # [B, T, H·N] -> fla's [B, H, T, N]
+        return t.float().view(1, steps, heads, size).transpose(1, 2)
+
+    def fla_run(initial: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q = per_head(r) * size**0.5  # RWKV-7 has no 1/sqrt(K) on r; dplr_recurrence applies one
+        out, final = dplr_recurrence(q, per_head(k), per_head(v), per_head(a), per_head(b), -torch.exp(per_head(w)), initial_state=initial)
+        return out.transpose(1, 2).reshape(1, steps, heads * size), final
+
+    got, got_final = fla_run(fla_state(time_state)[tensor_name(0)][None])
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4) and torch.allclose(got_final, want_final.transpose(-1, -2), rtol=1e-4, atol=1e-4)
+    untransposed, _ = fla_run(start)
+    assert float((untransposed - want).abs().max()) > 1.0
+
+
+def test_a_state_export_that_no_longer_fits_is_found_by_validate(hf_registry, world_base, tmp_path):
+    from safetensors.torch import load_file
+
+    root, _ = hf_registry
+    entry, export = _exported_state(root, world_base, tmp_path)
+    path = root / export.files[0].path
+    tensors = load_file(path)
+    tensors["model.layers.1.attn.recurrent_state"] = tensors["model.layers.1.attn.recurrent_state"].bfloat16()
+    path.write_bytes(safetensors_bytes(tensors, {"source_sha256": entry.sha256}))
+    _relisted(root, export.files[0].path)
+    messages = [p.message for p in validate(root) if p.code == "export.invalid"]
+    assert any("model.layers.1.attn.recurrent_state is not the F32 (2, 64, 64) recurrent state" in m for m in messages), messages
+
+
+def test_the_card_shows_generation_from_the_exported_state(hf_registry, world_base, tmp_path):
+    root, _ = hf_registry
+    name = world_base.name[:-4]
+    _, export = _exported_state(root, world_base, tmp_path)
+    card = (root / "README.md").read_text()
+    section = card[card.index(f"### Transformers (`{export.path}`)") :]
+    section = section[: section.index("print(text)")]
+    assert f"subfolder={json.dumps(f'{name}/hf')}" in section and "from fla.models.utils import Cache" in section
+    assert f"hf_hub_download(repo, {json.dumps(export.path + '/initial_state.safetensors')})" in section
+    assert "past_key_values=initial_state()" in section and "PeftModel" not in section
 
 
 @pytest.mark.parametrize(
@@ -301,12 +420,7 @@ def test_validate_checks_the_export_against_its_source_and_folder(hf_registry):
     assert ("export.unlisted-file", f"{export.path}/notes.txt") in found
     message = found[("export.invalid", export.path)]
     assert "another sha256" in message  # index.json's record of config.json no longer matches
-    index = json.loads((root / "index.json").read_text())
-    for ref in index["exports"][0]["files"]:
-        if ref["path"] == f"{export.path}/config.json":
-            ref["sha256"], ref["size"] = sha256_of(config), config.stat().st_size
-    (root / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
-    write_sums(root)
+    _relisted(root, f"{export.path}/config.json")
     messages = [p.message for p in validate(root) if p.code == "export.invalid"]
     assert any("config.json says intermediate_size 256 but the base records 512" in m for m in messages), messages
 
@@ -370,9 +484,9 @@ def test_a_peft_export_that_no_longer_fits_is_found_by_validate(hf_registry, wor
     config = json.loads(config_path.read_text())
     config["r"] = 8
     config_path.write_text(json.dumps(config))
-    write_sums(root)  # the edit is recorded everywhere but the export's own list
-    codes = {(p.code, p.file) for p in validate(root)}
-    assert ("export.invalid", export.path) in codes
+    _relisted(root, f"{export.path}/adapter_config.json")
+    messages = [p.message for p in validate(root) if p.code == "export.invalid" and p.file == export.path]
+    assert any("is not the F32 (8, 128) miss_block its config makes" in m for m in messages), messages
 
 
 def test_the_card_shows_the_peft_snippet_for_an_exported_adapter(hf_registry, world_base, tmp_path):

@@ -415,6 +415,18 @@ def test_a_runtime_never_shares_the_callers_tensors(artifacts):
     assert tensors[name].abs().sum() > 0 and model.stored_weights()[name].abs().sum() == 0
 
 
+def test_a_runtime_stores_contiguous_weights_whatever_the_callers_strides(artifacts):
+    """An export read back hands the low-rank matrices as transposed views; on CUDA a GEMM on a
+    transposed operand rounds differently, so the same weights would give other bf16 logits
+    (seen on the H200: the 7.2B export read back was not bit-equal to its .pth)."""
+    tensors = artifacts["tensors"]
+    strided = {k: (v.t().contiguous().t() if v.dim() == 2 else v) for k, v in tensors.items()}
+    assert not strided["blocks.1.att.w1"].is_contiguous() and torch.equal(strided["blocks.1.att.w1"], tensors["blocks.1.att.w1"])
+    stored = Rwkv7(strided).stored_weights()
+    assert all(t.is_contiguous() for t in stored.values())
+    assert all(torch.equal(t, want) for t, want in zip(stored.values(), Rwkv7(tensors).stored_weights().values(), strict=True))
+
+
 def test_a_patch_is_undone_bit_exactly_in_both_runtimes(artifacts, tmp_path):
     """What a multi-entry gate does per MiSS entry: merge into each runtime, run, restore."""
     base = {k: v.to(torch.bfloat16) for k, v in artifacts["tensors"].items()}

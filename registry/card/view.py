@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
+from ..hf.state import STATE_WEIGHTS_NAME
 from ..layout import export_path
 from ..models import METHODS, Base, Entry, EvalResult, EvalSetup, HfExport, Index, Localized, Note, StopRules, TrainingStage, TrainJson, TrainRun
 from .facts import TreeFacts, version_dir
@@ -325,12 +326,14 @@ class CardView:
 
     def hf_exports(self) -> list[tuple[HfExport, EntryView | None]]:
         """Each export (``registry export-hf``) with the entry it was made from: a full weight, a
-        MiSS adapter (a PEFT folder), or None for a base's own export."""
-        views = {e.entry.path: e for b in self.bases for e in (*b.of_method("full"), *b.of_method("miss"))}
+        MiSS adapter (a PEFT folder), a State (its initial state), or None for a base's own export."""
+        views = {e.entry.path: e for b in self.bases for e in (*b.of_method("full"), *b.of_method("miss"), *b.of_method("state"))}
         return [(export, views.get(export.source)) for export in self.index.exports]
 
+    state_weights_name = STATE_WEIGHTS_NAME
+
     def base_export_path(self, export: HfExport) -> str | None:
-        """The folder of the base export that ``export`` (a PEFT adapter) loads onto, when there is one."""
+        """The folder of the base export that ``export`` (a PEFT adapter, a State) is used with, when there is one."""
         base = self.index.base_by_sha(export.base_sha256)
         folder = export_path(base.name) if base else None
         return folder if any(e.path == folder for e in self.index.exports) else None

@@ -1,4 +1,4 @@
-"""registry export-hf: a folder Transformers loads, from a base or a full entry."""
+"""registry export-hf: a folder Transformers loads, from a base or a full entry; a MiSS adapter's PEFT folder; a State's initial state."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
 @JSON_OPT
 def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, shard_size: str, force: bool, as_json: bool) -> None:
     """Export a full entry (ENTRY, its .pth) or a base (--base NAME --base-file BASE.pth) as a folder
-    that `AutoModelForCausalLM.from_pretrained` loads with flash-linear-attention's RWKV-7; or a
-    MiSS adapter (ENTRY, its .pth) as a PEFT adapter that loads onto its base's export.
+    that `AutoModelForCausalLM.from_pretrained` loads with flash-linear-attention's RWKV-7; a
+    MiSS adapter (ENTRY, its .pth) as a PEFT adapter that loads onto its base's export; or a State
+    (ENTRY, its .pth) as the initial recurrent state that the base's export generates from.
 
     The folder (`<base>/hf/`, or `hf/` beside the full entry) gets fla-named safetensors shards
     (written by the convert pipeline, compared with the source as they land), config.json from
@@ -29,10 +30,12 @@ def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base
     tokenizer files for rwkv_vocab_v20230424.  It is listed in index.json and SHA256SUMS, checked
     by validate and uploaded by publish.  A MiSS adapter's folder (`hf/` beside it) gets
     adapter_config.json and adapter_model.safetensors (PEFT's MiSS, `PeftModel.from_pretrained`);
-    export the base first.  Needs the hf extra: pip install 'rwkv-registry[hf]'.
+    a State's folder (`hf/<state-stem>/` beside it) gets initial_state.safetensors (fla's Cache,
+    `generate(past_key_values=…)`; the card shows how).  Export the base before an adapter or a
+    State.  Needs the hf extra: pip install 'rwkv-registry[hf]'.
     """
     if (entry is None) == (base_name is None):
-        raise click.UsageError("give either ENTRY (a full entry's or a MiSS adapter's .pth) or --base NAME with --base-file")
+        raise click.UsageError("give either ENTRY (a full entry's, a MiSS adapter's or a State's .pth) or --base NAME with --base-file")
     if base_file is not None and base_name is None:
         raise click.UsageError("--base-file goes with --base NAME")
     from ..convert.shards import parse_size

@@ -270,10 +270,13 @@ class Rwkv7:
 
     def _prepare(self, tensors: Mapping[str, torch.Tensor], copied: Callable[[torch.Tensor], None]) -> None:
         """Copy the weights to device/dtype (never sharing the caller's tensors: a patch of this
-        model must not touch them) and squeeze the [1, 1, C] vectors."""
+        model must not touch them) and squeeze the [1, 1, C] vectors.  The copies are contiguous
+        whatever the caller's strides (a transposed view read back from an export): a GEMM on a
+        transposed operand may round differently on CUDA, and the same weights must give the
+        same logits."""
 
         def prep(name: str) -> torch.Tensor:
-            t = tensors[name].to(device=self.device, dtype=self.dtype, copy=True)
+            t = tensors[name].to(device=self.device, dtype=self.dtype, memory_format=torch.contiguous_format, copy=True)
             copied(tensors[name])
             return t.flatten() if name.endswith("att.r_k") else t.squeeze()
 

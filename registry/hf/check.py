@@ -1,11 +1,12 @@
 """What ``validate`` checks of the Transformers exports in index.json (headers and JSON only: no torch).
 
-Each export must name a source that is in the registry (a full entry, a MiSS adapter, or a base)
+Each export must name a source that is in the registry (a full entry, a MiSS adapter, a State, or a base)
 with the sha256 it was exported from, sit at its canonical place, list exactly the files in its folder, and hold the
 model of its source: config.json's shape fields equal to what the base's architecture records, the
 safetensors headers holding exactly fla's tensors for that config (names, shapes; one dtype), each
 recording the source's sha256; a MiSS adapter's PEFT folder holds the default MiSS config and
-exactly its ``miss_block`` tensors for the base export's Linears.  Files under an export folder that no export lists are findings.
+exactly its ``miss_block`` tensors for the base export's Linears; a State's folder holds exactly
+the base export's float32 recurrent states.  Files under an export folder that no export lists are findings.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..errors import Problem, RegistryError
 from ..layout import export_folder, export_path
 from ..models import HfExport, Index
 from . import peft
+from . import state as fla_state
 from .files import CONFIG_NAME
 from .mapping import fla_shapes
 
@@ -39,8 +41,8 @@ def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
         yield f"its source {export.source} is neither an entry nor its base"
         return
     sha, path = (entry.sha256, export_path(base.name, entry.path)) if entry else (base.sha256, export_path(base.name))
-    if entry is not None and (entry.method not in ("full", "miss") or entry.base_sha256 != base.sha256):
-        yield f"its source {export.source} is not a full entry or a MiSS adapter on base {base.name}"
+    if entry is not None and entry.base_sha256 != base.sha256:
+        yield f"its source {export.source} is not an entry on base {base.name}"
     if export.source_sha256 != sha:
         yield f"was exported from sha256 {export.source_sha256[:12]}… but {export.source} is {sha[:12]}… now"
     if export.path != path:
@@ -83,20 +85,25 @@ def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str
         yield f"its tensors mix dtypes {sorted(dtypes)}"
 
 
-def _peft_problems(root: Path, index: Index, export: HfExport) -> Iterator[str]:
-    """A MiSS adapter's PEFT folder: loads onto its base's export, records the adapter's sha256,
-    and is the default MiSS on that export's Linears (:func:`registry.hf.peft.misfit`)."""
+def _on_base_export_problems(root: Path, index: Index, export: HfExport, method: str) -> Iterator[str]:
+    """A MiSS adapter's PEFT folder or a State's: its base has an export, its weights record the
+    source's sha256 and fit that export (:func:`registry.hf.peft.misfit`: the default MiSS on its
+    Linears; :func:`registry.hf.state.misfit`: its layers' recurrent states)."""
     base = index.base_by_sha(export.base_sha256)
     base_folder = export_path(base.name) if base else ""
     if not any(e.path == base_folder for e in index.exports):
-        yield f"its base has no export at {base_folder}/ to load onto"
+        yield f"its base has no export at {base_folder}/ to be used with"
         return
-    header = read_safetensors_header(root / export.path / peft.ADAPTER_WEIGHTS_NAME)
+    weights = fla_state.STATE_WEIGHTS_NAME if method == "state" else peft.ADAPTER_WEIGHTS_NAME
+    header = read_safetensors_header(root / export.path / weights)
     if (header.metadata or {}).get("source_sha256") != export.source_sha256:
-        yield f"{peft.ADAPTER_WEIGHTS_NAME} does not record source_sha256 {export.source_sha256[:12]}…"
-    config = json.loads((root / export.path / peft.ADAPTER_CONFIG_NAME).read_text(encoding="utf-8"))
+        yield f"{weights} does not record source_sha256 {export.source_sha256[:12]}…"
     base_config = json.loads((root / base_folder / CONFIG_NAME).read_text(encoding="utf-8"))
-    problem = peft.misfit(config, base_config, {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()})
+    found = {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()}
+    if method == "state":
+        problem = fla_state.misfit(base_config, found)
+    else:
+        problem = peft.misfit(json.loads((root / export.path / peft.ADAPTER_CONFIG_NAME).read_text(encoding="utf-8")), base_config, found)
     if problem:
         yield problem
 
@@ -120,8 +127,8 @@ def export_problems(root: Path, index: Index, files: list[str], digests: dict[st
         if not problems:
             try:
                 source = index.entry_by_path(export.source)
-                if source is not None and source.method == "miss":
-                    problems += list(_peft_problems(root, index, export))
+                if source is not None and source.method in ("miss", "state"):
+                    problems += list(_on_base_export_problems(root, index, export, source.method))
                 else:
                     config = json.loads((root / export.path / CONFIG_NAME).read_text(encoding="utf-8"))
                     problems += list(_config_problems(index, export, config))

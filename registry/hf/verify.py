@@ -6,7 +6,9 @@
 * ``AutoTokenizer`` loads the tokenizer files and gives the ``rwkv`` package's ids on
   :data:`SAMPLES` (the seeds' prompts), and decodes them back to the text;
 * a MiSS adapter's PEFT folder: PEFT reads its config as the default MiSS, and its tensors are
-  exactly the ``miss_block`` s of that config on the base export's Linears.
+  exactly the ``miss_block`` s of that config on the base export's Linears;
+* a State's folder: safetensors loads it, its tensors are the base export's recurrent states and
+  equal the State's ``time_state`` transposed, and fla's ``Cache`` takes them as its layers' states.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..artifacts.safetensors_header import read_safetensors_header
 from ..errors import RegistryError
 from ..gate.prompts import PROMPTS
 from . import peft
+from . import state as fla_state
 from .files import TOKENIZER_NAME
 from .tokenizer import trie_tokenizer
 
@@ -98,3 +101,26 @@ def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
     problem = peft.misfit(json.loads(config_path.read_text(encoding="utf-8")), base_config, found)
     if problem:
         raise RegistryError("export.verify-failed", folder, problem, VERIFY_FIX)
+
+
+def check_state(folder: Path, base_config: Mapping[str, Any], time_state: Mapping[str, torch.Tensor]) -> None:
+    """safetensors loads ``initial_state.safetensors``; it holds exactly the recurrent states of the
+    base export's layers, each bit-equal to the State's ``time_state`` transposed; fla's ``Cache``
+    takes them as the layers' initial states with no token seen (what the card's snippet does)."""
+    from fla.models.utils import Cache
+    from safetensors.torch import load_file
+
+    path = folder / fla_state.STATE_WEIGHTS_NAME
+    header = read_safetensors_header(path)
+    problem = fla_state.misfit(base_config, {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()})
+    if problem:
+        raise RegistryError("export.verify-failed", path, problem, VERIFY_FIX)
+    loaded = load_file(path)
+    cache = Cache()
+    for i in range(len(loaded)):
+        back = loaded[fla_state.tensor_name(i)].transpose(-1, -2).contiguous()
+        if not torch.equal(back.view(torch.int32), time_state[f"blocks.{i}.att.time_state"].float().contiguous().view(torch.int32)):  # bits: NaN too
+            raise RegistryError("export.verify-failed", path, f"layer {i}'s recurrent state is not the State's time_state transposed", VERIFY_FIX)
+        cache.update(recurrent_state=loaded[fla_state.tensor_name(i)][None], layer_idx=i, offset=0)
+    if len(cache) != len(loaded) or cache.get_seq_length() != 0:
+        raise RegistryError("export.verify-failed", path, f"fla's Cache holds {len(cache)} layers and {cache.get_seq_length()} seen tokens", VERIFY_FIX)

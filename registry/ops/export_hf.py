@@ -1,6 +1,7 @@
 """``registry export-hf``: a folder Transformers loads (flash-linear-attention's RWKV-7), exported
 from a base checkpoint or a full fine-tune, through the convert pipeline, in one transaction; or,
-for a MiSS adapter, a PEFT adapter folder that loads onto its base's export.
+for a MiSS adapter, a PEFT adapter folder that loads onto its base's export; or, for a State, its
+initial recurrent state in fla's layout, to start the base export's generation from.
 
 The folder (``<base>/hf/`` for a base, ``hf/`` beside a full entry) holds fla-named safetensors
 shards and their index, config.json from the checkpoint's shapes, generation_config.json from the
@@ -8,7 +9,8 @@ weight's stop rules (greedy), and the world tokenizer.  Before anything is commi
 built from the config must have exactly the exported tensors and ``AutoTokenizer`` must give the
 ``rwkv`` package's ids on the seeds' prompts (:mod:`registry.hf.verify`).  A MiSS adapter's folder
 (``hf/`` beside it) holds ``adapter_config.json`` and ``adapter_model.safetensors``
-(:mod:`registry.hf.peft`), checked with PEFT and against fla's shapes the same way.
+(:mod:`registry.hf.peft`), checked with PEFT and against fla's shapes the same way.  A State's
+folder (``hf/<state-stem>/`` beside it) holds ``initial_state.safetensors`` (:mod:`registry.hf.state`).
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ from ..hashing import StatCache, hash_file
 from ..hashing.engine import Progress
 from ..hf import files as hf_files
 from ..hf import peft
+from ..hf import state as fla_state
 from ..hf.mapping import FlaPlan, fla_plan
 from ..hf.tensors import to_fla
 from ..hf.tokenizer import WORLD_VOCAB, check_vocab, read_vocab, tokenizer_config_json, tokenizer_json, world_vocab_file
-from ..hf.verify import check_model, check_peft, check_tokenizer
+from ..hf.verify import check_model, check_peft, check_state, check_tokenizer
 from ..index_rules import index_to_change
 from ..layout import export_path
 from ..models import Base, Entry, FileRef, HfExport, Index, StopRules
@@ -78,11 +81,6 @@ def require_hf() -> None:
 def _source(index: Index, repo: Repo, request: ExportRequest) -> _Source:
     if request.entry is not None:
         entry = resolve_entry(repo, index, request.entry)
-        if entry.method == "state":
-            raise RegistryError(
-                "export.not-a-model", entry.path, "is a State file (an initial recurrent state, not a model); export-hf exports bases, full fine-tunes and MiSS adapters",
-                "export its base with `registry export-hf --base NAME --base-file BASE.pth` and use the State with the rwkv runtime (docs/formats.md: State files and Transformers)",
-            )  # fmt: skip
         if entry.format != "pth":
             raise RegistryError("export.not-pth", entry.path, "is a safetensors twin; the export reads the .pth it was converted from", f"pass {entry.derived_from or 'the .pth entry'}")
         base = index.base_by_sha(entry.base_sha256)
@@ -153,12 +151,19 @@ def _json_files(converted: _Converted, stop: StopRules | None) -> dict[str, byte
     }
 
 
-def _verify(data: dict[str, bytes], shapes: dict[str, tuple[int, ...]]) -> None:
+@contextmanager
+def _written(data: dict[str, bytes]) -> Iterator[Path]:
+    """``data`` as files in a temporary folder, for the checks that read an export from disk."""
     with tempfile.TemporaryDirectory(prefix="registry-export-") as tmp:
         for name, content in data.items():
             Path(tmp, name).write_bytes(content)
-        check_model(Path(tmp), shapes)
-        check_tokenizer(Path(tmp))
+        yield Path(tmp)
+
+
+def _verify(data: dict[str, bytes], shapes: dict[str, tuple[int, ...]]) -> None:
+    with _written(data) as folder:
+        check_model(folder, shapes)
+        check_tokenizer(folder)
 
 
 def _check_folder(repo: Repo, index: Index, source: _Source, written: set[str], data: dict[str, bytes], force: bool) -> None:
@@ -181,11 +186,13 @@ def _check_folder(repo: Repo, index: Index, source: _Source, written: set[str], 
 
 
 def _base_export(index: Index, source: _Source) -> str:
-    """The folder of the base's export that a PEFT adapter loads onto; refused when there is none."""
+    """The folder of the base's export that a PEFT adapter loads onto (a State starts its
+    generation); refused when there is none."""
     folder = export_path(source.base.name)
     if not any(e.path == folder and e.source_sha256 == source.base.sha256 for e in index.exports):
+        used = "a PEFT adapter loads onto" if source.entry is not None and source.entry.method == "miss" else "a State is used with"
         raise RegistryError(
-            "export.no-base-export", source.label, f"a PEFT adapter loads onto its base's export, and base {source.base.name} has none at {folder}/",
+            "export.no-base-export", source.label, f"{used} its base's export, and base {source.base.name} has none at {folder}/",
             f"export the base first: `registry export-hf --base {source.base.name} --base-file {source.base.filename}`",
         )  # fmt: skip
     return folder
@@ -203,11 +210,25 @@ def _peft_files(source: _Source, handle: Pinned, base_folder: str) -> dict[str, 
     }
 
 
-def _verify_peft(repo: Repo, data: dict[str, bytes], base_folder: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="registry-export-") as tmp:
-        for name, content in data.items():
-            Path(tmp, name).write_bytes(content)
-        check_peft(Path(tmp), json.loads(repo.read_bytes(repo.root / base_folder / hf_files.CONFIG_NAME)))
+def _state_files(source: _Source, handle: Pinned) -> tuple[dict[str, bytes], dict[str, torch.Tensor]]:
+    """initial_state.safetensors of the State read from ``handle``, and the State's tensors."""
+    time_state = load_tensor_map(handle.stable)
+    metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "fla-rwkv7-state"}
+    return {fla_state.STATE_WEIGHTS_NAME: safetensors_bytes(fla_state.fla_state(time_state), metadata)}, time_state
+
+
+def _adapter_files(repo: Repo, source: _Source, handle: Pinned, base_folder: str) -> dict[str, bytes]:
+    """A MiSS adapter's PEFT folder or a State's initial state, checked against the base export."""
+    base_config = json.loads(repo.read_bytes(repo.root / base_folder / hf_files.CONFIG_NAME))
+    if source.entry is not None and source.entry.method == "state":
+        data, time_state = _state_files(source, handle)
+        with _written(data) as folder:
+            check_state(folder, base_config, time_state)
+        return data
+    data = _peft_files(source, handle, base_folder)
+    with _written(data) as folder:
+        check_peft(folder, base_config)
+    return data
 
 
 def _record(repo: Repo, txn: Transaction, index: Index, source: _Source, data: dict[str, bytes], converted: list[FileRef], progress: Progress | None) -> HfExport:
@@ -221,7 +242,11 @@ def _record(repo: Repo, txn: Transaction, index: Index, source: _Source, data: d
         path=source.folder, source=source.label, source_sha256=source.sha256, base_sha256=source.base.sha256,
         vocab=WORLD_VOCAB, files=sorted(refs, key=lambda r: r.path),
     )  # fmt: skip
-    index.exports = [e for e in index.exports if e.path != export.path] + [export]
+    earlier = [e.path for e in index.exports]
+    if export.path in earlier:  # in place: exporting the same source again leaves index.json as it was
+        index.exports[earlier.index(export.path)] = export
+    else:
+        index.exports.append(export)
     txn.write(INDEX_NAME, render_index(index))
     stage_derived(repo, txn, index, progress)
     return export
@@ -234,11 +259,10 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         source = _source(index, repo, request)
-        if source.entry is not None and source.entry.method == "miss":
+        if source.entry is not None and source.entry.method in ("miss", "state"):
             base_folder = _base_export(index, source)
             with _pinned_source(repo, source, None) as handle:
-                data = _peft_files(source, handle, base_folder)
-            _verify_peft(repo, data, base_folder)
+                data = _adapter_files(repo, source, handle, base_folder)
             _check_folder(repo, index, source, set(data), data, request.force)
             return _record(repo, txn, index, source, data, [], progress)
         with _pinned_source(repo, source, request.base_file) as handle:
