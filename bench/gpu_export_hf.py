@@ -90,8 +90,7 @@ def prompts() -> dict[str, list[int]]:
 
 def free() -> None:
     gc.collect()
-    if DEVICE == "cuda":
-        torch.cuda.empty_cache()
+    torch.cuda.empty_cache()
 
 
 def runtime_logits(model: Rwkv7, ids: Mapping[str, list[int]], nxt: Mapping[str, int]) -> Logits:
@@ -165,14 +164,13 @@ def main() -> None:
     name = f"rwkv7-random-{'tiny' if args.tiny else '7.2b-shape'}-20261215"
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
-    if DEVICE == "cuda":
-        emit(
-            step="env",
-            gpu=torch.cuda.get_device_name(0),
-            torch=torch.__version__,
-            cuda=torch.version.cuda,
-            shape={"n_layer": spec.n_layer, "n_embd": spec.n_embd, "vocab_size": spec.vocab_size},
-        )
+    emit(
+        step="env",
+        gpu=torch.cuda.get_device_name(0),
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        shape={"n_layer": spec.n_layer, "n_embd": spec.n_embd, "vocab_size": spec.vocab_size},
+    )
 
     with Timer("make-and-add-base") as extra:
         base = save_checkpoint(args.work / f"{name}.pth", make_base_state_dict(spec, device=DEVICE))

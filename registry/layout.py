@@ -152,12 +152,13 @@ def export_folder(rel: str) -> str | None:
     return None
 
 
-def export_path(base: str, entry_path: str | None = None) -> str:
-    """Where a base's (``entry_path`` None), a full entry's, a MiSS adapter's or a State's export lives."""
+def export_path(base: str, entry_path: str | None = None, method: str | None = None) -> str:
+    """Where a base's (``entry_path`` None), a full entry's, a MiSS adapter's or a State's
+    (``method`` "state") export lives."""
     if not entry_path:
         return f"{base}/{HF_DIR}"
     folder, name = entry_path.rsplit("/", 1)
-    if entry_path.split("/")[1] == "state":
+    if method == "state":
         return f"{folder}/{HF_DIR}/{name.rsplit('.', 1)[0]}"
     return f"{folder}/{HF_DIR}"
 

@@ -269,10 +269,12 @@ class Entry(_Strict):
 
 
 class HfExport(_Strict):
-    """A folder Transformers loads (flash-linear-attention's RWKV-7), exported from a base or a full
-    entry: fla-named safetensors shards, config.json, generation_config.json, the world tokenizer."""
+    """A folder exported by ``registry export-hf``: from a base or a full entry, one Transformers
+    loads (flash-linear-attention's RWKV-7: fla-named safetensors shards, config.json,
+    generation_config.json, the world tokenizer); from a MiSS adapter, a PEFT adapter folder; from a
+    State, its initial recurrent state in fla's layout."""
 
-    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(description="The folder: <base>/hf for a base, hf/ beside a full entry")
+    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(description="The folder: <base>/hf for a base, hf/ beside a full entry or a MiSS adapter, hf/<state-stem> beside a State")
     source: str = Field(description="The full entry's path, or the base's name")
     source_sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="The .pth the folder was exported from")
     base_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
@@ -319,7 +321,7 @@ class Index(_Strict):
     registry: RegistryInfo = Field(default_factory=RegistryInfo)
     bases: list[Base] = Field(default_factory=list)
     entries: list[Entry] = Field(default_factory=list)
-    exports: list[HfExport] = Field(default_factory=list, description="Transformers/fla folders exported from bases and full entries")
+    exports: list[HfExport] = Field(default_factory=list, description="Transformers/fla folders exported from bases and entries (registry export-hf)")
     rewrites: list[Rewrite] = Field(default_factory=list)
 
     def base_by_name(self, name: str) -> Base | None:

@@ -9,6 +9,7 @@ exactly the logits of the source ``.pth``; the fla forward is compared on the H2
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import warnings
@@ -326,7 +327,29 @@ def test_a_state_export_that_no_longer_fits_is_found_by_validate(hf_registry, wo
     path.write_bytes(safetensors_bytes(tensors, {"source_sha256": entry.sha256}))
     _relisted(root, export.files[0].path)
     messages = [p.message for p in validate(root) if p.code == "export.invalid"]
-    assert any("model.layers.1.attn.recurrent_state is not the F32 (2, 64, 64) recurrent state" in m for m in messages), messages
+    assert any("model.layers.1.attn.recurrent_state is BF16 (2, 64, 64), but the recurrent state of the base export's config.json is F32 (2, 64, 64)" in m for m in messages), messages
+
+
+def test_an_adapter_or_state_export_refuses_a_base_export_edited_after_its_record(hf_registry, world_base, tmp_path):
+    root, _ = hf_registry
+    name = world_base.name[:-4]
+    entry, _ = _state_entry(root, world_base, tmp_path)
+    export_hf(root, ExportRequest(base=name, base_file=world_base))
+    config = root / name / "hf" / "config.json"
+    config.write_text(config.read_text().replace('"num_hidden_layers": 2', '"num_hidden_layers": 3'))
+    refused = _refused(root, ExportRequest(entry=entry.path))
+    assert refused.code == "export.base-export-changed" and refused.file == f"{name}/hf/config.json" and "--force" in refused.fix
+
+
+def test_a_state_misfit_says_what_is_missing_extra_or_wrong_in_layer_order():
+    from registry.hf.state import misfit
+
+    config = {"head_dim": 64, "hidden_size": 128, "num_hidden_layers": 12}
+    good = {f"model.layers.{i}.attn.recurrent_state": ((2, 64, 64), "F32") for i in range(12)}
+    assert misfit(config, good) is None
+    lacking = {k: v for k, v in good.items() if k not in ("model.layers.2.attn.recurrent_state", "model.layers.10.attn.recurrent_state")}
+    assert misfit(config, lacking) == "initial_state.safetensors lacks model.layers.2.attn.recurrent_state (the F32 (2, 64, 64) recurrent state of the base export's config.json)"
+    assert misfit(config, {**good, "zzz": ((1,), "F32")}) == "initial_state.safetensors holds zzz, which is not a recurrent state of the base export's config.json"
 
 
 def test_the_card_shows_generation_from_the_exported_state(hf_registry, world_base, tmp_path):
@@ -339,6 +362,7 @@ def test_the_card_shows_generation_from_the_exported_state(hf_registry, world_ba
     assert f"subfolder={json.dumps(f'{name}/hf')}" in section and "from fla.models.utils import Cache" in section
     assert f"hf_hub_download(repo, {json.dumps(export.path + '/initial_state.safetensors')})" in section
     assert "past_key_values=initial_state()" in section and "PeftModel" not in section
+    ast.parse(section[section.index("```python\n") + len("```python\n") :])  # the snippet is Python
 
 
 @pytest.mark.parametrize(
@@ -486,7 +510,7 @@ def test_a_peft_export_that_no_longer_fits_is_found_by_validate(hf_registry, wor
     config_path.write_text(json.dumps(config))
     _relisted(root, f"{export.path}/adapter_config.json")
     messages = [p.message for p in validate(root) if p.code == "export.invalid" and p.file == export.path]
-    assert any("is not the F32 (8, 128) miss_block its config makes" in m for m in messages), messages
+    assert any("miss_block is F32 (16, 128), but the miss_block its config makes is F32 (8, 128)" in m for m in messages), messages
 
 
 def test_the_card_shows_the_peft_snippet_for_an_exported_adapter(hf_registry, world_base, tmp_path):

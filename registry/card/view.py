@@ -327,7 +327,7 @@ class CardView:
     def hf_exports(self) -> list[tuple[HfExport, EntryView | None]]:
         """Each export (``registry export-hf``) with the entry it was made from: a full weight, a
         MiSS adapter (a PEFT folder), a State (its initial state), or None for a base's own export."""
-        views = {e.entry.path: e for b in self.bases for e in (*b.of_method("full"), *b.of_method("miss"), *b.of_method("state"))}
+        views = {e.entry.path: e for b in self.bases for e in b.entries}
         return [(export, views.get(export.source)) for export in self.index.exports]
 
     state_weights_name = STATE_WEIGHTS_NAME

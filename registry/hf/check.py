@@ -40,7 +40,7 @@ def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
     if entry is None and export.source != base.name:
         yield f"its source {export.source} is neither an entry nor its base"
         return
-    sha, path = (entry.sha256, export_path(base.name, entry.path)) if entry else (base.sha256, export_path(base.name))
+    sha, path = (entry.sha256, export_path(base.name, entry.path, entry.method)) if entry else (base.sha256, export_path(base.name))
     if entry is not None and entry.base_sha256 != base.sha256:
         yield f"its source {export.source} is not an entry on base {base.name}"
     if export.source_sha256 != sha:
@@ -136,5 +136,5 @@ def export_problems(root: Path, index: Index, files: list[str], digests: dict[st
             except RegistryError as err:
                 problems.append(err.message)
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                problems.append(f"its config.json cannot be read as fla's RWKV7Config ({type(exc).__name__}: {exc})")
+                problems.append(f"its files cannot be read ({type(exc).__name__}: {exc})")
         yield from (Problem("export.invalid", export.path, message, FIX) for message in problems)

@@ -183,3 +183,25 @@ def fla_plan(shapes: Mapping[str, Sequence[int]], source=None) -> FlaPlan:
         raise _refuse(source, f"{len(extra)} tensor(s) fla's RWKV-7 has no place for, e.g. {extra[0]}")
     return FlaPlan(config, plan, [d for d in dropped(n_layer) if d in shapes])
 
+
+
+def _natural(name: str) -> list[int | str]:
+    """Sort key that puts layer 2 before layer 10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def tensor_misfit(file: str, what: str, want: Mapping[str, tuple[tuple[int, ...], str]], found: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
+    """The first way ``found`` (name → (shape, safetensors dtype)) differs from ``want`` in
+    ``file``, said as a finding, or None: ``what`` names the tensors ("miss_block its config
+    makes", …)."""
+    missing = sorted(set(want) - set(found), key=_natural)
+    if missing:
+        return f"{file} lacks {missing[0]} (the {want[missing[0]][1]} {want[missing[0]][0]} {what})"
+    unexpected = sorted(set(found) - set(want), key=_natural)
+    if unexpected:
+        return f"{file} holds {unexpected[0]}, which is not a {what}"
+    wrong = sorted((n for n in want if (tuple(found[n][0]), found[n][1]) != want[n]), key=_natural)
+    if wrong:
+        name = wrong[0]
+        return f"{file}: {name} is {found[name][1]} {tuple(found[name][0])}, but the {what} is {want[name][1]} {want[name][0]}"
+    return None

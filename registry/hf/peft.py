@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .mapping import fla_shapes, rules
+from .mapping import fla_shapes, rules, tensor_misfit
 
 if TYPE_CHECKING:
     import torch
@@ -90,10 +90,7 @@ def misfit(config: Mapping[str, Any], base_config: Mapping[str, Any], found: Map
     if unknown:
         return f"it targets {unknown[0]}, which the base export has no Linear for"
     want = {tensor_name(m): ((int(config["r"]), out_features[m]), "F32") for m in modules}
-    odd = sorted(set(found) ^ set(want)) or sorted(n for n in want if tuple(found[n]) != want[n])
-    if odd:
-        return f"{ADAPTER_WEIGHTS_NAME}: {odd[0]} is not the F32 {want[odd[0]][0] if odd[0] in want else 'absent'} miss_block its config makes"
-    return None
+    return tensor_misfit(ADAPTER_WEIGHTS_NAME, "miss_block its config makes", want, found)
 
 
 def peft_tensors(adapter: Mapping[str, torch.Tensor], scale: float) -> dict[str, torch.Tensor]:

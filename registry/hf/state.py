@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .mapping import tensor_misfit
+
 if TYPE_CHECKING:
     import torch
 
@@ -33,11 +35,7 @@ def misfit(base_config: Mapping[str, Any], found: Mapping[str, tuple[tuple[int, 
     head = int(base_config["head_dim"])
     heads = int(base_config["hidden_size"]) // head
     want = {tensor_name(i): ((heads, head, head), "F32") for i in range(int(base_config["num_hidden_layers"]))}
-    odd = sorted(set(found) ^ set(want)) or sorted(n for n in want if (tuple(found[n][0]), found[n][1]) != want[n])
-    if odd:
-        shape = want[odd[0]][0] if odd[0] in want else "absent"
-        return f"{STATE_WEIGHTS_NAME}: {odd[0]} is not the F32 {shape} recurrent state the base export's config.json makes"
-    return None
+    return tensor_misfit(STATE_WEIGHTS_NAME, "recurrent state of the base export's config.json", want, found)
 
 
 def fla_state(time_state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -7,8 +7,8 @@
   :data:`SAMPLES` (the seeds' prompts), and decodes them back to the text;
 * a MiSS adapter's PEFT folder: PEFT reads its config as the default MiSS, and its tensors are
   exactly the ``miss_block`` s of that config on the base export's Linears;
-* a State's folder: safetensors loads it, its tensors are the base export's recurrent states and
-  equal the State's ``time_state`` transposed, and fla's ``Cache`` takes them as its layers' states.
+* a State's folder: safetensors loads it, and its tensors are the base export's recurrent states,
+  each equal to the State's ``time_state`` transposed.
 """
 
 from __future__ import annotations
@@ -105,9 +105,7 @@ def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
 
 def check_state(folder: Path, base_config: Mapping[str, Any], time_state: Mapping[str, torch.Tensor]) -> None:
     """safetensors loads ``initial_state.safetensors``; it holds exactly the recurrent states of the
-    base export's layers, each bit-equal to the State's ``time_state`` transposed; fla's ``Cache``
-    takes them as the layers' initial states with no token seen (what the card's snippet does)."""
-    from fla.models.utils import Cache
+    base export's layers, each bit-equal to the State's ``time_state`` transposed."""
     from safetensors.torch import load_file
 
     path = folder / fla_state.STATE_WEIGHTS_NAME
@@ -116,11 +114,7 @@ def check_state(folder: Path, base_config: Mapping[str, Any], time_state: Mappin
     if problem:
         raise RegistryError("export.verify-failed", path, problem, VERIFY_FIX)
     loaded = load_file(path)
-    cache = Cache()
     for i in range(len(loaded)):
         back = loaded[fla_state.tensor_name(i)].transpose(-1, -2).contiguous()
         if not torch.equal(back.view(torch.int32), time_state[f"blocks.{i}.att.time_state"].float().contiguous().view(torch.int32)):  # bits: NaN too
             raise RegistryError("export.verify-failed", path, f"layer {i}'s recurrent state is not the State's time_state transposed", VERIFY_FIX)
-        cache.update(recurrent_state=loaded[fla_state.tensor_name(i)][None], layer_idx=i, offset=0)
-    if len(cache) != len(loaded) or cache.get_seq_length() != 0:
-        raise RegistryError("export.verify-failed", path, f"fla's Cache holds {len(cache)} layers and {cache.get_seq_length()} seen tokens", VERIFY_FIX)

@@ -85,7 +85,7 @@ def _source(index: Index, repo: Repo, request: ExportRequest) -> _Source:
             raise RegistryError("export.not-pth", entry.path, "is a safetensors twin; the export reads the .pth it was converted from", f"pass {entry.derived_from or 'the .pth entry'}")
         base = index.base_by_sha(entry.base_sha256)
         assert base is not None  # index_to_change refused an entry with an unknown base
-        return _Source(entry.path, base, entry, entry.sha256, export_path(base.name, entry.path))
+        return _Source(entry.path, base, entry, entry.sha256, export_path(base.name, entry.path, entry.method))
     base = index.base_by_name(request.base or "")
     if base is None:
         raise RegistryError("export.unknown-base", INDEX_NAME, f"no base named {request.base!r}", "pass a base listed by `registry list`")
@@ -217,9 +217,22 @@ def _state_files(source: _Source, handle: Pinned) -> tuple[dict[str, bytes], dic
     return {fla_state.STATE_WEIGHTS_NAME: safetensors_bytes(fla_state.fla_state(time_state), metadata)}, time_state
 
 
-def _adapter_files(repo: Repo, source: _Source, handle: Pinned, base_folder: str) -> dict[str, bytes]:
+def _base_config(repo: Repo, index: Index, source: _Source, base_folder: str) -> dict:
+    """The base export's config.json, refused unless it is the one index.json records."""
+    rel = f"{base_folder}/{hf_files.CONFIG_NAME}"
+    raw = repo.read_bytes(repo.root / rel)
+    recorded = {f.path: f.sha256 for e in index.exports if e.path == base_folder for f in e.files}
+    if recorded.get(rel) != hashlib.sha256(raw).hexdigest():
+        raise RegistryError(
+            "export.base-export-changed", rel, "differs from the base export's record in index.json",
+            f"export the base again: `registry export-hf --base {source.base.name} --base-file {source.base.filename} --force`",
+        )  # fmt: skip
+    return json.loads(raw)
+
+
+def _adapter_files(repo: Repo, index: Index, source: _Source, handle: Pinned, base_folder: str) -> dict[str, bytes]:
     """A MiSS adapter's PEFT folder or a State's initial state, checked against the base export."""
-    base_config = json.loads(repo.read_bytes(repo.root / base_folder / hf_files.CONFIG_NAME))
+    base_config = _base_config(repo, index, source, base_folder)
     if source.entry is not None and source.entry.method == "state":
         data, time_state = _state_files(source, handle)
         with _written(data) as folder:
@@ -262,7 +275,7 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
         if source.entry is not None and source.entry.method in ("miss", "state"):
             base_folder = _base_export(index, source)
             with _pinned_source(repo, source, None) as handle:
-                data = _adapter_files(repo, source, handle, base_folder)
+                data = _adapter_files(repo, index, source, handle, base_folder)
             _check_folder(repo, index, source, set(data), data, request.force)
             return _record(repo, txn, index, source, data, [], progress)
         with _pinned_source(repo, source, request.base_file) as handle:
