@@ -202,6 +202,16 @@ def test_progress_names_each_entry_and_each_step(gated_registry):
         assert needle in text, text
 
 
+def _rerecord(root: Path, rel: str) -> None:
+    """Record a swapped entry file's sha256 and size in index.json and SHA256SUMS, so the gate,
+    not the checksum, meets the swap."""
+    index = Index.model_validate_json((root / INDEX_NAME).read_text())
+    index.entry_by_path(rel).sha256 = sha256_of(root / rel)
+    index.entry_by_path(rel).size = (root / rel).stat().st_size
+    (root / INDEX_NAME).write_bytes(render_index(index))
+    write_sums(root)
+
+
 def test_a_misfit_in_the_middle_fails_alone_and_the_others_are_recorded(tmp_path):
     root, base, state = state_registry(tmp_path)
     name = base.name[:-4]
@@ -209,11 +219,7 @@ def test_a_misfit_in_the_middle_fails_alone_and_the_others_are_recorded(tmp_path
     miss = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r8"))
     # the registered adapter is swapped (index and sums kept consistent) for one trained on another base
     make_adapter_file(root / miss.path, GATE_SPEC, "ab" * 32, rank=8)
-    index = Index.model_validate_json((root / INDEX_NAME).read_text())
-    index.entry_by_path(miss.path).sha256 = sha256_of(root / miss.path)
-    index.entry_by_path(miss.path).size = (root / miss.path).stat().st_size
-    (root / INDEX_NAME).write_bytes(render_index(index))
-    write_sums(root)
+    _rerecord(root, miss.path)
     with pytest.raises(RegistryError) as failed:
         smoke(root, [miss.path, state.path], base, "cpu")
     assert failed.value.exit_code == 1 and failed.value.file == miss.path
@@ -321,11 +327,7 @@ def test_a_full_twin_whose_tensors_differ_from_its_source_fails_alone(tmp_path):
     name = next(iter(swapped))
     swapped[name] = swapped[name] + 1
     save_file(swapped, root / twin.path, metadata={"format": "pt"})
-    index = Index.model_validate_json((root / INDEX_NAME).read_text())
-    index.entry_by_path(twin.path).sha256 = sha256_of(root / twin.path)
-    index.entry_by_path(twin.path).size = (root / twin.path).stat().st_size
-    (root / INDEX_NAME).write_bytes(render_index(index))
-    write_sums(root)
+    _rerecord(root, twin.path)
     with pytest.raises(RegistryError) as failed:
         smoke(root, [full.path, twin.path], None, "cpu")
     assert failed.value.exit_code == 1 and failed.value.code == "gate.twin-differs" and failed.value.file == twin.path

@@ -61,6 +61,14 @@ def dtype_code(dtype: Any) -> str:
         ) from exc
 
 
+def bit_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """The same dtype, shape and bytes (``y`` moved to ``x``'s device).  Bytes, not values: a NaN
+    equals itself and -0.0 differs from 0.0, where ``torch.equal`` says otherwise."""
+    import torch
+
+    return x.dtype == y.dtype and x.shape == y.shape and torch.equal(x.reshape(-1).view(torch.uint8), y.to(x.device).reshape(-1).view(torch.uint8))
+
+
 def little_endian_bytes(tensor: torch.Tensor) -> memoryview:
     """The elements in row-major order as little-endian bytes, whatever the strides, storage
     sharing or host byte order (on little-endian hosts this copies nothing beyond .contiguous())."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ..artifacts.dtypes import bit_equal
 from ..artifacts.safetensors_header import read_safetensors_header
 from ..errors import RegistryError
 from ..gate.prompts import PROMPTS
@@ -115,6 +116,5 @@ def check_state(folder: Path, base_config: Mapping[str, Any], time_state: Mappin
         raise RegistryError("export.verify-failed", path, problem, VERIFY_FIX)
     loaded = load_file(path)
     for i in range(len(loaded)):
-        back = loaded[fla_state.tensor_name(i)].transpose(-1, -2).contiguous()
-        if not torch.equal(back.view(torch.int32), time_state[f"blocks.{i}.att.time_state"].float().contiguous().view(torch.int32)):  # bits: NaN too
+        if not bit_equal(loaded[fla_state.tensor_name(i)].transpose(-1, -2), time_state[f"blocks.{i}.att.time_state"].float()):
             raise RegistryError("export.verify-failed", path, f"layer {i}'s recurrent state is not the State's time_state transposed", VERIFY_FIX)

@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__
+from ..artifacts.dtypes import bit_equal
 from ..artifacts.inspect import check_fits, inspect_weights
 from ..artifacts.miss import read_miss_json
 from ..atomic import atomic_write, transaction
@@ -227,13 +228,9 @@ def _prepare(run: Run, entry: Entry, group: Group) -> Prepared:
 
 
 def _equal_tensors(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]) -> bool:
-    """The same names, dtypes, shapes and every bit (``b``'s tensors moved to ``a``'s device one at
-    a time).  Bytes, not values: a NaN equals itself and -0.0 differs from 0.0."""
-
-    def same(x: torch.Tensor, y: torch.Tensor) -> bool:
-        return x.dtype == y.dtype and x.shape == y.shape and torch.equal(x.reshape(-1).view(torch.uint8), y.to(x.device).reshape(-1).view(torch.uint8))
-
-    return a is b or (a.keys() == b.keys() and all(same(x, b[k]) for k, x in a.items()))
+    """The same names and, tensor by tensor, :func:`~registry.artifacts.dtypes.bit_equal` (``b``'s
+    moved to ``a``'s device one at a time)."""
+    return a is b or (a.keys() == b.keys() and all(bit_equal(x, b[k]) for k, x in a.items()))
 
 
 def _same_tensors(a: Prepared, b: Prepared) -> bool:
