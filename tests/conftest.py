@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from registry.synthetic import TinySpec, make_base_checkpoint
+
+# fla's kernels are Triton kernels: without CUDA the tests run them in Triton's interpreter, on CPU
+# tensors (tests/test_export_hf_fla.py). Triton reads this when fla's kernels are defined, at import.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # Small enough to build in milliseconds; vocab 65536 only where a tokenizer is involved.
 SMALL = TinySpec(n_layer=2, n_embd=128, vocab_size=512)

@@ -1,10 +1,10 @@
 """export-hf: a folder Transformers/fla loads, exact against its source, verified, registered, refused cleanly.
 
-fla's RWKV-7 kernels are Triton kernels and do not run on a CPU ("0 active drivers"), so on CI the
-model is checked by loading it with ``AutoModelForCausalLM.from_pretrained`` (no missing or
-unexpected keys, every tensor as exported) and by our runtime reading the folder back and giving
-exactly the logits of the source ``.pth``; the fla forward is compared on the H200
-(bench/gpu_export_hf.py, tests/test_export_hf_gpu.py).
+Here the model is checked by loading it with ``AutoModelForCausalLM.from_pretrained`` (no missing
+or unexpected keys, every tensor as exported) and by our runtime reading the folder back and giving
+exactly the logits of the source ``.pth``. fla's forward on the export is compared with our runtime
+in tests/test_export_hf_fla.py (on CI through Triton's interpreter) and at 7.2B on the H200
+(bench/gpu_export_hf.py).
 """
 
 from __future__ import annotations
