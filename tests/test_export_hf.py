@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import json
 import random
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -431,6 +433,14 @@ def test_cli_json_help_usage_and_missing_extra(hf_registry, monkeypatch):
     assert refused.exit_code == 3 and json.loads(refused.stdout)["problems"][0]["code"] == "export.unknown-base"
     missing = _as_registry_error(ModuleNotFoundError("No module named 'transformers'", name="transformers"))
     assert missing is not None and missing.code == "install.needs-hf" and missing.fix == "pip install 'rwkv-registry[hf]'"
+
+
+def test_the_command_keeps_flas_notices_off_stderr(hf_registry):
+    """A fresh process, so fla's import-time notice fires: the export runs none of fla's kernels."""
+    root, entry = hf_registry
+    done = subprocess.run([sys.executable, "-m", "registry", "export-hf", entry.path, "-C", str(root)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr and "hf/ (" in done.stdout
 
 
 def test_validate_checks_the_export_against_its_source_and_folder(hf_registry):

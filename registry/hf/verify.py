@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,17 @@ SAMPLES: dict[str, str] = {
     "code": 'def f(x):\n    return {"boundaries": [x, 2, 3]}  # 注释\n',
 }
 VERIFY_FIX = "report this bug with `REGISTRY_DEBUG=1`; nothing was changed"
+# fla warns when imported without a GPU and when it builds an RWKV-7 layer; an export runs none of
+# its kernels, so neither concerns the user of `registry export-hf`.
+FLA_NOTICES = ("Triton is not supported on current platform", "According to Bo, you are using")
+
+
+@contextmanager
+def fla_notices_hidden() -> Iterator[None]:
+    with warnings.catch_warnings():
+        for notice in FLA_NOTICES:
+            warnings.filterwarnings("ignore", message=re.escape(notice), category=UserWarning)
+        yield
 
 
 def check_tokenizer(folder: Path) -> None:
@@ -69,14 +82,15 @@ def _layer_pattern(names: Mapping[str, tuple[int, ...]], n_layer: int) -> dict[s
 
 def check_model(folder: Path, exported: Mapping[str, tuple[int, ...]]) -> None:
     """fla's model for ``folder``'s config.json has exactly the ``exported`` tensors and shapes."""
-    import fla  # noqa: F401  (registers model_type rwkv7 with the Auto classes)
+    with fla_notices_hidden():
+        import fla  # noqa: F401  (registers model_type rwkv7 with the Auto classes)
     from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
     config = AutoConfig.from_pretrained(folder)
     GenerationConfig.from_pretrained(folder)
     n_layer = int(config.num_hidden_layers)
     probe = AutoConfig.from_pretrained(folder, num_hidden_layers=min(n_layer, 2))
-    with torch.device("meta"):
+    with torch.device("meta"), fla_notices_hidden():
         model = AutoModelForCausalLM.from_config(probe)
     want = _layer_pattern({name: tuple(t.shape) for name, t in model.state_dict().items()}, n_layer)
     missing, unexpected = sorted(set(want) - set(exported)), sorted(set(exported) - set(want))

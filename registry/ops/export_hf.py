@@ -40,7 +40,7 @@ from ..hf import state as fla_state
 from ..hf.mapping import FlaPlan, fla_plan
 from ..hf.tensors import to_fla
 from ..hf.tokenizer import WORLD_VOCAB, check_vocab, read_vocab, tokenizer_config_json, tokenizer_json, world_vocab_file
-from ..hf.verify import check_model, check_peft, check_state, check_tokenizer
+from ..hf.verify import check_model, check_peft, check_state, check_tokenizer, fla_notices_hidden
 from ..index_rules import index_to_change
 from ..layout import export_path
 from ..models import Base, Entry, FileRef, HfExport, Index, StopRules
@@ -72,7 +72,8 @@ class _Source:
 
 def require_hf() -> None:
     """Import what the export's checks need first, so a missing extra is said before any work."""
-    import fla  # noqa: F401
+    with fla_notices_hidden():
+        import fla  # noqa: F401
     import peft  # noqa: F401
     import tokenizers  # noqa: F401
     import transformers  # noqa: F401
