@@ -13,8 +13,14 @@ from registry.synthetic import TinySpec, make_base_checkpoint
 
 # fla's kernels are Triton kernels: without CUDA the tests run them in Triton's interpreter, on CPU
 # tensors (tests/test_export_hf_fla.py). Triton reads this when fla's kernels are defined, at import.
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+TEST_ONLY_ENVIRONMENT = {"TRITON_INTERPRET": "1"} if not torch.cuda.is_available() else {}
+os.environ.update(TEST_ONLY_ENVIRONMENT)
+
+
+def user_environment() -> dict[str, str]:
+    """This process's environment without what the tests set for themselves: for a subprocess that
+    runs the tool as a user would."""
+    return {k: v for k, v in os.environ.items() if k not in TEST_ONLY_ENVIRONMENT}
 
 # Small enough to build in milliseconds; vocab 65536 only where a tokenizer is involved.
 SMALL = TinySpec(n_layer=2, n_embd=128, vocab_size=512)

@@ -50,7 +50,7 @@ from registry.synthetic import (
     share_storage,
 )
 
-from .conftest import SMALL, sha256_of, snapshot
+from .conftest import SMALL, sha256_of, snapshot, user_environment
 from .test_ops_artifacts import train_json
 
 pytest.importorskip("transformers", reason="the hf extra (pip install -e '.[torch,hf,test]') is not installed")
@@ -438,7 +438,8 @@ def test_cli_json_help_usage_and_missing_extra(hf_registry, monkeypatch):
 def test_the_command_keeps_flas_notices_off_stderr(hf_registry):
     """A fresh process, so fla's import-time notice fires: the export runs none of fla's kernels."""
     root, entry = hf_registry
-    done = subprocess.run([sys.executable, "-m", "registry", "export-hf", entry.path, "-C", str(root)], capture_output=True, text=True)
+    command = [sys.executable, "-m", "registry", "export-hf", entry.path, "-C", str(root)]
+    done = subprocess.run(command, capture_output=True, text=True, env=user_environment())
     assert done.returncode == 0, done.stderr
     assert "Warning" not in done.stderr and "hf/ (" in done.stdout
 

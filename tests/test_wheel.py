@@ -12,7 +12,6 @@ Two environments are built once per session:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from .conftest import user_environment
 
 pytestmark = pytest.mark.wheel
 
@@ -45,7 +46,7 @@ class Venv:
         return package.joinpath(*parts)
 
     def registry(self, *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        environment = {k: v for k, v in os.environ.items() if not k.startswith(("RWKV_REGISTRY", "REGISTRY_DEBUG"))}
+        environment = {k: v for k, v in user_environment().items() if not k.startswith(("RWKV_REGISTRY", "REGISTRY_DEBUG"))}
         environment.update(env or {})
         return subprocess.run([self.root / "bin" / "registry", *map(str, args)], cwd=cwd or self.cwd, capture_output=True, text=True, env=environment, timeout=600)
 

@@ -46,11 +46,13 @@ CHUNK_TOLERANCE = 1e-5
 
 
 
-def _scaled(got: torch.Tensor, want: torch.Tensor) -> float:
+def scaled_error(got: torch.Tensor, want: torch.Tensor) -> float:
+    """Largest absolute logit difference, scaled by max(1, the reference's largest |logit|)."""
     return float((got.float() - want.float()).abs().max()) / max(1.0, float(want.float().abs().max()))
 
 
-def _topk_overlap(got: torch.Tensor, want: torch.Tensor) -> float:
+def topk_overlap(got: torch.Tensor, want: torch.Tensor) -> float:
+    """Share of the reference's top-``TOPK`` tokens that are also in ``got``'s."""
     a = set(torch.topk(got.float(), TOPK).indices.tolist())
     b = set(torch.topk(want.float(), TOPK).indices.tolist())
     return len(a & b) / TOPK
@@ -128,9 +130,9 @@ def official_logits(official: OfficialModel, prompts: Mapping[str, list[int]], s
 def compare_logits(got: Logits, want: Logits) -> dict[str, float]:
     pairs = [(got.prefill[k], want.prefill[k]) for k in want.prefill] + [(got.step[k], want.step[k]) for k in want.step]
     return {
-        "max_scaled_err": max(_scaled(g, w) for g, w in pairs),
+        "max_scaled_err": max(scaled_error(g, w) for g, w in pairs),
         "top1_agreement": sum(int(torch.argmax(g)) == int(torch.argmax(w)) for g, w in pairs) / len(pairs),
-        "top5_overlap_min": min(_topk_overlap(g, w) for g, w in pairs),
+        "top5_overlap_min": min(topk_overlap(g, w) for g, w in pairs),
     }
 
 
