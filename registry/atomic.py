@@ -169,14 +169,15 @@ def _up_to(root: Path, directory: Path) -> list[Path]:
 
 
 class Transaction:
-    """Stage file writes and moves; apply them all at the end or none of them.
+    """Stage file writes, moves and removals; apply them all at the end or none of them.
 
     Staging writes every new file to a fsynced temp file in ``.registry/staging``; nothing public
     changes until :meth:`commit`, which journals the renames, does them (creating the
     directories they need), and drops the journal.  Renames within one filesystem cannot fail
     half-way for lack of space, which is why all the bytes are written before the first rename;
     a kill at any instant leaves either the old registry (plus staging debris) or a journal
-    that the next command rolls forward (:func:`recover`).
+    that the next command rolls forward (:func:`recover`).  A removal is one more rename, of the
+    file into staging, so the journal replays it too, and staging's debris goes with the rest.
     """
 
     def __init__(self, root: Path):
@@ -187,6 +188,7 @@ class Transaction:
         self._staged: list[tuple[Path, Path, bool]] = []  # (source, target, source is our temp file)
         self._digests: dict[str, str] = {}
         self._dirs: list[Path] = []
+        self._removed: dict[str, Path] = {}  # relative path -> where its file goes in staging
         self._after_commit: list[Callable[[], None]] = []
 
     def write(self, relpath: str | Path, data: bytes) -> None:
@@ -201,6 +203,15 @@ class Transaction:
             raise ValueError(f"{source} is not in {self.staging}: the journal can only replay renames out of staging")
         self._staged.append((source, self.root / relpath, False))
         self._digests[Path(relpath).as_posix()] = sha256
+
+    def remove(self, relpath: str | Path) -> None:
+        """Stage removing the file ``relpath``: at commit it is renamed into staging, then deleted."""
+        rel = Path(relpath).as_posix()
+        self._removed.setdefault(rel, self.staging / f".removed.{len(self._removed)}.{Path(rel).name}")
+
+    def removed_files(self) -> set[str]:
+        """The relative paths this transaction will remove."""
+        return set(self._removed)
 
     def after_commit(self, action: Callable[[], None]) -> None:
         """Run ``action`` once every staged file is in place (e.g. remember their hashes)."""
@@ -226,13 +237,17 @@ class Transaction:
         for _, target, _ in self._staged:
             if target.is_dir() and not target.is_symlink():
                 raise RegistryError("fs.eisdir", target, "a directory stands where the command writes a file", "remove or rename that directory", Exit.MACHINE)
+        for rel in self._removed:
+            check_dir(self.root, Path(rel).parent)
+            if not (self.root / rel).is_file() or (self.root / rel).is_symlink():
+                raise RegistryError("fs.not-a-file", rel, "the command removes this file, but it is not a regular file", "remove or rename it yourself", Exit.MACHINE)
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
 
     def commit(self) -> None:
         self._check_targets()
-        renames = [(source, target) for source, target, _ in self._staged]
+        renames = [(source, target) for source, target, _ in self._staged] + [(self.root / rel, trash) for rel, trash in self._removed.items()]
         private = self.root / PRIVATE_DIR
         rel = self._relative
         plan = {"dirs": [rel(d) for d in self._dirs], "renames": [[rel(source), rel(target)] for source, target in renames]}
@@ -240,9 +255,12 @@ class Transaction:
         _apply(self.root, self._dirs, renames)
         (private / JOURNAL_NAME).unlink()
         fsync_dir(private)
+        for trash in self._removed.values():
+            trash.unlink()
         self._staged.clear()
         self._digests.clear()
         self._dirs.clear()
+        self._removed.clear()
         for action in self._after_commit:
             action()
         self._after_commit.clear()
@@ -255,6 +273,7 @@ class Transaction:
         self._digests.clear()
         self._after_commit.clear()
         self._dirs.clear()
+        self._removed.clear()
 
 
 @contextmanager

@@ -30,17 +30,18 @@ def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress
 def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
     """Stage SHA256SUMS for the tree as it will be once ``txn`` commits.
 
-    Only the files ``txn`` writes get new lines.  Every other file must still be what SHA256SUMS
+    Only the files ``txn`` writes get new lines, and those it removes lose theirs.  Every other file must still be what SHA256SUMS
     says, or the command refuses with validate's findings: an unrelated write must never launder
     a change made behind the tool's back into the registry's own checksums.  ``absorb``: True
     takes the tree as it is (``registry sums``, ``init``); a set of paths accepts their new bytes
     (``validate --allow-rewrite``, which records why).
     """
     staged = {rel: sha for rel, sha in txn.staged_files().items() if not is_excluded(rel)}
-    on_disk = [rel for rel in scan_tree(repo.root).files if rel not in staged]
+    removed = txn.removed_files()
+    on_disk = [rel for rel in scan_tree(repo.root).files if rel not in staged and rel not in removed]
     digests = digest_tree(repo.root, on_disk, StatCache(repo.stat_cache_path), progress)
     if absorb is not True:
-        _require_unchanged(repo, digests, set(staged) | set(absorb or ()))
+        _require_unchanged(repo, digests, set(staged) | removed | set(absorb or ()))
     digests.update(staged)
     txn.write(SUMS_NAME, render_sums(digests))
     txn.after_commit(lambda: remember_digests(repo, staged))

@@ -402,6 +402,23 @@ def test_an_export_folder_that_differs_is_refused_unless_forced(hf_registry):
     assert '"use_cache": true' in config.read_text() and validate(root) == []
 
 
+def test_a_forced_export_removes_the_files_it_no_longer_writes(hf_registry):
+    """Sharded, then exported again as one file: the old shards are refused, then forced out."""
+    root, entry = hf_registry
+    sharded = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
+    old_shards = sorted(p.name for p in (root / sharded.path).glob("model-*.safetensors"))
+    assert len(old_shards) > 1
+    error = _refused(root, ExportRequest(entry=entry.path))
+    assert error.code == "export.stale-files" and error.file == f"{sharded.path}/{old_shards[0]}" and "--force" in error.fix
+    (root / sharded.path / "scratch").mkdir()  # something the tool must not delete
+    assert _refused(root, ExportRequest(entry=entry.path, force=True)).file == f"{sharded.path}/scratch"
+    (root / sharded.path / "scratch").rmdir()
+    one = export_hf(root, ExportRequest(entry=entry.path, force=True))
+    assert sorted(p.name for p in (root / one.path).iterdir()) == sorted(Path(f.path).name for f in one.files)
+    assert "model.safetensors" in {Path(f.path).name for f in one.files} and not set(old_shards) & {p.name for p in (root / one.path).iterdir()}
+    assert validate(root) == [] and list((root / ".registry" / "staging").iterdir()) == []
+
+
 def test_a_vocabulary_other_than_the_recorded_one_is_refused(empty_registry, world_base, small_base):
     add_base(empty_registry, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20220101.txt"))
     error = _refused(empty_registry, ExportRequest(base=world_base.name[:-4], base_file=world_base))

@@ -167,9 +167,10 @@ def _verify(data: dict[str, bytes], shapes: dict[str, tuple[int, ...]]) -> None:
         check_tokenizer(folder)
 
 
-def _check_folder(repo: Repo, index: Index, source: _Source, written: set[str], data: dict[str, bytes], force: bool) -> None:
-    """Refuse (unless forced) an export folder that holds something else; always refuse one that
-    would keep files this export does not write (a stale shard would contradict the index)."""
+def _check_folder(repo: Repo, txn: Transaction, index: Index, source: _Source, written: set[str], data: dict[str, bytes], force: bool) -> None:
+    """Refuse (unless forced) an export folder that holds something else. Forced, the files in it
+    that this export does not write are removed with the commit (a stale shard would contradict
+    the index); a folder or link in it is always refused."""
     folder = repo.root / source.folder
     previous = next((e for e in index.exports if e.path == source.folder), None)
     if previous is not None and previous.source_sha256 != source.sha256 and not force:
@@ -178,12 +179,17 @@ def _check_folder(repo: Repo, index: Index, source: _Source, written: set[str], 
         path = folder / name
         if path.is_file() and not force and hashlib.sha256(repo.read_bytes(path)).hexdigest() != hashlib.sha256(content).hexdigest():
             raise RegistryError("export.exists", repo.rel(path), "an export file with different content already exists", "pass --force to replace it")
-    stale = sorted(p.name for p in folder.iterdir() if p.name not in written) if folder.is_dir() else []
-    if stale:
+    stale = sorted((p for p in folder.iterdir() if p.name not in written), key=lambda p: p.name) if folder.is_dir() else []
+    odd = [p for p in stale if p.is_symlink() or not p.is_file()]
+    if odd:
+        raise RegistryError("export.stale-files", repo.rel(odd[0]), "is in the export folder but is not a file the export could replace", f"move it out of {source.folder}/")
+    if stale and not force:
         raise RegistryError(
-            "export.stale-files", f"{source.folder}/{stale[0]}", f"is in the export folder but the new export does not write it ({len(stale)} such file(s))",
-            f"delete {source.folder}/, run `registry sums`, then export again",
+            "export.stale-files", repo.rel(stale[0]), f"is in the export folder but the new export does not write it ({len(stale)} such file(s))",
+            "pass --force to replace the folder's contents (the new export's files only)",
         )  # fmt: skip
+    for path in stale:
+        txn.remove(repo.rel(path))
 
 
 def _base_export(index: Index, source: _Source) -> str:
@@ -277,7 +283,7 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
             base_folder = _base_export(index, source)
             with _pinned_source(repo, source, None) as handle:
                 data = _adapter_files(repo, index, source, handle, base_folder)
-            _check_folder(repo, index, source, set(data), data, request.force)
+            _check_folder(repo, txn, index, source, set(data), data, request.force)
             return _record(repo, txn, index, source, data, [], progress)
         with _pinned_source(repo, source, request.base_file) as handle:
             converted = _convert(repo, source, handle, request, txn.staging, opener, progress)
@@ -285,7 +291,7 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
         try:
             data = _json_files(converted, source.entry.stop if source.entry else None)
             _verify(data, converted.shapes)
-            _check_folder(repo, index, source, {f.final.name for f in result.files} | set(data), data, request.force)
+            _check_folder(repo, txn, index, source, {f.final.name for f in result.files} | set(data), data, request.force)
             for f in result.files:
                 txn.move(f.temp, repo.rel(f.final), f.sha256)
             return _record(repo, txn, index, source, data, [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files], progress)

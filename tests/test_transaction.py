@@ -1,0 +1,81 @@
+"""A transaction's removals: staged like its writes, journaled as renames into staging, so a crash
+at any rename leaves the old tree or, once the next command rolls the journal forward, the new one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from registry.atomic import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME, registry_lock, transaction
+from registry.errors import RegistryError
+
+from .conftest import snapshot
+
+RENAMES_OF_A_COMMIT = 3  # the journal's own atomic write, the new file, the removal
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs, not even the transaction's rollback."""
+
+
+def _tree(root: Path) -> None:
+    (root / "kept.txt").write_bytes(b"old")
+    (root / "export").mkdir()
+    (root / "export" / "stale.bin").write_bytes(b"stale")
+
+
+def _change(root: Path) -> None:
+    with transaction(root) as txn:
+        txn.write("kept.txt", b"new")
+        txn.remove("export/stale.bin")
+
+
+@pytest.mark.parametrize("kill_at", range(RENAMES_OF_A_COMMIT + 1))
+def test_a_kill_at_any_rename_leaves_the_old_tree_or_one_the_next_command_completes(tmp_path, monkeypatch, kill_at):
+    _tree(tmp_path)
+    before = snapshot(tmp_path)
+    replace, done = os.replace, []
+
+    def replace_until_killed(*args, **kwargs):
+        if len(done) == kill_at:
+            raise Killed
+        done.append(args)
+        return replace(*args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace_until_killed)
+    if kill_at < RENAMES_OF_A_COMMIT:
+        with pytest.raises(Killed):
+            _change(tmp_path)
+    else:
+        _change(tmp_path)
+    monkeypatch.setattr(os, "replace", replace)
+    with registry_lock(tmp_path):  # the next command: rolls a journal forward, clears staging
+        pass
+    after = snapshot(tmp_path)
+    if kill_at == 0:  # before the journal: nothing public was touched
+        assert after == before
+    else:
+        assert after == {"kept.txt": b"new"} and not (tmp_path / "export" / "stale.bin").exists()
+    assert not (tmp_path / PRIVATE_DIR / JOURNAL_NAME).exists() and list((tmp_path / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
+
+
+def test_a_refused_transaction_removes_nothing(tmp_path):
+    _tree(tmp_path)
+    before = snapshot(tmp_path)
+    with pytest.raises(RuntimeError), transaction(tmp_path) as txn:
+        txn.remove("export/stale.bin")
+        raise RuntimeError("a later check refuses")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("odd", ["folder", "link"])
+def test_only_a_regular_file_is_removed(tmp_path, odd):
+    _tree(tmp_path)
+    target = tmp_path / "export" / "odd"
+    target.mkdir() if odd == "folder" else target.symlink_to(tmp_path / "kept.txt")
+    before = snapshot(tmp_path)
+    with pytest.raises(RegistryError) as refused, transaction(tmp_path) as txn:
+        txn.remove("export/odd")
+    assert refused.value.code == "fs.not-a-file" and snapshot(tmp_path) == before and target.exists()
