@@ -15,7 +15,7 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -127,7 +127,7 @@ def recover(root: Path) -> bool:
 
     A commit writes its journal (every rename it is about to do) only once all the new bytes are
     fsynced in staging, so the journal can always be rolled forward: each rename whose source is
-    still there is done again.  Without a journal, nothing public was touched yet and whatever
+    still there is done again, and each removal whose file is still the one the commit meant.  Without a journal, nothing public was touched yet and whatever
     is in staging is debris of a command that died while staging (or was refused).
     True when a commit was rolled forward.
     """
@@ -136,7 +136,8 @@ def recover(root: Path) -> bool:
     rolled = journal.is_file()
     if rolled:
         plan = json.loads(journal.read_bytes())
-        _apply(root, [root / d for d in plan["dirs"]], [(root / src, root / dst) for src, dst in plan["renames"]], skip_done=True)
+        removals = [(root / rel, root / trash, identity) for rel, trash, identity in plan.get("removals", [])]
+        _apply(root, [root / d for d in plan["dirs"]], [(root / src, root / dst) for src, dst in plan["renames"]], removals, skip_done=True)
         journal.unlink()
         fsync_dir(private)
     staging = private / STAGING_NAME
@@ -146,9 +147,17 @@ def recover(root: Path) -> bool:
     return rolled
 
 
-def _apply(root: Path, dirs: list[Path], renames: list[tuple[Path, Path]], skip_done: bool = False) -> None:
-    """Create ``dirs``, do ``renames`` (skipping those already done when replaying), fsync every
-    directory touched.  Directories are reached without following links (:mod:`.safepath`)."""
+Removal = tuple[Path, Path, list[int]]  # (public file, its name in staging, its identity)
+
+
+def _identity(st: os.stat_result) -> list[int]:
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _apply(root: Path, dirs: list[Path], renames: list[tuple[Path, Path]], removals: list[Removal], skip_done: bool = False) -> None:
+    """Create ``dirs``, do ``renames`` (skipping those already done when replaying), move each
+    removal into staging while it is still the same regular file, fsync every directory touched.
+    Directories are reached without following links (:mod:`.safepath`)."""
     touched: set[Path] = set()
     for path in dirs:
         with directory(root, path.relative_to(root), create=True):
@@ -159,8 +168,25 @@ def _apply(root: Path, dirs: list[Path], renames: list[tuple[Path, Path]], skip_
         with directory(root, source.parent.relative_to(root)) as src, directory(root, target.parent.relative_to(root), create=True) as dst:
             os.replace(source.name, target.name, src_dir_fd=src, dst_dir_fd=dst)
         touched.update(_up_to(root, target.parent))
+    for public, trash, identity in removals:
+        if _remove_into_staging(root, public, trash, identity):
+            touched.add(public.parent)
     for path in touched:
         fsync_dir(path)
+
+
+def _remove_into_staging(root: Path, public: Path, trash: Path, identity: list[int]) -> bool:
+    """Rename ``public`` to ``trash`` if it is still the file the commit meant to remove; a file
+    put there since (or one already removed before an interruption) is left alone."""
+    try:
+        with directory(root, public.parent.relative_to(root)) as src, directory(root, trash.parent.relative_to(root)) as dst:
+            st = os.stat(public.name, dir_fd=src, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode) or _identity(st) != identity:
+                return False
+            os.replace(public.name, trash.name, src_dir_fd=src, dst_dir_fd=dst)
+            return True
+    except FileNotFoundError:
+        return False
 
 
 def _up_to(root: Path, directory: Path) -> list[Path]:
@@ -188,10 +214,11 @@ class Transaction:
         self._staged: list[tuple[Path, Path, bool]] = []  # (source, target, source is our temp file)
         self._digests: dict[str, str] = {}
         self._dirs: list[Path] = []
-        self._removed: dict[str, Path] = {}  # relative path -> where its file goes in staging
+        self._removed: dict[str, Path] = {}  # relative path -> its name in staging
         self._after_commit: list[Callable[[], None]] = []
 
     def write(self, relpath: str | Path, data: bytes) -> None:
+        self._not_removed(relpath)
         target = self.root / relpath
         self._staged.append((write_temp(target, data, self.staging), target, True))
         self._digests[Path(relpath).as_posix()] = hashlib.sha256(data).hexdigest()
@@ -200,14 +227,22 @@ class Transaction:
         """Stage moving a file in staging whose sha256 is known to ``relpath``."""
         source = Path(source)
         if source.parent != self.staging:
-            raise ValueError(f"{source} is not in {self.staging}: the journal can only replay renames out of staging")
+            raise ValueError(f"{source} is not in {self.staging}: the journal replays only renames out of staging")
+        self._not_removed(relpath)
         self._staged.append((source, self.root / relpath, False))
         self._digests[Path(relpath).as_posix()] = sha256
 
     def remove(self, relpath: str | Path) -> None:
-        """Stage removing the file ``relpath``: at commit it is renamed into staging, then deleted."""
+        """Stage removing the file ``relpath``: at commit it is renamed into staging, then deleted.
+        (Staging is emptied under the lock before a transaction starts, so the name is free.)"""
+        if self.staged_source(relpath) is not None:
+            raise ValueError(f"{relpath} is both written and removed by this transaction")
         rel = Path(relpath).as_posix()
         self._removed.setdefault(rel, self.staging / f".removed.{len(self._removed)}.{Path(rel).name}")
+
+    def _not_removed(self, relpath: str | Path) -> None:
+        if Path(relpath).as_posix() in self._removed:
+            raise ValueError(f"{relpath} is both written and removed by this transaction")
 
     def removed_files(self) -> set[str]:
         """The relative paths this transaction will remove."""
@@ -247,16 +282,19 @@ class Transaction:
 
     def commit(self) -> None:
         self._check_targets()
-        renames = [(source, target) for source, target, _ in self._staged] + [(self.root / rel, trash) for rel, trash in self._removed.items()]
+        renames = [(source, target) for source, target, _ in self._staged]
+        removals = [(self.root / rel, trash, _identity((self.root / rel).lstat())) for rel, trash in self._removed.items()]
         private = self.root / PRIVATE_DIR
         rel = self._relative
-        plan = {"dirs": [rel(d) for d in self._dirs], "renames": [[rel(source), rel(target)] for source, target in renames]}
+        plan = {
+            "dirs": [rel(d) for d in self._dirs], "renames": [[rel(source), rel(target)] for source, target in renames],
+            "removals": [[rel(public), rel(trash), identity] for public, trash, identity in removals],
+        }  # fmt: skip
         atomic_write(private / JOURNAL_NAME, json.dumps(plan).encode())
-        _apply(self.root, self._dirs, renames)
+        _apply(self.root, self._dirs, renames, removals)
         (private / JOURNAL_NAME).unlink()
         fsync_dir(private)
-        for trash in self._removed.values():
-            trash.unlink()
+        trash = list(self._removed.values())
         self._staged.clear()
         self._digests.clear()
         self._dirs.clear()
@@ -264,6 +302,9 @@ class Transaction:
         for action in self._after_commit:
             action()
         self._after_commit.clear()
+        for path in trash:  # committed already: what is left here is debris the next command clears
+            with suppress(OSError):
+                path.unlink(missing_ok=True)
 
     def rollback(self) -> None:
         for source, _, is_temp in self._staged:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import random
+import shutil
 import subprocess
 import sys
 import warnings
@@ -410,9 +411,13 @@ def test_a_forced_export_removes_the_files_it_no_longer_writes(hf_registry):
     assert len(old_shards) > 1
     error = _refused(root, ExportRequest(entry=entry.path))
     assert error.code == "export.stale-files" and error.file == f"{sharded.path}/{old_shards[0]}" and "--force" in error.fix
-    (root / sharded.path / "scratch").mkdir()  # something the tool must not delete
-    assert _refused(root, ExportRequest(entry=entry.path, force=True)).file == f"{sharded.path}/scratch"
-    (root / sharded.path / "scratch").rmdir()
+    for foreign in ("scratch/", "notes.txt"):  # no export lists them: never deleted, even forced
+        (root / sharded.path / "scratch").mkdir() if foreign.endswith("/") else (root / sharded.path / foreign).write_text("mine")
+        write_sums(root)
+        refused = _refused(root, ExportRequest(entry=entry.path, force=True))
+        assert refused.code == "export.stale-files" and refused.file == f"{sharded.path}/{foreign.rstrip('/')}" and "move it out" in refused.fix
+        shutil.rmtree(root / sharded.path / "scratch") if foreign.endswith("/") else (root / sharded.path / foreign).unlink()
+        write_sums(root)
     one = export_hf(root, ExportRequest(entry=entry.path, force=True))
     assert sorted(p.name for p in (root / one.path).iterdir()) == sorted(Path(f.path).name for f in one.files)
     assert "model.safetensors" in {Path(f.path).name for f in one.files} and not set(old_shards) & {p.name for p in (root / one.path).iterdir()}

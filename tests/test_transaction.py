@@ -79,3 +79,51 @@ def test_only_a_regular_file_is_removed(tmp_path, odd):
     with pytest.raises(RegistryError) as refused, transaction(tmp_path) as txn:
         txn.remove("export/odd")
     assert refused.value.code == "fs.not-a-file" and snapshot(tmp_path) == before and target.exists()
+
+
+@pytest.mark.parametrize("put_there", ["other file", "folder"])
+def test_a_replayed_removal_leaves_what_was_put_there_since(tmp_path, monkeypatch, put_there):
+    """Killed after the journal, before the removal's rename; then something else takes the path:
+    rolling forward must not delete it (the journal names the file by its identity)."""
+    _tree(tmp_path)
+    replace, done = os.replace, []
+
+    def replace_until_killed(*args, **kwargs):
+        if len(done) == 2:  # the journal and the new file are in place
+            raise Killed
+        done.append(args)
+        return replace(*args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace_until_killed)
+    with pytest.raises(Killed):
+        _change(tmp_path)
+    monkeypatch.setattr(os, "replace", replace)
+    stale = tmp_path / "export" / "stale.bin"
+    stale.unlink()
+    stale.mkdir() if put_there == "folder" else stale.write_bytes(b"someone else's, and longer")
+    with registry_lock(tmp_path):
+        pass
+    assert stale.is_dir() if put_there == "folder" else stale.read_bytes() == b"someone else's, and longer"
+    assert (tmp_path / "kept.txt").read_bytes() == b"new" and not (tmp_path / PRIVATE_DIR / JOURNAL_NAME).exists()
+
+
+def test_a_path_is_not_both_written_and_removed(tmp_path):
+    _tree(tmp_path)
+    with pytest.raises(ValueError), transaction(tmp_path) as txn:
+        txn.write("export/stale.bin", b"x")
+        txn.remove("export/stale.bin")
+    with pytest.raises(ValueError), transaction(tmp_path) as txn:
+        txn.remove("export/stale.bin")
+        txn.write("export/stale.bin", b"x")
+
+
+def test_a_removal_through_a_linked_folder_is_refused(tmp_path):
+    root, outside = tmp_path / "reg", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "stale.bin").write_bytes(b"not the registry's")
+    (root / "export").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(RegistryError), transaction(root) as txn:
+        txn.remove("export/stale.bin")
+    assert (outside / "stale.bin").read_bytes() == b"not the registry's"
+    assert not (root / PRIVATE_DIR / JOURNAL_NAME).exists()  # refused before the commit began

@@ -16,7 +16,7 @@ from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
 @click.option("--base", "base_name", help="Export this base (by name) instead of an entry; needs --base-file.")
 @click.option("--base-file", type=click.Path(dir_okay=False, path_type=Path), help="The base's .pth (checked against its recorded sha256).")
 @click.option("--shard-size", default="5GB", show_default=True, help="Split the weights into model-0000i-of-0000N.safetensors shards of at most this size.")
-@click.option("--force", is_flag=True, help="Replace an existing export folder whose content differs; files in it that the new export does not write are removed.")
+@click.option("--force", is_flag=True, help="Replace an existing export folder whose content differs; files of the earlier export that the new one does not write are removed.")
 @JSON_OPT
 def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, shard_size: str, force: bool, as_json: bool) -> None:
     """Export a full entry (ENTRY, its .pth) or a base (--base NAME --base-file BASE.pth) as a folder

@@ -46,6 +46,7 @@ from ..layout import export_path
 from ..models import Base, Entry, FileRef, HfExport, Index, StopRules
 from ..pinned import Pinned, pinned, registered
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
+from ..safepath import check_dir
 
 DEFAULT_SHARD_SIZE = 5 * 10**9
 
@@ -168,9 +169,10 @@ def _verify(data: dict[str, bytes], shapes: dict[str, tuple[int, ...]]) -> None:
 
 
 def _check_folder(repo: Repo, txn: Transaction, index: Index, source: _Source, written: set[str], data: dict[str, bytes], force: bool) -> None:
-    """Refuse (unless forced) an export folder that holds something else. Forced, the files in it
-    that this export does not write are removed with the commit (a stale shard would contradict
-    the index); a folder or link in it is always refused."""
+    """Refuse (unless forced) an export folder that holds something else. Forced, the files of its
+    earlier export that this one does not write are removed with the commit (a stale shard would
+    contradict the index); anything in it that no export lists is always refused."""
+    check_dir(repo.root, source.folder)  # a linked folder is refused before anything in it is read
     folder = repo.root / source.folder
     previous = next((e for e in index.exports if e.path == source.folder), None)
     if previous is not None and previous.source_sha256 != source.sha256 and not force:
@@ -179,14 +181,15 @@ def _check_folder(repo: Repo, txn: Transaction, index: Index, source: _Source, w
         path = folder / name
         if path.is_file() and not force and hashlib.sha256(repo.read_bytes(path)).hexdigest() != hashlib.sha256(content).hexdigest():
             raise RegistryError("export.exists", repo.rel(path), "an export file with different content already exists", "pass --force to replace it")
+    listed = {f.path for f in previous.files} if previous else set()
     stale = sorted((p for p in folder.iterdir() if p.name not in written), key=lambda p: p.name) if folder.is_dir() else []
-    odd = [p for p in stale if p.is_symlink() or not p.is_file()]
-    if odd:
-        raise RegistryError("export.stale-files", repo.rel(odd[0]), "is in the export folder but is not a file the export could replace", f"move it out of {source.folder}/")
+    foreign = [p for p in stale if repo.rel(p) not in listed or p.is_symlink() or not p.is_file()]
+    if foreign:
+        raise RegistryError("export.stale-files", repo.rel(foreign[0]), "is in the export folder, but no export lists it", f"move it out of {source.folder}/")
     if stale and not force:
         raise RegistryError(
-            "export.stale-files", repo.rel(stale[0]), f"is in the export folder but the new export does not write it ({len(stale)} such file(s))",
-            "pass --force to replace the folder's contents (the new export's files only)",
+            "export.stale-files", repo.rel(stale[0]), f"is a file of the earlier export that the new one does not write ({len(stale)} such file(s))",
+            "pass --force to replace the earlier export's files",
         )  # fmt: skip
     for path in stale:
         txn.remove(repo.rel(path))
