@@ -127,8 +127,9 @@ def recover(root: Path) -> bool:
 
     A commit writes its journal (every rename it is about to do) only once all the new bytes are
     fsynced in staging, so the journal can always be rolled forward: each rename whose source is
-    still there is done again, and each removal whose file is still the one the commit meant.  Without a journal, nothing public was touched yet and whatever
-    is in staging is debris of a command that died while staging (or was refused).
+    still there is done again, and each removal whose file is still the one the commit meant.
+    Without a journal, nothing public was touched yet and whatever is in staging is debris of a
+    command that died while staging (or was refused).
     True when a commit was rolled forward.
     """
     private = root / PRIVATE_DIR
@@ -272,10 +273,18 @@ class Transaction:
         for _, target, _ in self._staged:
             if target.is_dir() and not target.is_symlink():
                 raise RegistryError("fs.eisdir", target, "a directory stands where the command writes a file", "remove or rename that directory", Exit.MACHINE)
-        for rel in self._removed:
-            check_dir(self.root, Path(rel).parent)
-            if not (self.root / rel).is_file() or (self.root / rel).is_symlink():
-                raise RegistryError("fs.not-a-file", rel, "the command removes this file, but it is not a regular file", "remove or rename it yourself", Exit.MACHINE)
+
+    def _removal_identity(self, rel: str) -> list[int]:
+        """The identity of the regular file ``rel`` to remove (journaled, so a replay removes only
+        that file); refused, before the journal, when it is reached through a link or is not one."""
+        check_dir(self.root, Path(rel).parent)
+        try:
+            st = (self.root / rel).lstat()
+        except FileNotFoundError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            raise RegistryError("fs.not-a-file", rel, "the command removes this file, but it is not a regular file", "remove or rename it yourself", Exit.MACHINE)
+        return _identity(st)
 
     def _relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -283,7 +292,7 @@ class Transaction:
     def commit(self) -> None:
         self._check_targets()
         renames = [(source, target) for source, target, _ in self._staged]
-        removals = [(self.root / rel, trash, _identity((self.root / rel).lstat())) for rel, trash in self._removed.items()]
+        removals = [(self.root / rel, trash, self._removal_identity(rel)) for rel, trash in self._removed.items()]
         private = self.root / PRIVATE_DIR
         rel = self._relative
         plan = {

@@ -30,9 +30,10 @@ def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress
 def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
     """Stage SHA256SUMS for the tree as it will be once ``txn`` commits.
 
-    Only the files ``txn`` writes get new lines, and those it removes lose theirs.  Every other file must still be what SHA256SUMS
-    says, or the command refuses with validate's findings: an unrelated write must never launder
-    a change made behind the tool's back into the registry's own checksums.  ``absorb``: True
+    Only the files ``txn`` writes get new lines, and those it removes lose theirs.  Every other
+    file must still be what SHA256SUMS says, or the command refuses with validate's findings: an
+    unrelated write must never launder a change made behind the tool's back into the registry's
+    own checksums.  ``absorb``: True
     takes the tree as it is (``registry sums``, ``init``); a set of paths accepts their new bytes
     (``validate --allow-rewrite``, which records why).
     """

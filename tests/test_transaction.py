@@ -4,6 +4,7 @@ at any rename leaves the old tree or, once the next command rolls the journal fo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,21 @@ def _tree(root: Path) -> None:
     (root / "export" / "stale.bin").write_bytes(b"stale")
 
 
+def _killed_at(monkeypatch, kill_at: int) -> Callable[[], None]:
+    """From now on the ``kill_at``-th ``os.replace`` (counting from 0) raises :class:`Killed`;
+    the returned function lifts that, as a fresh process would not have it."""
+    replace, done = os.replace, []
+
+    def replace_until_killed(*args, **kwargs):
+        if len(done) == kill_at:
+            raise Killed
+        done.append(args)
+        return replace(*args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace_until_killed)
+    return lambda: monkeypatch.setattr(os, "replace", replace)
+
+
 def _change(root: Path) -> None:
     with transaction(root) as txn:
         txn.write("kept.txt", b"new")
@@ -36,21 +52,13 @@ def _change(root: Path) -> None:
 def test_a_kill_at_any_rename_leaves_the_old_tree_or_one_the_next_command_completes(tmp_path, monkeypatch, kill_at):
     _tree(tmp_path)
     before = snapshot(tmp_path)
-    replace, done = os.replace, []
-
-    def replace_until_killed(*args, **kwargs):
-        if len(done) == kill_at:
-            raise Killed
-        done.append(args)
-        return replace(*args, **kwargs)
-
-    monkeypatch.setattr(os, "replace", replace_until_killed)
+    revive = _killed_at(monkeypatch, kill_at)
     if kill_at < RENAMES_OF_A_COMMIT:
         with pytest.raises(Killed):
             _change(tmp_path)
     else:
         _change(tmp_path)
-    monkeypatch.setattr(os, "replace", replace)
+    revive()
     with registry_lock(tmp_path):  # the next command: rolls a journal forward, clears staging
         pass
     after = snapshot(tmp_path)
@@ -86,18 +94,10 @@ def test_a_replayed_removal_leaves_what_was_put_there_since(tmp_path, monkeypatc
     """Killed after the journal, before the removal's rename; then something else takes the path:
     rolling forward must not delete it (the journal names the file by its identity)."""
     _tree(tmp_path)
-    replace, done = os.replace, []
-
-    def replace_until_killed(*args, **kwargs):
-        if len(done) == 2:  # the journal and the new file are in place
-            raise Killed
-        done.append(args)
-        return replace(*args, **kwargs)
-
-    monkeypatch.setattr(os, "replace", replace_until_killed)
+    revive = _killed_at(monkeypatch, 2)  # the journal and the new file are in place
     with pytest.raises(Killed):
         _change(tmp_path)
-    monkeypatch.setattr(os, "replace", replace)
+    revive()
     stale = tmp_path / "export" / "stale.bin"
     stale.unlink()
     stale.mkdir() if put_there == "folder" else stale.write_bytes(b"someone else's, and longer")

@@ -184,7 +184,6 @@ def fla_plan(shapes: Mapping[str, Sequence[int]], source=None) -> FlaPlan:
     return FlaPlan(config, plan, [d for d in dropped(n_layer) if d in shapes])
 
 
-
 def _natural(name: str) -> list[int | str]:
     """Sort key that puts layer 2 before layer 10."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]

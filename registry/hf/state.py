@@ -29,6 +29,11 @@ def tensor_name(layer: int) -> str:
     return f"model.layers.{layer}.attn.recurrent_state"
 
 
+def source_name(layer: int) -> str:
+    """The State file's tensor that :func:`tensor_name` is made from."""
+    return f"blocks.{layer}.att.time_state"
+
+
 def misfit(base_config: Mapping[str, Any], found: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
     """Why a State export does not fit the base export, or None when it does: ``base_config`` the
     base export's config.json, ``found`` the state file's tensors (name → (shape, safetensors dtype))."""
@@ -41,4 +46,4 @@ def misfit(base_config: Mapping[str, Any], found: Mapping[str, tuple[tuple[int, 
 def fla_state(time_state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """``recurrent_state[i] = time_state[i]ᵀ`` (last two axes) in float32, in layer order."""
     layers = len(time_state)
-    return {tensor_name(i): time_state[f"blocks.{i}.att.time_state"].float().transpose(-1, -2).contiguous() for i in range(layers)}
+    return {tensor_name(i): time_state[source_name(i)].float().transpose(-1, -2).contiguous() for i in range(layers)}

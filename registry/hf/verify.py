@@ -130,5 +130,5 @@ def check_state(folder: Path, base_config: Mapping[str, Any], time_state: Mappin
         raise RegistryError("export.verify-failed", path, problem, VERIFY_FIX)
     loaded = load_file(path)
     for i in range(len(loaded)):
-        if not bit_equal(loaded[fla_state.tensor_name(i)].transpose(-1, -2), time_state[f"blocks.{i}.att.time_state"].float()):
+        if not bit_equal(loaded[fla_state.tensor_name(i)].transpose(-1, -2), time_state[fla_state.source_name(i)].float()):
             raise RegistryError("export.verify-failed", path, f"layer {i}'s recurrent state is not the State's time_state transposed", VERIFY_FIX)
