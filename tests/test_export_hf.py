@@ -365,6 +365,7 @@ def test_the_card_shows_generation_from_the_exported_state(hf_registry, world_ba
     assert f"subfolder={json.dumps(f'{name}/hf')}" in section and "from fla.models.utils import Cache" in section
     assert f"hf_hub_download(repo, {json.dumps(export.path + '/initial_state.safetensors')})" in section
     assert "past_key_values=initial_state()" in section and "PeftModel" not in section
+    assert '"transformers>=5,<5.24"' in section  # 5.24 and later hand generate's cache to fla as `cache=`, which it refuses
     ast.parse(section[section.index("```python\n") + len("```python\n") :])  # the snippet is Python
 
 
