@@ -31,18 +31,22 @@ from .test_ops_artifacts import train_json
 # fla's advice to fp32 users of its chunked kernel; fp32 is what the comparison needs.
 pytestmark = pytest.mark.filterwarnings("ignore:ChunkDeltaRuleFunction does not support float32:RuntimeWarning")
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-# fla fp32 vs our fp32 recurrence, scaled logit error. On CPU, in the interpreter, it is plain fp32
-# arithmetic in another order: measured 5e-7 to 7e-7 on the seed prompts (fused-recurrent kernel)
-# and 1.1e-5 to 1.7e-5 on the joined one (chunked kernel); an export with norm_eps 1e-3 for 1e-5
-# was 1.3e-3 off. On the GPU the chunked kernel's tl.dot takes fp32 inputs as TF32: 1e-2, which the
-# seed-prompt State cases met on the H200 (run 8; their figures were not recorded, so a later run
-# can tighten it for the fused-recurrent kernel). The other cases have not run on a GPU yet.
-SCALED_TOLERANCE = 1e-2 if DEVICE == "cuda" else 1e-4
+# fla fp32 vs our fp32 recurrence, scaled logit error: plain fp32 arithmetic in another order, except
+# that on a GPU the chunked kernel's tl.dot takes fp32 inputs as TF32. Measured on the seed prompts
+# (fused-recurrent kernel) 3.6e-7 to 6.9e-7 on CPU and on the H200; on the joined prompt (chunked
+# kernel) 1.1e-5 to 1.7e-5 on CPU, 3.2e-4 to 4.0e-4 on the H200 (docs/gpu-gate.md, run 9). An
+# export with norm_eps 1e-3 for 1e-5 was 1.3e-3 off.
+FP32_TOLERANCE = 1e-4
+FP32_TOLERANCE_TF32 = 1e-3
 CHUNKED_FROM = 64  # fla's RWKV7Attention runs a prompt this long or longer through its chunked kernel
 # 121 tokens, so fla's chunked kernel runs. A longer prompt washes a State out: after 242 tokens
 # the State below moved the logits by only 0.03.
 JOINED = "\n\n".join(PROMPTS.values())
 PROMPT_CASES = [*PROMPTS, "joined-chunked"]
+
+
+def _fp32_tolerance(prompt: str) -> float:
+    return FP32_TOLERANCE_TF32 if DEVICE == "cuda" and prompt == "joined-chunked" else FP32_TOLERANCE
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -68,7 +72,7 @@ def _fla_model(folder, dtype: torch.dtype):
 
 @torch.inference_mode()
 @pytest.mark.parametrize("prompt", PROMPT_CASES)
-def test_fla_logits_on_the_export_match_our_runtime_on_the_pth(hf_registry, prompt):  # noqa: F811
+def test_fla_logits_on_the_export_match_our_runtime_on_the_pth(hf_registry, prompt, record_property):  # noqa: F811
     root, entry = hf_registry
     export = export_hf(root, ExportRequest(entry=entry.path))
     ours = Rwkv7.from_path(root / entry.path, dtype=torch.float32, device=DEVICE, wkv="reference")
@@ -77,18 +81,22 @@ def test_fla_logits_on_the_export_match_our_runtime_on_the_pth(hf_registry, prom
     want, state = ours.forward(ids)
     out = model(torch.tensor([ids], device=DEVICE), use_cache=True)
     got = out.logits[0, -1].float()
-    assert scaled_error(got, want) <= SCALED_TOLERANCE
+    error = scaled_error(got, want)
+    record_property("error_after_prompt", error)  # for docs/: pytest --junitxml keeps it
+    assert error <= _fp32_tolerance(prompt)
     assert int(got.argmax()) == int(want.argmax())
     token = int(want.argmax())
     want_step = ours.forward([token], state)[0]
     got_step = model(torch.tensor([[token]], device=DEVICE), past_key_values=out.past_key_values, use_cache=True).logits[0, -1].float()
-    assert scaled_error(got_step, want_step) <= SCALED_TOLERANCE
+    error_step = scaled_error(got_step, want_step)
+    record_property("error_after_step", error_step)
+    assert error_step <= _fp32_tolerance(prompt)
 
 
 @torch.inference_mode()
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16-as-the-card"])
 @pytest.mark.parametrize("prompt", PROMPT_CASES)
-def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf_registry, world_base, tmp_path, prompt, dtype):  # noqa: F811
+def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf_registry, world_base, tmp_path, prompt, dtype, record_property):  # noqa: F811
     """The card's State snippet: fla's Cache holding the exported recurrent states (float32),
     passed to ``generate``; its logits (after the prompt and after the first generated token) are
     our fp32 runtime's with the State applied, and far from those without it. In bf16 (the card's
@@ -100,7 +108,7 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf
     root, _ = hf_registry
     name = world_base.name[:-4]
     # 100x the synthetic State's scale: as drawn, its effect after a 60-token prompt was 0.007-0.010
-    # scaled (H200, 2026-12-04), under the tolerance, so a dropped State could not have failed;
+    # scaled (H200, 2026-12-04), under the GPU's tolerance then (1e-2), so a dropped State could not have failed;
     # at 100x it is 0.32-0.37 on the seed prompts and 0.17 on the joined one.
     state_file = save_checkpoint(tmp_path / "s1224.pth", {key: t * 100 for key, t in make_state_tensors(WORLD, seed=3).items()})
     entry = add_weight(root, AddRequest(state_file, name, "state", "v1.41", train_json(tmp_path / "s.json")))
@@ -131,13 +139,16 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf
     want_step = ours.forward([token], after)[0]
     got, got_step = out.logits[0][0], out.logits[1][0]
     if dtype == torch.float32:
-        bound = SCALED_TOLERANCE
+        bound = _fp32_tolerance(prompt)
         assert int(got.argmax()) == int(want.argmax())
     else:
         peer = ours.computing_in(torch.bfloat16, "reference")
         peer_logits, peer_after = peer.forward(ids, peer.apply_state_file(time_state))
         bound = BF16_RATIO * max(scaled_error(peer_logits, want), scaled_error(peer.forward([token], peer_after)[0], want_step)) + BF16_FLOOR
         assert topk_overlap(got, want) >= TOPK_MIN_OVERLAP
-    assert scaled_error(got, want) <= bound and scaled_error(got_step, want_step) <= bound
+    figures = {"error_after_prompt": scaled_error(got, want), "error_after_step": scaled_error(got_step, want_step), "bound": bound, "state_effect": scaled_error(without, want)}
+    for figure, value in figures.items():  # for docs/: pytest --junitxml keeps them
+        record_property(figure, value)
+    assert figures["error_after_prompt"] <= bound and figures["error_after_step"] <= bound
     # A dropped State would be at least (effect - bound) from ours: past the bound.
-    assert scaled_error(without, want) > 2 * bound
+    assert figures["state_effect"] > 2 * bound
