@@ -1,4 +1,4 @@
-"""``registry convert`` of a ``.pth``: throughput vs ``cp``, peak RSS vs the naive path.
+"""``registry convert`` and ``export-hf`` of a ``.pth``: throughput vs ``cp``, peak RSS vs the naive path.
 
 Builds synthetic RWKV-7-shaped bf16 checkpoints (n_embd 4096, vocab 65536, every tensor a view
 of one shared storage, like the official files) and times, each in a fresh process:
@@ -7,6 +7,10 @@ of one shared storage, like the official files) and times, each in a fresh proce
   * the ``registry convert`` command on the file outside any registry ("standalone": it also
     hashes the source, for the metadata) and on the same file registered as a full checkpoint
     ("registered": index.json has its sha256), with the default ``--shard-size 5GB``;
+  * ``registry export-hf`` of the registered entry: the same pipeline writing fla's names (the
+    low-rank matrices transposed), then config, tokenizer files and the folder's checks with
+    Transformers, fla and PEFT (fla's model built on the meta device); the peak RSS of importing
+    those alone is reported beside the command's;
   * once, on the first size, the naive path the Hub conversion bot takes: ``torch.load``
     without mmap, then ``safetensors.torch.save_file`` (shared views cloned first, as save_file
     refuses shared storage); it needs about twice the file in RAM.
@@ -16,7 +20,7 @@ page cache dropped (when run as root), then the source read once so that it is c
 just downloaded or trained is.  A full page cache made writes 2-3x slower here.  The steps run
 in interleaved rounds (``--rounds``), as this VM's disk speed drifts from minute to minute;
 medians are reported, with every sample.  Run: ``python bench/bench_convert.py [--sizes 3,12] [--rounds 3] [--dir DIR]``.
-Targets: peak RSS < 10% of the file for 12 GiB; throughput >= 0.5x cp.
+Targets: peak RSS < 10% of the file for 12 GiB (convert and export-hf); throughput >= 0.5x cp.
 """
 
 from __future__ import annotations
@@ -63,6 +67,14 @@ from bench_convert import make_checkpoint
 make_checkpoint(Path(sys.argv[1]), float(sys.argv[2]))
 """
 
+# export-hf imports, besides convert's, what checks its folder (fla, PEFT, Transformers' Auto
+# classes): warmed the same way, and their peak RSS alone is reported beside the command's.
+EXPORT_IMPORTS = WARM_IMPORTS + """
+import registry.ops.export_hf
+registry.ops.export_hf.require_hf()
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+"""
+
 NAIVE = """
 import torch
 from safetensors.torch import save_file
@@ -74,7 +86,7 @@ save_file({k: v.clone() for k, v in tensors.items()}, sys.argv[2], metadata={"fo
 def spec_for(gib: float) -> TinySpec:
     """The RWKV-7 shape (n_embd 4096) whose bf16 checkpoint is closest to ``gib``."""
     best = None
-    for n_layer in range(1, 64):
+    for n_layer in range(2, 64):  # export-hf takes 2 layers or more (fla's RWKV-7 does)
         spec = TinySpec(n_layer=n_layer, n_embd=4096, vocab_size=65536)
         size = sum(torch.Size(s).numel() for s in checkpoint_shapes(spec).values()) * 2
         if best is None or abs(size - gib * GIB) < abs(best[1] - gib * GIB):
@@ -108,6 +120,7 @@ def small_files(root: Path) -> dict[Path, bytes]:
 def restore(root: Path, saved: dict[Path, bytes], keep: Path) -> None:
     for path in [p for p in root.rglob("*") if p.is_file() and p not in saved and p != keep]:
         path.unlink()
+    shutil.rmtree(keep.parent / "hf", ignore_errors=True)  # the export's folder, emptied above
     for path, data in saved.items():
         path.write_bytes(data)
 
@@ -117,7 +130,7 @@ def remove_outputs(directory: Path) -> None:
         path.unlink()
 
 
-def same_start(source: Path) -> bool:
+def same_start(source: Path, imports: str = WARM_IMPORTS) -> bool:
     """sync, drop the clean page cache if allowed, then cache ``source`` and the libraries the
     command imports (as on a machine that just ran it); whether caches were dropped."""
     os.sync()
@@ -129,7 +142,7 @@ def same_start(source: Path) -> bool:
     with open(source, "rb", buffering=0) as handle:
         while handle.read(64 << 20):
             pass
-    child_peak_rss(WARM_IMPORTS)
+    child_peak_rss(imports)
     return dropped
 
 
@@ -150,8 +163,9 @@ def bench(directory: Path, gib: float, rounds: int, naive: bool) -> dict:
     saved = small_files(work / "reg")
     copy = work / "copy.pth"
 
-    samples: dict[str, list[float]] = {"cp": [], "cp_then_sync": [], "standalone": [], "registered": []}
+    samples: dict[str, list[float]] = {"cp": [], "cp_then_sync": [], "standalone": [], "registered": [], "export_hf": []}
     peak = {"standalone": 0, "registered": 0}
+    export_peak = 0
     for _ in range(rounds):
         dropped = same_start(source)
         samples["cp"].append(run_timed(["cp", str(source), str(copy)]))
@@ -170,6 +184,13 @@ def bench(directory: Path, gib: float, rounds: int, naive: bool) -> dict:
         samples["registered"].append(seconds)
         peak["registered"] = max(peak["registered"], rss)
         restore(work / "reg", saved, registered)
+        same_start(source, EXPORT_IMPORTS)
+        seconds, rss, out = child_peak_rss(CLI, "export-hf", "-C", str(work / "reg"), entry, "--json")
+        assert json.loads(out.split("PEAK")[0])["files"], out  # it did export
+        samples["export_hf"].append(seconds)
+        export_peak = max(export_peak, rss)
+        restore(work / "reg", saved, registered)
+    imports_peak = child_peak_rss(EXPORT_IMPORTS)[1]
 
     median = {k: statistics.median(v) for k, v in samples.items()}
     row = {
@@ -183,6 +204,11 @@ def bench(directory: Path, gib: float, rounds: int, naive: bool) -> dict:
         "registered_throughput_vs_cp_then_sync": round(median["cp_then_sync"] / median["registered"], 2),
         "convert_peak_rss_MiB": max(peak.values()) >> 20,
         "convert_peak_rss_pct_of_file": round(100 * max(peak.values()) / size, 1),
+        "export_hf_throughput_vs_cp": round(median["cp"] / median["export_hf"], 2),
+        "export_hf_throughput_vs_cp_then_sync": round(median["cp_then_sync"] / median["export_hf"], 2),
+        "export_hf_peak_rss_MiB": export_peak >> 20,
+        "export_hf_peak_rss_pct_of_file": round(100 * export_peak / size, 1),
+        "export_hf_imports_alone_peak_rss_MiB": imports_peak >> 20,
         "samples_s": {k: [round(x, 2) for x in v] for k, v in samples.items()},
     }
     if naive:
@@ -201,7 +227,7 @@ def main() -> None:
     parser.add_argument("--no-naive", action="store_true", help="skip the naive path (it needs about 2x the first size in RAM)")
     args = parser.parse_args()
     for i, gib in enumerate(float(s) for s in args.sizes.split(",")):
-        report(f"convert {gib:g} GiB checkpoint", bench(args.dir, gib, args.rounds, naive=i == 0 and not args.no_naive))
+        report(f"convert and export-hf of a {gib:g} GiB checkpoint", bench(args.dir, gib, args.rounds, naive=i == 0 and not args.no_naive))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -231,7 +232,12 @@ def test_verification_does_not_trust_our_own_byte_offsets(populated, monkeypatch
 
     root, entries = populated
     real = source_module.locate_tensors
-    monkeypatch.setattr(source_module, "locate_tensors", lambda path, tensors: {k: v + 2 for k, v in real(path, tensors).items()})
+
+    def located_two_bytes_off(path, tensors):
+        layout = real(path, tensors)
+        return replace(layout, offsets={k: v + 2 for k, v in layout.offsets.items()})
+
+    monkeypatch.setattr(source_module, "locate_tensors", located_two_bytes_off)
     before = snapshot(root)
     with pytest.raises(RegistryError) as err:
         convert_entry(root, entries["full"].path, BIG)
@@ -412,7 +418,7 @@ def test_spot_checked_pages_leave_the_process_but_not_the_data(tmp_path):
     """After the verifier drops an mmap-loaded tensor's pages, RSS of the mapping falls and
     the tensor still reads the same values (they come back from the file)."""
     from registry.artifacts.inspect import load_tensor_map
-    from registry.convert.pipeline import _unmap_touched
+    from registry.convert.source import unmap_touched
 
     path = tmp_path / "big.pth"
     torch.save({"emb.weight": torch.arange(4 << 20, dtype=torch.float32).reshape(1024, -1)}, path)
@@ -420,6 +426,30 @@ def test_spot_checked_pages_leave_the_process_but_not_the_data(tmp_path):
     expected = float(tensor.double().sum())  # touches every page
     touched = _mapped_kib(path)
     assert touched >= 12 << 10  # most of 16 MiB is resident
-    _unmap_touched(tensor)
+    unmap_touched(tensor)
     assert _mapped_kib(path) < touched // 8
     assert float(tensor.double().sum()) == expected
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux /proc")
+def test_tensors_copied_through_the_mapping_leave_no_pages_behind(tmp_path):
+    """A tensor that is not a range of the file (here transposed, as export-hf's low-rank
+    matrices are) is copied and spot-checked through torch's mapping of the file; the pages that
+    maps are dropped again, so memory does not grow with the number of such tensors."""
+    path = tmp_path / "lowrank.pth"
+    torch.save({f"blocks.{i}.att.w1": torch.randn(512, 1024) for i in range(8)}, path)  # 16 MiB
+    loaded: dict[str, torch.Tensor] = {}
+
+    def transposed(tensors):
+        loaded.update(tensors)  # keeps torch's mapping of the file open after the conversion
+        return {name: t.t() for name, t in tensors.items()}
+
+    resident: list[int] = []  # KiB of the file mapped into this process, after each tensor is copied
+    result = convert_file(path, "checkpoint", {}, "0" * 64, BIG, tmp_path, remap=transposed, into=tmp_path / "out", progress=lambda _: resident.append(_mapped_kib(path)))
+    try:
+        assert len(loaded) == len(resident) == 8
+        assert max(resident) < 2 << 10 and _mapped_kib(path) < 2 << 10  # while copying, and after the checks: under one tensor's 2 MiB
+        with safe_open(result.files[0].temp, framework="pt") as written:
+            assert all(torch.equal(written.get_tensor(name), t.t()) for name, t in loaded.items())  # the data came back from the file
+    finally:
+        result.discard()

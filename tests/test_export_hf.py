@@ -370,19 +370,21 @@ def test_the_card_shows_generation_from_the_exported_state(hf_registry, world_ba
 
 
 @pytest.mark.parametrize(
-    ("case", "message"),
-    [("head32", "head size 32"), ("no-gate-lora", "missing blocks.1.att.g1")],
+    ("case", "message", "fix"),
+    [("head32", "head size 32", "head size 64"), ("no-gate-lora", "missing blocks.1.att.g1", "all four LoRA blocks"), ("one-layer", "has 1 layer", "publish the .pth")],
 )
-def test_shapes_no_fla_configuration_has_are_refused(empty_registry, tmp_path, case, message):
+def test_shapes_no_fla_configuration_has_are_refused(empty_registry, tmp_path, case, message, fix):
     if case == "head32":
         tensors = make_base_state_dict(TinySpec(n_layer=2, n_embd=128, vocab_size=65536, head_size=32))
+    elif case == "one-layer":  # fla's layer set-up divides by num_hidden_layers - 1
+        tensors = make_base_state_dict(TinySpec(n_layer=1, n_embd=128, vocab_size=65536))
     else:
         tensors = make_base_state_dict(WORLD)
         del tensors["blocks.1.att.g1"], tensors["blocks.1.att.g2"]
     base_file = save_checkpoint(tmp_path / "rwkv7-odd-20260101.pth", tensors)
     add_base(empty_registry, BaseRequest(path=None, filename=base_file.name, sha256=sha256_of(base_file)))  # declared by hash: add-base's own checks aside
     error = _refused(empty_registry, ExportRequest(base="rwkv7-odd-20260101", base_file=base_file))
-    assert error.code == "export.not-fla" and error.file == str(base_file) and message in error.message and "head size 64" in error.fix
+    assert error.code == "export.not-fla" and error.file == str(base_file) and message in error.message and fix in error.fix
 
 
 def test_fla_plan_refuses_a_rank_that_differs_between_layers():

@@ -30,7 +30,6 @@ from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import Progress
 from ..layout import SHARD_INDEX
-from ..libc import unmap_pages
 from .readback import ReadBack
 from .shards import plan_shards
 from .source import SourceBytes
@@ -134,22 +133,6 @@ def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: 
     return ConvertedFile(final=final, temp=temp, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
-FAULT_AROUND = 64 << 10  # Linux maps up to this much cached file around a faulted page
-
-
-def _unmap_touched(tensor: torch.Tensor) -> None:
-    """Reading rows of an mmap-loaded tensor maps its pages (and neighbours) into this process;
-    drop them again so thousands of spot checks do not add up to hundreds of MiB of RSS.
-    Only for tensors whose storage is the file mapping: on anonymous memory this would zero it."""
-    storage = tensor.untyped_storage()
-    if not storage.nbytes():
-        return
-    first = tensor.data_ptr()
-    last = first + tensor.numel() * tensor.element_size()
-    start = max(storage.data_ptr(), first - FAULT_AROUND)
-    unmap_pages(start, min(storage.data_ptr() + storage.nbytes(), last + FAULT_AROUND) - start)
-
-
 def _rows_as_torch_loads_them(reader, name: str, tensor: torch.Tensor) -> bool:
     """Spot check independent of our byte offsets on either side: the first and last rows as
     safetensors reads them equal the same rows of the tensor torch loaded from the source."""
@@ -183,8 +166,7 @@ def verify(result: ConversionResult, source: SourceBytes) -> None:
                 if block.get_shape() != list(tensor.shape) or block.get_dtype() != SAFETENSORS_DTYPES[tensor.dtype]:
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug")
                 same_rows = _rows_as_torch_loads_them(reader, name, tensor)
-                if source.in_file(name):
-                    _unmap_touched(tensor)
+                source.drop_pages(name)
                 if not same_rows:
                     raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from what torch loads from the source", "report this bug")
                 seen.add(name)

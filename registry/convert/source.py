@@ -7,7 +7,8 @@ storages' addresses inside the mapping, lined up with the members' offsets, tell
 range starts.  Those ranges are copied file to file by the kernel and compared through short-lived
 mappings of a few MiB, never through torch's mapping of the whole file, so memory stays flat
 whatever the checkpoint's size.  A tensor that is not such a range (non-contiguous, or an archive
-laid out differently) is taken from the loaded tensor instead.
+laid out differently) is taken from the loaded tensor instead; where its storage is the file's
+mapping (a transposed view, say), the pages reading it mapped are dropped again afterwards.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import struct
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
-from ..libc import mapped
+from ..libc import mapped, unmap_pages
 
 if TYPE_CHECKING:
     from .writer import OutputFile
@@ -45,20 +47,46 @@ def _member_data_offsets(path: Path) -> dict[int, int]:
     return found
 
 
-def locate_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> dict[str, int]:
-    """File offset of each tensor whose bytes lie as one range in the file (others are absent)."""
+@dataclass(frozen=True)
+class FileLayout:
+    """Where the tensors lie in the file: ``offsets``, the file offset of each tensor whose bytes
+    are one range of it (others are absent); ``mapped``, the address of each storage that is
+    torch's mapping of the file (empty when the layout is not one we understand)."""
+
+    offsets: dict[str, int]
+    mapped: frozenset[int]
+
+
+def locate_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> FileLayout:
     members = _member_data_offsets(path)
     storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors.values() if t.untyped_storage().nbytes()}
     if not members or not storages:
-        return {}
+        return FileLayout({}, frozenset())
     base = min(storages) - min(members)  # where the file starts in the mapping
     if any(members.get(ptr - base) != size for ptr, size in storages.items()):
-        return {}  # not the layout we understand: read everything from memory
-    return {
+        return FileLayout({}, frozenset())  # not the layout we understand: read everything from memory
+    offsets = {
         name: t.untyped_storage().data_ptr() - base + int(t.storage_offset()) * t.element_size()
         for name, t in tensors.items()
         if t.is_contiguous() and t.numel()
     }
+    return FileLayout(offsets, frozenset(storages))
+
+
+FAULT_AROUND = 64 << 10  # Linux maps up to this much cached file around a faulted page
+
+
+def unmap_touched(tensor: torch.Tensor) -> None:
+    """Reading an mmap-loaded tensor maps its pages (and neighbours) into this process; drop them
+    again, so that reading thousands of tensors does not add up to hundreds of MiB of RSS.  Only
+    for tensors whose storage is the file's mapping: on anonymous memory this would zero it."""
+    storage = tensor.untyped_storage()
+    if not storage.nbytes():
+        return
+    first = tensor.data_ptr()
+    last = first + tensor.numel() * tensor.element_size()  # a transposed view spans the same bytes
+    start = max(storage.data_ptr(), first - FAULT_AROUND)
+    unmap_pages(start, min(storage.data_ptr() + storage.nbytes(), last + FAULT_AROUND) - start)
 
 
 class SourceBytes:
@@ -66,7 +94,8 @@ class SourceBytes:
 
     def __init__(self, path: Path, tensors: dict[str, torch.Tensor]):
         self.tensors = tensors
-        self.offsets = locate_tensors(path, tensors)
+        layout = locate_tensors(path, tensors)
+        self.offsets, self._mapped = layout.offsets, layout.mapped
         self._fd = os.open(path, os.O_RDONLY)
         os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # bigger readahead
         self._in_memory: tuple[str, memoryview] | None = None  # the last such tensor, flattened
@@ -74,6 +103,13 @@ class SourceBytes:
     def in_file(self, name: str) -> bool:
         """Whether the tensor's bytes are a range of the file (and its memory that file's mapping)."""
         return name in self.offsets
+
+    def drop_pages(self, name: str) -> None:
+        """Drop the pages that reading the tensor mapped into this process, where its storage is
+        the file's mapping (the data stays: it comes back from the file when read again)."""
+        tensor = self.tensors[name]
+        if tensor.untyped_storage().data_ptr() in self._mapped:
+            unmap_touched(tensor)
 
     def copy_to(self, name: str, offset: int, length: int, out: OutputFile, at: int) -> None:
         """Put the tensor's bytes [offset, offset + length) at ``at`` in ``out``."""
@@ -96,6 +132,7 @@ class SourceBytes:
     def _memory_bytes(self, name: str) -> memoryview:
         if self._in_memory is None or self._in_memory[0] != name:
             flat = self.tensors[name].contiguous().reshape(-1)
+            self.drop_pages(name)  # the copy is made: the source's pages can go
             self._in_memory = (name, flat.view(torch.uint8).numpy().data if flat.numel() else memoryview(b""))
         return self._in_memory[1]
 

@@ -26,6 +26,8 @@ from ..errors import RegistryError
 HEAD_SIZE = 64  # fla's RWKV-7 kernels, and every published RWKV-7 checkpoint
 NORM_EPS = 1e-5  # x070's layer norms; fla's group norm uses head_dim * norm_eps = 64e-5, as x070
 DROPPED = ("att.v0", "att.v1", "att.v2")  # layer 0 only
+# The x070 tensors fla has no place for (present in official files, used by no runtime).
+DROPPED_SOURCES = tuple(f"blocks.0.{leaf}" for leaf in DROPPED)
 Transform = Literal["rename", "flatten", "transpose"]
 
 # (x070 leaf, fla leaf, transform), per layer; the fla order of RWKV7Block's state_dict.
@@ -81,11 +83,6 @@ def rules(n_layer: int) -> list[Rule]:
         out += [Rule(f"model.layers.{i}.{dst}", f"blocks.{i}.{src}", how) for src, dst, how in _LAYER if not (i == 0 and src in DROPPED)]
     out += [Rule("model.norm.weight", "ln_out.weight", "rename"), Rule("model.norm.bias", "ln_out.bias", "rename"), Rule("lm_head.weight", "head.weight", "rename")]
     return out
-
-
-def dropped(n_layer: int) -> list[str]:
-    """The x070 tensors fla has no place for (present in official files, used by no runtime)."""
-    return [f"blocks.0.{leaf}" for leaf in DROPPED] if n_layer else []
 
 
 def moved_shape(shape: Sequence[int], transform: Transform) -> tuple[int, ...]:
@@ -151,13 +148,16 @@ def _shape_config(shapes: Mapping[str, Sequence[int]], source) -> dict[str, Any]
     if head_dim != HEAD_SIZE:
         raise _refuse(source, f"blocks.0.att.r_k is {heads}x{head_dim}: head size {head_dim}, and fla's RWKV-7 takes head size {HEAD_SIZE} only")
     n_layer = _layers(shapes)
+    if n_layer == 1:
+        # fla 0.6's RWKV7Attention._initialize_weights divides by num_hidden_layers - 1, and runs
+        # whenever the model is built (transformers 5 has no switch to skip it), from_pretrained too
+        raise _refuse(source, "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by num_hidden_layers - 1)", "no Transformers export exists for a 1-layer model: publish the .pth, which the rwkv runtime loads")
     config: dict[str, Any] = {
         "hidden_size": hidden, "num_hidden_layers": n_layer, "head_dim": head_dim, "num_heads": heads,
         "intermediate_size": shapes["blocks.0.ffn.key.weight"][0], "vocab_size": vocab,
     }  # fmt: skip
-    probe = 1 if n_layer > 1 else 0
     for key, leaf in _RANKS.items():
-        name = f"blocks.{probe}.{leaf}"
+        name = f"blocks.1.{leaf}"
         if name not in shapes:
             raise _refuse(source, f"missing {name} (fla's RWKV-7 has this LoRA block in every layer)")
         config[key] = shapes[name][-1]
@@ -166,8 +166,8 @@ def _shape_config(shapes: Mapping[str, Sequence[int]], source) -> dict[str, Any]
 
 def fla_plan(shapes: Mapping[str, Sequence[int]], source=None) -> FlaPlan:
     """The fla rules for a checkpoint with these tensor shapes; refused, in one line, when no fla
-    configuration has exactly these tensors (head size ≠ 64, a missing LoRA block, another
-    rank in one layer, a tensor fla has no place for)."""
+    configuration has exactly these tensors (head size ≠ 64, a single layer, a missing LoRA
+    block, another rank in one layer, a tensor fla has no place for)."""
     config = _shape_config(shapes, source)
     n_layer = config["num_hidden_layers"]
     plan = rules(n_layer)
@@ -178,10 +178,10 @@ def fla_plan(shapes: Mapping[str, Sequence[int]], source=None) -> FlaPlan:
         got = moved_shape(shapes[rule.source], rule.transform)
         if got != want[rule.target]:
             raise _refuse(source, f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's config from the other shapes needs {want[rule.target]}")
-    extra = sorted(set(shapes) - {r.source for r in plan} - set(dropped(n_layer)))
+    extra = sorted(set(shapes) - {r.source for r in plan} - set(DROPPED_SOURCES))
     if extra:
         raise _refuse(source, f"{len(extra)} tensor(s) fla's RWKV-7 has no place for, e.g. {extra[0]}")
-    return FlaPlan(config, plan, [d for d in dropped(n_layer) if d in shapes])
+    return FlaPlan(config, plan, [d for d in DROPPED_SOURCES if d in shapes])
 
 
 def _natural(name: str) -> list[int | str]:
