@@ -100,10 +100,6 @@ class SourceBytes:
         os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)  # bigger readahead
         self._in_memory: tuple[str, memoryview] | None = None  # the last such tensor, flattened
 
-    def in_file(self, name: str) -> bool:
-        """Whether the tensor's bytes are a range of the file (and its memory that file's mapping)."""
-        return name in self.offsets
-
     def drop_pages(self, name: str) -> None:
         """Drop the pages that reading the tensor mapped into this process, where its storage is
         the file's mapping (the data stays: it comes back from the file when read again)."""
