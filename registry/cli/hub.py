@@ -47,6 +47,15 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     return configured
 
 
+def _print_content(checks) -> None:
+    """How each LFS file was compared: by the Hub's Xet hash, or (said so) by sha256 only."""
+    by_xet = sum(c.xet == "match" for c in checks)
+    for check in checks:
+        if check.xet in ("lfs-only", "not-compared"):
+            click.echo(f"note: {check.path}: {check.note}")
+    click.echo(f"{by_xet} file(s) verified by the Hub's Xet hash against the local bytes")
+
+
 @main.command("publish")
 @click.option("--repo-id", metavar="NS/NAME", help="Target repo on the Hub (default: registry.repo_id in index.json).")
 @REGISTRY_OPT
@@ -116,6 +125,7 @@ def verify_remote_cmd(repo_id: str, registry: Path, revision: str, as_json: bool
     else:
         for problem in report.problems:
             click.echo(f"{problem.code} {problem.one_line()}")
+        _print_content(report.content)
         summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
         click.echo(summary if not report.problems else f"{len(report.problems)} problem(s) found", err=bool(report.problems))
     if report.problems:

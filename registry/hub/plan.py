@@ -41,12 +41,14 @@ class LocalFile:
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """A file in the remote tree: its git blob id and, for LFS files, the sha256 of the content."""
+    """A file in the remote tree: its git blob id, for LFS files the sha256 of the content, and for
+    Xet-stored files the Xet file hash (see :mod:`registry.hub.content`)."""
 
     path: str
     size: int
     blob_id: str
     lfs_sha256: str | None = None
+    xet_hash: str | None = None
 
     @property
     def content_id(self) -> str:

@@ -1,7 +1,7 @@
 """``registry pull``: a registry from the Hub, verified before it appears.
 
 Everything is downloaded into a hidden sibling of the target folder, checked there (the tree's
-LFS oids against the downloaded SHA256SUMS, then a full ``validate``: every file's sha256, the
+LFS oids against the downloaded SHA256SUMS, its Xet hashes against the downloaded bytes, then a full ``validate``: every file's sha256, the
 index, the card), recorded as published, and only then renamed into place.  The target either
 does not exist or is empty; a failed pull leaves it as it was.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RegistryError
+from ..hub.content import check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import RemoteFile, plain_paths
 from ..hub.record import RemoteRecord, record_remote
@@ -41,7 +42,8 @@ def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> dict[str, 
         raise RegistryError("pull.no-sums", SUMS_NAME, "the repo has no SHA256SUMS, so its files cannot be verified", "publish the registry with `registry publish`")
     sums = local_sums(Repo(staging))
     plain = {p: sha256_file(staging / p) for p in plain_paths(sums, tree)}
-    findings = [*remote_findings(sums, tree, plain), *validate(staging)]
+    content = check_local_bytes(staging, None, tree, sums)
+    findings = [*remote_findings(sums, tree, plain), *content_problems(content, "pull", "pull from a repo whose files were published intact"), *validate(staging)]
     if findings:
         raise RegistryError.of(findings)
     return sums

@@ -1,4 +1,5 @@
-"""``registry verify-remote``: check the Hub's files against its SHA256SUMS and index.json."""
+"""``registry verify-remote``: check the Hub's files against its SHA256SUMS and index.json, and, given
+a local registry, the Hub's Xet hashes against the local bytes (:mod:`registry.hub.content`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Problem
+from ..hub.content import ContentCheck, check_content, check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
-from ..hub.verify import compare_findings, index_findings, remote_findings, sha256_file
+from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, sha256_file
 from ..models import Index
 from ..repo import INDEX_NAME, Repo
 from ..schemas import load_model
@@ -24,6 +26,7 @@ class RemoteReport:
     commit: str
     files: int
     problems: list[Problem] = field(default_factory=list)
+    content: list[ContentCheck] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -33,6 +36,7 @@ class RemoteReport:
             "commit": self.commit,
             "files": self.files,
             "problems": [p.as_dict() for p in self.problems],
+            "content": [c.as_dict() for c in self.content],
         }
 
 
@@ -45,6 +49,12 @@ def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = 
         index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), Index, f"{repo_id}/{INDEX_NAME}")
         plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
     findings = [*remote_findings(sums, state.files, plain), *index_findings(index, sums)]
+    content = check_content(state.files, sums, None)
     if registry is not None:
-        findings += compare_findings(local_sums(Repo.open(registry)), sums)
-    return RemoteReport(repo_id, revision, state.head, len(state.files), findings)
+        repo = Repo.open(registry)
+        mine = local_sums(repo)
+        findings += compare_findings(mine, sums)
+        same = [p for p, sha in mine.items() if sums.get(p) == sha]  # a differing file is reported above
+        content = check_local_bytes(repo.root, repo.xet_cache_path, state.files, sums, same)
+    findings += content_problems(content, "remote", REPUBLISH)
+    return RemoteReport(repo_id, revision, state.head, len(state.files), findings, content)
