@@ -18,7 +18,7 @@ from registry.repo import Repo
 
 from .test_publish import REPO, assert_nothing_recorded, assert_published, publish_args, weight_path
 
-pytest_plugins = ["tests.hubserver", "tests.test_publish"]  # the Hub fixtures; publish's registry and cli fixtures
+pytest_plugins = ["tests.hubserver", "tests.publish_fixtures"]  # the Hub fixtures; publish's registry and cli fixtures
 
 
 def verify_remote(cli, root, code=0) -> dict:

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import Problem
+from ..layout import SIGNATURE_NAME
 from ..models import Rewrite
 from ..published import DERIVED
 from ..repo import GITATTRIBUTES_NAME
 
-# Files the tool renders (and .gitattributes, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
-MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME})
+# Files the tool renders (and .gitattributes and model.sig, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
+MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME, SIGNATURE_NAME})
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
 REWRITE_FIX = (

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..errors import Problem
+from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import GITATTRIBUTES_NAME
 from ..sums import SUMS_NAME
@@ -20,7 +21,7 @@ from .gates import entry_files
 from .plan import RemoteFile
 
 REPUBLISH = "run `registry publish` from the registry that holds the right bytes"
-UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME}
+UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME, SIGNATURE_NAME}
 
 
 def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Problem]:

@@ -44,8 +44,10 @@ from ..hub.plan import (
 from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import CommitResult, Hub
 from ..hub.upload import check_uploaded, operations
+from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import INDEX_NAME, Repo, render_index
+from ..signature import SignaturePolicy
 from .validate import validate
 
 Say = Callable[[str], None]
@@ -61,6 +63,7 @@ class PublishOptions:
     allow_cpu_gate: bool = False
     delete_remote_extra: bool = False
     assume_empty_remote: bool = False  # plan as if the repo did not exist yet, without contacting the Hub (dry run only)
+    signature: SignaturePolicy = SignaturePolicy()  # model.sig, sent in the same commit, must sign exactly these bytes
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,18 @@ def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, 
     local = local_files(repo, sums)
     local = with_git_sha1(repo.root, local, plain_paths(local, remote.files))
     plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
-    blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate)]
+    blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate), *_signature_findings(repo, index, sums, options)]
     if options.tag and remote.exists and options.tag in hub.tags():
         blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
     return _Draft(index, sums, local, plan, tuple(blockers))
+
+
+def _signature_findings(repo: Repo, index: Index, sums: dict[str, str], options: PublishOptions) -> list[Problem]:
+    problems = options.signature.folder_problems(repo, sums)
+    if (repo.root / SIGNATURE_NAME).is_file() and index.registry.repo_id != options.repo_id:
+        fix = f"run `registry set repo-id {options.repo_id}` and `registry sign` again, then publish"
+        problems.append(Problem("sign.repo-id-unrecorded", INDEX_NAME, f"index.json does not name {options.repo_id}; recording it now would leave model.sig stale", fix))
+    return problems
 
 
 def _remote(options: PublishOptions, hub: Hub) -> RemoteState:

@@ -24,6 +24,7 @@ from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
 from ..models import path_problem
 from ..repo import Repo
+from ..signature import SignaturePolicy
 from ..sums import SUMS_NAME
 from .validate import validate
 
@@ -36,7 +37,7 @@ def _check_target(target: Path) -> None:
         raise RegistryError("pull.not-empty", target, "exists and is not an empty directory", "pass a new or empty directory")
 
 
-def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> dict[str, str]:
+def _check_download(staging: Path, tree: Mapping[str, RemoteFile], signature: SignaturePolicy) -> dict[str, str]:
     """The downloaded SHA256SUMS, once the download agrees with it, with the tree and with validate."""
     if not (staging / SUMS_NAME).is_file():
         raise RegistryError("pull.no-sums", SUMS_NAME, "the repo has no SHA256SUMS, so its files cannot be verified", "publish the registry with `registry publish`")
@@ -44,6 +45,9 @@ def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> dict[str, 
     plain = {p: sha256_file(staging / p) for p in plain_paths(sums, tree)}
     content = check_local_bytes(staging, None, tree, sums)
     findings = [*remote_findings(sums, tree, plain), *content_problems(content, "pull", "pull from a repo whose files were published intact"), *validate(staging)]
+    if findings:
+        raise RegistryError.of(findings)
+    findings = signature.folder_problems(Repo(staging), sums)  # the sha256s it is checked against are true now
     if findings:
         raise RegistryError.of(findings)
     return sums
@@ -64,8 +68,10 @@ class Pulled:
     remote: RemoteRecord
 
 
-def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None) -> Pulled:
-    """Download, verify and atomically place the registry at ``directory``."""
+def pull(
+    repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None, signature: SignaturePolicy = SignaturePolicy()
+) -> Pulled:
+    """Download, verify (model.sig too, when present or required) and atomically place the registry at ``directory``."""
     say = say or (lambda _line: None)
     target = Path(directory).absolute()
     _check_target(target)
@@ -80,7 +86,7 @@ def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None 
         hub.snapshot(state.head, staging)
         shutil.rmtree(staging / DOWNLOAD_METADATA, ignore_errors=True)
         say("verifying")
-        sums = _check_download(staging, state.files)
+        sums = _check_download(staging, state.files, signature)
         remote = RemoteRecord(repo_id=repo_id, revision=revision, commit=state.head)
         record_remote(Repo(staging), sums, remote)
         os.replace(staging, target)  # an empty target directory is replaced too

@@ -13,9 +13,11 @@ from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
 from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, sha256_file
+from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import INDEX_NAME, Repo
 from ..schemas import load_model
+from ..signature import SignaturePolicy
 from ..sums import SUMS_NAME, parse_sums
 
 
@@ -40,15 +42,18 @@ class RemoteReport:
         }
 
 
-def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None) -> RemoteReport:
-    """Check the remote against its SHA256SUMS and index.json (and the local registry's SHA256SUMS)."""
+def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None, signature: SignaturePolicy = SignaturePolicy()) -> RemoteReport:
+    """Check the remote against its SHA256SUMS, index.json and model.sig (and the local registry's SHA256SUMS)."""
     hub = hub or Hub(repo_id, revision)
     state = hub.existing_state()
     with tempfile.TemporaryDirectory(prefix="registry-verify-") as tmp:
-        sums = parse_sums(hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes(), f"{repo_id}/{SUMS_NAME}")
+        sums_bytes = hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes()
+        sums = parse_sums(sums_bytes, f"{repo_id}/{SUMS_NAME}")
         index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), Index, f"{repo_id}/{INDEX_NAME}")
         plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
+        signed = hub.download(SIGNATURE_NAME, state.head, Path(tmp)).read_bytes() if SIGNATURE_NAME in state.files else None
     findings = [*remote_findings(sums, state.files, plain), *index_findings(index, sums)]
+    findings += signature.problems(signed, sums, sums_bytes, index.registry.signer)
     content = check_content(state.files, sums, None)
     if registry is not None:
         repo = Repo.open(registry)
