@@ -131,3 +131,21 @@ def test_a_small_file_changed_after_its_check_is_sent_as_checked(xet_hub_server,
     cli(*publish_args(registry), code=3)  # the verification sees the local file differ from what was sent
 
     assert xet_hub_server.files(REPO)[weight_path(registry)] == planned  # the checked bytes, not the changed ones
+
+
+def test_the_xet_hub_keeps_whatever_sha256_the_client_asserts(xet_hub_server, tmp_path):
+    """Why the sha256 label proves nothing for a Xet upload (xet-core PR 570): the real client hands hf_xet a
+    sha256 and the Hub lists it beside the bytes it stored; only the xetHash is computed from those bytes."""
+    from huggingface_hub import CommitOperationAdd
+
+    data = os.urandom(3 << 20)
+    (tmp_path / "w.bin").write_bytes(data)
+    api = HfApi()
+    api.create_repo(REPO)
+    add = CommitOperationAdd(path_in_repo="w.bin", path_or_fileobj=str(tmp_path / "w.bin"))
+    add.upload_info.sha256 = bytes.fromhex("b" * 64)  # what a stale plan would hand over
+    api.create_commit(REPO, [add], commit_message="asserted")
+
+    listed = next(f for f in api.list_repo_tree(REPO) if isinstance(f, RepoFile) and f.path == "w.bin")
+    assert listed.lfs.sha256 == "b" * 64 and xet_hub_server.files(REPO)["w.bin"] == data
+    assert listed.xet_hash == xet_digests(tmp_path, ["w.bin"], None)["w.bin"]
