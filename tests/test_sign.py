@@ -206,3 +206,13 @@ def test_a_kill_at_every_rename_of_sign_leaves_the_old_signature_or_the_new(regi
         else:
             pytest.fail(f"sign was still calling {syscall} after 40 kill points")
     assert "old" in outcomes and "new" in outcomes, outcomes
+
+
+def test_publish_refuses_to_record_a_repo_id_that_would_stale_the_signature(hub_server, registry, keys, cli):
+    cli("sign", "--key", keys[0], "-C", registry)  # index.json names no repo yet: publish would record it
+    before = snapshot(registry)
+
+    result = cli.json(*publish_args(registry, "--json"), code=3)
+
+    assert [p["code"] for p in result["problems"]] == ["sign.repo-id-unrecorded"] and f"registry set repo-id {REPO}" in result["problems"][0]["fix"]
+    assert snapshot(registry) == before and hub_server.commits_made == 0

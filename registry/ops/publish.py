@@ -123,16 +123,16 @@ def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, 
     return _Draft(index, sums, local, plan, tuple(blockers))
 
 
+def _remote(options: PublishOptions, hub: Hub) -> RemoteState:
+    return RemoteState(options.repo_id, options.revision, None) if options.assume_empty_remote else hub.state()
+
+
 def _signature_findings(repo: Repo, index: Index, sums: dict[str, str], options: PublishOptions) -> list[Problem]:
     problems = options.signature.folder_problems(repo, sums)
     if (repo.root / SIGNATURE_NAME).is_file() and index.registry.repo_id != options.repo_id:
         fix = f"run `registry set repo-id {options.repo_id}` and `registry sign` again, then publish"
         problems.append(Problem("sign.repo-id-unrecorded", INDEX_NAME, f"index.json does not name {options.repo_id}; recording it now would leave model.sig stale", fix))
     return problems
-
-
-def _remote(options: PublishOptions, hub: Hub) -> RemoteState:
-    return RemoteState(options.repo_id, options.revision, None) if options.assume_empty_remote else hub.state()
 
 
 def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
