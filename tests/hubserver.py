@@ -913,7 +913,7 @@ class HubServer:
         if (key := ((repo.repo_type, repo.repo_id), path)) in self._substitute:
             self._substitute.discard(key)
             data = repo.lfs_objects[oid] = data[:-1] + bytes([data[-1] ^ 1])
-            xet_hash = self.xet.write(data, oid).xet_hash if self.xet is not None and xet_hash else None
+            xet_hash = self.xet.write(data).xet_hash if self.xet is not None and xet_hash else None
         return Blob.lfs(oid, len(data), xet_hash)
 
     def _on_xet_read_token(self, request: Request, params: Mapping[str, str]) -> Response:

@@ -76,10 +76,11 @@ class XetStore:
     def _connection(self) -> dict:
         return {"endpoint": self.url, "token": "local", "token_expiry_unix_secs": int(time.time()) + 3600}
 
-    def write(self, data: bytes, asserted_sha256: str) -> XetFile:
-        """Store ``data`` (the Hub's own write, for fault injection) under an asserted sha256, unchecked."""
+    def write(self, data: bytes) -> XetFile:
+        """Store ``data`` (the Hub's own write, for fault injection) with no sha256 record, so that :meth:`find`
+        keeps resolving sha256s to what clients uploaded."""
         with self._session.new_upload_commit(**self._connection()) as commit:
-            handle = commit.start_upload_bytes(data, sha256=asserted_sha256)
+            handle = commit.start_upload_bytes(data, sha256=hf_xet.SKIP_SHA256)
         return XetFile(handle.result().xet_info.hash, len(data))
 
     def read(self, file: XetFile) -> bytes:
