@@ -35,13 +35,15 @@ class TreeScan:
 
 
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
+SIGNATURE_NAME = "model.sig"  # OpenSSF Model Signing bundle over every published file (registry/signature.py)
 
 
 def is_excluded(rel: str) -> bool:
-    """Paths SHA256SUMS and the layout ignore: itself, git's files (``.git*``, ``.github/``), the
-    pre-commit configuration that runs our hooks, the tool's private folder."""
+    """Paths SHA256SUMS and the layout ignore: itself, the signature that covers it (``model.sig``),
+    git's files (``.git*``, ``.github/``), the pre-commit configuration that runs our hooks, the
+    tool's private folder."""
     top = rel.split("/", 1)[0]
-    return rel in (SUMS_NAME, PRE_COMMIT_CONFIG) or top.startswith(".git") or top == PRIVATE_DIR
+    return rel in (SUMS_NAME, PRE_COMMIT_CONFIG, SIGNATURE_NAME) or top.startswith(".git") or top == PRIVATE_DIR
 
 
 def scan_tree(root: Path) -> TreeScan:

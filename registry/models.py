@@ -292,6 +292,13 @@ class Rewrite(_Strict):
     date: str
 
 
+class Signer(_Strict):
+    """Who signs the registry's releases (``model.sig``, OpenSSF Model Signing; ``registry sign``)."""
+
+    method: Literal["key"] = Field(default="key", description="key: a local elliptic-curve private key")
+    fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the signer's PEM public key (SubjectPublicKeyInfo): the bundle's key hint")
+
+
 class RegistryInfo(_Strict):
     """Registry-wide settings that the card needs."""
 
@@ -305,6 +312,7 @@ class RegistryInfo(_Strict):
     limitations: Localized = Field(default_factory=Localized)
     attribution: Localized = Field(default_factory=Localized)
     setups: list[EvalSetup] = Field(default_factory=list)
+    signer: Signer | None = Field(default=None, description="The key that signs model.sig; null: releases are not signed")
 
     @field_validator("languages")
     @classmethod

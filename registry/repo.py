@@ -72,6 +72,10 @@ class Repo:
         return self.private / "statcache.json"
 
     @property
+    def xet_cache_path(self) -> Path:
+        return self.private / "xetcache.json"
+
+    @property
     def published_dir(self) -> Path:
         return self.private / "published"
 

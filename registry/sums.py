@@ -65,8 +65,9 @@ def digest_tree(
     cache: StatCache | None = None,
     progress: Progress | None = None,
     on_total: Callable[[int], None] | None = None,
+    hasher: Callable[[list[Path], Progress | None], dict[Path, str]] | None = None,
 ) -> dict[str, str]:
-    """sha256 of each relpath under root, hashing only files the stat cache cannot vouch for."""
+    """sha256 (or ``hasher``'s digest) of each relpath under root, hashing only files the stat cache cannot vouch for."""
     digests: dict[str, str] = {}
     stats = {}
     todo: list[Path] = []
@@ -80,7 +81,7 @@ def digest_tree(
             todo.append(root / rel)
     if on_total:
         on_total(sum(stats[rel].st_size for rel in stats))
-    hashed = hash_files(todo, progress)
+    hashed = (hasher or hash_files)(todo, progress)
     for path, sha in hashed.items():
         rel = path.relative_to(root).as_posix()
         digests[rel] = sha

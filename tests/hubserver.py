@@ -16,8 +16,16 @@ What is modelled:
     retries the same URL), and uploads are checked against their sha256 and size;
   * downloads via ``/resolve`` (200 with the bytes, never a CDN redirect), with ``Range`` support.
 
-What is deliberately missing: Xet (the fixture sets ``HF_HUB_DISABLE_XET``), multipart LFS, discussions,
-gating, and anything not on the upload/download/listing path.
+  * Xet, with ``HubServer(xet=True)`` (fixture ``xet_hub_server``): the ``xet-write-token`` endpoint hands the
+    real hf_xet a ``local://`` CAS folder (:mod:`tests.xetstore`), so the client's real Xet upload path runs; a
+    committed ``lfsFile`` is resolved through the uploaded shard's records, and its bytes stored, *without*
+    checking the sha256 the client asserted (the real Hub does not either).  Tree listings carry ``xetHash`` for
+    files stored through Xet; files uploaded through the LFS basic transfer stay LFS-only (no ``xetHash``).
+    Downloads of Xet-stored files go through Xet too (``xet-read-token``, the same CAS folder).
+
+What is deliberately missing: multipart LFS, discussions, gating, and anything not on the upload/download/listing
+path.  The ``hub_server`` fixture keeps ``HF_HUB_DISABLE_XET`` (the LFS path its fault tests drive); tests of what
+real users get use ``xet_hub_server``.
 
 Fault injection and counters live on :class:`HubServer`; the ``hub_server`` fixture wires the client to it.
 """
@@ -30,6 +38,7 @@ import hashlib
 import json
 import re
 import secrets
+import tempfile
 import threading
 import time
 import traceback
@@ -45,6 +54,8 @@ from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit
 
 import pytest
 import yaml
+
+from .xetstore import XetStore
 
 # The default .gitattributes the Hub puts in every new repo's initial commit: it is what makes *.pth and
 # *.safetensors files LFS files regardless of their size.
@@ -109,10 +120,11 @@ class Blob:
     data: bytes
     lfs_oid: str | None = None
     lfs_size: int = 0
+    xet_hash: str | None = None  # the Xet file hash of the stored bytes, for files stored through Xet
 
     @classmethod
-    def lfs(cls, oid: str, size: int) -> Blob:
-        return cls(lfs_pointer(oid, size), oid, size)
+    def lfs(cls, oid: str, size: int, xet_hash: str | None = None) -> Blob:
+        return cls(lfs_pointer(oid, size), oid, size, xet_hash)
 
     @cached_property
     def oid(self) -> str:
@@ -382,6 +394,8 @@ _ROUTES = [
     ("POST", _GIT + r"\.git/info/lfs/objects/batch", "lfs_batch"),
     ("POST", _GIT + r"\.git/info/lfs/objects/verify", "lfs_verify"),
     ("PUT", r"/lfs-upload/(?P<ticket>[0-9a-f]+)", "lfs_upload"),
+    ("GET", _API + r"/xet-write-token/(?P<rev>[^/]+)", "xet_write_token"),
+    ("GET", _API + r"/xet-read-token/(?P<rev>[^/]+)", "xet_read_token"),
     ("GET HEAD", _GIT + r"/resolve/(?P<rev>[^/]+)/(?P<path>.+)", "resolve"),
 ]
 ENDPOINTS = frozenset(name for _, _, name in _ROUTES)
@@ -394,7 +408,8 @@ class HubServer:
       * ``token`` / ``require_token``: when required, every request but the LFS upload PUT (authorised by its
         URL, like a pre-signed S3 URL) must carry ``Authorization: Bearer <token>``, else 401;
       * ``lfs_threshold``: files at least this big are LFS files (the real Hub uses 10 MB);
-      * ``page_size``: overrides the Hub's page sizes for tree/commit listings, to exercise ``Link`` paging.
+      * ``page_size``: overrides the Hub's page sizes for tree/commit listings, to exercise ``Link`` paging;
+      * ``redact_xet_hashes``: list every ``xetHash`` as 64 ``*`` (what a gated repo shows without access).
 
     Counters: ``requests`` (Counter per endpoint name, see ``ENDPOINTS``), ``commits_made`` (commits created through
     the commit endpoint), ``uploaded_objects`` / ``uploaded_bytes`` (LFS PUTs that were accepted), and
@@ -409,6 +424,7 @@ class HubServer:
         lfs_threshold: int = 1 << 20,
         page_size: int | None = None,
         username: str = "test-user",
+        xet: bool = False,
     ):
         self.token = token
         self.require_token = token is not None if require_token is None else require_token
@@ -429,6 +445,10 @@ class HubServer:
         self._lock = threading.RLock()
         self._routes = [(methods.split(), re.compile(pattern + r"/?"), name) for methods, pattern, name in _ROUTES]
         self._http: _HTTPServer | None = None
+        self._xet_dir = tempfile.TemporaryDirectory(prefix="hub-xet-") if xet else None
+        self.xet = XetStore(Path(self._xet_dir.name)) if self._xet_dir else None
+        self.redact_xet_hashes = False
+        self._substitute: set[tuple[tuple[str, str], str]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -443,6 +463,8 @@ class HubServer:
             self._http.shutdown()
             self._http.server_close()
             self._http = None
+        if self._xet_dir is not None:
+            self._xet_dir.cleanup()
 
     def __enter__(self) -> HubServer:
         return self.start()
@@ -469,6 +491,13 @@ class HubServer:
         """
         with self._lock:
             self._drops[self._endpoint(endpoint)] += times
+
+    def store_other_bytes(self, repo_id: str, path: str, *, repo_type: str = "model") -> None:
+        """When ``path`` is next committed as an LFS file, store its bytes with the last one flipped, under the
+        sha256 the client asserted: the listing's ``lfs.oid`` then vouches for bytes the Hub does not hold, and
+        only its ``xetHash`` (of the stored bytes) tells."""
+        with self._lock:
+            self._substitute.add(((repo_type, repo_id), path))
 
     def push_before_next_commit(self, repo_id: str, *, branch: str = "main", repo_type: str = "model") -> None:
         """Simulate someone else pushing to ``branch`` right before the next commit request is processed."""
@@ -659,6 +688,8 @@ class HubServer:
             entry = {"type": "file", "oid": blob.oid, "size": blob.size, "path": path}
             if blob.lfs_oid:
                 entry["lfs"] = {"oid": blob.lfs_oid, "size": blob.size, "pointerSize": len(blob.data)}
+            if blob.xet_hash:
+                entry["xetHash"] = "*" * 64 if self.redact_xet_hashes else blob.xet_hash
         if expand:
             last = repo.last_change(commit, path, is_dir)
             entry["lastCommit"] = {"id": last.oid, "title": last.title, "date": last.iso_date}
@@ -868,15 +899,35 @@ class HubServer:
                 raise HubError(400, f"Unknown commit operation {key!r}")
         return tree
 
-    @staticmethod
-    def _committed_lfs_blob(repo: Repo, path: str, value: Mapping[str, Any]) -> Blob:
+    def _committed_lfs_blob(self, repo: Repo, path: str, value: Mapping[str, Any]) -> Blob:
         oid = value["oid"]
         data = repo.lfs_objects.get(oid)
+        xet_file = self.xet.find(oid) if self.xet is not None else None
+        if xet_file is not None:
+            data = repo.lfs_objects[oid] = self.xet.read(xet_file)  # the asserted sha256 is not checked
         if data is None:
             raise HubError(400, f"LFS object {oid} for {path} has not been uploaded")
         if value.get("size", len(data)) != len(data):
             raise HubError(400, f"LFS object {oid} for {path} has size {len(data)}, not {value['size']}")
-        return Blob.lfs(oid, len(data))
+        xet_hash = xet_file.xet_hash if xet_file else None
+        if (key := ((repo.repo_type, repo.repo_id), path)) in self._substitute:
+            self._substitute.discard(key)
+            data = repo.lfs_objects[oid] = data[:-1] + bytes([data[-1] ^ 1])
+            xet_hash = self.xet.write(data).xet_hash if self.xet is not None and xet_hash else None
+        return Blob.lfs(oid, len(data), xet_hash)
+
+    def _on_xet_read_token(self, request: Request, params: Mapping[str, str]) -> Response:
+        return self._on_xet_write_token(request, params)
+
+    def _on_xet_write_token(self, request: Request, params: Mapping[str, str]) -> Response:
+        """Where hf_xet uploads and downloads: a ``local://`` CAS folder (the JSON body hf_xet reads, and the
+        headers huggingface_hub reads)."""
+        self._repo(request, params)
+        if self.xet is None:
+            raise HubError(404, "Xet storage is not enabled on this Hub")
+        expiry = int(time.time()) + 3600
+        headers = {"X-Xet-Cas-Url": self.xet.url, "X-Xet-Access-Token": "local", "X-Xet-Token-Expiration": str(expiry)}
+        return json_response({"accessToken": "local", "exp": expiry, "casUrl": self.xet.url}, headers=headers)
 
     def _apply_pending_pushes(self) -> None:
         while self._pushes_before_commit:
@@ -977,7 +1028,7 @@ _CONFLICTING_ENV = (
 )
 
 
-def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.MonkeyPatch, *, xet: bool = False) -> None:
     """Make every huggingface_hub entry point use ``server`` and a private ``hf_home``.
 
     Environment variables alone are not enough: huggingface_hub reads them into ``huggingface_hub.constants``
@@ -994,7 +1045,7 @@ def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.Monkey
         monkeypatch.delenv(name, raising=False)
     env = {
         "HF_ENDPOINT": server.url,
-        "HF_HUB_DISABLE_XET": "1",
+        "HF_HUB_DISABLE_XET": None if xet else "1",
         "HF_HOME": str(hf_home),
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "HF_TOKEN": server.token,
@@ -1018,7 +1069,7 @@ def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.Monkey
         "HF_TOKEN_PATH": str(hf_home / "token"),
         "HF_STORED_TOKENS_PATH": str(hf_home / "stored_tokens"),
         "HF_HUB_OFFLINE": False,
-        "HF_HUB_DISABLE_XET": True,  # with hf_xet installed, uploads would go to Xet with no LFS fallback
+        "HF_HUB_DISABLE_XET": not xet,  # with hf_xet installed, uploads go to Xet with no LFS fallback
         "HF_HUB_DISABLE_TELEMETRY": True,
         "HF_HUB_DISABLE_IMPLICIT_TOKEN": False,
     }
@@ -1029,18 +1080,28 @@ def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(huggingface_hub.hf_api.api, "endpoint", server.url)
 
 
-@pytest.fixture
-def hub_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
-    """A fresh fake Hub with a required token, and the huggingface_hub client configured to use it."""
+def _serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, xet: bool) -> Iterator[HubServer]:
     from huggingface_hub.utils import close_session
 
-    server = HubServer(token=f"hf_test_{secrets.token_hex(8)}").start()
-    point_client_at(server, tmp_path / "hf_home", monkeypatch)
+    server = HubServer(token=f"hf_test_{secrets.token_hex(8)}", xet=xet).start()
+    point_client_at(server, tmp_path / "hf_home", monkeypatch, xet=xet)
     try:
         yield server
     finally:
         close_session()  # drop pooled keep-alive connections to this server
         server.stop()
+
+
+@pytest.fixture
+def hub_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
+    """A fresh fake Hub with a required token, and the huggingface_hub client configured to use it (LFS uploads)."""
+    yield from _serve(tmp_path, monkeypatch, xet=False)
+
+
+@pytest.fixture
+def xet_hub_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
+    """:func:`hub_server` with Xet on, as real users have it: the client uploads through hf_xet."""
+    yield from _serve(tmp_path, monkeypatch, xet=True)
 
 
 class _TimeWithoutSleep:

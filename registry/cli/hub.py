@@ -13,6 +13,7 @@ import click
 
 from ..errors import Exit, Problem, RegistryError
 from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo, registry_dir, registry_option
+from .sign import PUBLIC_KEY_OPT, REQUIRE_SIGNATURE_OPT
 
 REVISION_OPT = click.option("--revision", default="main", show_default=True, help="Branch to publish to or read from.")
 
@@ -47,6 +48,15 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     return configured
 
 
+def _print_content(checks) -> None:
+    """How each LFS file was compared: by the Hub's Xet hash, or (said so) by sha256 only."""
+    by_xet = sum(c.xet == "match" for c in checks)
+    for check in checks:
+        if check.xet in ("lfs-only", "not-compared"):
+            click.echo(f"note: {check.path}: {check.note}")
+    click.echo(f"{by_xet} file(s) verified by the Hub's Xet hash against the local bytes")
+
+
 @main.command("publish")
 @click.option("--repo-id", metavar="NS/NAME", help="Target repo on the Hub (default: registry.repo_id in index.json).")
 @REGISTRY_OPT
@@ -57,14 +67,18 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
 @click.option("--tag", metavar="NAME", help="Tag the published commit (or the unchanged head) with NAME.")
 @click.option("--allow-cpu-gate", is_flag=True, help="Accept gate receipts from CPU-only runs.")
 @click.option("--delete-remote-extra", is_flag=True, help="Delete files on the Hub that the registry does not have.")
+@REQUIRE_SIGNATURE_OPT
+@PUBLIC_KEY_OPT
 @JSON_OPT
-def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, as_json) -> None:
+def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, require_signature, public_key, as_json) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
     from ..ops.publish import PublishOptions, publish
+    from ..signature import SignaturePolicy
 
     options = PublishOptions(
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
         allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote,
+        signature=SignaturePolicy(public_key, require_signature),
     )  # fmt: skip
     outcome = publish(registry, options, say=progress_echo(as_json))
     if as_json:
@@ -88,12 +102,16 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @DIR_ARG
 @REGISTRY_OPT
 @REVISION_OPT
+@REQUIRE_SIGNATURE_OPT
+@PUBLIC_KEY_OPT
 @JSON_OPT
-def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, as_json: bool) -> None:
+def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, require_signature: bool, public_key: Path | None, as_json: bool) -> None:
     """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place."""
     from ..ops.pull import pull
+    from ..signature import SignaturePolicy
 
-    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json))
+    signature = SignaturePolicy(public_key, require_signature)
+    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json), signature=signature)
     if as_json:
         emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump()})
     else:
@@ -104,18 +122,23 @@ def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to check.")
 @registry_option("The registry directory (env RWKV_REGISTRY); when it holds a registry, its SHA256SUMS is compared too.")
 @REVISION_OPT
+@REQUIRE_SIGNATURE_OPT
+@PUBLIC_KEY_OPT
 @JSON_OPT
-def verify_remote_cmd(repo_id: str, registry: Path, revision: str, as_json: bool) -> None:
-    """Check the Hub's files against its SHA256SUMS and index.json without downloading the weights."""
+def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, as_json: bool) -> None:
+    """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights."""
     from ..ops.verify_remote import verify_remote
     from ..repo import INDEX_NAME
+    from ..signature import SignaturePolicy
 
-    report = verify_remote(repo_id, revision, registry if (registry / INDEX_NAME).is_file() else None)
+    signature = SignaturePolicy(public_key, require_signature)
+    report = verify_remote(repo_id, revision, registry if (registry / INDEX_NAME).is_file() else None, signature=signature)
     if as_json:
         emit_json(report.as_dict())
     else:
         for problem in report.problems:
             click.echo(f"{problem.code} {problem.one_line()}")
+        _print_content(report.content)
         summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
         click.echo(summary if not report.problems else f"{len(report.problems)} problem(s) found", err=bool(report.problems))
     if report.problems:

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import Problem
+from ..layout import SIGNATURE_NAME
 from ..models import Rewrite
 from ..published import DERIVED
 from ..repo import GITATTRIBUTES_NAME
 
-# Files the tool renders (and .gitattributes, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
-MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME})
+# Files the tool renders (and .gitattributes and model.sig, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
+MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME, SIGNATURE_NAME})
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
 REWRITE_FIX = (
@@ -41,12 +42,14 @@ class LocalFile:
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """A file in the remote tree: its git blob id and, for LFS files, the sha256 of the content."""
+    """A file in the remote tree: its git blob id, for LFS files the sha256 of the content, and for
+    Xet-stored files the Xet file hash (see :mod:`registry.hub.content`)."""
 
     path: str
     size: int
     blob_id: str
     lfs_sha256: str | None = None
+    xet_hash: str | None = None
 
     @property
     def content_id(self) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2  # huggingface_hub's HTTP client: its transport errors are the network failures
-from huggingface_hub import CommitOperation, HfApi, get_token
+from huggingface_hub import CommitOperation, CommitOperationAdd, HfApi, get_token
 from huggingface_hub.errors import (
     HfHubHTTPError,
     RemoteEntryNotFoundError,
@@ -82,7 +82,7 @@ def check_repo_id(repo_id: str) -> str:
 
 
 def _remote_file(item: RepoFile) -> RemoteFile:
-    return RemoteFile(item.path, item.size, item.blob_id, item.lfs.sha256 if item.lfs else None)
+    return RemoteFile(item.path, item.size, item.blob_id, item.lfs.sha256 if item.lfs else None, item.xet_hash)
 
 
 @dataclass(frozen=True)
@@ -140,14 +140,11 @@ class Hub:
         with self._errors():
             self.api.create_repo(self.repo_id, exist_ok=True)
 
-    def commit(self, operations: Sequence[CommitOperation], message: str, description: str, parent: str, create_pr: bool) -> CommitResult:
-        """One commit with every operation, refused by the Hub if ``revision`` moved past ``parent``."""
+    @contextmanager
+    def _upload_errors(self) -> Iterator[None]:
         with self._errors():
             try:
-                info = self.api.create_commit(
-                    self.repo_id, list(operations), commit_message=message, commit_description=description,
-                    revision=self.revision, parent_commit=parent, create_pr=create_pr,
-                )  # fmt: skip
+                yield
             except HfHubHTTPError:
                 raise  # an answer from the Hub: hub_errors says what it means
             except RuntimeError as err:  # raised by the upload step once the client's retries are spent
@@ -155,6 +152,21 @@ class Hub:
                 raise RegistryError("hub.upload-failed", self.repo_id, f"{scrub(str(err))}{cause}; nothing was committed", RETRY_FIX, Exit.RETRY) from err
             except ValueError as err:  # e.g. README.md front matter rejected before any upload
                 raise RegistryError("hub.rejected", self.repo_id, scrub(str(err)), "fix the file named above and run `registry publish` again") from err
+
+    def upload(self, operations: Sequence[CommitOperation], create_pr: bool) -> None:
+        """Send the content of the LFS files (through Xet, or LFS) without committing; :meth:`commit`
+        then sends none of it again.  hf_xet fills in the sha256 it computed from the bytes it sent."""
+        additions = [op for op in operations if isinstance(op, CommitOperationAdd)]
+        with self._upload_errors():
+            self.api.preupload_lfs_files(self.repo_id, additions, revision=self.revision, create_pr=create_pr)
+
+    def commit(self, operations: Sequence[CommitOperation], message: str, description: str, parent: str, create_pr: bool) -> CommitResult:
+        """One commit with every operation, refused by the Hub if ``revision`` moved past ``parent``."""
+        with self._upload_errors():
+            info = self.api.create_commit(
+                self.repo_id, list(operations), commit_message=message, commit_description=description,
+                revision=self.revision, parent_commit=parent, create_pr=create_pr,
+            )  # fmt: skip
         return CommitResult(info.oid, info.commit_url, info.pr_revision, info.pr_url)
 
     def create_tag(self, tag: str, commit: str) -> None:

@@ -12,14 +12,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..errors import Problem
+from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import GITATTRIBUTES_NAME
 from ..sums import SUMS_NAME
+from .content import REDACTED
 from .gates import entry_files
 from .plan import RemoteFile
 
 REPUBLISH = "run `registry publish` from the registry that holds the right bytes"
-UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME}
+UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME, SIGNATURE_NAME}
 
 
 def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Problem]:
@@ -31,7 +33,7 @@ def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], pla
             yield Problem("remote.missing-file", path, "listed in the remote SHA256SUMS but not in the repo", REPUBLISH)
             continue
         actual = remote.lfs_sha256 or plain_sha256.get(path)
-        if actual != sha:
+        if actual != sha and actual != REDACTED:  # a redacted oid is unverifiable, not wrong (see .content)
             yield Problem("remote.mismatch", path, f"the Hub holds sha256 {str(actual)[:12]}… but its SHA256SUMS says {sha[:12]}…", REPUBLISH)
     for path in sorted(set(tree) - set(sums) - UNLISTED_OK):
         yield Problem("remote.unlisted-file", path, "in the repo but not in its SHA256SUMS", "publish with --delete-remote-extra, or add the file to the registry")

@@ -4,10 +4,12 @@
 2. plan against the remote head (:mod:`registry.hub.plan`): only new and changed files are sent;
    a change to a file already on the Hub is refused unless index.json records the rewrite;
 3. every entry whose bytes are not on the Hub yet needs a passing gate receipt;
-4. one ``create_commit`` holding every operation with ``parent_commit`` = the planned head, so a
-   push by someone else in between makes the Hub refuse it (412) instead of mixing trees;
-5. the new commit's tree is listed and compared with the plan; only then is the published state
-   recorded locally.
+4. the LFS files are uploaded, hashed by the uploader from the bytes it sends, and checked against
+   the plan (:mod:`registry.hub.upload`); then one ``create_commit`` holding every operation with
+   ``parent_commit`` = the planned head, so a push by someone else in between makes the Hub refuse
+   it (412) instead of mixing trees;
+5. the new commit's tree is listed and compared with the plan, Xet hashes against the local bytes
+   (:mod:`registry.hub.content`); only then is the published state recorded locally.
 
 A failure before step 4 leaves the Hub without a commit (uploaded LFS objects stay invisible until a
 commit names them, and a re-run reuses them).  Whatever fails, the local record is only written
@@ -21,12 +23,12 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from rich.filesize import decimal
 
 from ..atomic import locked_transaction, registry_lock
 from ..derived import stage_derived
 from ..errors import Problem, RegistryError
+from ..hub.content import check_local_bytes, content_problems
 from ..hub.gates import entries_touching, gate_findings
 from ..hub.local import local_files, local_sums, with_git_sha1
 from ..hub.plan import (
@@ -41,8 +43,11 @@ from ..hub.plan import (
 )
 from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import CommitResult, Hub
+from ..hub.upload import check_uploaded, operations
+from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import INDEX_NAME, Repo, render_index
+from ..signature import SignaturePolicy
 from .validate import validate
 
 Say = Callable[[str], None]
@@ -58,6 +63,7 @@ class PublishOptions:
     allow_cpu_gate: bool = False
     delete_remote_extra: bool = False
     assume_empty_remote: bool = False  # plan as if the repo did not exist yet, without contacting the Hub (dry run only)
+    signature: SignaturePolicy = SignaturePolicy()  # model.sig, sent in the same commit, must sign exactly these bytes
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,7 @@ def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, 
     local = local_files(repo, sums)
     local = with_git_sha1(repo.root, local, plain_paths(local, remote.files))
     plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
-    blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate)]
+    blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate), *_signature_findings(repo, index, sums, options)]
     if options.tag and remote.exists and options.tag in hub.tags():
         blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
     return _Draft(index, sums, local, plan, tuple(blockers))
@@ -121,16 +127,12 @@ def _remote(options: PublishOptions, hub: Hub) -> RemoteState:
     return RemoteState(options.repo_id, options.revision, None) if options.assume_empty_remote else hub.state()
 
 
-def _operations(repo: Repo, plan: Plan) -> list[CommitOperationAdd | CommitOperationDelete]:
-    """Every operation of the commit; refuses a file whose bytes changed since the plan was made."""
-    operations: list[CommitOperationAdd | CommitOperationDelete] = []
-    for planned in plan.uploads:
-        add = CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=str(repo.root / planned.path))
-        if add.upload_info.sha256.hex() != planned.local_file.sha256:
-            raise RegistryError("publish.changed-meanwhile", planned.path, "the file changed while publish was running", "run `registry publish` again")
-        operations.append(add)
-    operations += [CommitOperationDelete(path_in_repo=f.path) for f in plan.deletions]
-    return operations
+def _signature_findings(repo: Repo, index: Index, sums: dict[str, str], options: PublishOptions) -> list[Problem]:
+    problems = options.signature.folder_problems(repo, sums)
+    if (repo.root / SIGNATURE_NAME).is_file() and index.registry.repo_id != options.repo_id:
+        fix = f"run `registry set repo-id {options.repo_id}` and `registry sign` again, then publish"
+        problems.append(Problem("sign.repo-id-unrecorded", INDEX_NAME, f"index.json does not name {options.repo_id}; recording it now would leave model.sig stale", fix))
+    return problems
 
 
 def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
@@ -149,6 +151,7 @@ def _verify(repo: Repo, draft: _Draft, hub: Hub, commit: str) -> None:
     after = hub.tree(commit)
     local = with_git_sha1(repo.root, draft.local, plain_paths(draft.local, after))
     problems = verify_tree(draft.plan, local, after)
+    problems += content_problems(check_local_bytes(repo.root, repo.xet_cache_path, after, {p: f.sha256 for p, f in draft.local.items()}), "verify", "run `registry publish` again")
     if problems:
         raise RegistryError.of(problems)
 
@@ -208,7 +211,10 @@ def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say
     assert plan.head is not None, "publish plans against an existing repo"
     if not plan.empty:
         say(f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} deletion(s)")
-        result = hub.commit(_operations(repo, plan), *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)
+        ops = operations(repo.root, plan)
+        hub.upload(ops, options.create_pr)
+        check_uploaded(plan, ops)
+        result = hub.commit(ops, *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)
         say(f"verifying commit {result.oid[:12]}")
         _verify(repo, draft, hub, result.oid)
     commit = result.oid if result else plan.head

@@ -1,7 +1,7 @@
 """``registry pull``: a registry from the Hub, verified before it appears.
 
 Everything is downloaded into a hidden sibling of the target folder, checked there (the tree's
-LFS oids against the downloaded SHA256SUMS, then a full ``validate``: every file's sha256, the
+LFS oids against the downloaded SHA256SUMS, its Xet hashes against the downloaded bytes, then a full ``validate``: every file's sha256, the
 index, the card), recorded as published, and only then renamed into place.  The target either
 does not exist or is empty; a failed pull leaves it as it was.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RegistryError
+from ..hub.content import check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import RemoteFile, plain_paths
 from ..hub.record import RemoteRecord, record_remote
@@ -23,6 +24,7 @@ from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
 from ..models import path_problem
 from ..repo import Repo
+from ..signature import SignaturePolicy
 from ..sums import SUMS_NAME
 from .validate import validate
 
@@ -35,13 +37,17 @@ def _check_target(target: Path) -> None:
         raise RegistryError("pull.not-empty", target, "exists and is not an empty directory", "pass a new or empty directory")
 
 
-def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> dict[str, str]:
+def _check_download(staging: Path, tree: Mapping[str, RemoteFile], signature: SignaturePolicy) -> dict[str, str]:
     """The downloaded SHA256SUMS, once the download agrees with it, with the tree and with validate."""
     if not (staging / SUMS_NAME).is_file():
         raise RegistryError("pull.no-sums", SUMS_NAME, "the repo has no SHA256SUMS, so its files cannot be verified", "publish the registry with `registry publish`")
     sums = local_sums(Repo(staging))
     plain = {p: sha256_file(staging / p) for p in plain_paths(sums, tree)}
-    findings = [*remote_findings(sums, tree, plain), *validate(staging)]
+    content = check_local_bytes(staging, None, tree, sums)
+    findings = [*remote_findings(sums, tree, plain), *content_problems(content, "pull", "pull from a repo whose files were published intact"), *validate(staging)]
+    if findings:
+        raise RegistryError.of(findings)
+    findings = signature.folder_problems(Repo(staging), sums)  # the sha256s it is checked against are true now
     if findings:
         raise RegistryError.of(findings)
     return sums
@@ -62,8 +68,10 @@ class Pulled:
     remote: RemoteRecord
 
 
-def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None) -> Pulled:
-    """Download, verify and atomically place the registry at ``directory``."""
+def pull(
+    repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None, signature: SignaturePolicy = SignaturePolicy()
+) -> Pulled:
+    """Download, verify (model.sig too, when present or required) and atomically place the registry at ``directory``."""
     say = say or (lambda _line: None)
     target = Path(directory).absolute()
     _check_target(target)
@@ -78,7 +86,7 @@ def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None 
         hub.snapshot(state.head, staging)
         shutil.rmtree(staging / DOWNLOAD_METADATA, ignore_errors=True)
         say("verifying")
-        sums = _check_download(staging, state.files)
+        sums = _check_download(staging, state.files, signature)
         remote = RemoteRecord(repo_id=repo_id, revision=revision, commit=state.head)
         record_remote(Repo(staging), sums, remote)
         os.replace(staging, target)  # an empty target directory is replaced too

@@ -1,4 +1,5 @@
-"""``registry verify-remote``: check the Hub's files against its SHA256SUMS and index.json."""
+"""``registry verify-remote``: check the Hub's files against its SHA256SUMS and index.json, and, given
+a local registry, the Hub's Xet hashes against the local bytes (:mod:`registry.hub.content`)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Problem
+from ..hub.content import ContentCheck, check_content, check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
-from ..hub.verify import compare_findings, index_findings, remote_findings, sha256_file
+from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, sha256_file
+from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import INDEX_NAME, Repo
 from ..schemas import load_model
+from ..signature import SignaturePolicy
 from ..sums import SUMS_NAME, parse_sums
 
 
@@ -24,6 +28,7 @@ class RemoteReport:
     commit: str
     files: int
     problems: list[Problem] = field(default_factory=list)
+    content: list[ContentCheck] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -33,18 +38,28 @@ class RemoteReport:
             "commit": self.commit,
             "files": self.files,
             "problems": [p.as_dict() for p in self.problems],
+            "content": [c.as_dict() for c in self.content],
         }
 
 
-def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None) -> RemoteReport:
-    """Check the remote against its SHA256SUMS and index.json (and the local registry's SHA256SUMS)."""
+def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None, signature: SignaturePolicy = SignaturePolicy()) -> RemoteReport:
+    """Check the remote against its SHA256SUMS, index.json and model.sig (and the local registry's SHA256SUMS)."""
     hub = hub or Hub(repo_id, revision)
     state = hub.existing_state()
     with tempfile.TemporaryDirectory(prefix="registry-verify-") as tmp:
-        sums = parse_sums(hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes(), f"{repo_id}/{SUMS_NAME}")
+        sums_bytes = hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes()
+        sums = parse_sums(sums_bytes, f"{repo_id}/{SUMS_NAME}")
         index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), Index, f"{repo_id}/{INDEX_NAME}")
         plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
+        signed = hub.download(SIGNATURE_NAME, state.head, Path(tmp)).read_bytes() if SIGNATURE_NAME in state.files else None
     findings = [*remote_findings(sums, state.files, plain), *index_findings(index, sums)]
+    findings += signature.problems(signed, sums, sums_bytes, index.registry.signer)
+    content = check_content(state.files, sums, None)
     if registry is not None:
-        findings += compare_findings(local_sums(Repo.open(registry)), sums)
-    return RemoteReport(repo_id, revision, state.head, len(state.files), findings)
+        repo = Repo.open(registry)
+        mine = local_sums(repo)
+        findings += compare_findings(mine, sums)
+        same = [p for p, sha in mine.items() if sums.get(p) == sha]  # a differing file is reported above
+        content = check_local_bytes(repo.root, repo.xet_cache_path, state.files, sums, same)
+    findings += content_problems(content, "remote", REPUBLISH)
+    return RemoteReport(repo_id, revision, state.head, len(state.files), findings, content)

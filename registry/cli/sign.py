@@ -1,0 +1,28 @@
+"""``registry sign``, and the options of publish, pull and verify-remote that check its signature."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
+
+EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+PUBLIC_KEY_OPT = click.option("--public-key", type=EXISTING_FILE, metavar="SIGNER.pub", help="The signer's PEM public key: model.sig is checked against it.")
+REQUIRE_SIGNATURE_OPT = click.option("--require-signature", is_flag=True, help="Refuse unless model.sig signs exactly these files and verifies against --public-key.")
+
+
+@main.command("sign")
+@click.option("--key", required=True, type=EXISTING_FILE, metavar="KEY.pem", help="The signer's unencrypted EC private key (PEM).")
+@REGISTRY_OPT
+@JSON_OPT
+def sign_cmd(key: Path, registry: Path, as_json: bool) -> None:
+    """Sign every published file into model.sig (OpenSSF Model Signing), recording the signer in index.json."""
+    from ..ops.sign import sign
+
+    signed = sign(registry, key)
+    if as_json:
+        emit_json(signed.as_dict())
+    else:
+        click.echo(f"signed {signed.files} file(s) into {signed.path} (key sha256:{signed.fingerprint})")

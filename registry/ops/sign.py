@@ -1,0 +1,45 @@
+"""``registry sign --key KEY.pem``: sign the release, writing ``model.sig`` (see :mod:`registry.signature`).
+
+The signer's fingerprint goes into index.json (and so the card and SHA256SUMS) and the signature
+covers those new bytes: index.json, the card, SHA256SUMS and ``model.sig`` are written in one
+journaled transaction, so a crash leaves the old signature with the old files or the new one with
+the new.  The sha256s come from SHA256SUMS as the stat cache vouches for them: no weight is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..atomic import transaction
+from ..derived import stage_derived
+from ..index_rules import index_to_change
+from ..layout import SIGNATURE_NAME
+from ..models import Signer
+from ..repo import INDEX_NAME, Repo, render_index
+from ..signature import fingerprint, public_pem, sign_files, signed_files
+from ..sums import render_sums
+
+
+@dataclass(frozen=True)
+class Signed:
+    path: Path
+    fingerprint: str
+    files: int
+
+    def as_dict(self) -> dict:
+        return {"ok": True, "signature": str(self.path), "fingerprint": self.fingerprint, "files": self.files}
+
+
+def sign(root: Path | str, key: Path) -> Signed:
+    """Record the key's fingerprint as the signer and write ``model.sig`` over every published file."""
+    repo = Repo.open(root)
+    signer = Signer(fingerprint=fingerprint(public_pem(key)))
+    with transaction(repo.root) as txn:
+        index = index_to_change(repo)
+        index.registry.signer = signer
+        txn.write(INDEX_NAME, render_index(index))
+        digests = stage_derived(repo, txn, index)  # SHA256SUMS as staged: its own sha256 is signed too
+        files = signed_files(digests, render_sums(digests))
+        txn.write(SIGNATURE_NAME, sign_files(files, key, repo.root.name))
+    return Signed(repo.root / SIGNATURE_NAME, signer.fingerprint, len(files))

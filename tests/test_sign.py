@@ -1,0 +1,218 @@
+"""Signed releases (issue 31): ``registry sign`` writes model.sig that stock ``model_signing verify key``
+accepts; any changed, added or re-indexed file fails it, and fails ``registry pull --require-signature``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from huggingface_hub import HfApi
+
+from registry.hashing import engine
+from registry.layout import SIGNATURE_NAME
+from registry.repo import Repo
+from registry.signature import fingerprint
+
+from .conftest import snapshot
+from .test_publish import REPO, add_state, publish_args, weight_path
+
+pytest_plugins = ["tests.hubserver", "tests.publish_fixtures"]  # the Hub fixtures; publish's registry and cli fixtures
+
+MODEL_SIGNING = shutil.which("model_signing") or str(Path(sys.executable).parent / "model_signing")
+
+
+def write_key(directory: Path, name: str) -> tuple[Path, Path]:
+    """A fresh P-256 key pair as PEM files: (private, public)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    private, public = directory / f"{name}.pem", directory / f"{name}.pub"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return private, public
+
+
+@pytest.fixture
+def keys(tmp_path) -> tuple[Path, Path]:
+    return write_key(tmp_path, "signer")
+
+
+def stock_verify(root: Path, public: Path) -> subprocess.CompletedProcess[str]:
+    """The stock CLI of the model_signing package, as the card tells users to run it."""
+    command = [MODEL_SIGNING, "verify", "key", str(root), "--signature", str(root / SIGNATURE_NAME), "--public_key", str(public)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def flip_last_byte(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+
+
+def test_stock_model_signing_verify_accepts_registry_sign(registry, keys, cli):
+    private, public = keys
+    signed = cli.json("sign", "--key", private, "-C", registry, "--json")
+
+    assert signed["fingerprint"] == fingerprint(public.read_bytes())
+    index = json.loads((registry / "index.json").read_text())
+    assert index["registry"]["signer"] == {"method": "key", "fingerprint": signed["fingerprint"]}
+    card = (registry / "README.md").read_text(encoding="utf-8")
+    assert signed["fingerprint"] in card and "model_signing verify key . --signature model.sig --public_key signer.pub" in card
+    cli("validate", "-C", registry)  # model.sig is no registry file that SHA256SUMS or the layout must know
+    result = stock_verify(registry, public)
+    assert result.returncode == 0 and "Verification succeeded" in result.stdout, result.stderr
+    assert stock_verify(registry, write_key(registry.parent, "other")[1]).returncode == 1  # another key
+
+
+def test_sign_reads_no_weight(registry, keys, cli, monkeypatch):
+    cli("sums", "-C", registry)  # the stat cache vouches for every file (they are older than the racy window)
+    read: list = []
+    monkeypatch.setattr(engine, "hash_file", lambda path, progress=None: read.append(path))
+    cli("sign", "--key", keys[0], "-C", registry)
+    assert read == [] and stock_verify(registry, keys[1]).returncode == 0
+
+
+@pytest.mark.parametrize("change", ["weight", "index", "added", "sums"])
+def test_a_changed_byte_an_added_file_or_a_changed_index_fails_stock_verify(registry, keys, cli, change):
+    cli("sign", "--key", keys[0], "-C", registry)
+    if change == "weight":
+        flip_last_byte(registry / weight_path(registry))
+    elif change == "index":
+        index = registry / "index.json"
+        index.write_text(index.read_text().replace('"title": "Publish test"', '"title": "Publish test!"'))
+    elif change == "added":
+        (registry / weight_path(registry)).with_name("unsigned.bin").write_bytes(b"not signed")
+    else:
+        (registry / "SHA256SUMS").write_bytes((registry / "SHA256SUMS").read_bytes() + b"\n")
+
+    result = stock_verify(registry, keys[1])
+
+    assert result.returncode == 1 and "Verification failed" in result.stderr
+
+
+def test_sign_refuses_a_registry_whose_files_changed_and_changes_nothing(registry, keys, cli):
+    flip_last_byte(registry / weight_path(registry))
+    before = snapshot(registry)
+    result = cli("sign", "--key", keys[0], "-C", registry, code=3)
+    assert weight_path(registry) in result.output and snapshot(registry) == before
+
+
+def test_sign_refuses_a_key_that_is_not_an_ec_private_key(registry, tmp_path, cli):
+    bad = tmp_path / "key.pem"
+    bad.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    before = snapshot(registry)
+    assert "error: " in cli("sign", "--key", bad, "-C", registry, code=3).output and snapshot(registry) == before
+
+
+def sign_for(registry: Path, key: Path, cli) -> None:
+    cli("set", "repo-id", REPO, "-C", registry)  # recorded before signing: publish must not change index.json after
+    cli("sign", "--key", key, "-C", registry)
+
+
+def test_publish_requires_a_valid_signature_and_sends_it_in_the_same_commit(hub_server, registry, keys, tmp_path, cli):
+    private, public = keys
+    assert "--public-key" in cli(*publish_args(registry, "--require-signature"), code=3).output
+    refused = cli.json(*publish_args(registry, "--require-signature", "--public-key", public, "--json"), code=3)
+    assert [p["code"] for p in refused["problems"]] == ["sign.missing"] and hub_server.commits_made == 0
+
+    sign_for(registry, private, cli)
+    cli(*publish_args(registry, "--require-signature", "--public-key", public))
+
+    assert hub_server.commits_made == 1 and hub_server.files(REPO)[SIGNATURE_NAME] == (registry / SIGNATURE_NAME).read_bytes()
+    report = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--require-signature", "--public-key", public, "--json")
+    assert report["ok"]
+    cli("pull", "--repo-id", REPO, tmp_path / "pulled", "--require-signature", "--public-key", public)
+    assert stock_verify(tmp_path / "pulled", public).returncode == 0  # a pulled registry (with .registry/) verifies too
+
+
+def test_publish_refuses_a_stale_signature(hub_server, registry, keys, tmp_path, cli):
+    sign_for(registry, keys[0], cli)
+    cli("set", "title", "Retitled after signing", "-C", registry)
+
+    result = cli.json(*publish_args(registry, "--json"), code=3)
+
+    assert {(p["code"], p["file"]) for p in result["problems"]} >= {("sign.mismatch", "index.json"), ("sign.mismatch", "SHA256SUMS")}
+    assert hub_server.commits_made == 0
+
+
+@pytest.mark.parametrize(("change", "finding"), [("weight", "sign.mismatch"), ("index", "sign.mismatch"), ("added", "sign.unsigned-file")])
+def test_pull_require_signature_refuses_a_release_changed_after_signing(hub_server, registry, keys, tmp_path, cli, change, finding):
+    """Someone with write access changes the release and keeps SHA256SUMS true: only the signature tells."""
+    private, public = keys
+    sign_for(registry, private, cli)
+    cli(*publish_args(registry, "--require-signature", "--public-key", public))
+    changed = weight = weight_path(registry)
+    if change == "weight":
+        flip_last_byte(registry / weight)
+        cli("validate", "-C", registry, "--allow-rewrite", "swapped")
+    elif change == "index":
+        cli("set", "title", "Changed after signing", "-C", registry)
+        changed = "index.json"
+    else:
+        changed = add_state(registry, tmp_path, "s1374", seed=4).path  # a well-formed entry, added without signing
+    for path in sorted({"index.json", "README.md", "SHA256SUMS", changed}):
+        HfApi().upload_file(path_or_fileobj=(registry / path).read_bytes(), path_in_repo=path, repo_id=REPO)
+
+    for flags in ([], ["--require-signature", "--public-key", public]):  # a present model.sig is always checked
+        target = tmp_path / f"pulled{len(flags)}"
+        result = cli.json("pull", "--repo-id", REPO, target, *flags, "--json", code=3)
+        assert (finding, changed) in {(p["code"], p["file"]) for p in result["problems"]} and not target.exists()
+    verify = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--require-signature", "--public-key", public, "--json", code=1)
+    assert (finding, changed) in {(p["code"], p["file"]) for p in verify["problems"]}
+
+
+def test_a_signature_by_another_key_is_refused(hub_server, registry, keys, tmp_path, cli):
+    private, _ = keys
+    _, other_public = write_key(tmp_path, "other")
+    sign_for(registry, private, cli)
+    cli(*publish_args(registry))
+
+    result = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--require-signature", "--public-key", other_public, "--json", code=1)
+
+    assert [p["code"] for p in result["problems"]] == ["sign.invalid"]
+    assert Repo(registry).load_index().registry.signer is not None
+
+
+def test_a_kill_at_every_rename_of_sign_leaves_the_old_signature_or_the_new(registry, keys, tmp_path, cli):
+    """SIGKILL at each rename(2) of `registry sign` (tests/test_crash.py's harness): the next command finds the
+    old files with the old signature, or the new files with the new one (ECDSA signs with a random nonce, so
+    the new signature is checked by verifying it, not by its bytes)."""
+    from .test_crash import RENAMES, STRACE, _kill_at
+
+    if STRACE is None:
+        pytest.skip("strace is not installed")
+    new_private, new_public = write_key(tmp_path, "new")
+    cli("sign", "--key", keys[0], "-C", registry)
+    before = snapshot(registry)
+    outcomes = []
+    for syscall in RENAMES:
+        for k in range(1, 40):
+            reg = Path(shutil.copytree(registry, tmp_path / f"kill-{syscall}-{k}", symlinks=True))
+            killed = _kill_at(["sign", "--key", new_private, "-C", reg], syscall, k)
+            cli("validate", "-C", reg)  # rolls an interrupted commit forward, and finds the registry consistent
+            now = snapshot(reg)
+            if now == before:
+                outcomes.append("old")
+                assert stock_verify(reg, keys[1]).returncode == 0
+            else:
+                outcomes.append("new")
+                assert {p for p in now if now[p] != before.get(p)} == {"index.json", "README.md", "SHA256SUMS", SIGNATURE_NAME}
+                assert stock_verify(reg, new_public).returncode == 0
+            if killed.returncode == 0:
+                break
+        else:
+            pytest.fail(f"sign was still calling {syscall} after 40 kill points")
+    assert "old" in outcomes and "new" in outcomes, outcomes
+
+
+def test_publish_refuses_to_record_a_repo_id_that_would_stale_the_signature(hub_server, registry, keys, cli):
+    cli("sign", "--key", keys[0], "-C", registry)  # index.json names no repo yet: publish would record it
+    before = snapshot(registry)
+
+    result = cli.json(*publish_args(registry, "--json"), code=3)
+
+    assert [p["code"] for p in result["problems"]] == ["sign.repo-id-unrecorded"] and f"registry set repo-id {REPO}" in result["problems"][0]["fix"]
+    assert snapshot(registry) == before and hub_server.commits_made == 0
