@@ -14,6 +14,7 @@ from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import Progress
 from ..index_rules import index_to_change
+from ..layout import DOCS_DIR
 from ..models import Base, Index
 from ..pinned import pinned
 from ..repo import INDEX_NAME, Repo, render_index
@@ -42,6 +43,8 @@ def add_base(root: Path, request: BaseRequest, progress: Progress | None = None,
         raise RegistryError("base.not-pth", request.filename, "a base checkpoint must be a .pth file", "pass the official .pth file")
     name = request.filename[: -len(".pth")]
     require_name(name, "base name", "add-base")
+    if name == DOCS_DIR:
+        raise RegistryError("base.reserved-name", request.filename, f"{DOCS_DIR}/ is the registry's documentation folder", "rename the base file")
     expected = require_sha(request.sha256, "--sha256") if request.sha256 else None
     catalog = catalog if catalog is not None else load_catalog()
     with transaction(repo.root) as txn:

@@ -32,7 +32,7 @@ from ..layout import (
 )
 from ..models import Entry, FileRef, Index, Rewrite, TrainJson
 from ..published import DERIVED, immutability_findings, published_sums, record_rewrites
-from ..repo import INDEX_NAME, Repo, render_index
+from ..repo import INDEX_NAME, Repo, no_registry, render_index
 from ..schemas import load_model, read_json, schema_errors
 from ..sums import SUMS_NAME, digest_tree, parse_sums, sums_problems
 
@@ -62,6 +62,8 @@ def check_index(repo: Repo) -> tuple[list[Problem], Index | None]:
         data = read_json(repo.index_path, INDEX_NAME)
     except RegistryError as err:
         return [err.problem.about(INDEX_NAME)], None
+    if not (isinstance(data, dict) and "format_version" in data):
+        return [Problem("index.not-a-registry", INDEX_NAME, "index.json was not written by registry (a hand-written index?)", f"run `registry adopt {repo.root}`: it maps what it can and lists the rest")], None
     problems = [
         Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)") for where, message in schema_errors(data, "index")
     ]
@@ -237,10 +239,8 @@ def validate_index_file(path: Path) -> list[Problem]:
 def validate(root: Path, progress: Progress | None = None, **options) -> list[Problem]:
     """All findings for the registry at ``root`` (empty when clean)."""
     repo = Repo.open(root, must_exist=False)
-    if not any(repo.root.iterdir()):
-        return [Problem("layout.empty", str(repo.root), "the directory is empty", f"run `registry init {repo.root}`")]
     if not repo.index_path.is_file():
-        return [Problem("layout.no-index", INDEX_NAME, "index.json is missing", f"run `registry init {repo.root}`")]
+        return [no_registry(repo.root).problem()]
     scan = scan_tree(repo.root)
     findings, index = check_index(repo)
     if index is None:
