@@ -11,6 +11,7 @@ from .errors import Problem, RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
 from .layout import is_excluded, scan_tree
+from .lfs import refuse_pointers
 from .models import Index
 from .repo import Repo
 from .sums import SUMS_NAME, digest_tree, parse_sums, render_sums, sums_problems
@@ -40,6 +41,7 @@ def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, a
     staged = {rel: sha for rel, sha in txn.staged_files().items() if not is_excluded(rel)}
     removed = txn.removed_files()
     on_disk = [rel for rel in scan_tree(repo.root).files if rel not in staged and rel not in removed]
+    refuse_pointers(repo.root, on_disk)  # a pointer's hash is not the weight's: never into SHA256SUMS
     digests = digest_tree(repo.root, on_disk, StatCache(repo.stat_cache_path), progress)
     if absorb is not True:
         _require_unchanged(repo, digests, set(staged) | removed | set(absorb or ()))

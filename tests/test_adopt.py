@@ -139,3 +139,50 @@ def test_unknown_root_files_are_refused_with_a_fix_that_fits_them(empty_registry
     found = {p.file: p for p in validate(empty_registry) if p.code.startswith("layout.")}
     assert "docs/" in found["notes.txt"].fix and "registry add" in found["stray.pth"].fix
     assert found["papers/a.pdf"].code == "layout.unknown-base-dir" and "add-base" not in found["papers/a.pdf"].fix
+
+
+# -- item 7: Git LFS pointers ------------------------------------------------------------------------------------
+
+
+def lfs_pointer(path: Path) -> bytes:
+    """What git writes in place of ``path`` when git-lfs is not installed (the spec's three lines)."""
+    data = path.read_bytes()
+    import hashlib
+
+    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\nsize {len(data)}\n".encode()
+
+
+def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empty_registry, small_base, tmp_path):
+    from registry.ops.add import AddRequest, add_weight
+    from registry.ops.add_base import BaseRequest, add_base
+    from registry.published import record_published
+    from registry.repo import Repo
+    from registry.sums import parse_sums
+    from registry.synthetic import make_state_file
+
+    from .conftest import SMALL
+    from .test_ops_artifacts import train_json
+
+    root = empty_registry
+    add_base(root, BaseRequest(path=small_base, filename=small_base.name))
+    state = make_state_file(tmp_path / "s1.pth", SMALL)
+    entry = add_weight(root, AddRequest(state, small_base.stem, "state", "v1.41", train_json(tmp_path / "t.json")))
+    record_published(Repo(root), parse_sums((root / "SHA256SUMS").read_bytes()))
+    (root / entry.path).write_bytes(lfs_pointer(root / entry.path))
+    before = snapshot(root)
+
+    assert [(p.code, p.file) for p in validate(root)] == [("lfs.pointer", entry.path)]
+    for args in (["validate", "-C", root], ["validate", "-C", root, "--allow-rewrite", "why"], ["sums", "-C", root], ["convert", entry.path, "-C", root]):
+        result = run(*args)
+        assert result.exit_code in (1, 3), (args, result.output)
+        assert f"{entry.path}: a Git LFS pointer, not the file; fix: git lfs pull" in result.output, (args, result.output)
+        assert "allow-rewrite" not in result.output.replace("--allow-rewrite why", ""), (args, result.output)
+    pointer = tmp_path / "pointer.pth"
+    pointer.write_bytes((root / entry.path).read_bytes())
+    result = run("add", pointer, "-C", root, "--base", small_base.stem, "--method", "state", "--data-version", "v1.42", "--train-json", tmp_path / "t.json", code=3)
+    assert result.output.strip().endswith("a Git LFS pointer, not the file; fix: git lfs pull")
+    base_pointer = tmp_path / "rwkv7-tiny-b-20260101.pth"
+    base_pointer.write_bytes(lfs_pointer(small_base))
+    result = run("add-base", base_pointer, "-C", root, code=3)
+    assert result.output == f"error: {base_pointer}: a Git LFS pointer, not the file; fix: git lfs pull\n"
+    assert snapshot(root) == before

@@ -30,6 +30,7 @@ from ..layout import (
     place,
     scan_tree,
 )
+from ..lfs import pointer_problem, pointers
 from ..models import Entry, FileRef, Index, Rewrite, TrainJson
 from ..published import DERIVED, immutability_findings, published_sums, record_rewrites
 from ..repo import INDEX_NAME, Repo, no_registry, render_index
@@ -248,7 +249,16 @@ def validate(root: Path, progress: Progress | None = None, **options) -> list[Pr
     ctx = Context(repo=repo, scan=scan, index=index, progress=progress, options=options)
     for check in CHECKS:
         findings.extend(check(ctx))
-    return findings
+    return _pointers_named_once(repo, scan, findings)
+
+
+def _pointers_named_once(repo: Repo, scan: TreeScan, findings: list[Problem]) -> list[Problem]:
+    """A Git LFS pointer where a file belongs is one finding with the fix that works, instead of
+    the checksum, index and immutability findings its other bytes cause (which advise rewrites)."""
+    found = set(pointers(repo.root, scan.files))
+    if not found:
+        return findings
+    return [pointer_problem(rel) for rel in sorted(found)] + [f for f in findings if f.file not in found]
 
 
 @dataclass
