@@ -22,6 +22,8 @@ from registry.ops.validate import validate
 
 from .conftest import snapshot
 
+pytest_plugins = ["tests.hubserver"]  # the hub_server fixture
+
 
 def run(*args, code: int | None = None):
     result = CliRunner().invoke(main, [str(a) for a in args])
@@ -186,3 +188,263 @@ def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empt
     result = run("add-base", base_pointer, "-C", root, code=3)
     assert result.output == f"error: {base_pointer}: a Git LFS pointer, not the file; fix: git lfs pull\n"
     assert snapshot(root) == before
+
+
+# -- item 1: registry adopt --------------------------------------------------------------------------------------
+
+BASE = "rwkv7-tiny-adopt-20260930"
+RUNS = ("r16-lr2e-5-e2", "r16-lr1e-5-e2", "r16-lr3e-5-e2")
+STATE = f"{BASE}/state/v1.41/v141b-s1224.pth"
+MISS = [f"{BASE}/miss/v2.1/{run}/adapter-final.pth" for run in RUNS]
+FULL = f"{BASE}/full/v1/rwkv-final.pth"
+DATA_STATE, DATA_MISS = "feb2fd6b" * 8, "2fbf6760" * 8
+README_001 = """# RWKV-Agent 权重（State 与 MiSS 适配器）
+
+RWKV-Agent 在 RWKV-7 基模上训出的两种轻量权重。
+
+| 路径 | 方法 | 说明 |
+|---|---|---|
+| state/v1.41/v141b-s1224.pth | State | State 推荐 |
+| miss/v2.1/r16-lr2e-5-e2/adapter-final.pth | MiSS r16 | MiSS 推荐 |
+
+完整报告见 docs/evaluations/。本仓库尚未指定许可证。
+"""
+README_000 = """---
+license: apache-2.0
+language:
+- zh
+---
+# RWKV Novel Agent (tiny)
+
+This is an experimental full fine-tune. Use it for research and evaluation rather than production.
+"""
+
+
+def sh(command: str, cwd: Path) -> None:
+    """A shell command, as the person making the repo by hand would type it."""
+    subprocess.run(command, shell=True, cwd=cwd, check=True, executable="/bin/bash")
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory) -> Path:
+    """What the person has before making the repo: a base, a State, three MiSS runs, a full fine-tune."""
+    import torch
+
+    from registry.artifacts.inspect import inspect_weights
+    from registry.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
+
+    from .conftest import SMALL, sha256_of
+
+    d = tmp_path_factory.mktemp("parts")
+    base = make_base_checkpoint(d / f"{BASE}.pth", SMALL)
+    make_state_file(d / "v141b-s1224.pth", SMALL, seed=5)
+    for i, run in enumerate(RUNS):
+        make_adapter_file(d / f"{run}.pth", SMALL, sha256_of(base), seed=10 + i)
+    other = TinySpec(n_layer=3, n_embd=128, vocab_size=512)
+    make_state_file(d / "other-base-state.pth", other, seed=6)
+    make_adapter_file(d / "other-base-adapter.pth", SMALL, "0" * 64, seed=7)
+    tensors = torch.load(base, weights_only=True)
+    tensors["emb.weight"] = tensors["emb.weight"] + 1  # fine-tuned
+    torch.save(tensors, d / "rwkv-final.pth")
+    (d / "content_versions.json").write_text(json.dumps({run: inspect_weights(d / f"{run}.pth").miss.content_version for run in RUNS}))
+    return d
+
+
+def train(data_sha: str, trainer: str) -> str:
+    return json.dumps({"trainer": {"name": trainer, "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": trainer, "data_sha256": data_sha}, indent=2)
+
+
+def hand_index(parts: Path) -> dict:
+    from .conftest import sha256_of
+
+    base_sha = sha256_of(parts / f"{BASE}.pth")
+    versions = json.loads((parts / "content_versions.json").read_text())
+    miss = [
+        {"path": path, "method": "miss", "base_sha256": base_sha, "data": {"version": "v2.1", "sha256": DATA_MISS, "rows": 5512},
+         "sha256": sha256_of(parts / f"{run}.pth"), "content_version": versions[run], "recommended": run == "r16-lr2e-5-e2"}
+        for run, path in zip(RUNS, MISS, strict=True)
+    ]  # fmt: skip
+    miss[0]["scores"] = [{"benchmark": "exam", "value": 52.2, "count": 296.5, "unit": "%", "date": "2026-10-17", "backend": "App harness", "runs": 2}]
+    miss[1]["scores"] = [{"benchmark": "exam", "value": 51.3, "date": "2026-10-17", "note": "与 2e-5 分不出"}]  # no backend: cannot map
+    return {
+        "bases": [{"dir": BASE, "source": "BlinkDL/rwkv7-g1", "filename": f"{BASE}.pth", "sha256": base_sha, "vocab": "rwkv_vocab_v20230424.txt"}],
+        "entries": [
+            {"path": STATE, "method": "state", "base_sha256": base_sha, "data": {"version": "v1.41", "sha256": DATA_STATE, "rows": 3662},
+             "sha256": sha256_of(parts / "v141b-s1224.pth"), "recommended": True,
+             "scores": [{"benchmark": "exam", "value": 46.9, "date": "2026-10-16", "backend": "App harness", "runs": 2}]},
+            *miss,
+        ],
+        "evaluations": "docs/evaluations/",
+    }  # fmt: skip
+
+
+def make_seed_001(parts: Path, folder: Path, index: dict | None = None) -> Path:
+    """Seed 001's repo as its author made it: cp, a hand-written index.json, README, sha256sum."""
+    folder.mkdir(parents=True)
+    (folder / ".git").mkdir()
+    sh(f"mkdir -p {BASE}/state/v1.41 {BASE}/miss/v2.1 docs/evaluations && cp {parts}/v141b-s1224.pth {BASE}/state/v1.41/", folder)
+    for run in RUNS:
+        sh(f"mkdir -p {BASE}/miss/v2.1/{run} && cp {parts}/{run}.pth {BASE}/miss/v2.1/{run}/adapter-final.pth", folder)
+    (folder / BASE / "state/v1.41/train.json").write_text(train(DATA_STATE, "rwkv_state_tune"))
+    (folder / BASE / "miss/v2.1/train.json").write_text(train(DATA_MISS, "rwkv_miss_tune"))
+    (folder / "docs/evaluations/exam-v21-20261017.md").write_text("# exam v2.1\n\n568 题\n")
+    (folder / "index.json").write_text(json.dumps(index or hand_index(parts), indent=2, ensure_ascii=False))
+    (folder / "README.md").write_text(README_001)
+    (folder / ".gitattributes").write_text("*.pth filter=lfs diff=lfs merge=lfs -text\n")
+    sh("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", folder)
+    return folder
+
+
+def make_seed_000(parts: Path, folder: Path) -> Path:
+    """Seed 000's repo: a raw full .pth fine-tune (placed in the layout), its train.json, a README, a LICENSE."""
+    folder.mkdir(parents=True)
+    sh(f"mkdir -p {BASE}/full/v1 && cp {parts}/rwkv-final.pth {BASE}/full/v1/", folder)
+    (folder / BASE / "full/v1/train.json").write_text(train("ab" * 32, "RWKV-LM"))
+    (folder / "README.md").write_text(README_000)
+    (folder / "LICENSE").write_text("Apache License, Version 2.0\n")
+    return folder
+
+
+def adopt_json(folder: Path, *args, code: int = 0) -> dict:
+    result = CliRunner().invoke(main, ["adopt", str(folder), "--json", *map(str, args)])
+    assert result.exit_code == code, result.output
+    return json.loads(result.stdout)
+
+
+def test_seed_001_adopted_then_published_pulled_and_verified(parts, tmp_path, hub_server):
+    from .test_publish import REPO, gate_all
+
+    folder = make_seed_001(parts, tmp_path / "agent-weights")
+    originals = snapshot(folder)
+    report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+
+    assert [e["path"] for e in report["entries"]] == sorted([STATE, *MISS])
+    recommended = {e["path"] for e in report["entries"] if e["recommended"]}
+    assert recommended == {STATE, MISS[0]}
+    assert any("$.evaluations" in line for line in report["unmapped"]) and any("data.rows" in line for line in report["unmapped"])
+    assert any(line.startswith(f"registry score {MISS[1]} --benchmark exam --value 51.3 --date 2026-10-17 --backend") for line in report["next_steps"])
+    assert report["overridden"] == [] and report["readme"].startswith("kept whole")
+    index = json.loads((folder / "index.json").read_text())
+    assert [b["source"] for b in index["bases"]] == ["BlinkDL/rwkv7-g1"] and index["bases"][0]["vocab"] == "rwkv_vocab_v20230424.txt"
+    scored = {e["path"]: [s["value"] for s in e["scores"]] for e in index["entries"]}
+    assert scored[STATE] == [46.9] and scored[MISS[0]] == [52.2] and scored[MISS[1]] == []
+    assert {e["path"]: e["data"]["sha256"] for e in index["entries"]}[STATE] == DATA_STATE
+    # Nothing of the hand-made repo is lost: every weight, train.json and doc as it was, the README
+    # whole in the card, the hand-written index and SHA256SUMS kept in the private folder.
+    now = snapshot(folder)
+    for rel, data in originals.items():
+        if rel not in ("index.json", "README.md", "SHA256SUMS", ".gitattributes"):
+            assert now[rel] == data, rel
+    assert README_001 in now["README.md"].decode()
+    assert (folder / ".registry/adopted/index.json").read_bytes() == originals["index.json"]
+    assert (folder / ".gitignore").read_text() == ".registry/\n"
+    assert codes(folder) == set()
+    assert run("card", "--check", "-C", folder).exit_code == 0
+    check = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=folder, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
+
+    gate_all(folder)
+    run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", code=0)
+    pulled = tmp_path / "pulled"
+    run("pull", "--repo-id", REPO, pulled, code=0)
+    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}
+    assert run("verify-remote", "--repo-id", REPO, "-C", folder, code=0).exit_code == 0
+    assert adopt_json(pulled, code=3)["problems"][0]["code"] == "adopt.already-a-registry"
+
+
+def test_seed_000_full_fine_tune_with_an_english_readme_and_license(parts, tmp_path):
+    folder = make_seed_000(parts, tmp_path / "novel-agent")
+    report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+    assert [(e["path"], e["method"]) for e in report["entries"]] == [(FULL, "full")]
+    index = json.loads((folder / "index.json").read_text())
+    assert index["registry"]["languages"] == ["en"] and index["registry"]["license"] == "apache-2.0"
+    assert index["registry"]["title"] == "RWKV Novel Agent (tiny)"
+    card = (folder / "README.md").read_text()
+    assert "This is an experimental full fine-tune." in card and "language:\n- zh" in card  # the old front matter, kept in a comment
+    assert "LICENSE" in (folder / "SHA256SUMS").read_text() and codes(folder) == set()
+    assert not any("registry set license" in step for step in report["next_steps"])
+    assert any(step.startswith("registry smoke") for step in report["next_steps"])
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(parts, tmp_path):
+    folder = make_seed_001(parts, tmp_path / "agent-weights")
+    before = snapshot(folder)
+    result = run("adopt", folder, "--base-file", parts / f"{BASE}.pth", "--dry-run", code=0)
+    assert f"would adopt {folder}: 1 base(s), 4 entries" in result.output and "NOT mapped" in result.output and "registry score" in result.output
+    assert snapshot(folder) == before and not (folder / ".registry").exists()
+
+
+def test_files_win_over_the_hand_written_index_only_with_trust_files(parts, tmp_path):
+    index = hand_index(parts)
+    index["entries"][0]["sha256"] = "f" * 64
+    index["entries"][1]["data"]["sha256"] = "e" * 64
+    folder = make_seed_001(parts, tmp_path / "agent-weights", index)
+    before = snapshot(folder)
+    result = run("adopt", folder, "--base-file", parts / f"{BASE}.pth", code=3)
+    lines = result.output.splitlines()
+    assert len(lines) == 2 and all(line.startswith("error: index.json: $.entries[") and "--trust-files" in line for line in lines)
+    assert snapshot(folder) == before and not (folder / ".registry").exists()
+    report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--trust-files")
+    assert len(report["overridden"]) == 2 and codes(folder) == set()
+
+
+def _sums_mismatch(folder: Path, parts: Path) -> None:
+    (folder / BASE / "state/v1.41/train.json").write_text(train(DATA_STATE, "rwkv_state_tune (edited after sha256sum)"))
+
+
+def _swap(rel: str, name: str):
+    def change(folder: Path, parts: Path) -> None:
+        sh(f"cp {parts}/{name} {rel}", folder)
+        sh("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", folder)
+
+    return change
+
+
+def _unsafe_pickle(folder: Path, parts: Path) -> None:
+    import torch
+
+    from .test_artifacts_miss import MarkerPayload
+
+    torch.save({"blocks.0.att.time_state": MarkerPayload(folder.parent / "pwned")}, folder / STATE)
+    sh("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", folder)
+
+
+def _not_json(folder: Path, parts: Path) -> None:
+    (folder / "index.json").write_text('{"bases": [,]}\n')
+    sh("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", folder)
+
+
+def _lfs_pointer(folder: Path, parts: Path) -> None:
+    (folder / MISS[2]).write_bytes(lfs_pointer(folder / MISS[2]))
+
+
+BAD = [
+    ("sums-mismatch", _sums_mismatch, True, f"error: {BASE}/state/v1.41/train.json: sha256 is "),
+    ("unknown-base", None, False, f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog"),
+    ("state-of-another-base", _swap(STATE, "other-base-state.pth"), True, f"error: {STATE}: State has 3 layers"),
+    ("miss-for-another-base", _swap(MISS[1], "other-base-adapter.pth"), True, f"error: {MISS[1]}: adapter was trained on base 0000"),
+    ("unsafe-pickle", _unsafe_pickle, True, f"error: {STATE}: "),
+    ("index-not-json", _not_json, True, "error: index.json:1:12: malformed JSON"),
+    ("lfs-pointer", _lfs_pointer, True, f"error: {MISS[2]}: a Git LFS pointer, not the file; fix: git lfs pull"),
+]
+
+
+@pytest.mark.parametrize(("name", "damage", "with_base", "line"), BAD, ids=[b[0] for b in BAD])
+def test_bad_input_is_one_line_and_the_folder_stays_byte_identical(parts, tmp_path, name, damage, with_base, line):
+    folder = make_seed_001(parts, tmp_path / "agent-weights", hand_index(parts) if name not in ("state-of-another-base", "miss-for-another-base") else {"bases": []})
+    if damage:
+        damage(folder, parts)
+    before = snapshot(folder)
+    result = run("adopt", folder, *(["--base-file", parts / f"{BASE}.pth"] if with_base else []), code=3)
+    assert result.output.startswith(line) and result.output.count("\n") == 1 and "; fix: " in result.output, result.output
+    assert snapshot(folder) == before and not (folder / ".registry").exists()
+    assert not (folder.parent / "pwned").exists()
+
+
+def test_a_weight_at_the_root_is_refused_with_where_to_put_it(parts, tmp_path):
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    sh(f"cp {parts}/rwkv-final.pth . && echo '# raw' > README.md", folder)
+    result = run("adopt", folder, code=3)
+    assert result.output.startswith("error: rwkv-final.pth: a weight at the root") and "git mv rwkv-final.pth" in result.output
+    assert not (folder / ".registry").exists()

@@ -36,6 +36,7 @@ from ..published import DERIVED, immutability_findings, published_sums, record_r
 from ..repo import INDEX_NAME, Repo, no_registry, render_index
 from ..schemas import load_model, read_json, schema_errors
 from ..sums import SUMS_NAME, digest_tree, parse_sums, sums_problems
+from .add import accept_weight, content_version
 
 
 @dataclass
@@ -304,12 +305,11 @@ def _accept(root: Path, index: Index, entry: Entry, digests: dict[str, str]) -> 
     if base is None:
         raise RegistryError("rewrite.unknown-base", entry.path, "the entry's base is not in index.json", "restore the original bytes, or add its base first")
     path = root / entry.path
-    inspection = inspect_weights(path)
     try:
-        check_fits(entry.method, inspection, base, entry.path)
+        inspection = accept_weight(path, entry.method, base, entry.path)
     except RegistryError as err:
         raise err.naming(str(path), entry.path) from err
-    entry.content_version = inspection.miss.content_version if inspection.miss else None
+    entry.content_version = content_version(inspection)
     for ref in _files(entry):
         ref.sha256, ref.size = digests.get(ref.path, ref.sha256), (root / ref.path).stat().st_size
     entry.gate = None  # the receipt was for the old bytes: publish asks for a new one
