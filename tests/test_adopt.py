@@ -448,3 +448,28 @@ def test_a_weight_at_the_root_is_refused_with_where_to_put_it(parts, tmp_path):
     result = run("adopt", folder, code=3)
     assert result.output.startswith("error: rwkv-final.pth: a weight at the root") and "git mv rwkv-final.pth" in result.output
     assert not (folder / ".registry").exists()
+
+
+# -- item 2: pull of a repo that is not a registry yet -----------------------------------------------------------
+
+
+def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, hub_server):
+    from huggingface_hub import HfApi
+
+    folder = make_seed_001(parts, tmp_path / "made-by-hand")
+    api = HfApi()
+    api.create_repo("no-22/agent-weights")
+    api.upload_folder(folder_path=str(folder), repo_id="no-22/agent-weights", ignore_patterns=[".git/*"])
+
+    result = run("pull", "--repo-id", "no-22/agent-weights", tmp_path / "p", code=3)
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog, so the weights under {BASE}/ cannot be checked against it; fix: pass --base-file {BASE}.pth (read, not copied)"]
+    assert not (tmp_path / "p").exists() and not [p for p in tmp_path.iterdir() if ".pull-" in p.name]
+
+    pulled = json.loads(run("pull", "--repo-id", "no-22/agent-weights", tmp_path / "p", "--base-file", parts / f"{BASE}.pth", "--json", code=0).stdout)
+    assert pulled["adopted"]["registry"] == str(tmp_path / "p") and len(pulled["adopted"]["entries"]) == 4
+    assert all(str(tmp_path / "p") in step for step in pulled["adopted"]["next_steps"] if " -C " in step)
+    assert codes(tmp_path / "p") == set()
+    # The Hub's weights are recorded as published: changing one is an immutability finding.
+    published = (tmp_path / "p" / ".registry/published/SHA256SUMS").read_text()
+    assert STATE in published

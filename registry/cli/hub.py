@@ -88,16 +88,24 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @DIR_ARG
 @REGISTRY_OPT
 @REVISION_OPT
+@click.option("--base-file", "base_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as `registry adopt --base-file`.")
+@click.option("--trust-files", is_flag=True, help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry adopt --trust-files`.")
 @JSON_OPT
-def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, as_json: bool) -> None:
-    """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place."""
+def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, base_files: tuple[Path, ...], trust_files: bool, as_json: bool) -> None:
+    """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place.
+    A hand-made repo that is not a registry yet is adopted on the way (`registry adopt`)."""
+    from ..ops.adopt import AdoptOptions
     from ..ops.pull import pull
 
-    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json))
+    options = AdoptOptions(base_files=base_files, trust_files=trust_files)
+    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json), adopt_options=options)
+    adopted = pulled.adopted
     if as_json:
-        emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump()})
+        emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump(), "adopted": adopted.as_dict() if adopted else None})
     else:
-        click.echo(f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} (verified)")
+        click.echo(f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} ({'adopted: it was not a registry yet' if adopted else 'verified'})")
+        for step in adopted.next_steps if adopted else ():
+            click.echo(f"  still to do: {step}")
 
 
 @main.command("verify-remote")

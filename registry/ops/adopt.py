@@ -80,7 +80,20 @@ class AdoptReport:
     unmapped: list[str] = field(default_factory=list)
     overridden: list[str] = field(default_factory=list)
     readme: str = "none"
-    next_steps: list[str] = field(default_factory=list)
+    score_steps: list[str] = field(default_factory=list)  # `registry score` lines for results that did not map
+
+    @property
+    def next_steps(self) -> list[str]:
+        """The commands for the facts still missing: results, the licence, the gate, publishing."""
+        index, root = self.index, shlex.quote(str(self.root))
+        steps = list(self.score_steps)
+        if not index.registry.license:
+            steps.append(f"registry set license SPDX-ID -C {root}")
+        for base in index.bases:
+            if any(e.base_sha256 == base.sha256 for e in index.entries):
+                steps.append(f"registry smoke -C {root} --base-file {shlex.quote(base.filename)}")
+        steps.append(f"registry publish -C {root} --repo-id NAMESPACE/NAME")
+        return steps
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -174,7 +187,6 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     entries = _entries(root, scan.files, bases, digests, hand, report)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report)
     _claims(report, options)
-    report.next_steps = _next_steps(report)
     return _Plan(report, digests, identities, originals)
 
 
@@ -369,7 +381,7 @@ def _apply_hand_entry(index: Index, entry: Entry, hand: HandIndex, report: Adopt
             report.mapped.append(f"{score.where} -> entries[{entry.path}].scores")
         else:
             fields = score.fields
-            report.next_steps.append(
+            report.score_steps.append(
                 "registry score " + shlex.join([entry.path, "--benchmark", str(fields.get("benchmark", "<BENCHMARK>")), "--value", str(fields.get("value", "<VALUE>")),
                 "--date", str(fields.get("date", "<YYYY-MM-DD>")), "--backend", str(fields.get("backend", "<BACKEND>"))])
             )  # fmt: skip
@@ -379,15 +391,3 @@ def _claims(report: AdoptReport, options: AdoptOptions) -> None:
     """Refuse where the hand-written index contradicts the files, unless the user let the files win."""
     if report.overridden and not options.trust_files:
         raise RegistryError.of([Problem("adopt.disagrees", INDEX_NAME, line, f"correct index.json or the file, or pass {TRUST_FILES} to record what the files say") for line in report.overridden])
-
-
-def _next_steps(report: AdoptReport) -> list[str]:
-    index, root = report.index, shlex.quote(str(report.root))
-    steps = list(report.next_steps)  # the `registry score` lines for results that did not map
-    if not index.registry.license:
-        steps.append(f"registry set license SPDX-ID -C {root}")
-    for base in index.bases:
-        if any(e.base_sha256 == base.sha256 for e in index.entries):
-            steps.append(f"registry smoke -C {root} --base-file {shlex.quote(base.filename)}")
-    steps.append(f"registry publish -C {root} --repo-id NAMESPACE/NAME")
-    return steps
