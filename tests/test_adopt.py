@@ -347,7 +347,7 @@ def test_seed_001_adopted_then_published_pulled_and_verified(parts, tmp_path, hu
     run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", code=0)
     pulled = tmp_path / "pulled"
     run("pull", "--repo-id", REPO, pulled, code=0)
-    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}
+    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/")}
     assert run("verify-remote", "--repo-id", REPO, "-C", folder, code=0).exit_code == 0
     assert adopt_json(pulled, code=3)["problems"][0]["code"] == "adopt.already-a-registry"
 
@@ -473,3 +473,33 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
     # The Hub's weights are recorded as published: changing one is an immutability finding.
     published = (tmp_path / "p" / ".registry/published/SHA256SUMS").read_text()
     assert STATE in published
+
+
+# -- item 6: the way back from a change made on the Hub ----------------------------------------------------------
+
+
+def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(parts, tmp_path, hub_server):
+    from huggingface_hub import HfApi
+
+    from .test_publish import REPO, gate_all
+
+    folder = make_seed_001(parts, tmp_path / "agent-weights")
+    adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+    gate_all(folder)
+    run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", code=0)
+    HfApi().upload_file(path_or_fileobj=b"\0changed on the Hub", path_in_repo=STATE, repo_id=REPO)
+    before = snapshot(folder)
+
+    found = json.loads(run("verify-remote", "--repo-id", REPO, "-C", folder, "--json", code=1).stdout)["problems"]
+    mismatch = [p for p in found if p["code"] == "remote.mismatch"]
+    assert [p["file"] for p in mismatch] == [STATE] and "registry publish --restore" in mismatch[0]["fix"]
+    refused = run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", code=3)
+    assert f"error: {STATE}: already on the Hub with other bytes" in refused.output and "registry publish --restore" in refused.output
+    assert "--allow-rewrite" not in refused.output
+    commits = hub_server.commits_made
+
+    restored = json.loads(run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", "--restore", "--json", code=0).stdout)
+    assert restored["plan"]["upload"]["files"] == 1 and hub_server.commits_made == commits + 1
+    assert hub_server.files(REPO) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/")}
+    assert snapshot(folder) == before
+    assert json.loads(run("verify-remote", "--repo-id", REPO, "-C", folder, "--json", code=0).stdout)["ok"]

@@ -57,14 +57,15 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
 @click.option("--tag", metavar="NAME", help="Tag the published commit (or the unchanged head) with NAME.")
 @click.option("--allow-cpu-gate", is_flag=True, help="Accept gate receipts from CPU-only runs.")
 @click.option("--delete-remote-extra", is_flag=True, help="Delete files on the Hub that the registry does not have.")
+@click.option("--restore", is_flag=True, help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.")
 @JSON_OPT
-def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, as_json) -> None:
+def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, restore, as_json) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
     from ..ops.publish import PublishOptions, publish
 
     options = PublishOptions(
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
-        allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote,
+        allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote, restore=restore,
     )  # fmt: skip
     outcome = publish(registry, options, say=progress_echo(as_json))
     if as_json:
