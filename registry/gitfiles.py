@@ -17,10 +17,12 @@ def _appended(existing: bytes, lines: list[str]) -> bytes:
 
 
 def ignore_private(existing: bytes | None) -> bytes | None:
-    """``.gitignore`` with the private folder ignored (statcache, gates, journal stay out of commits)."""
+    """``.gitignore`` with the private folder ignored (statcache, gates, journal stay out of commits).
+    A file with any rule for it already (``.registry/*`` with ``!.registry/gates/``, say) is the
+    user's choice and is left alone."""
     existing = existing or b""
-    ignored = {line.strip().strip("/") for line in existing.decode("utf-8", errors="replace").splitlines()}
-    return None if PRIVATE_DIR in ignored else _appended(existing, [IGNORE_LINE])
+    rules = [line.strip().lstrip("/") for line in existing.decode("utf-8", errors="replace").splitlines()]
+    return None if any(rule == PRIVATE_DIR or rule.startswith(f"{PRIVATE_DIR}/") for rule in rules) else _appended(existing, [IGNORE_LINE])
 
 
 def lfs_attributes(existing: bytes | None) -> bytes | None:

@@ -104,6 +104,11 @@ def test_init_keeps_readme_license_and_git_files_and_ignores_the_private_folder(
     assert run("card", "--check", "-C", root).exit_code == 0
     run("init", tmp_path / "again", code=0)
     assert (tmp_path / "again" / ".gitignore").read_text() == ".registry/\n"
+    shared_receipts = ".registry/*\n!.registry/gates/\n"  # docs/ci.md's choice: left as the user wrote it
+    (tmp_path / "third").mkdir()
+    (tmp_path / "third" / ".gitignore").write_text(shared_receipts)
+    run("init", tmp_path / "third", code=0)
+    assert (tmp_path / "third" / ".gitignore").read_text() == shared_receipts
 
 
 def test_init_refuses_other_files_and_points_at_adopt(tmp_path):

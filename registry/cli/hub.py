@@ -117,9 +117,9 @@ def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str
 def verify_remote_cmd(repo_id: str, registry: Path, revision: str, as_json: bool) -> None:
     """Check the Hub's files against its SHA256SUMS and index.json without downloading the weights."""
     from ..ops.verify_remote import verify_remote
-    from ..repo import INDEX_NAME
+    from ..repo import find_root
 
-    report = verify_remote(repo_id, revision, registry if (registry / INDEX_NAME).is_file() else None)
+    report = verify_remote(repo_id, revision, find_root(registry))
     if as_json:
         emit_json(report.as_dict())
     else:
