@@ -192,6 +192,8 @@ def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empt
     base_pointer.write_bytes(lfs_pointer(small_base))
     result = run("add-base", base_pointer, "-C", root, code=3)
     assert result.output == f"error: {base_pointer}: a Git LFS pointer, not the file; fix: git lfs pull\n"
+    result = run("smoke", entry.path, "-C", root, "--device", "cpu", "--base-file", base_pointer, code=3)
+    assert result.output.endswith(f"error: {base_pointer}: a Git LFS pointer, not the file; fix: git lfs pull\n"), result.output
     assert snapshot(root) == before
 
 
