@@ -20,7 +20,7 @@ from .models import Score
 from .repo import INDEX_NAME
 
 # The keys people use, by the fact they state (aliases seen in hand-made indexes first).
-TOP = {"title": "title", "name": "title", "license": "license", "licence": "license"}
+TOP = {"title": "title", "license": "license", "licence": "license"}
 BASE = {"name": "name", "dir": "name", "directory": "name", "filename": "filename", "file": "filename", "source": "source", "repo": "source", "sha256": "sha256", "vocab": "vocab"}
 ENTRY = {
     "path": "path", "file": "path", "method": "method", "base_sha256": "base_sha256", "base": "base",

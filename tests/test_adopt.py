@@ -510,3 +510,30 @@ def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(pa
     assert hub_server.files(REPO) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/")}
     assert snapshot(folder) == before
     assert json.loads(run("verify-remote", "--repo-id", REPO, "-C", folder, "--json", code=0).stdout)["ok"]
+
+
+def test_catalog_and_metadata_only_bases_need_the_base_file_to_check_weights(parts, tmp_path):
+    from registry.catalog import load_catalog
+
+    known = load_catalog().bases[0]
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    sh(f"mkdir -p {known.name}/state/v1.41 && cp {parts}/v141b-s1224.pth {known.name}/state/v1.41/", folder)
+    (folder / known.name / "state/v1.41/train.json").write_text(train(DATA_STATE, "rwkv_state_tune"))
+    before = snapshot(folder)
+    result = run("adopt", folder, code=3)
+    assert result.output == f"error: {known.name}/state/v1.41/v141b-s1224.pth: the base {known.name} was not read, so its shapes are unknown and this weight cannot be checked; fix: pass --base-file {known.filename} (read, not copied)\n"
+    unknown = make_seed_001(parts, tmp_path / "unknown")
+    result = run("adopt", unknown, "--sha256", "ab" * 32, "--metadata-only", code=3)
+    assert "was not read, so its shapes are unknown" in result.output and "pass --base-file" in result.output
+    assert snapshot(folder) == before and not (folder / ".registry").exists()
+
+
+def test_a_symlinked_sha256sums_is_never_followed(parts, tmp_path):
+    folder = make_seed_001(parts, tmp_path / "linked")
+    outside = tmp_path / "outside-SHA256SUMS"
+    (folder / "SHA256SUMS").rename(outside)
+    (folder / "SHA256SUMS").symlink_to(outside)
+    result = run("adopt", folder, "--base-file", parts / f"{BASE}.pth", code=3)
+    assert result.output.startswith("error: SHA256SUMS: is a symlink")
+    assert not (folder / ".registry").exists()

@@ -179,7 +179,8 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     identities = {rel: _identity(os.stat(root / rel, follow_symlinks=False)) for rel in scan.files}
     hashed = hash_files([root / rel for rel in scan.files], progress)
     digests = {path.relative_to(root).as_posix(): sha for path, sha in hashed.items()}
-    originals = {name: (root / name).read_bytes() for name in (INDEX_NAME, CARD_NAME, SUMS_NAME) if (root / name).is_file()}
+    repo = Repo(root)  # its read_bytes refuses a link (SHA256SUMS is outside the tree walk)
+    originals = {name: repo.read_bytes(root / name) for name in (INDEX_NAME, CARD_NAME, SUMS_NAME) if (root / name).is_file() or (root / name).is_symlink()}
     _check_sums(root, originals.get(SUMS_NAME), digests)
     hand = read_hand_index(read_json(root / INDEX_NAME, INDEX_NAME)) if INDEX_NAME in originals else HandIndex()
     report = AdoptReport(root, options.dry_run, Index(), unmapped=list(hand.unmapped), saved=sorted(f"{ADOPTED_DIR}/{n}" for n in originals))
@@ -198,7 +199,7 @@ def _check_sums(root: Path, data: bytes | None, digests: dict[str, str]) -> None
     problems = []
     for rel, sha in sorted(listed.items()):
         actual = digests.get(rel)
-        if actual is None and path_problem(rel) is None and is_excluded(rel) and (root / rel).is_file() and not (root / rel).is_symlink():
+        if actual is None and "/" not in rel and path_problem(rel) is None and is_excluded(rel) and (root / rel).is_file() and not (root / rel).is_symlink():
             actual = next(iter(hash_files([root / rel]).values()))  # e.g. a .gitattributes someone listed
         if actual is None:
             problems.append(Problem("adopt.sums-missing", rel, "listed in SHA256SUMS but not in the folder", "restore the file (download it again), or remove its line from SHA256SUMS"))
@@ -234,9 +235,15 @@ def _bases(root: Path, files: list[str], options: AdoptOptions, catalog: Index, 
         elif name in unresolved:
             raise RegistryError("adopt.unknown-base", f"{name}/", f"{name}.pth is not in the known-bases catalog, so the weights under {name}/ cannot be checked against it", f"pass --base-file {name}.pth (read, not copied)")
         else:
-            base = Base(name=name, filename=f"{name}.pth", sha256=known_base(catalog, f"{name}.pth").sha256)  # type: ignore[union-attr]
+            base = _catalog_base(catalog, name)
         bases[name] = _with_hand_base(check_against_catalog(base, catalog), hand, report)
     return bases
+
+
+def _catalog_base(catalog: Index, name: str) -> Base:
+    known = known_base(catalog, f"{name}.pth")
+    assert known is not None, "a base folder that is not unresolved is in the catalog"
+    return known
 
 
 def _with_hand_base(base: Base, hand: HandIndex, report: AdoptReport) -> Base:
