@@ -295,6 +295,7 @@ def make_seed_001(parts: Path, folder: Path, index: dict | None = None) -> Path:
     (folder / BASE / "state/v1.41/train.json").write_text(train(DATA_STATE, "rwkv_state_tune"))
     (folder / BASE / "miss/v2.1/train.json").write_text(train(DATA_MISS, "rwkv_miss_tune"))
     (folder / "docs/evaluations/exam-v21-20261017.md").write_text("# exam v2.1\n\n568 题\n")
+    (folder / "CITATION.cff").write_text("cff-version: 1.2.0\ntitle: RWKV-Agent weights\n")
     (folder / "index.json").write_text(json.dumps(index or hand_index(parts), indent=2, ensure_ascii=False))
     (folder / "README.md").write_text(README_001)
     (folder / ".gitattributes").write_text("*.pth filter=lfs diff=lfs merge=lfs -text\n")
@@ -355,6 +356,7 @@ def test_seed_001_adopted_then_published_pulled_and_verified(parts, tmp_path, hu
     pulled = tmp_path / "pulled"
     run("pull", "--repo-id", REPO, pulled, code=0)
     assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/")}
+    assert {"CITATION.cff", "docs/evaluations/exam-v21-20261017.md"} <= set(hub_server.files(REPO))  # root files users keep
     assert run("verify-remote", "--repo-id", REPO, "-C", folder, code=0).exit_code == 0
     assert adopt_json(pulled, code=3)["problems"][0]["code"] == "adopt.already-a-registry"
 
