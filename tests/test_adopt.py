@@ -380,6 +380,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(parts, tmp_path):
     before = snapshot(folder)
     result = run("adopt", folder, "--base-file", parts / f"{BASE}.pth", "--dry-run", code=0)
     assert f"would adopt {folder}: 1 base(s), 4 entries" in result.output and "NOT mapped" in result.output and "registry score" in result.output
+    assert "would write: .gitattributes, .gitignore, .registry/adopted/README.md, .registry/adopted/SHA256SUMS, .registry/adopted/index.json, README.md, SHA256SUMS, evaluation.json, index.json" in result.output
     assert snapshot(folder) == before and not (folder / ".registry").exists()
 
 

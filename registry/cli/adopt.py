@@ -42,8 +42,9 @@ def adopt(directory: Path | None, registry: Path, base_files: tuple[Path, ...], 
     for entry in index.entries:
         click.echo(f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}")
     click.echo(f"README.md: {report.readme}")
+    click.echo(f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}")
     sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped (kept in .registry/adopted/index.json; record them with the commands below or by hand)", report.unmapped),
-                ("the files won over index.json (--trust-files)", report.overridden), ("originals kept", report.saved))  # fmt: skip
+                ("the files won over index.json (--trust-files)", report.overridden))  # fmt: skip
     for title, lines in sections:
         if lines:
             click.echo(f"{title}:")

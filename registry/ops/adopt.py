@@ -44,12 +44,12 @@ from ..index_rules import index_problems
 from ..layout import DOCS_DIR, SHARD_INDEX, TRAIN_JSON, Placement, export_folder, is_excluded, is_weight, place, scan_tree
 from ..lfs import refuse_pointers
 from ..models import METHODS, Base, DataRef, Entry, Index, RegistryInfo, TrainJson, path_problem
-from ..repo import CARD_NAME, INDEX_NAME, Repo, find_root, render_index
+from ..repo import CARD_NAME, EVALUATION_NAME, INDEX_NAME, Repo, find_root, render_index
 from ..schemas import load_model, read_json
 from ..sums import SUMS_NAME, parse_sums
 from .add import accept_weight, content_version, set_recommended
 from .add_base import BaseRequest, fingerprint_base
-from .init import stage_git_files, stage_kept_card
+from .init import git_file_changes, stage_git_files, stage_kept_card
 
 ADOPTED_DIR = f"{PRIVATE_DIR}/adopted"  # the originals adopt replaced, never published
 TRUST_FILES = "--trust-files"
@@ -134,7 +134,6 @@ def adopt(root: Path, options: AdoptOptions, catalog: Index | None = None, progr
         stage_kept_card(repo, txn)
         stage_rendered(repo, txn, plan.report.index)
         stage_sums(repo, txn, progress, absorb=True, known=plan.digests)
-        plan.report.writes = sorted(txn.staged_files())
         txn.after_commit(lambda: remember_digests(repo, plan.digests))
     return plan.report
 
@@ -188,6 +187,7 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     entries = _entries(root, scan.files, bases, digests, hand, report)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report)
     _claims(report, options)
+    report.writes = sorted({INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME, *git_file_changes(repo), *report.saved})
     return _Plan(report, digests, identities, originals)
 
 

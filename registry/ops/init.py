@@ -28,13 +28,20 @@ def _check_place(root: Path) -> None:
         raise RegistryError("init.not-empty", root, f"the directory holds files init does not keep ({others[0]})", f"run `registry adopt {root}` to bring existing files in, or choose an empty directory")
 
 
-def stage_git_files(repo: Repo, txn: Transaction) -> None:
-    """Extend (or write) .gitignore and .gitattributes with what a registry needs."""
+def git_file_changes(repo: Repo) -> dict[str, bytes]:
+    """.gitignore and .gitattributes extended (or written) with what a registry needs, where they lack it."""
+    changes = {}
     for name, extended in ((GITIGNORE_NAME, ignore_private), (GITATTRIBUTES_NAME, lfs_attributes)):
         path = repo.root / name
         data = extended(repo.read_bytes(path) if path.is_file() or path.is_symlink() else None)
         if data is not None:
-            txn.write(name, data)
+            changes[name] = data
+    return changes
+
+
+def stage_git_files(repo: Repo, txn: Transaction) -> None:
+    for name, data in git_file_changes(repo).items():
+        txn.write(name, data)
 
 
 def stage_kept_card(repo: Repo, txn: Transaction) -> None:
