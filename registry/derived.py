@@ -3,7 +3,7 @@ into a writing command's transaction after its own writes."""
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Mapping, Set
 
 from .atomic import Transaction
 from .card import stage_rendered
@@ -11,6 +11,7 @@ from .errors import Problem, RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
 from .layout import is_excluded, scan_tree
+from .lfs import refuse_pointers
 from .models import Index
 from .repo import Repo
 from .sums import SUMS_NAME, digest_tree, parse_sums, render_sums, sums_problems
@@ -27,20 +28,24 @@ def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress
     return stage_sums(repo, txn, progress, absorb)
 
 
-def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
+def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, absorb: bool | Set[str] = False, known: Mapping[str, str] | None = None) -> dict[str, str]:
     """Stage SHA256SUMS for the tree as it will be once ``txn`` commits.
 
     Only the files ``txn`` writes get new lines, and those it removes lose theirs.  Every other
     file must still be what SHA256SUMS says, or the command refuses with validate's findings: an
     unrelated write must never launder a change made behind the tool's back into the registry's
     own checksums.  ``absorb``: True
-    takes the tree as it is (``registry sums``, ``init``); a set of paths accepts their new bytes
-    (``validate --allow-rewrite``, which records why).
+    takes the tree as it is (``registry sums``, ``init``, ``adopt``); a set of paths accepts their new bytes
+    (``validate --allow-rewrite``, which records why).  ``known``: sha256 the caller computed, under
+    this lock, of files it checked are unchanged since (adopt: not hashed twice).
     """
     staged = {rel: sha for rel, sha in txn.staged_files().items() if not is_excluded(rel)}
     removed = txn.removed_files()
     on_disk = [rel for rel in scan_tree(repo.root).files if rel not in staged and rel not in removed]
-    digests = digest_tree(repo.root, on_disk, StatCache(repo.stat_cache_path), progress)
+    refuse_pointers(repo.root, on_disk)  # a pointer's hash is not the weight's: never into SHA256SUMS
+    known = known or {}
+    digests = digest_tree(repo.root, [rel for rel in on_disk if rel not in known], StatCache(repo.stat_cache_path), progress)
+    digests.update({rel: known[rel] for rel in on_disk if rel in known})
     if absorb is not True:
         _require_unchanged(repo, digests, set(staged) | removed | set(absorb or ()))
     digests.update(staged)

@@ -23,7 +23,11 @@ WEIGHT_SUFFIXES = (".pth", ".safetensors")
 TRAIN_JSON = "train.json"
 SHARD_INDEX = "model.safetensors.index.json"
 HF_DIR = "hf"  # a Transformers export's folder name
-ROOT_FILES = {INDEX_NAME, CARD_NAME, EVALUATION_NAME}
+# Files Hub repos carry beside the card, kept at the root, listed in SHA256SUMS and published.
+KEPT_ROOT_FILES = frozenset({"LICENSE", "LICENSE.md", "LICENSE.txt", "NOTICE", "NOTICE.md", "CITATION.cff"})
+DOCS_DIR = "docs"  # any files under docs/ (evaluation reports, figures) are kept the same way
+ROOT_FILES = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, *KEPT_ROOT_FILES}
+ROOT_FIX = "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: move documents into docs/, delete anything else"
 
 
 @dataclass
@@ -107,9 +111,13 @@ def place(rel: str, bases: set[str]) -> Placement | Problem | None:
     if len(parts) == 1:
         if rel in ROOT_FILES:
             return None
-        return Problem("layout.stray-file", rel, "unexpected file at the registry root", "move it under <base>/<method>/<data-version>/ or delete it")
+        fix = "register it under its base with `registry add`" if is_weight(rel) else ROOT_FIX
+        return Problem("layout.stray-file", rel, "unexpected file at the registry root", fix)
+    if parts[0] == DOCS_DIR:
+        return None
     if parts[0] not in bases:
-        return Problem("layout.unknown-base-dir", rel, f"directory {parts[0]!r} is not a base in index.json", f"run `registry add-base {parts[0]}.pth` or remove the directory")
+        fix = f"run `registry add-base {parts[0]}.pth` if its weights were trained on that base" if is_weight(rel) else f"move documents into {DOCS_DIR}/, or delete the directory"
+        return Problem("layout.unknown-base-dir", rel, f"directory {parts[0]!r} is not a base in index.json", fix)
     if export_folder(rel) is not None:
         return None  # a file of a Transformers export: validate checks it against the export listing it
     if len(parts) < 4:

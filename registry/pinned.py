@@ -20,6 +20,7 @@ from pathlib import Path
 from .errors import RegistryError
 from .hashing.cache import StatCache
 from .hashing.engine import Progress, hash_file
+from .lfs import refuse_pointer
 from .safepath import open_file
 from .sigbus import reading
 
@@ -106,6 +107,8 @@ def registered(root: Path, relpath: str, sha256: str, cache: StatCache, progress
             actual = hash_file(handle.stable, progress)
             cache.store(relpath, handle.stat, actual)
             cache.save()
+        if actual != sha256:
+            refuse_pointer(handle.stable, relpath)
         check_registered(relpath, actual, sha256)
         yield handle
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic import JOURNAL_NAME, PRIVATE_DIR, registry_lock
-from .errors import RegistryError
+from .errors import Problem, RegistryError
 from .models import Entry, Index
 from .schemas import load_model
 from .sums import SUMS_NAME
@@ -38,17 +38,18 @@ class Repo:
 
     @classmethod
     def open(cls, root: Path | str, must_exist: bool = True) -> Repo:
+        """The registry holding ``root``: ``root`` itself or, as git finds its repository, the
+        nearest folder above it with an index.json (:func:`find_root`)."""
         root = Path(root).absolute()
         if not root.is_dir():
             raise RegistryError("layout.not-a-registry", root, "no such directory", "run `registry init DIR` first")
+        root = find_root(root) or root
         repo = cls(root)
         if (repo.private / JOURNAL_NAME).is_file():
             with registry_lock(root):  # finishes the interrupted commit before anything reads the registry
                 pass
         if must_exist and not repo.index_path.is_file():
-            if not any(root.iterdir()):
-                raise RegistryError("layout.empty", root, "the directory is empty", f"run `registry init {root}`")
-            raise RegistryError("layout.no-index", repo.index_path, "index.json is missing", f"run `registry init {root}`")
+            raise no_registry(root).exception()
         return repo
 
     @property
@@ -100,6 +101,48 @@ class Repo:
 
     def rel(self, path: Path) -> str:
         return path.absolute().relative_to(self.root).as_posix()
+
+
+def _holds_index(folder: Path) -> bool:
+    path = folder / INDEX_NAME
+    return path.is_file() or path.is_symlink()  # a link is found, then refused where it is read
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding index.json, or None.  Like git's search for
+    its repository, the walk stops at the top of a git checkout (a folder holding ``.git``), so a
+    clone never finds a registry of the folders around it."""
+    start = Path(start).absolute()
+    for folder in (start, *start.parents):
+        if _holds_index(folder):
+            return folder
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class NoRegistry:
+    """Why no registry was found at a folder (nor above it), and which command makes one."""
+
+    code: str
+    file: Path
+    message: str
+    fix: str
+
+    def problem(self) -> Problem:
+        return Problem(self.code, str(self.file), self.message, self.fix)
+
+    def exception(self) -> RegistryError:
+        return RegistryError(self.code, self.file, self.message, self.fix)
+
+
+def no_registry(root: Path) -> NoRegistry:
+    """The finding for a folder with no index.json at or above it: init for an empty folder, adopt
+    (or init, where only files init keeps are there) for one that holds files."""
+    if not any(root.iterdir()):
+        return NoRegistry("layout.empty", root, "the directory is empty", f"run `registry init {root}`")
+    return NoRegistry("layout.no-index", root / INDEX_NAME, "index.json is missing here and in every folder above", f"to bring in the files already here run `registry adopt {root}` (or `registry init {root}` when it holds only README.md, LICENSE and git files)")
 
 
 def resolve_entry(repo: Repo, index: Index, path: str) -> Entry:

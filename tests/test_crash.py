@@ -94,6 +94,17 @@ def _published_then_changed(reg: Path, inputs: Path) -> None:
     registry("sums", "-C", reg)
 
 
+def _hand_made(reg: Path, inputs: Path) -> None:
+    """A seed-001-shaped repo made by hand (cp, a hand-written index.json and README, sha256sum), for adopt."""
+    version = reg / "rwkv7-crash-20260101" / "state" / "v1.41"
+    version.mkdir(parents=True)
+    shutil.copy(inputs / "s1.pth", version / "s1.pth")
+    shutil.copy(inputs / "train.json", version / "train.json")
+    (reg / "index.json").write_text(json.dumps({"entries": [{"path": STATE_PATH, "recommended": True, "sha256sum": "see SHA256SUMS"}]}))
+    (reg / "README.md").write_text("# Hand-made\n\nState 推荐\n")
+    subprocess.run("find * -type f | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=reg, check=True)
+
+
 SCENARIOS = [
     Scenario("add-base", lambda reg, inputs: registry("init", reg), lambda reg, inputs: ["add-base", inputs / "rwkv7-crash-20260101.pth", "-C", reg]),
     Scenario("add-state", _base, lambda reg, inputs: ["add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json"]),
@@ -106,6 +117,7 @@ SCENARIOS = [
     Scenario("set", _base, lambda reg, inputs: ["set", "title", "Crash test title", "-C", reg]),
     Scenario("describe", _with_state, lambda reg, inputs: ["describe", STATE_PATH, "-C", reg, "--lang", "en", "--notes", "the recommended State"]),
     Scenario("validate-allow-rewrite", _published_then_changed, lambda reg, inputs: ["validate", "-C", reg, "--allow-rewrite", "fixed a typo"]),
+    Scenario("adopt", _hand_made, lambda reg, inputs: ["adopt", reg, "--base-file", inputs / "rwkv7-crash-20260101.pth"]),
 ]
 
 

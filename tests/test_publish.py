@@ -27,7 +27,7 @@ from registry.gate.receipt import (
     receipt_path,
 )
 from registry.hub.plan import LocalFile, RemoteFile, RemoteState, make_plan, verify_tree
-from registry.models import Entry, Rewrite
+from registry.models import Entry, Index, Rewrite
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.card import write_card
@@ -504,3 +504,15 @@ def test_pull_refuses_a_hostile_tree_before_downloading_anything(hub_server, reg
     assert document["problems"][0]["code"] == "remote.bad-path" and "'..'" in document["problems"][0]["message"]
     assert "Traceback" not in result.output and not (tmp_path / "new").exists() and not (tmp_path / "escape.txt").exists()
     assert not [p for p in tmp_path.iterdir() if ".pull-" in p.name]
+
+
+def test_plan_restores_only_the_registry_own_bytes_and_only_when_asked():
+    local = {"w.pth": LocalFile("w.pth", SHA_A, 1), "x.pth": LocalFile("x.pth", SHA_A, 1)}
+    remote = RemoteState(REPO, "main", "c" * 40, {p: RemoteFile(p, 1, "0" * 40, SHA_B) for p in local})
+    asked = make_plan(local, remote, restorable=frozenset({"w.pth"}), restore=True)
+    assert asked.restored == {"w.pth"} and [p.file for p in asked.problems] == ["x.pth"]
+    not_asked = make_plan(local, remote, restorable=frozenset({"w.pth"}))
+    fixes = {p.file: p.fix for p in not_asked.problems}
+    assert "publish --restore" in fixes["w.pth"] and "--allow-rewrite" in fixes["x.pth"] and not not_asked.restored
+    summary, description = commit_message(Index(), asked)
+    assert f"restore w.pth (sha256 {SHA_A})" in description

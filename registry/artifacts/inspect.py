@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..errors import RegistryError
 from ..layout import SHARD_INDEX
+from ..lfs import refuse_pointer
 from ..models import Architecture, Base
 from .dtypes import ITEMSIZE, dtype_code
 from .miss import (
@@ -108,6 +109,7 @@ def inspect_weights(path: str | Path) -> Inspection:
         path = path / SHARD_INDEX
     if not path.is_file():
         raise RegistryError("args.missing-file", path, "no such file", "check the path")
+    refuse_pointer(path)
     if path.name.endswith(".json"):
         return _inspect_sharded(path)
     with open(path, "rb") as handle:

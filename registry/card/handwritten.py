@@ -79,3 +79,25 @@ def _between_markers(existing: str) -> str:
     if end < start:
         raise _refuse(f"the end marker (line {_line_of(existing, end)}) comes before the start marker (line {_line_of(existing, start)})")
     return existing[start + len(START) : end]
+
+
+def keep_whole(existing: str | None) -> str | None:
+    """A README written by hand (text, no markers) as a card to render from: the whole text becomes
+    the hand-written section, so nothing of it is lost; None when the README renders as it is
+    (blank, or already a registry card).  A YAML front matter block is kept inside the section as
+    an HTML comment, since the card's front matter is rendered from index.json."""
+    if existing is None or not existing.strip() or marker_in(existing):
+        return None
+    front, body = split_front_matter(existing)
+    kept = f"<!-- front matter of the hand-written README:\n{front}-->\n" if front else ""
+    text = kept + body
+    return f"{START}\n{text}{'' if text.endswith(chr(10)) else chr(10)}{END}\n"
+
+
+def split_front_matter(text: str) -> tuple[str, str]:
+    """(the YAML between a leading ``---`` pair, the rest); ("", text) when there is none."""
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 3)
+        if end != -1:
+            return text[4 : end + 1], text[end + 5 :]
+    return "", text

@@ -71,18 +71,21 @@ class Rendered:
         return [Problem(f"{code}.stale", self.name, f"differs from what index.json renders (first difference at line {self.first_difference()})", FIX)]
 
 
-def rendered(repo: Repo, index: Index, locate: Locate | None = None) -> list[Rendered]:
-    """README.md (keeping the hand-written section on disk) and evaluation.json, as they are and as
-    ``index`` renders them; ``locate`` finds the train.json and adapter files the card reads."""
-    card_text = _read_text(repo, CARD_NAME)
+def rendered(repo: Repo, index: Index, locate: Locate | None = None, card_text: str | None = None) -> list[Rendered]:
+    """README.md (keeping the hand-written section on disk, or of ``card_text``) and evaluation.json,
+    as they are and as ``index`` renders them; ``locate`` finds the train.json and adapter files the card reads."""
+    card_text = card_text if card_text is not None else _read_text(repo, CARD_NAME)
     card = render_card(index, card_text, facts=read_facts(index, locate or on_disk(repo)))
     evaluation = render_evaluation(index).decode("utf-8")
     return [Rendered(CARD_NAME, card_text, card), Rendered(EVALUATION_NAME, _read_text(repo, EVALUATION_NAME), evaluation)]
 
 
 def stage_rendered(repo: Repo, txn: Transaction, index: Index) -> None:
-    """Stage README.md and evaluation.json rendered from ``index``, reading what ``txn`` adds from staging."""
-    for state in rendered(repo, index, lambda rel: txn.staged_source(rel) or on_disk(repo)(rel)):
+    """Stage README.md and evaluation.json rendered from ``index``, reading what ``txn`` adds from
+    staging (a README.md it stages too: its hand-written section is kept)."""
+    staged_card = txn.staged_source(CARD_NAME)
+    card_text = decode_card(staged_card.read_bytes()) if staged_card else None
+    for state in rendered(repo, index, lambda rel: txn.staged_source(rel) or on_disk(repo)(rel), card_text):
         txn.write(state.name, state.expected.encode("utf-8"))
 
 

@@ -67,17 +67,18 @@ def _print_content(checks) -> None:
 @click.option("--tag", metavar="NAME", help="Tag the published commit (or the unchanged head) with NAME.")
 @click.option("--allow-cpu-gate", is_flag=True, help="Accept gate receipts from CPU-only runs.")
 @click.option("--delete-remote-extra", is_flag=True, help="Delete files on the Hub that the registry does not have.")
+@click.option("--restore", is_flag=True, help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.")
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @JSON_OPT
-def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, require_signature, public_key, as_json) -> None:
+def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, restore, require_signature, public_key, as_json) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
     from ..ops.publish import PublishOptions, publish
     from ..signature import SignaturePolicy
 
     options = PublishOptions(
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
-        allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote,
+        allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote, restore=restore,
         signature=SignaturePolicy(public_key, require_signature),
     )  # fmt: skip
     outcome = publish(registry, options, say=progress_echo(as_json))
@@ -102,20 +103,30 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @DIR_ARG
 @REGISTRY_OPT
 @REVISION_OPT
+@click.option("--base-file", "base_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as `registry adopt --base-file`.")
+@click.option("--trust-files", is_flag=True, help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry adopt --trust-files`.")
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @JSON_OPT
-def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, require_signature: bool, public_key: Path | None, as_json: bool) -> None:
-    """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place."""
+def pull_cmd(
+    repo_id: str, directory: Path | None, registry: Path, revision: str, base_files: tuple[Path, ...], trust_files: bool, require_signature: bool, public_key: Path | None, as_json: bool
+) -> None:
+    """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place.
+    A hand-made repo that is not a registry yet is adopted on the way (`registry adopt`)."""
+    from ..ops.adopt import AdoptOptions
     from ..ops.pull import pull
     from ..signature import SignaturePolicy
 
     signature = SignaturePolicy(public_key, require_signature)
-    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json), signature=signature)
+    options = AdoptOptions(base_files=base_files, trust_files=trust_files)
+    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json), signature=signature, adopt_options=options)
+    adopted = pulled.adopted
     if as_json:
-        emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump()})
+        emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump(), "adopted": adopted.as_dict() if adopted else None})
     else:
-        click.echo(f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} (verified)")
+        click.echo(f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} ({'adopted: it was not a registry yet' if adopted else 'verified'})")
+        for step in adopted.next_steps if adopted else ():
+            click.echo(f"  still to do: {step}")
 
 
 @main.command("verify-remote")
@@ -128,11 +139,11 @@ def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str
 def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, as_json: bool) -> None:
     """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights."""
     from ..ops.verify_remote import verify_remote
-    from ..repo import INDEX_NAME
+    from ..repo import find_root
     from ..signature import SignaturePolicy
 
     signature = SignaturePolicy(public_key, require_signature)
-    report = verify_remote(repo_id, revision, registry if (registry / INDEX_NAME).is_file() else None, signature=signature)
+    report = verify_remote(repo_id, revision, find_root(registry), signature=signature)
     if as_json:
         emit_json(report.as_dict())
     else:

@@ -1,7 +1,8 @@
 """The local side of a publish: which files a registry puts on the Hub, and their ids.
 
-SHA256SUMS is the list (``validate`` has just checked it against the bytes on disk), plus the two
-files it cannot cover: itself, ``.gitattributes`` and the signature ``model.sig``.
+SHA256SUMS is the list (``validate`` has just checked it against the bytes on disk), plus the
+files it cannot cover: itself, ``.gitattributes``, ``.gitignore`` (so a clone from the Hub keeps
+the private folder out of its commits) and the signature ``model.sig``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from ..gitfiles import GITIGNORE_NAME
 from ..hashing.engine import CHUNK
 from ..layout import SIGNATURE_NAME
 from ..repo import GITATTRIBUTES_NAME, Repo
@@ -34,7 +36,7 @@ def local_sums(repo: Repo) -> dict[str, str]:
 def local_files(repo: Repo, sums: dict[str, str]) -> dict[str, LocalFile]:
     """Every file publish would put on the Hub, by path, with its sha256 and size."""
     files = {path: LocalFile(path, sha, (repo.root / path).stat().st_size) for path, sha in sums.items()}
-    for name in (SUMS_NAME, GITATTRIBUTES_NAME, SIGNATURE_NAME):
+    for name in (SUMS_NAME, GITATTRIBUTES_NAME, GITIGNORE_NAME, SIGNATURE_NAME):
         path = repo.root / name
         if path.is_file():
             data = path.read_bytes()

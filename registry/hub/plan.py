@@ -15,15 +15,17 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import Problem
+from ..gitfiles import GITIGNORE_NAME
 from ..layout import SIGNATURE_NAME
 from ..models import Rewrite
 from ..published import DERIVED
 from ..repo import GITATTRIBUTES_NAME
 
-# Files the tool renders (and .gitattributes and model.sig, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
-MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME, SIGNATURE_NAME})
+# Files the tool renders (and .gitattributes, .gitignore and model.sig, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
+MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME, GITIGNORE_NAME, SIGNATURE_NAME})
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
+RESTORE_FIX = "the Hub changed behind the registry, which holds the bytes it published there: put them back with `registry publish --restore`"
 REWRITE_FIX = (
     "restore the published bytes; to replace them, record why with `registry validate --allow-rewrite REASON`"
     " in a registry that knows the published state (one that published or pulled this repo)"
@@ -132,6 +134,7 @@ class Plan:
     files: tuple[PlannedFile, ...]
     delete_extra: bool = False
     problems: tuple[Problem, ...] = ()
+    restored: frozenset[str] = frozenset()  # changed files that put the registry's own bytes back (--restore)
 
     def with_status(self, *statuses: Status) -> tuple[PlannedFile, ...]:
         return tuple(f for f in self.files if f.status in statuses)
@@ -193,22 +196,28 @@ def rewrites_needed(files: Iterable[PlannedFile]) -> list[PlannedFile]:
     return [f for f in files if f.status == "changed" and f.path not in MUTABLE]
 
 
-def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewrite]) -> list[Problem]:
-    """A changed file that the Hub already holds is refused, unless index.json records the rewrite."""
+def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewrite], restorable: frozenset[str] = frozenset()) -> list[Problem]:
+    """A changed file that the Hub already holds is refused, unless index.json records the rewrite;
+    where the local bytes are the registry's own (``restorable``), the fix is ``--restore``."""
     rewrites = list(rewrites)
     return [
-        Problem("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote_file.content_id[:12]}…)", REWRITE_FIX)
+        Problem("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote_file.content_id[:12]}…)", RESTORE_FIX if f.path in restorable else REWRITE_FIX)
         for f in rewrites_needed(files)
         if recorded_rewrite(rewrites, f) is None
     ]
 
 
 def make_plan(
-    local: Mapping[str, LocalFile], remote: RemoteState, rewrites: Iterable[Rewrite] = (), delete_extra: bool = False
-) -> Plan:
-    """Classify every local and remote path as new, changed, unchanged or remote-only."""
+    local: Mapping[str, LocalFile], remote: RemoteState, rewrites: Iterable[Rewrite] = (), delete_extra: bool = False,
+    restorable: frozenset[str] = frozenset(), restore: bool = False,
+) -> Plan:  # fmt: skip
+    """Classify every local and remote path as new, changed, unchanged or remote-only.  With
+    ``restore``, a changed file in ``restorable`` (the registry's own bytes, which the Hub no longer
+    holds) is sent back instead of refused."""
     files = tuple(_classify(p, local.get(p), remote.files.get(p)) for p in sorted(set(local) | set(remote.files)))
-    return Plan(remote.repo_id, remote.revision, remote.head, files, delete_extra, tuple(immutability_problems(files, rewrites)))
+    restored = frozenset(f.path for f in rewrites_needed(files) if f.path in restorable) if restore else frozenset()
+    problems = [p for p in immutability_problems(files, rewrites, restorable) if p.file not in restored]
+    return Plan(remote.repo_id, remote.revision, remote.head, files, delete_extra, tuple(problems), restored)
 
 
 def verify_tree(plan: Plan, local: Mapping[str, LocalFile], after: Mapping[str, RemoteFile]) -> list[Problem]:

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..errors import Problem
+from ..gitfiles import GITIGNORE_NAME
 from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import GITATTRIBUTES_NAME
@@ -20,8 +21,8 @@ from .content import REDACTED
 from .gates import entry_files
 from .plan import RemoteFile
 
-REPUBLISH = "run `registry publish` from the registry that holds the right bytes"
-UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME, SIGNATURE_NAME}
+REPUBLISH = "put the registry's bytes back with `registry publish --restore`, run from the registry that holds them"
+UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME, GITIGNORE_NAME, SIGNATURE_NAME}
 
 
 def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Problem]:

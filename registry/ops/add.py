@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..arguments import require_name, require_sha
-from ..artifacts.inspect import check_fits, inspect_weights
+from ..artifacts.inspect import Inspection, check_fits, inspect_weights
 from ..atomic import transaction
 from ..derived import stage_derived
 from ..errors import RegistryError
@@ -34,14 +34,6 @@ from ..pinned import Pinned, pinned
 from ..repo import INDEX_NAME, Repo, render_index
 from ..schemas import load_model
 from ..sums import parse_sums
-
-# ----------------------------------------------------------------------------------------------
-# add-base
-
-
-
-# ----------------------------------------------------------------------------------------------
-# add
 
 
 @dataclass
@@ -136,7 +128,22 @@ def _copy_hashing(source: Pinned, destination: Path, progress: Progress | None) 
     return out.digest.hexdigest()
 
 
-def _set_recommended(index: Index, entry: Entry) -> None:
+def accept_weight(path: Path, method: str, base: Base, shown: str | Path) -> Inspection:
+    """add's acceptance rule, for every command that registers a weight (add, adopt): the file is
+    inspected without running it (pickles with weights_only) and must be of ``method``'s kind and
+    fit ``base`` (State shapes, MiSS fingerprint, a full checkpoint's architecture).  Refusals
+    name the file ``shown``."""
+    inspection = inspect_weights(path)
+    check_fits(method, inspection, base, shown)
+    return inspection
+
+
+def content_version(inspection: Inspection) -> str | None:
+    """The MiSS adapter's content_version (what the serving endpoint reports), else None."""
+    return inspection.miss.content_version if inspection.miss else None
+
+
+def set_recommended(index: Index, entry: Entry) -> None:
     """One recommended file per base and method (seed 001: "State 推荐", "MiSS 推荐")."""
     for other in index.entries:
         if other.base_sha256 == entry.base_sha256 and other.method == entry.method:
@@ -187,8 +194,7 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         staged, sha = _stage_weight(request, txn.staging, progress)
         try:
             # The staged file is what gets registered: inspect that, not the path the user named.
-            inspection = inspect_weights(staged)
-            check_fits(request.method, inspection, base, request.file)
+            inspection = accept_weight(staged, request.method, base, request.file)
             duplicate = next((e for e in index.entries if e.sha256 == sha), None)
             if duplicate:
                 raise RegistryError("entry.duplicate", request.file, f"the same bytes are already registered as {duplicate.path}", "nothing to do")
@@ -206,12 +212,12 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
             sha256=sha,
             size=staged.stat().st_size,
             format="safetensors" if rel.endswith(".safetensors") else "pth",
-            content_version=inspection.miss.content_version if inspection.miss else None,
+            content_version=content_version(inspection),
             notes=request.notes,
         )
         index.entries.append(entry)
         if request.recommended:
-            _set_recommended(index, entry)
+            set_recommended(index, entry)
         txn.move(staged, rel, sha)
         if not existing_train.is_file():
             txn.write(train_rel, train_bytes)

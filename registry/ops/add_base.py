@@ -14,6 +14,7 @@ from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import Progress
 from ..index_rules import index_to_change
+from ..layout import DOCS_DIR
 from ..models import Base, Index
 from ..pinned import pinned
 from ..repo import INDEX_NAME, Repo, render_index
@@ -42,11 +43,13 @@ def add_base(root: Path, request: BaseRequest, progress: Progress | None = None,
         raise RegistryError("base.not-pth", request.filename, "a base checkpoint must be a .pth file", "pass the official .pth file")
     name = request.filename[: -len(".pth")]
     require_name(name, "base name", "add-base")
+    if name == DOCS_DIR:
+        raise RegistryError("base.reserved-name", request.filename, f"{DOCS_DIR}/ is the registry's documentation folder", "rename the base file")
     expected = require_sha(request.sha256, "--sha256") if request.sha256 else None
     catalog = catalog if catalog is not None else load_catalog()
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
-        base = check_against_catalog(_fingerprint(request, name, expected, progress), catalog)
+        base = check_against_catalog(fingerprint_base(request, name, expected, progress), catalog)
         for existing in index.bases:
             if existing.name == name or existing.sha256 == base.sha256:
                 raise RegistryError("base.exists", request.filename, f"base already registered as {existing.name} ({existing.sha256[:12]}…)", "nothing to do; old bases are never replaced")
@@ -57,7 +60,7 @@ def add_base(root: Path, request: BaseRequest, progress: Progress | None = None,
     return AddedBase(base, known_base(catalog, base.filename) is not None)
 
 
-def _fingerprint(request: BaseRequest, name: str, expected: str | None, progress: Progress | None) -> Base:
+def fingerprint_base(request: BaseRequest, name: str, expected: str | None, progress: Progress | None) -> Base:
     """The base as recorded: inspected and hashed through one open of the file (or declared by hash)."""
     if request.path is None:
         if expected is None:

@@ -1,38 +1,78 @@
-"""``registry init``: create an empty registry."""
+"""``registry init``: create an empty registry (in a new folder, or beside the files a Hub repo
+keeps: README.md, LICENSE, git's files)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from ..atomic import PRIVATE_DIR, transaction
+from ..atomic import PRIVATE_DIR, Transaction, transaction
+from ..card.handwritten import keep_whole
+from ..card.render import decode_card
 from ..derived import stage_derived
 from ..errors import RegistryError
+from ..gitfiles import GITIGNORE_NAME, ignore_private, lfs_attributes
+from ..layout import KEPT_ROOT_FILES, PRE_COMMIT_CONFIG
 from ..models import Index, RegistryInfo
-from ..repo import GITATTRIBUTES, GITATTRIBUTES_NAME, INDEX_NAME, Repo, render_index
+from ..repo import CARD_NAME, GITATTRIBUTES_NAME, INDEX_NAME, Repo, find_root, render_index
+
+# What init builds beside: kept as it is (the README becomes the card's hand-written section).
+KEPT = frozenset({CARD_NAME, PRE_COMMIT_CONFIG, PRIVATE_DIR, *KEPT_ROOT_FILES})
+
+
+def _check_place(root: Path) -> None:
+    if (root / INDEX_NAME).exists():
+        raise RegistryError("init.exists", root / INDEX_NAME, "an index.json already exists here", f"use the existing registry, or run `registry adopt {root}` if the index.json was written by hand")
+    others = sorted(p.name for p in root.iterdir() if p.name not in KEPT and not p.name.startswith(".git"))
+    if others:
+        raise RegistryError("init.not-empty", root, f"the directory holds files init does not keep ({others[0]})", f"run `registry adopt {root}` to bring existing files in, or choose an empty directory")
+
+
+def git_file_changes(repo: Repo) -> dict[str, bytes]:
+    """.gitignore and .gitattributes extended (or written) with what a registry needs, where they lack it."""
+    changes = {}
+    for name, extended in ((GITIGNORE_NAME, ignore_private), (GITATTRIBUTES_NAME, lfs_attributes)):
+        path = repo.root / name
+        data = extended(repo.read_bytes(path) if path.is_file() or path.is_symlink() else None)
+        if data is not None:
+            changes[name] = data
+    return changes
+
+
+def stage_git_files(repo: Repo, txn: Transaction) -> None:
+    for name, data in git_file_changes(repo).items():
+        txn.write(name, data)
+
+
+def stage_kept_card(repo: Repo, txn: Transaction) -> None:
+    """A hand-written README.md staged as the card's hand-written section, so rendering keeps it whole."""
+    path = repo.card_path
+    if path.is_file() or path.is_symlink():
+        kept = keep_whole(decode_card(repo.read_bytes(path)))
+        if kept is not None:
+            txn.write(CARD_NAME, kept.encode("utf-8"))
 
 
 def init_registry(root: Path, title: str | None = None, license: str | None = None) -> Repo:
-    """Create an empty registry: index.json, .gitattributes, SHA256SUMS (and the card)."""
+    """Create an empty registry: index.json, .gitattributes, .gitignore, SHA256SUMS (and the card)."""
     root = Path(root).absolute()
     if root.exists() and not root.is_dir():
         raise RegistryError("fs.not-a-directory", root, "exists and is not a directory", "choose another path")
+    enclosing = find_root(root.parent) if root.parent != root else None
+    if enclosing is not None:  # checked before any folder is made
+        raise RegistryError("init.inside-registry", root, f"this folder is inside the registry at {enclosing}", "work in that registry, or create the new one outside it")
     created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
-    if (root / INDEX_NAME).exists():
-        raise RegistryError("init.exists", root / INDEX_NAME, "a registry already exists here", "use the existing registry or choose an empty directory")
-    # git's files may be there; so may the private folder an interrupted init left (no index yet).
-    visible = [p for p in root.iterdir() if not p.name.startswith(".git") and p.name != PRIVATE_DIR]
-    if visible:
-        raise RegistryError("init.not-empty", root, f"directory is not empty ({visible[0].name})", "choose an empty directory")
-    info = RegistryInfo(license=license) if title is None else RegistryInfo(title=title, license=license)
-    index = Index(registry=info)
     repo = Repo(root)
     private_existed = repo.private.exists()
     try:
+        _check_place(root)
+        info = RegistryInfo(license=license) if title is None else RegistryInfo(title=title, license=license)
+        index = Index(registry=info)
         with transaction(root) as txn:
             txn.write(INDEX_NAME, render_index(index))
-            txn.write(GITATTRIBUTES_NAME, GITATTRIBUTES.encode())
+            stage_git_files(repo, txn)
+            stage_kept_card(repo, txn)
             stage_derived(repo, txn, index, absorb=True)  # a new registry: nothing to check yet
     except BaseException:
         # A failed init leaves nothing behind, so the next one starts from the same empty place.

@@ -18,6 +18,7 @@ once the Hub was seen holding the planned bytes, so a re-run plans against what 
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -46,8 +47,10 @@ from ..hub.remote import CommitResult, Hub
 from ..hub.upload import check_uploaded, operations
 from ..layout import SIGNATURE_NAME
 from ..models import Index
+from ..published import published_sums
 from ..repo import INDEX_NAME, Repo, render_index
 from ..signature import SignaturePolicy
+from ..sums import SUMS_NAME, parse_sums
 from .validate import validate
 
 Say = Callable[[str], None]
@@ -63,6 +66,7 @@ class PublishOptions:
     allow_cpu_gate: bool = False
     delete_remote_extra: bool = False
     assume_empty_remote: bool = False  # plan as if the repo did not exist yet, without contacting the Hub (dry run only)
+    restore: bool = False  # put the registry's own bytes back where the Hub changed behind it
     signature: SignaturePolicy = SignaturePolicy()  # model.sig, sent in the same commit, must sign exactly these bytes
 
 
@@ -109,6 +113,8 @@ class _Draft:
 def _check_options(options: PublishOptions) -> None:
     if options.assume_empty_remote and not options.dry_run:
         raise RegistryError("args.conflict", options.repo_id, "--assume-empty-remote only makes sense with --dry-run", "add --dry-run, or drop --assume-empty-remote")
+    if options.restore and options.assume_empty_remote:
+        raise RegistryError("args.conflict", options.repo_id, "--restore compares with the Hub, which --assume-empty-remote never contacts", "drop one of them")
     if options.tag and options.create_pr:
         raise RegistryError("args.conflict", options.repo_id, "a release tag must point at a commit on the branch, not at a pull request", "drop --tag or --create-pr")
 
@@ -117,10 +123,24 @@ def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, 
     local = local_files(repo, sums)
     local = with_git_sha1(repo.root, local, plain_paths(local, remote.files))
     plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
+    if plan.problems:  # the Hub holds other bytes somewhere: are ours the registry's own?
+        plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra, _restorable(repo, hub, remote, plan), options.restore)
     blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate), *_signature_findings(repo, index, sums, options)]
     if options.tag and remote.exists and options.tag in hub.tags():
         blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
     return _Draft(index, sums, local, plan, tuple(blockers))
+
+
+def _restorable(repo: Repo, hub: Hub, remote: RemoteState, plan: Plan) -> frozenset[str]:
+    """Changed files whose local bytes are the registry's own: the bytes it published there (its
+    record), or those the Hub's own SHA256SUMS lists.  The Hub holding others means it was changed
+    behind the registry, and ``--restore`` may put them back; anything else needs a recorded rewrite."""
+    own = published_sums(repo)
+    if remote.head is not None and SUMS_NAME in remote.files:
+        with tempfile.TemporaryDirectory(prefix="registry-publish-") as tmp:
+            listed = parse_sums(hub.download(SUMS_NAME, remote.head, Path(tmp)).read_bytes(), f"{remote.repo_id}/{SUMS_NAME}")
+        own = {**listed, **own}
+    return frozenset(f.path for f in rewrites_needed(plan.files) if own.get(f.path) == f.local_file.sha256)
 
 
 def _remote(options: PublishOptions, hub: Hub) -> RemoteState:
@@ -142,6 +162,7 @@ def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
     lines = [f"add {e.path} ({e.method}, data {e.data.version}, sha256 {e.sha256})" for e in added]
     # a plan is committed only when every rewrite it needs is recorded (else it has problems)
     lines += [f"rewrite {f.path}: {r.reason}" for f in rewrites_needed(plan.files) if (r := recorded_rewrite(index.rewrites, f))]
+    lines += [f"restore {f.path} (sha256 {f.local_file.sha256}): the Hub held other bytes" for f in rewrites_needed(plan.files) if f.path in plan.restored]
     lines += [f"delete {f.path}" for f in plan.deletions]
     lines.append(f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes uploaded by rwkv-registry")
     return summary, "\n".join(lines)

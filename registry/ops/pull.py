@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,14 +19,16 @@ from pathlib import Path
 from ..errors import RegistryError
 from ..hub.content import check_local_bytes, content_problems
 from ..hub.local import local_sums
-from ..hub.plan import RemoteFile, plain_paths
+from ..hub.plan import ExistingState, RemoteFile, plain_paths
 from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
 from ..models import path_problem
-from ..repo import Repo
+from ..repo import INDEX_NAME, Repo
+from ..schemas import read_json
 from ..signature import SignaturePolicy
 from ..sums import SUMS_NAME
+from .adopt import AdoptOptions, AdoptReport, adopt
 from .validate import validate
 
 # snapshot_download(local_dir=...) keeps its bookkeeping here; it is no part of the registry.
@@ -61,23 +64,60 @@ def _check_tree_paths(repo_id: str, tree: Mapping[str, RemoteFile]) -> None:
             raise RegistryError("remote.bad-path", repo_id, f"the repo's tree holds {problem} (a hostile or broken remote); nothing was downloaded", "pull from a repo you trust, or report it to its owner")
 
 
+def _is_registry(hub: Hub, state: ExistingState) -> bool:
+    """Whether the repo was published by registry: SHA256SUMS and an index.json the tool wrote
+    (it always names format_version; a hand-written one need not)."""
+    if SUMS_NAME not in state.files or INDEX_NAME not in state.files:
+        return False
+    with tempfile.TemporaryDirectory(prefix="registry-pull-") as tmp:
+        try:
+            data = read_json(hub.download(INDEX_NAME, state.head, Path(tmp)), INDEX_NAME)
+        except RegistryError:
+            return False
+    return isinstance(data, dict) and "format_version" in data
+
+
+def _adopt_download(staging: Path, tree: Mapping[str, RemoteFile], options: AdoptOptions) -> tuple[dict[str, str], AdoptReport]:
+    """A hand-made repo, adopted where it was downloaded (adopt checks its own SHA256SUMS, if any,
+    first); every LFS file must be the bytes the Hub's tree names."""
+    report = adopt(staging, options)
+    sums = local_sums(Repo(staging))
+    differ = [p for p, remote in sorted(tree.items()) if remote.lfs_sha256 and sums.get(p) not in (None, remote.lfs_sha256)]
+    if differ:
+        raise RegistryError("pull.mismatch", differ[0], "the downloaded bytes are not the ones the Hub's tree names", "run the pull again")
+    findings = content_problems(check_local_bytes(staging, None, tree, sums), "pull", "pull from a repo whose files were published intact")
+    if findings:
+        raise RegistryError.of(findings)
+    return sums, report
+
+
 @dataclass(frozen=True)
 class Pulled:
     root: Path
     files: int
     remote: RemoteRecord
+    adopted: AdoptReport | None = None  # the repo was not a registry yet: what adopt did
 
 
 def pull(
-    repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None, signature: SignaturePolicy = SignaturePolicy()
+    repo_id: str,
+    directory: Path,
+    revision: str = "main",
+    hub: Hub | None = None,
+    say: Callable[[str], None] | None = None,
+    signature: SignaturePolicy = SignaturePolicy(),
+    adopt_options: AdoptOptions | None = None,
 ) -> Pulled:
-    """Download, verify (model.sig too, when present or required) and atomically place the registry at ``directory``."""
+    """Download, verify (model.sig too, when present or required) and atomically place the
+    registry at ``directory``; a repo that is not a registry yet is adopted on the way
+    (``adopt_options``: its --base-file and --trust-files)."""
     say = say or (lambda _line: None)
     target = Path(directory).absolute()
     _check_target(target)
     hub = hub or Hub(repo_id, revision)
     state = hub.existing_state()
     _check_tree_paths(repo_id, state.files)
+    is_registry, adopted = _is_registry(hub, state), None
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.pull-{secrets.token_hex(4)}"
     staging.mkdir()  # a plain mkdir: the folder keeps the mode a user's mkdir would give it
@@ -85,12 +125,18 @@ def pull(
         say(f"downloading {len(state.files)} file(s) of {repo_id}@{state.head[:12]}")
         hub.snapshot(state.head, staging)
         shutil.rmtree(staging / DOWNLOAD_METADATA, ignore_errors=True)
-        say("verifying")
-        sums = _check_download(staging, state.files, signature)
+        if is_registry:
+            say("verifying")
+            sums = _check_download(staging, state.files, signature)
+        else:
+            say(f"{repo_id} is not a registry yet: adopting it")
+            sums, adopted = _adopt_download(staging, state.files, adopt_options or AdoptOptions())
         remote = RemoteRecord(repo_id=repo_id, revision=revision, commit=state.head)
         record_remote(Repo(staging), sums, remote)
         os.replace(staging, target)  # an empty target directory is replaced too
+        if adopted:
+            adopted.root = target
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return Pulled(target, len(state.files), remote)
+    return Pulled(target, len(state.files), remote, adopted)

@@ -38,7 +38,6 @@ import torch
 
 from .. import __version__
 from ..artifacts.dtypes import bit_equal
-from ..artifacts.inspect import check_fits, inspect_weights
 from ..artifacts.miss import read_miss_json
 from ..atomic import atomic_write, transaction
 from ..derived import stage_derived
@@ -64,11 +63,13 @@ from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_p
 from ..gate.runtime import Rwkv7, check_miss_fits, load_tensors, merged_weights, patched
 from ..hashing import StatCache
 from ..index_rules import index_to_change
+from ..lfs import refuse_pointer
 from ..libc import release_free_memory, return_large_frees, unmap_pages
 from ..models import Entry, GateSummary, Index
 from ..pinned import Pinned, check_registered, open_registered, pinned, read_view
 from ..progress import Echo
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
+from .add import accept_weight
 
 # What a group needs on the GPU, as a multiple of its bf16 weights: the pristine copy, the
 # running runtime's copy, and a layer converted to fp32 (checked: docs/gpu-gate.md).
@@ -198,8 +199,7 @@ def _prepare(run: Run, entry: Entry, group: Group) -> Prepared:
     path = run.files / entry.path
     base = next(b for b in run.index.bases if b.sha256 == entry.base_sha256)
     try:
-        inspection = inspect_weights(path)
-        check_fits(entry.method, inspection, base, entry.path)
+        inspection = accept_weight(path, entry.method, base, entry.path)
     except RegistryError as err:
         raise err.naming(str(path), entry.path) from err
     architecture = inspection.architecture or base.architecture
@@ -514,6 +514,8 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
         # its hash), and read through that open file for the whole gate.
         opened = {rel: pins.enter_context(open_registered(repo.root, rel)) for rel in _gate_files(index, entries)}
         base = pins.enter_context(pinned(base_file, "base checkpoint")) if on_base and base_file else None
+        if base:
+            refuse_pointer(base.stable, base_file)
         base_name = f"base/{base.path.name}" if base else ""
         view = pins.enter_context(read_view({f"registry/{rel}": pin for rel, pin in opened.items()} | ({base_name: base} if base else {})))
         run = Run(repo, index, device, view / "registry", opened, StatCache(repo.stat_cache_path), say)

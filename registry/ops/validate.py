@@ -30,11 +30,13 @@ from ..layout import (
     place,
     scan_tree,
 )
+from ..lfs import pointer_problem, pointers
 from ..models import Entry, FileRef, Index, Rewrite, TrainJson
 from ..published import DERIVED, immutability_findings, published_sums, record_rewrites
-from ..repo import INDEX_NAME, Repo, render_index
+from ..repo import INDEX_NAME, Repo, no_registry, render_index
 from ..schemas import load_model, read_json, schema_errors
 from ..sums import SUMS_NAME, digest_tree, parse_sums, sums_problems
+from .add import accept_weight, content_version
 
 
 @dataclass
@@ -62,6 +64,8 @@ def check_index(repo: Repo) -> tuple[list[Problem], Index | None]:
         data = read_json(repo.index_path, INDEX_NAME)
     except RegistryError as err:
         return [err.problem.about(INDEX_NAME)], None
+    if not (isinstance(data, dict) and "format_version" in data):
+        return [Problem("index.not-a-registry", INDEX_NAME, "index.json was not written by registry (a hand-written index?)", f"run `registry adopt {repo.root}`: it maps what it can and lists the rest")], None
     problems = [
         Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)") for where, message in schema_errors(data, "index")
     ]
@@ -237,10 +241,8 @@ def validate_index_file(path: Path) -> list[Problem]:
 def validate(root: Path, progress: Progress | None = None, **options) -> list[Problem]:
     """All findings for the registry at ``root`` (empty when clean)."""
     repo = Repo.open(root, must_exist=False)
-    if not any(repo.root.iterdir()):
-        return [Problem("layout.empty", str(repo.root), "the directory is empty", f"run `registry init {repo.root}`")]
     if not repo.index_path.is_file():
-        return [Problem("layout.no-index", INDEX_NAME, "index.json is missing", f"run `registry init {repo.root}`")]
+        return [no_registry(repo.root).problem()]
     scan = scan_tree(repo.root)
     findings, index = check_index(repo)
     if index is None:
@@ -248,7 +250,16 @@ def validate(root: Path, progress: Progress | None = None, **options) -> list[Pr
     ctx = Context(repo=repo, scan=scan, index=index, progress=progress, options=options)
     for check in CHECKS:
         findings.extend(check(ctx))
-    return findings
+    return _pointers_named_once(repo, scan, findings)
+
+
+def _pointers_named_once(repo: Repo, scan: TreeScan, findings: list[Problem]) -> list[Problem]:
+    """A Git LFS pointer where a file belongs is one finding with the fix that works, instead of
+    the checksum, index and immutability findings its other bytes cause (which advise rewrites)."""
+    found = set(pointers(repo.root, scan.files))
+    if not found:
+        return findings
+    return [pointer_problem(rel) for rel in sorted(found)] + [f for f in findings if f.file not in found]
 
 
 @dataclass
@@ -294,12 +305,11 @@ def _accept(root: Path, index: Index, entry: Entry, digests: dict[str, str]) -> 
     if base is None:
         raise RegistryError("rewrite.unknown-base", entry.path, "the entry's base is not in index.json", "restore the original bytes, or add its base first")
     path = root / entry.path
-    inspection = inspect_weights(path)
     try:
-        check_fits(entry.method, inspection, base, entry.path)
+        inspection = accept_weight(path, entry.method, base, entry.path)
     except RegistryError as err:
         raise err.naming(str(path), entry.path) from err
-    entry.content_version = inspection.miss.content_version if inspection.miss else None
+    entry.content_version = content_version(inspection)
     for ref in _files(entry):
         ref.sha256, ref.size = digests.get(ref.path, ref.sha256), (root / ref.path).stat().st_size
     entry.gate = None  # the receipt was for the old bytes: publish asks for a new one

@@ -1,0 +1,55 @@
+"""``registry adopt``: bring a hand-made repo (a clone or a download) in as a registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..progress import byte_progress
+from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, registry_dir
+
+
+@main.command()
+@DIR_ARG
+@REGISTRY_OPT
+@click.option("--base-file", "base_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="A base checkpoint the weights of its folder (<name>/ for <name>.pth) are checked against; read, not copied. Repeat per base.")
+@click.option("--sha256", help="With --metadata-only: the sha256 of the one base folder no other source names.")
+@click.option("--metadata-only", is_flag=True, help="Declare that base by --sha256 alone (as add-base); weights on it cannot be checked, so adopt refuses them.")
+@click.option("--source", help="Hub repo the base files come from (e.g. BlinkDL/rwkv7-g1), where the catalog does not say.")
+@click.option("--vocab", help="The bases' vocabulary file, where the catalog does not say.")
+@click.option("--trust-files", is_flag=True, help="Where the hand-written index.json and the files disagree, record what the files say (listed in the report).")
+@click.option("--dry-run", is_flag=True, help="Check everything and print the plan; write nothing.")
+@JSON_OPT
+def adopt(directory: Path | None, registry: Path, base_files: tuple[Path, ...], sha256: str | None, metadata_only: bool, source: str | None, vocab: str | None, trust_files: bool, dry_run: bool, as_json: bool) -> None:
+    """Make the hand-made repo in DIR (a clone or download) a registry, in place, in one transaction.
+
+    SHA256SUMS is checked first; each weight is inspected as `registry add` inspects it; a
+    hand-written index.json is mapped where it maps (the rest is listed); the README is kept whole
+    as the card's hand-written section.
+    """
+    from ..ops.adopt import AdoptOptions
+    from ..ops.adopt import adopt as adopt_folder
+
+    options = AdoptOptions(base_files=base_files, sha256=sha256, metadata_only=metadata_only, source=source, vocab=vocab, trust_files=trust_files, dry_run=dry_run)
+    with byte_progress("hashing", enabled=not as_json) as bar:
+        report = adopt_folder(registry_dir(directory, registry), options, progress=bar.advance)
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    index = report.index
+    click.echo(f"{'would adopt' if dry_run else 'adopted'} {report.root}: {len(index.bases)} base(s), {len(index.entries)} entr{'y' if len(index.entries) == 1 else 'ies'}")
+    for entry in index.entries:
+        click.echo(f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}")
+    click.echo(f"README.md: {report.readme}")
+    click.echo(f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}")
+    sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped (kept in .registry/adopted/index.json; record them with the commands below or by hand)", report.unmapped),
+                ("the files won over index.json (--trust-files)", report.overridden))  # fmt: skip
+    for title, lines in sections:
+        if lines:
+            click.echo(f"{title}:")
+            for line in lines:
+                click.echo(f"  {line}")
+    click.echo("still to do:")
+    for step in report.next_steps:
+        click.echo(f"  {step}")

@@ -1,0 +1,35 @@
+"""The git files a registry keeps beside its own: ``.gitignore`` (the tool's private folder stays
+out of commits) and ``.gitattributes`` (weights go through LFS).  A user's existing file is
+extended, never replaced; each function returns the new bytes, or None when nothing is missing."""
+
+from __future__ import annotations
+
+from .atomic import PRIVATE_DIR
+from .repo import GITATTRIBUTES
+
+GITIGNORE_NAME = ".gitignore"
+IGNORE_LINE = f"{PRIVATE_DIR}/"
+
+
+def _appended(existing: bytes, lines: list[str]) -> bytes:
+    head = existing if not existing or existing.endswith(b"\n") else existing + b"\n"
+    return head + "".join(f"{line}\n" for line in lines).encode()
+
+
+def ignore_private(existing: bytes | None) -> bytes | None:
+    """``.gitignore`` with the private folder ignored (statcache, gates, journal stay out of commits).
+    A file with any rule for it already (``.registry/*`` with ``!.registry/gates/``, say) is the
+    user's choice and is left alone."""
+    existing = existing or b""
+    rules = [line.strip().lstrip("/") for line in existing.decode("utf-8", errors="replace").splitlines()]
+    return None if any(rule == PRIVATE_DIR or rule.startswith(f"{PRIVATE_DIR}/") for rule in rules) else _appended(existing, [IGNORE_LINE])
+
+
+def lfs_attributes(existing: bytes | None) -> bytes | None:
+    """``.gitattributes`` routing ``*.pth`` and ``*.safetensors`` through LFS (the Hub's own default
+    file already does; a user's other lines are kept)."""
+    if existing is None:
+        return GITATTRIBUTES.encode()
+    present = {line.split()[0] for line in existing.decode("utf-8", errors="replace").splitlines() if "filter=lfs" in line}
+    missing = [line for line in GITATTRIBUTES.splitlines() if line.split()[0] not in present]
+    return _appended(existing, missing) if missing else None

@@ -1,0 +1,161 @@
+"""A hand-written index.json (seed 001's kind), read for what maps onto a registry's index.
+
+Pure: a parsed JSON document in, the facts it states out, each with where it stood (``$.entries[2].sha256``).
+What maps: the title and licence, each base's name, file name, source, sha256 and vocabulary,
+each entry's path, method, base, data version and sha256, dataset repo, file sha256 and size,
+recommended flag, content_version, notes and scores.  Everything else, and every value of the
+wrong type, is listed in :attr:`HandIndex.unmapped`, so ``registry adopt`` can report it; nothing
+is dropped silently.  The facts are claims: ``adopt`` compares them with the files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import RegistryError
+from .models import Score
+from .repo import INDEX_NAME
+
+# The keys people use, by the fact they state (aliases seen in hand-made indexes first).
+TOP = {"title": "title", "license": "license", "licence": "license"}
+BASE = {"name": "name", "dir": "name", "directory": "name", "filename": "filename", "file": "filename", "source": "source", "repo": "source", "sha256": "sha256", "vocab": "vocab"}
+ENTRY = {
+    "path": "path", "file": "path", "method": "method", "base_sha256": "base_sha256", "base": "base",
+    "data_version": "data_version", "data_sha256": "data_sha256", "dataset_repo": "dataset_repo", "sha256": "sha256",
+    "size": "size", "recommended": "recommended", "content_version": "content_version", "notes": "notes",
+}  # fmt: skip
+DATA = {"version": "data_version", "sha256": "data_sha256", "dataset_repo": "dataset_repo", "repo": "dataset_repo"}
+SCORE = {"benchmark": "benchmark", "name": "benchmark", "value": "value", "score": "value", "unit": "unit", "date": "date", "backend": "backend", "runs": "runs", "count": "count", "notes": "notes"}
+ENTRY_LISTS = ("entries", "weights", "files")
+TYPES: dict[str, type | tuple[type, ...]] = {"size": int, "recommended": bool}
+
+
+@dataclass
+class HandScore:
+    """A result as written: a Score where it maps, else the fields it has (for a `registry score` line)."""
+
+    where: str
+    fields: dict[str, Any]
+    score: Score | None
+
+
+@dataclass
+class HandEntry:
+    where: str
+    facts: dict[str, Any]
+    scores: list[HandScore] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return str(self.facts["path"])
+
+
+@dataclass
+class HandBase:
+    where: str
+    facts: dict[str, Any]
+
+
+@dataclass
+class HandIndex:
+    facts: dict[str, Any] = field(default_factory=dict)
+    bases: list[HandBase] = field(default_factory=list)
+    entries: list[HandEntry] = field(default_factory=list)
+    unmapped: list[str] = field(default_factory=list)  # "$.where: what it held"
+
+    def entry(self, path: str) -> HandEntry | None:
+        return next((e for e in self.entries if e.path == path), None)
+
+    def base(self, name: str, filename: str) -> HandBase | None:
+        return next((b for b in self.bases if b.facts.get("name") == name or b.facts.get("filename") in (filename, name)), None)
+
+
+def _shown(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _fits(key: str, value: Any) -> bool:
+    expected = TYPES.get(key, str)
+    return isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+
+
+def _take(obj: dict, keys: dict[str, str], where: str, out: HandIndex, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The mapped facts of ``obj``; the rest goes to ``out.unmapped``."""
+    facts: dict[str, Any] = {}
+    for key, value in obj.items():
+        fact = keys.get(key)
+        if key in skip:
+            continue
+        if fact is None or fact in facts:
+            out.unmapped.append(f"{where}.{key}: {_shown(value)}")
+        elif not _fits(fact, value):
+            out.unmapped.append(f"{where}.{key}: {_shown(value)} (not a {getattr(TYPES.get(fact, str), '__name__', 'value')})")
+        else:
+            facts[fact] = value
+    return facts
+
+
+def _score(item: Any, where: str, out: HandIndex) -> HandScore:
+    if not isinstance(item, dict):
+        out.unmapped.append(f"{where}: {_shown(item)}")
+        return HandScore(where, {}, None)
+    fields = {SCORE[k]: v for k, v in item.items() if k in SCORE}
+    for key in sorted(set(item) - set(SCORE)):
+        out.unmapped.append(f"{where}.{key}: {_shown(item[key])}")
+    try:
+        score = Score.model_validate(fields) if {"benchmark", "value", "date", "backend"} <= set(fields) else None
+    except ValidationError:
+        score = None
+    if score is None:
+        out.unmapped.append(f"{where}: {_shown(item)} (a result needs benchmark, value, date and backend)")
+    return HandScore(where, fields, score)
+
+
+def _entry(item: Any, where: str, out: HandIndex) -> None:
+    if not isinstance(item, dict) or not isinstance(item.get("path", item.get("file")), str):
+        out.unmapped.append(f"{where}: {_shown(item)} (no path)")
+        return
+    facts = _take(item, ENTRY, where, out, skip=("data", "scores"))
+    data = item.get("data")
+    if isinstance(data, dict):
+        facts.update(_take(data, DATA, f"{where}.data", out))
+    elif data is not None:
+        out.unmapped.append(f"{where}.data: {_shown(data)}")
+    entry = HandEntry(where, facts)
+    scores = item.get("scores", [])
+    if isinstance(scores, list):
+        entry.scores = [_score(s, f"{where}.scores[{i}]", out) for i, s in enumerate(scores)]
+    else:
+        out.unmapped.append(f"{where}.scores: {_shown(scores)}")
+    out.entries.append(entry)
+
+
+def read_hand_index(data: Any) -> HandIndex:
+    """Every fact of a hand-written index.json that maps, and every field that does not."""
+    if not isinstance(data, dict):
+        raise RegistryError("adopt.index-not-object", INDEX_NAME, f"holds a JSON {type(data).__name__}, not an object", "fix index.json, or move it out of the folder to adopt without it")
+    out = HandIndex()
+    lists = [k for k in ENTRY_LISTS if k in data]
+    out.facts = _take(data, TOP, "$", out, skip=("bases", *lists))
+    bases = data.get("bases", [])
+    for i, item in enumerate(bases if isinstance(bases, list) else []):
+        if isinstance(item, dict):
+            out.bases.append(HandBase(f"$.bases[{i}]", _take(item, BASE, f"$.bases[{i}]", out)))
+        else:
+            out.unmapped.append(f"$.bases[{i}]: {_shown(item)}")
+    if not isinstance(bases, list):
+        out.unmapped.append(f"$.bases: {_shown(bases)}")
+    for key in lists:
+        items = data[key]
+        if not isinstance(items, list):
+            out.unmapped.append(f"$.{key}: {_shown(items)}")
+            continue
+        for i, item in enumerate(items):
+            _entry(item, f"$.{key}[{i}]", out)
+    return out
