@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from .atomic import JOURNAL_NAME, PRIVATE_DIR, registry_lock
 from .errors import RegistryError
 from .models import Entry, Index
@@ -22,8 +24,8 @@ GITATTRIBUTES_NAME = ".gitattributes"
 GITATTRIBUTES = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
 
 
-def render_index(index: Index) -> bytes:
-    """Deterministic bytes for index.json: stable key order, 2-space indent, UTF-8, final LF, finite numbers only."""
+def render_index(index: BaseModel) -> bytes:
+    """Deterministic bytes for index.json (a model registry's or a dataset registry's): stable key order, 2-space indent, UTF-8, final LF, finite numbers only."""
     data = index.model_dump(mode="json")
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)

@@ -15,6 +15,7 @@ from ..errors import Exit, Problem, RegistryError
 from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo, registry_dir, registry_option
 
 REVISION_OPT = click.option("--revision", default="main", show_default=True, help="Branch to publish to or read from.")
+REPO_TYPE_OPT = click.option("--repo-type", type=click.Choice(["model", "dataset"]), default="model", show_default=True, help="A model repo, or a dataset repo (a dataset registry: `registry dataset`).")
 
 
 def _error_line(problem: Problem) -> None:
@@ -39,9 +40,11 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     """--repo-id, else registry.repo_id from index.json."""
     if repo_id:
         return repo_id
+    from ..dataset import store
     from ..repo import Repo
 
-    configured = Repo.open(registry).load_index().registry.repo_id
+    repo = Repo.open(registry)
+    configured = store.load(repo).dataset.repo_id if store.is_dataset(repo.root) else repo.load_index().registry.repo_id
     if not configured:
         raise RegistryError("args.missing", "--repo-id", "no repo id given and index.json has no registry.repo_id", "pass --repo-id NAMESPACE/NAME")
     return configured
@@ -88,12 +91,13 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @DIR_ARG
 @REGISTRY_OPT
 @REVISION_OPT
+@REPO_TYPE_OPT
 @JSON_OPT
-def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, as_json: bool) -> None:
+def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, repo_type: str, as_json: bool) -> None:
     """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place."""
     from ..ops.pull import pull
 
-    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json))
+    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json), repo_type=repo_type)
     if as_json:
         emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump()})
     else:
@@ -104,13 +108,14 @@ def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to check.")
 @registry_option("The registry directory (env RWKV_REGISTRY); when it holds a registry, its SHA256SUMS is compared too.")
 @REVISION_OPT
+@REPO_TYPE_OPT
 @JSON_OPT
-def verify_remote_cmd(repo_id: str, registry: Path, revision: str, as_json: bool) -> None:
+def verify_remote_cmd(repo_id: str, registry: Path, revision: str, repo_type: str, as_json: bool) -> None:
     """Check the Hub's files against its SHA256SUMS and index.json without downloading the weights."""
     from ..ops.verify_remote import verify_remote
     from ..repo import INDEX_NAME
 
-    report = verify_remote(repo_id, revision, registry if (registry / INDEX_NAME).is_file() else None)
+    report = verify_remote(repo_id, revision, registry if (registry / INDEX_NAME).is_file() else None, repo_type=repo_type)
     if as_json:
         emit_json(report.as_dict())
     else:

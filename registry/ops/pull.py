@@ -62,12 +62,12 @@ class Pulled:
     remote: RemoteRecord
 
 
-def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None) -> Pulled:
-    """Download, verify and atomically place the registry at ``directory``."""
+def pull(repo_id: str, directory: Path, revision: str = "main", hub: Hub | None = None, say: Callable[[str], None] | None = None, repo_type: str = "model") -> Pulled:
+    """Download, verify and atomically place the registry at ``directory`` (``repo_type`` "dataset": a dataset registry)."""
     say = say or (lambda _line: None)
     target = Path(directory).absolute()
     _check_target(target)
-    hub = hub or Hub(repo_id, revision)
+    hub = hub or Hub(repo_id, revision, repo_type=repo_type)
     state = hub.existing_state()
     _check_tree_paths(repo_id, state.files)
     target.parent.mkdir(parents=True, exist_ok=True)

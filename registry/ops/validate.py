@@ -206,6 +206,13 @@ def check_immutable(ctx: Context) -> Iterator[Problem]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
 
+def check_dataset_links(ctx: Context) -> Iterator[Problem]:
+    """Every entry's data sha256 against a linked dataset registry (``--linked``, ``--linked-hub``)."""
+    from .validate_dataset import model_link_findings
+
+    yield from model_link_findings(ctx.index, ctx.options)
+
+
 CHECKS: list[Check] = [
     check_bases,
     check_references,
@@ -219,6 +226,7 @@ CHECKS: list[Check] = [
     check_exports,
     check_immutable,
     check_rendered,
+    check_dataset_links,
 ]
 
 
@@ -241,6 +249,12 @@ def validate(root: Path, progress: Progress | None = None, **options) -> list[Pr
         return [Problem("layout.empty", str(repo.root), "the directory is empty", f"run `registry init {repo.root}`")]
     if not repo.index_path.is_file():
         return [Problem("layout.no-index", INDEX_NAME, "index.json is missing", f"run `registry init {repo.root}`")]
+    from ..dataset.store import is_dataset
+
+    if is_dataset(repo.root):  # "kind": "dataset": seed 002's repo shape (registry/dataset/)
+        from .validate_dataset import validate_dataset
+
+        return validate_dataset(repo, progress, **options)
     scan = scan_tree(repo.root)
     findings, index = check_index(repo)
     if index is None:

@@ -1,0 +1,25 @@
+"""``registry dataset init``: create an empty dataset registry (seed 002's repo shape)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..atomic import Transaction
+from ..dataset import store
+from ..dataset.layout import GITATTRIBUTES
+from ..dataset.models import DatasetIndex, DatasetInfo
+from ..repo import GITATTRIBUTES_NAME, INDEX_NAME, Repo, render_index
+from .init import create_registry
+
+
+def init_dataset(root: Path, title: str | None = None, license: str | None = None) -> Repo:
+    """index.json (``kind: dataset``), .gitattributes (jsonl and logs through LFS), the card, SHA256SUMS."""
+    info = DatasetInfo(license=license) if title is None else DatasetInfo(title=title, license=license)
+    index = DatasetIndex(dataset=info)
+
+    def stage(repo: Repo, txn: Transaction) -> None:
+        txn.write(INDEX_NAME, render_index(index))
+        txn.write(GITATTRIBUTES_NAME, GITATTRIBUTES.encode())
+        store.stage_derived(repo, txn, index, absorb=True)
+
+    return create_registry(root, stage)
