@@ -10,7 +10,6 @@ checks the model side (every entry's data is a version, still with those bytes);
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from functools import cache
 
 from ..errors import Problem
 from ..models import Index
@@ -43,7 +42,15 @@ def citing_problems(models: Index, dataset: DatasetIndex, where: str, actual: Ca
     """The model side: every entry that cites this dataset names a version by its sha256 and name,
     and (``actual``: the trained file's sha256 now, None when unknown) the file still has those bytes."""
     versions = dataset.by_data_sha()
-    now = cache(actual) if actual else None
+    seen: dict[str, str | None] = {}  # the trained file's sha256 now, by version: each read once
+
+    def now(version: DataVersion) -> str | None:
+        if actual is None:
+            return None
+        if version.version not in seen:
+            seen[version.version] = actual(version)
+        return seen[version.version]
+
     for entry in models.entries:
         if not _cites(entry.data.dataset_repo, dataset.dataset.repo_id):
             continue
@@ -53,7 +60,7 @@ def citing_problems(models: Index, dataset: DatasetIndex, where: str, actual: Ca
             yield Problem("link.data-not-in-dataset", entry.path, f"was trained on data {data.version} sha256 {data.sha256[:12]}…, which is no version of {where}", "record the data sha256 the trainer really read (train.json), or add that version to the dataset registry")
         elif version.version != data.version:
             yield Problem("link.version-mismatch", entry.path, f"says data version {data.version}, but sha256 {data.sha256[:12]}… is version {version.version} of {where}", f"record data version {version.version}")
-        elif now is not None and (found := now(version)) is not None and found != data.sha256:
+        elif (found := now(version)) is not None and found != data.sha256:
             yield Problem(
                 "link.data-changed", f"{where}/{version.version}/{version.trained_file.path}",
                 f"the file {entry.path} was trained on now has sha256 {found[:12]}…, not the {data.sha256[:12]}… the weight cites",
