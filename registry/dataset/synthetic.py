@@ -123,10 +123,10 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
     (folder / "pack.log").write_text(f"packed {spec.train_rows} train / {spec.validation_rows} validation rows; dropped {spec.dropped_rows * 2} over 8128 tokens\n")
     (folder / f"{spec.version}-segcheck.log").write_text("tokenizer round-trip: rwkv_vocab_v20230424.txt, 0 mismatches\n")
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != RELEASE_MANIFEST)
-    release = {"version": spec.version, "files": {rel: _sha(folder / rel) for rel in files}}
-    (folder / RELEASE_MANIFEST).write_text(json.dumps(release, indent=2) + "\n")
+    hashes = {rel: _sha(folder / rel) for rel in files}
+    (folder / RELEASE_MANIFEST).write_text(json.dumps({"version": spec.version, "files": hashes}, indent=2) + "\n")
     trained = f"dataset/train/{spec.trained_name}"
-    return BuiltVersion(folder, spec, trained, release["files"][trained])
+    return BuiltVersion(folder, spec, trained, hashes[trained])
 
 
 SEED_002 = (  # seed 002's two versions, with tiny row counts
