@@ -68,6 +68,11 @@ class VersionView:
     def bases(self) -> list[str]:
         return sorted({w.weight.base for w in self.weights})
 
+    @property
+    def headline(self) -> list[WeightView]:
+        """The versions table's weights: the recommended ones (seed 002), all when none is."""
+        return [w for w in self.weights if w.weight.recommended] or self.weights
+
     def split_path(self, split: str) -> str:
         return f"{self.version.version}/dataset/{split}/{ROWS_NAME}"
 
