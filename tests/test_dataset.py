@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 
@@ -403,3 +404,20 @@ def test_a_dataset_repo_edited_on_the_hub_is_caught_from_the_model_side(hub_serv
     run("describe", "--method", "state", "--dataset-repo", DATASET_REPO, "--dataset-revision", commit.oid, "-C", models)
     problems = [p for p in validate(models, linked_hub=True) if p.code.startswith("link.")]
     assert [p.code for p in problems] == ["link.data-changed"] and problems[0].file.startswith(f"{DATASET_REPO}@{commit.oid[:12]}/v1.41/")
+
+
+def test_the_pre_commit_hooks_and_the_actions_commands_work_in_a_dataset_repo_unchanged(dataset):
+    from .conftest import user_environment
+
+    project = Path(__file__).resolve().parent.parent
+    hooks = yaml.safe_load((project / ".pre-commit-hooks.yaml").read_text())
+    action = (project / "action.yml").read_text()
+    commands = [hook["entry"].split()[1:] for hook in hooks] + [["validate", "-C", ".", "--json"], ["card", "--check", "-C", "."]]
+    assert 'registry validate -C "$REGISTRY" --json' in action and 'registry card --check -C "$REGISTRY"' in action
+
+    def hook(args: list[str]) -> int:
+        return subprocess.run([sys.executable, "-m", "registry", *args], cwd=dataset, env={**user_environment(), "PYTHONPATH": str(project)}, capture_output=True).returncode
+
+    assert [hook(args) for args in commands] == [0, 0, 0, 0]
+    (dataset / "README.md").write_text((dataset / "README.md").read_text() + "edited by hand\n")
+    assert [hook(args) for args in commands] == [1, 1, 1, 1]

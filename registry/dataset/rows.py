@@ -6,8 +6,8 @@
   pieces dropped), ``train`` true exactly on the spans;
 * train: ``{"text"}``.
 
-Each row gets two digests: of its segments (train flag, length and UTF-8 bytes of every piece)
-and of its text.  A segments or train file carries the same rows as rows.jsonl when the multisets
+Each row gets two digests: of its text (UTF-8), and of its segments (that text digest and the
+length and train flag of every piece: the pieces are the text cut there).  A segments or train file carries the same rows as rows.jsonl when the multisets
 of digests are equal, whatever its order (a shuffled file included).  Memory is bounded by the
 number of rows (one 16-byte digest and a counter per distinct row), never by the file's size; a
 line longer than :data:`MAX_LINE_BYTES` is refused before it is parsed.
@@ -29,6 +29,7 @@ from .models import Wire, wire_hash
 MAX_LINE_BYTES = 256 << 20
 MAX_FINDINGS = 20  # per file: the first problems name their lines, the rest are counted
 Piece = tuple[str, bool]  # (text, train)
+Layout = list[tuple[int, bool]]  # (length in characters, train) of each piece
 Progress = Callable[[int], None]
 
 
@@ -107,18 +108,27 @@ def cut(text: str, spans: list[tuple[int, int]]) -> list[Piece]:
     return pieces
 
 
-def pieces_digest(pieces: list[Piece]) -> bytes:
-    digest = hashlib.sha256()
-    for text, train in pieces:
-        data = text.encode("utf-8", "surrogatepass")
-        digest.update(b"T" if train else b"F")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.digest()[:16]
+def layout(text_length: int, spans: list[tuple[int, int]]) -> Layout:
+    """The lengths and train flags of :func:`cut`'s pieces, without slicing the text."""
+    pieces: Layout = []
+    position = 0
+    for start, end in spans:
+        if start > position:
+            pieces.append((start - position, False))
+        pieces.append((end - start, True))
+        position = end
+    if position < text_length:
+        pieces.append((text_length - position, False))
+    return pieces
 
 
 def text_digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+def segments_digest(text_hash: bytes, pieces: Layout) -> bytes:
+    """A row's segments: its text's digest and where it is cut, with each piece's train flag."""
+    return hashlib.sha256(text_hash + "".join(f"{n}{'T' if train else 'F'}," for n, train in pieces).encode()).digest()[:16]
 
 
 def check_wire(meta: Any, wire: Wire | None) -> None:
@@ -134,27 +144,31 @@ def check_wire(meta: Any, wire: Wire | None) -> None:
         raise RowError(f"meta.wire_canonical {canonical[:60]!r} is not the version's ({wire.canonical[:60]!r})")
 
 
-def parse_row(line: bytes, wire: Wire | None) -> tuple[str, list[Piece]]:
+def parse_row(line: bytes, wire: Wire | None) -> tuple[str, Layout]:
+    """A rows.jsonl line: its text and how its loss spans cut it."""
     row = _object(line)
     text = _text(row.get("text"))
     spans = check_spans(text, row.get("loss_spans"))
     check_wire(row.get("meta"), wire)
-    return text, cut(text, spans)
+    return text, layout(len(text), spans)
 
 
-def parse_segments(line: bytes) -> list[Piece]:
+def parse_segments(line: bytes) -> tuple[str, Layout]:
+    """A segments line: the text its segments join to and how they cut it."""
     segments = _object(line).get("segments")
     if not isinstance(segments, list):
         raise RowError("segments is not a list")
-    pieces: list[Piece] = []
+    texts: list[str] = []
+    pieces: Layout = []
     for number, segment in enumerate(segments):
         if not isinstance(segment, dict) or not isinstance(segment.get("train"), bool):
             raise RowError(f"segment #{number} is not an object with a boolean train")
         text = _text(segment.get("text"), f"segment #{number}'s text")
         if not text:
             raise RowError(f"segment #{number} is empty (segments are the row cut at its loss spans, empty pieces dropped)")
-        pieces.append((text, segment["train"]))
-    return pieces
+        texts.append(text)
+        pieces.append((len(text), segment["train"]))
+    return "".join(texts), pieces
 
 
 def parse_text(line: bytes) -> str:
@@ -216,8 +230,9 @@ def read_rows(path: Path, display: str, wire: Wire | None, progress: Progress | 
             summary.report.add("rows.bad-row", number, str(err), FIX_ROW)
             continue
         if keep:
-            summary.pieces[pieces_digest(pieces)] += 1
-            summary.texts[text_digest(text)] += 1
+            text_hash = text_digest(text)
+            summary.pieces[segments_digest(text_hash, pieces)] += 1
+            summary.texts[text_hash] += 1
     return summary
 
 
@@ -240,7 +255,8 @@ def compare_segments(path: Path, display: str, rows: RowsDigest, rows_name: str,
     def digests() -> Iterator[tuple[int, bytes]]:
         for number, line in _each(path, report, progress):
             try:
-                yield number, pieces_digest(parse_segments(line))
+                text, pieces = parse_segments(line)
+                yield number, segments_digest(text_digest(text), pieces)
             except RowError as err:
                 report.add("rows.bad-segments", number, str(err), FIX_ROW)
 
