@@ -90,9 +90,7 @@ def dataset_template(sources, tmp_path_factory) -> Path:
 
 @pytest.fixture
 def dataset(dataset_template, tmp_path) -> Path:
-    root = tmp_path / "distill"
-    shutil.copytree(dataset_template, root)
-    return root
+    return Path(shutil.copytree(dataset_template, tmp_path / "distill"))
 
 
 def copy_source(built: BuiltVersion, tmp_path: Path) -> BuiltVersion:
@@ -126,9 +124,7 @@ def models_template(sources, tmp_path_factory) -> Path:
 
 @pytest.fixture
 def models(models_template, tmp_path) -> Path:
-    root = tmp_path / "weights"
-    shutil.copytree(models_template, root)
-    return root
+    return Path(shutil.copytree(models_template, tmp_path / "weights"))
 
 
 def codes(problems) -> list[str]:

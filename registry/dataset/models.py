@@ -22,6 +22,7 @@ from ..models import (
     Localized,
     Method,
     _Strict,
+    distinct_languages,
     path_problem,
 )
 
@@ -119,19 +120,12 @@ class DatasetInfo(_Strict):
     title: str = "RWKV-7 training data"
     license: str | None = None
     repo_id: str | None = None
-    languages: list[Language] = Field(default_factory=lambda: list(BILINGUAL), min_length=1, max_length=2, description="The card's languages, in order")
+    languages: Annotated[list[Language], AfterValidator(distinct_languages)] = Field(default_factory=lambda: list(BILINGUAL), min_length=1, max_length=2, description="The card's languages, in order")
     data_languages: list[Annotated[str, Field(pattern=r"^[a-z]{2,3}$")]] = Field(default_factory=lambda: ["zh", "en"], description="Languages of the rows (the Hub's language metadata)")
     task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])
     tags: list[str] = Field(default_factory=lambda: ["rwkv", "rwkv-7", "agent", "distillation"])
     summary: Localized = Field(default_factory=Localized)
     attribution: Localized = Field(default_factory=Localized)
-
-    @field_validator("languages")
-    @classmethod
-    def _distinct(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError("a language is listed twice")
-        return value
 
 
 class DatasetIndex(_Strict):
