@@ -94,7 +94,14 @@ class Repo:
             return handle.read()
 
     def load_index(self) -> Index:
-        return load_model(self.refuse_link(self.index_path), Index, INDEX_NAME)
+        try:
+            return load_model(self.refuse_link(self.index_path), Index, INDEX_NAME)
+        except RegistryError as err:
+            from .dataset.store import is_dataset
+
+            if err.code == "schema.invalid" and is_dataset(self.root):
+                raise RegistryError("layout.dataset-registry", INDEX_NAME, 'this is a dataset registry ("kind": "dataset"), and the command works on model registries', "use the `registry dataset …` commands here, or pass the model registry with -C") from err
+            raise
 
     def rel(self, path: Path) -> str:
         return path.absolute().relative_to(self.root).as_posix()

@@ -417,3 +417,11 @@ def test_the_pre_commit_hooks_and_the_actions_commands_work_in_a_dataset_repo_un
     assert [hook(args) for args in commands] == [0, 0, 0, 0]
     (dataset / "README.md").write_text((dataset / "README.md").read_text() + "edited by hand\n")
     assert [hook(args) for args in commands] == [1, 1, 1, 1]
+
+
+def test_commands_of_the_other_kind_say_which_registry_they_need(dataset, models):
+    before = snapshot(dataset)
+    assert "this is a dataset registry" in run("set", "title", "x", "-C", dataset, code=3).output
+    assert "a dataset's published files are not rewritten" in run("validate", dataset, "--allow-rewrite", "because", code=3).output
+    assert snapshot(dataset) == before
+    assert "this is a model registry" in run("dataset", "set", "title", "x", "-C", models, code=3).output

@@ -30,6 +30,8 @@ def is_dataset(root: Path) -> bool:
 
 
 def load(repo: Repo) -> DatasetIndex:
+    if not is_dataset(repo.root) and repo.index_path.is_file():
+        raise RegistryError("layout.model-registry", INDEX_NAME, 'this is a model registry (no "kind": "dataset" in index.json)', "pass a dataset registry with -C (`registry dataset init` creates one)")
     return load_model(repo.refuse_link(repo.index_path), DatasetIndex, INDEX_NAME)
 
 

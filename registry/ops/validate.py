@@ -355,6 +355,10 @@ def allow_rewrite(root: Path, reason: str) -> Adopted:
     ``registry add``), then refresh the derived files (index.json, card, evaluation.json,
     SHA256SUMS) in one transaction.  A refusal changes nothing."""
     repo = Repo.open(root)
+    from ..dataset.store import is_dataset
+
+    if is_dataset(repo.root):
+        raise RegistryError("dataset.no-rewrite", INDEX_NAME, "a dataset's published files are not rewritten in place", "restore the published bytes: changed data is a new version (`registry dataset add`), trained into new weights")
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))

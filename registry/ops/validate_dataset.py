@@ -65,7 +65,7 @@ def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path 
             by_version[placed.version][placed.rel] = ctx.digests[rel]
     for version in index.versions:
         folder = repo.root / version.version
-        findings += version_problems(version, by_version[version.version], folder.joinpath)
+        findings += version_problems(version, by_version[version.version], folder.joinpath, progress)
     findings += card_problems(index, store.current_card(repo))
     if linked is not None:
         models = local_models(linked)
