@@ -7,6 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from registry.cli import main
@@ -79,10 +80,14 @@ def test_readme_has_the_two_quickstart_commands_and_ci_runs_the_test_one():
 
 def test_every_command_has_help():
     runner = CliRunner()
-    for name, command in main.commands.items():
-        result = runner.invoke(main, [name, "--help"])
-        assert result.exit_code == 0 and command.help and len(result.output) > 80, name
-        assert "--json" in result.output and "-C, --registry" in result.output, name
+    commands = [([name], command) for name, command in main.commands.items()]
+    for path, command in commands:
+        result = runner.invoke(main, [*path, "--help"])
+        assert result.exit_code == 0 and command.help and len(result.output) > 80, path
+        if isinstance(command, click.Group):  # a group (registry dataset …): each of its commands
+            commands += [([*path, name], sub) for name, sub in command.commands.items()]
+            continue
+        assert "--json" in result.output and "-C, --registry" in result.output, path
 
 
 def test_pre_commit_hooks_file_is_the_one_documented():
