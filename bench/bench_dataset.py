@@ -9,7 +9,9 @@ the packing input), then measures, each in a fresh process with its peak RSS (Vm
 * ``add``: ``registry dataset add`` into a new dataset registry (copy + hash + check + commit);
 * ``validate``: ``registry validate`` of that registry, stat cache removed (hash + check);
 
-and ``sha256sum`` of the version's files (warm).  Run: ``python bench/bench_dataset.py [--gb 1] [--dir /tmp/bench-dataset]``.
+and ``sha256sum`` of the version's files (warm).  Then ``check`` again on a version of many short
+rows (``--many-rows``), whose peak RSS over the first one's gives the memory a row costs (the row
+digests are the only thing that grows).  Run: ``python bench/bench_dataset.py [--gb 1] [--many-rows 400000] [--dir /tmp/bench-dataset]``.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ print("PROBLEMS", len(problems))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, default=1.0, help="about how many GB the version folder holds")
+    parser.add_argument("--many-rows", type=int, default=400_000, help="train rows of the short-row version (memory per row)")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/bench-dataset"))
     args = parser.parse_args()
     shutil.rmtree(args.dir, ignore_errors=True)
@@ -97,7 +100,20 @@ def main() -> None:
         "check_s": round(t_check, 2), "check_MBps": round(size / t_check / 1e6, 1), "check_vs_sha256sum": round(t_sha / t_check, 2), "check_peak_rss_MiB": round(rss_check / MIB, 1),
         "add_s": round(t_add, 2), "add_vs_sha256sum": round(t_sha / t_add, 2), "add_peak_rss_MiB": round(rss_add / MIB, 1),
         "validate_uncached_s": round(t_validate, 2), "validate_vs_sha256sum": round(t_sha / t_validate, 2), "validate_peak_rss_MiB": round(rss_validate / MIB, 1),
-        "peak_rss_of_version_bytes": f"{rss_validate / size:.2%}", "version_GiB": round(size / GIB, 2),
+        "version_GiB": round(size / GIB, 2),
+    })  # fmt: skip
+    shutil.rmtree(args.dir)
+    args.dir.mkdir()
+    many = VersionSpec("v1.41", "off", train_rows=args.many_rows, validation_rows=2, trained_name="segments-1-41.jsonl", row_chars=60, dropped_rows=0)
+    short = build_version(args.dir / "final-20261013", many)
+    many_registry = args.dir / "distill"
+    child_peak_rss(ADD, str(many_registry), json.dumps({**request, "source": str(short.folder), "version": many.version, "thinking": many.thinking, "trained_file": short.trained_path,
+                   "trained_sha256": short.trained_sha256, "train_rows": many.train_rows, "validation_rows": many.validation_rows, "wire_canonical": many.wire_canonical, "wire_hash": short.wire_hash}))
+    t_many, rss_many, out_many = child_peak_rss(CHECK, str(many_registry / "v1.41"), str(many_registry / "index.json"))
+    assert "PROBLEMS 0" in out_many, out_many
+    report("memory per row: check of a version of short rows", {
+        "rows": many.train_rows + many.validation_rows, "version_bytes": folder_bytes(short.folder), "check_s": round(t_many, 2), "check_peak_rss_MiB": round(rss_many / MIB, 1),
+        "bytes_per_row_over_the_long_row_check": round((rss_many - rss_check) / (many.train_rows + many.validation_rows - rows)),
     })  # fmt: skip
     shutil.rmtree(args.dir)
 
