@@ -208,6 +208,8 @@ def check_immutable(ctx: Context) -> Iterator[Problem]:
 
 def check_dataset_links(ctx: Context) -> Iterator[Problem]:
     """Every entry's data sha256 against a linked dataset registry (``--linked``, ``--linked-hub``)."""
+    if not (ctx.options.get("linked") or ctx.options.get("linked_hub")):
+        return  # the pre-commit hook's plain validate: no link, nothing more to import
     from .validate_dataset import model_link_findings
 
     yield from model_link_findings(ctx.index, ctx.options)

@@ -21,7 +21,6 @@ from ..dataset.card import card_problems
 from ..dataset.layout import VersionPath, place
 from ..dataset.links import citing_problems, listed_problems
 from ..dataset.models import DatasetIndex, DataVersion
-from ..dataset.remote import fetch_index
 from ..dataset.versions import version_problems
 from ..errors import Problem, RegistryError
 from ..hashing import StatCache, hash_file
@@ -73,6 +72,8 @@ def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path 
             if source.repo_id in (None, models.registry.repo_id):
                 findings += listed_problems(index, source, models, str(linked))
     if linked_hub:
+        from ..dataset.remote import fetch_index  # the Hub client, only for a check against the Hub
+
         for source in index.models:
             if source.repo_id and source.revision:
                 remote, _, _ = fetch_index(source.repo_id, source.revision, "model", Index)
@@ -118,6 +119,8 @@ def model_link_findings(index: Index, options: dict) -> Iterator[Problem]:
         repo, dataset = local_dataset(Path(linked))
         yield from citing_problems(index, dataset, str(linked), lambda version: _trained_sha(repo, version))
     if options.get("linked_hub"):
+        from ..dataset.remote import fetch_index
+
         pinned = sorted({(e.data.dataset_repo, e.data.dataset_revision) for e in index.entries if e.data.dataset_repo and e.data.dataset_revision})
         for repo_id, revision in pinned:
             assert repo_id is not None and revision is not None
