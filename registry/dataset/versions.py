@@ -69,7 +69,7 @@ def _split_manifest_problems(version: DataVersion, split: str, rows: int, locate
     return problems
 
 
-def _count(version: DataVersion, display: str, found: int, stated: int, option: str) -> list[Problem]:
+def _count(display: str, found: int, stated: int, option: str) -> list[Problem]:
     if found == stated:
         return []
     return [Problem("version.count-mismatch", display, f"holds {found} rows but {option} says {stated}", f"pass {option} {found}, or restore the file")]
@@ -93,10 +93,10 @@ def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], 
             reports.append(compare_texts(locate(rel), display, rows, ROWS_NAME, progress))
     stated, option = (version.train_rows, "--train-rows") if split == "train" else (version.validation_rows, "--validation-rows")
     problems = [p for report in reports for p in report.findings()]
-    problems += _count(version, rows.report.display, rows.report.rows, stated, option)
+    problems += _count(rows.report.display, rows.report.rows, stated, option)
     trained = next((r for r in reports if r.display == f"{version.version}/{version.trained_file.path}"), None)
     if split == "train" and trained is not None and trained is not rows.report:
-        problems += _count(version, trained.display, trained.rows, stated, option)
+        problems += _count(trained.display, trained.rows, stated, option)
     if f"{folder}/{SPLIT_MANIFEST}" in files:
         problems += _split_manifest_problems(version, split, rows.report.rows, locate)
     return problems

@@ -27,7 +27,7 @@ from ..hashing.engine import Progress
 from ..models import Localized, path_problem
 from ..pinned import pinned
 from ..repo import INDEX_NAME, Repo, render_index
-from .add import _copy_hashing
+from .add import copy_hashing
 
 OPTIONS = {
     "version": "--version", "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher",
@@ -111,7 +111,7 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
             for number, rel in enumerate(files):
                 staged[rel] = txn.staging / f"dataset-{os.getpid()}-{number}.part"
                 with pinned(Path(request.source) / rel, "version file") as source:
-                    digests[rel] = _copy_hashing(source, staged[rel], progress)
+                    digests[rel] = copy_hashing(source, staged[rel], progress)
                     sizes[rel] = source.stat.st_size
             version = _version(request, sizes)
             problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress)]
