@@ -256,7 +256,7 @@ def validate(root: Path, progress: Progress | None = None, **options) -> list[Pr
     if is_dataset(repo.root):  # "kind": "dataset": seed 002's repo shape (registry/dataset/)
         from .validate_dataset import validate_dataset
 
-        return validate_dataset(repo, progress, **options)
+        return validate_dataset(repo, progress, options.get("linked"), bool(options.get("linked_hub")))
     scan = scan_tree(repo.root)
     findings, index = check_index(repo)
     if index is None:
