@@ -425,3 +425,24 @@ def test_commands_of_the_other_kind_say_which_registry_they_need(dataset, models
     assert "a dataset's published files are not rewritten" in run("validate", dataset, "--allow-rewrite", "because", code=3).output
     assert snapshot(dataset) == before
     assert "this is a model registry" in run("dataset", "set", "title", "x", "-C", models, code=3).output
+
+
+def test_a_version_folder_missing_a_required_file_or_with_a_wrong_manifest_is_refused(dataset, sources, tmp_path):
+    source = copy_source(sources["v1.41"], tmp_path)
+    (source.folder / "final-stats.json").unlink()
+    manifest = source.folder / "dataset" / "validation" / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "rows": 5}))
+    before = snapshot(dataset)
+    problems = json.loads(run(*add_args(source, dataset, **{"--version": "v1.42"}), "--json", code=3).stdout)["problems"]
+    found = {(p["code"], p["file"]) for p in problems}
+    assert ("version.missing-file", f"{source.folder}/final-stats.json") in found
+    assert ("version.count-mismatch", f"{source.folder}/dataset/validation/manifest.json") in found
+    assert ("version.manifest-mismatch", f"{source.folder}/dataset/validation/manifest.json") in found  # the release manifest saw the old bytes
+    assert snapshot(dataset) == before
+
+
+def test_a_weight_citing_one_versions_data_under_another_versions_name_is_caught(dataset, models, sources, tmp_path):
+    base = json.loads((models / "index.json").read_text())["bases"][0]["name"]
+    wrong = add_weight(models, AddRequest(make_state_file(tmp_path / "s8.pth", SMALL, seed=8), base, "state", "v1.42", train_json(tmp_path / "t8.json", sources["v2.1"].trained_sha256)))
+    problems = [(p.code, p.file) for p in validate(models, linked=dataset) if p.code.startswith("link.")]
+    assert problems == [("link.version-mismatch", wrong.path)]
