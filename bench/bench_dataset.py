@@ -7,7 +7,8 @@ the packing input), then measures, each in a fresh process with its peak RSS (Vm
 * ``check``: :func:`registry.dataset.versions.version_problems` alone (every row parsed, spans and
   wire hash checked, segments and text multisets compared), the files warm in the page cache;
 * ``add``: ``registry dataset add`` into a new dataset registry (copy + hash + check + commit);
-* ``validate``: ``registry validate`` of that registry, stat cache removed (hash + check);
+* ``validate``: ``registry validate`` of that registry, stat cache removed (hash + check), then
+  again unchanged (what the pre-commit hook pays on the next commit: stat cache, checked versions);
 
 and ``sha256sum`` of the version's files (warm).  Then ``check`` again on a version of many short
 rows (``--many-rows``), whose peak RSS over the first one's gives the memory a row costs (the row
@@ -94,12 +95,15 @@ def main() -> None:
     (registry / ".registry" / "statcache.json").unlink(missing_ok=True)
     t_validate, rss_validate, out_validate = child_peak_rss(VALIDATE, str(registry))
     assert "PROBLEMS 0" in out_validate, out_validate
+    t_again, rss_again, out_again = child_peak_rss(VALIDATE, str(registry))
+    assert "PROBLEMS 0" in out_again, out_again
     rows = spec.train_rows + spec.validation_rows
     report("dataset version: three row forms checked vs sha256sum", {
         "version_bytes": size, "version_files": len(files), "rows": rows, "sha256sum_s": round(t_sha, 2),
         "check_s": round(t_check, 2), "check_MBps": round(size / t_check / 1e6, 1), "check_vs_sha256sum": round(t_sha / t_check, 2), "check_peak_rss_MiB": round(rss_check / MIB, 1),
         "add_s": round(t_add, 2), "add_vs_sha256sum": round(t_sha / t_add, 2), "add_peak_rss_MiB": round(rss_add / MIB, 1),
         "validate_uncached_s": round(t_validate, 2), "validate_vs_sha256sum": round(t_sha / t_validate, 2), "validate_peak_rss_MiB": round(rss_validate / MIB, 1),
+        "revalidate_unchanged_s": round(t_again, 2), "revalidate_unchanged_peak_rss_MiB": round(rss_again / MIB, 1),
         "version_GiB": round(size / GIB, 2),
     })  # fmt: skip
     shutil.rmtree(args.dir)

@@ -446,3 +446,18 @@ def test_a_weight_citing_one_versions_data_under_another_versions_name_is_caught
     wrong = add_weight(models, AddRequest(make_state_file(tmp_path / "s8.pth", SMALL, seed=8), base, "state", "v1.42", train_json(tmp_path / "t8.json", sources["v2.1"].trained_sha256)))
     problems = [(p.code, p.file) for p in validate(models, linked=dataset) if p.code.startswith("link.")]
     assert problems == [("link.version-mismatch", wrong.path)]
+
+
+def test_an_unchanged_version_is_not_read_again_but_any_change_is(dataset, monkeypatch):
+    import registry.ops.validate_dataset as validating
+
+    assert validate(dataset) == []
+    calls = []
+    real = validating.version_problems
+    monkeypatch.setattr(validating, "version_problems", lambda version, *args: calls.append(version.version) or real(version, *args))
+    assert validate(dataset) == [] and calls == []  # the pre-commit hook's second run: no row read
+    rows = dataset / "v2.1" / "dataset" / "validation" / "rows.jsonl"
+    edit_line(rows, 1, lambda row: {**row, "loss_spans": [[0, len(row["text"]) + 5]]})
+    write_sums(dataset)
+    assert "rows.bad-row" in codes(validate(dataset)) and calls == ["v2.1"]
+    assert "rows.bad-row" in codes(validate(dataset)) and calls == ["v2.1", "v2.1"]  # a failure is not remembered

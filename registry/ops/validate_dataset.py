@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..dataset import store
 from ..dataset.card import card_problems
+from ..dataset.checked import CheckedVersions, check_key
 from ..dataset.layout import VersionPath, place
 from ..dataset.links import citing_problems, listed_problems
 from ..dataset.models import DatasetIndex, DataVersion
@@ -30,7 +31,7 @@ from ..models import Index
 from ..repo import INDEX_NAME, Repo
 from ..schemas import read_json, schema_errors
 
-LINK_OPTIONS = ("linked", "linked_hub")
+CHECKED_NAME = "dataset-checked.json"  # in .registry/: versions whose row check passed (registry.dataset.checked)
 
 
 def _index(repo: Repo) -> tuple[list[Problem], DatasetIndex | None]:
@@ -62,9 +63,16 @@ def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path 
             findings.append(placed)
         elif isinstance(placed, VersionPath) and rel in ctx.digests:
             by_version[placed.version][placed.rel] = ctx.digests[rel]
+    checked = CheckedVersions(repo.private / CHECKED_NAME)
     for version in index.versions:
-        folder = repo.root / version.version
-        findings += version_problems(version, by_version[version.version], folder.joinpath, progress)
+        files = by_version[version.version]
+        key = check_key(version, files)
+        if checked.is_clean(version.version, key):
+            continue  # these statements, these bytes, these rules: checked clean before
+        problems = version_problems(version, files, (repo.root / version.version).joinpath, progress)
+        checked.record(version.version, None if problems else key)
+        findings += problems
+    checked.save()
     findings += card_problems(index, store.current_card(repo))
     if linked is not None:
         models = local_models(linked)
