@@ -25,11 +25,12 @@ def ignore_private(existing: bytes | None) -> bytes | None:
     return None if any(rule == PRIVATE_DIR or rule.startswith(f"{PRIVATE_DIR}/") for rule in rules) else _appended(existing, [IGNORE_LINE])
 
 
-def lfs_attributes(existing: bytes | None) -> bytes | None:
-    """``.gitattributes`` routing ``*.pth`` and ``*.safetensors`` through LFS (the Hub's own default
-    file already does; a user's other lines are kept)."""
+def lfs_attributes(existing: bytes | None, wanted: str = GITATTRIBUTES) -> bytes | None:
+    """``.gitattributes`` routing the ``wanted`` patterns through LFS (a model registry's
+    ``*.pth`` and ``*.safetensors``, which the Hub's own default file already routes; a user's
+    other lines are kept)."""
     if existing is None:
-        return GITATTRIBUTES.encode()
+        return wanted.encode()
     present = {line.split()[0] for line in existing.decode("utf-8", errors="replace").splitlines() if "filter=lfs" in line}
-    missing = [line for line in GITATTRIBUTES.splitlines() if line.split()[0] not in present]
+    missing = [line for line in wanted.splitlines() if line.split()[0] not in present]
     return _appended(existing, missing) if missing else None

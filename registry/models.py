@@ -317,9 +317,14 @@ class RegistryInfo(_Strict):
     @field_validator("languages")
     @classmethod
     def _distinct(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError("a language is listed twice")
-        return value
+        return distinct_languages(value)
+
+
+def distinct_languages(value: list[str]) -> list[str]:
+    """The card's languages, refused when one is listed twice (a model or a dataset card)."""
+    if len(set(value)) != len(value):
+        raise ValueError("a language is listed twice")
+    return value
 
 
 class Index(_Strict):

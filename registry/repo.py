@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from .atomic import JOURNAL_NAME, PRIVATE_DIR, registry_lock
 from .errors import Problem, RegistryError
 from .models import Entry, Index
@@ -22,8 +24,8 @@ GITATTRIBUTES_NAME = ".gitattributes"
 GITATTRIBUTES = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
 
 
-def render_index(index: Index) -> bytes:
-    """Deterministic bytes for index.json: stable key order, 2-space indent, UTF-8, final LF, finite numbers only."""
+def render_index(index: BaseModel) -> bytes:
+    """Deterministic bytes for index.json (a model registry's or a dataset registry's): stable key order, 2-space indent, UTF-8, final LF, finite numbers only."""
     data = index.model_dump(mode="json")
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
@@ -97,7 +99,14 @@ class Repo:
             return handle.read()
 
     def load_index(self) -> Index:
-        return load_model(self.refuse_link(self.index_path), Index, INDEX_NAME)
+        try:
+            return load_model(self.refuse_link(self.index_path), Index, INDEX_NAME)
+        except RegistryError as err:
+            from .dataset.store import is_dataset
+
+            if err.code == "schema.invalid" and is_dataset(self.root):
+                raise RegistryError("layout.dataset-registry", INDEX_NAME, 'this is a dataset registry ("kind": "dataset"), and the command works on model registries', "use the `registry dataset …` commands here, or pass the model registry with -C") from err
+            raise
 
     def rel(self, path: Path) -> str:
         return path.absolute().relative_to(self.root).as_posix()

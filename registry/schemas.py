@@ -33,7 +33,9 @@ def extra_models() -> dict[str, type[BaseModel]]:
 
 
 def all_models() -> dict[str, type[BaseModel]]:
-    models = dict(MODELS)
+    from .dataset.models import DatasetIndex  # a dataset registry's index.json (registry/dataset/)
+
+    models: dict[str, type[BaseModel]] = {**MODELS, "dataset-index": DatasetIndex}
     try:
         models.update(extra_models())
     except ImportError:

@@ -152,5 +152,6 @@ class SignaturePolicy:
     def folder_problems(self, repo: Repo, sums: Mapping[str, str]) -> list[Problem]:
         """:meth:`problems` for a registry folder whose SHA256SUMS (``sums``) was checked against its bytes."""
         path = repo.root / SIGNATURE_NAME
-        data = repo.read_bytes(path) if path.is_file() else None
-        return self.problems(data, sums, repo.read_bytes(repo.sums_path), repo.load_index().registry.signer)
+        if not path.is_file():  # nothing to check against a signer (a dataset registry records none)
+            return self.problems(None, sums, b"", None)
+        return self.problems(repo.read_bytes(path), sums, repo.read_bytes(repo.sums_path), repo.load_index().registry.signer)

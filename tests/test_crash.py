@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 
 from registry.atomic import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
+from registry.dataset.models import wire_hash
+from registry.dataset.synthetic import SEED_002, build_version
 from registry.published import record_published
 from registry.repo import Repo
 from registry.sums import parse_sums
@@ -105,6 +107,20 @@ def _hand_made(reg: Path, inputs: Path) -> None:
     subprocess.run("find * -type f | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=reg, check=True)
 
 
+DATA_SPEC = SEED_002[0]  # seed 002's v1.41, tiny
+
+
+def _dataset_add(reg: Path, inputs: Path) -> list[str | Path]:
+    folder = inputs / "final-20261013"
+    trained = f"dataset/train/{DATA_SPEC.trained_name}"
+    sha = json.loads((folder / "release-manifest.json").read_text())["files"][trained]
+    return [
+        "dataset", "add", folder, "-C", reg, "--version", DATA_SPEC.version, "--date", "2026-10-13", "--thinking", DATA_SPEC.thinking, "--teacher", "DeepSeek v4 Flash",
+        "--trained-file", trained, "--trained-sha256", sha, "--train-rows", str(DATA_SPEC.train_rows), "--validation-rows", str(DATA_SPEC.validation_rows),
+        "--wire-canonical", DATA_SPEC.wire_canonical, "--wire-hash", wire_hash(DATA_SPEC.wire_canonical), "--vocab", "rwkv_vocab_v20230424.txt",
+    ]  # fmt: skip
+
+
 SCENARIOS = [
     Scenario("add-base", lambda reg, inputs: registry("init", reg), lambda reg, inputs: ["add-base", inputs / "rwkv7-crash-20260101.pth", "-C", reg]),
     Scenario("add-state", _base, lambda reg, inputs: ["add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json"]),
@@ -118,6 +134,7 @@ SCENARIOS = [
     Scenario("describe", _with_state, lambda reg, inputs: ["describe", STATE_PATH, "-C", reg, "--lang", "en", "--notes", "the recommended State"]),
     Scenario("validate-allow-rewrite", _published_then_changed, lambda reg, inputs: ["validate", "-C", reg, "--allow-rewrite", "fixed a typo"]),
     Scenario("adopt", _hand_made, lambda reg, inputs: ["adopt", reg, "--base-file", inputs / "rwkv7-crash-20260101.pth"]),
+    Scenario("dataset-add", lambda reg, inputs: registry("dataset", "init", reg), _dataset_add),
 ]
 
 
@@ -130,6 +147,7 @@ def inputs(tmp_path_factory) -> Path:
     make_base_checkpoint(directory / "rwkv7-crashgate-20260101.pth", GATE)
     make_state_file(directory / "g1.pth", GATE)
     train_json(directory / "train.json")
+    build_version(directory / "final-20261013", DATA_SPEC)
     return directory
 
 

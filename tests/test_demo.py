@@ -7,32 +7,54 @@ import re
 import subprocess
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from registry.cli import main
+from registry.dataset.models import DatasetIndex
 from registry.models import Index
 from registry.ops.validate import validate
 
 PROJECT = Path(__file__).resolve().parent.parent
+# Seed 002's card, as the demo's dataset card must carry it (hashes and paths of the tiny stand-ins aside).
+SEED002_FACTS = (
+    "# RWKV-Agent 蒸馏训练集", "language:\n- zh\n- en", "task_categories:\n- text-generation", "config_name: v2.1\n  default: true",
+    "path: v1.41/dataset/validation/rows.jsonl", "## 版本", "| v2.1 | 2026-10-18 | 带思考（g1k-think） | 5512 / 148 | Qwen3.7-Flash |",
+    "| v1.41 | 2026-10-13 | 不带思考（g1k） | 3662 / 118 | DeepSeek v4 Flash |", "MiSS r16-lr2e-5-e2 |", "State v141b-s1224 |",
+    "## 与基模的关系", "训练数据不绑定某个基模", "meta.wire_canonical", "thinking=off", "thinking=full", "nudge=think", "rwkv_vocab_v20230424.txt",
+    "## 目录", "dataset/train/segments-1-41.jsonl", "dataset/train/segments-shuffled.jsonl", "train-rows.jsonl, validation-rows.jsonl",
+    "final-stats.json, release-manifest.json", "## 数据格式", "**rows.jsonl**", "**segments\\*.jsonl**", "**train.jsonl**",
+    "### v1.41（3780 行）", "### v2.1（5660 行）", "base700（80 行）", "打乱种子 20261017", "## 已知问题", "meta.seeded_from_test 为 true",
+    "「我是 Qwen」", "本仓库尚未指定许可证。", "请自行确认各家服务条款", "`No-22/rwkv-agent-weights`", "sha256sum -c SHA256SUMS",
+)
 
 
-def test_demo_builds_both_seed_shaped_registries_and_ends_valid(tmp_path):
+def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(tmp_path):
     result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo"), "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     steps = [s["step"] for s in document["steps"]]
-    for expected in ("build", "init", "add-base", "add", "describe", "score", "convert", "smoke", "publish --dry-run", "validate"):
+    for expected in ("build", "init", "add-base", "add", "describe", "score", "convert", "smoke", "publish --dry-run", "validate", "dataset init", "dataset add", "dataset link"):
         assert expected in steps
-    assert steps[-1] == "validate" and steps.count("validate") == 2
+    assert steps[-2:] == ["validate --linked", "validate --linked"] and steps.count("validate") == 2
     registries = {name: Path(path) for name, path in document["registries"].items()}
-    assert registries == {"seed001": tmp_path / "demo" / "registry", "seed000": tmp_path / "demo" / "finetune-registry"}
+    assert registries == {"seed001": tmp_path / "demo" / "registry", "seed000": tmp_path / "demo" / "finetune-registry", "seed002": tmp_path / "demo" / "dataset-registry"}
     methods = {}
     for name, root in registries.items():
         assert validate(root) == []
-        index = Index.model_validate_json((root / "index.json").read_text())
-        methods[name] = ({e.method for e in index.entries}, index.registry.languages)
         subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=root, check=True)
+        if name != "seed002":
+            index = Index.model_validate_json((root / "index.json").read_text())
+            methods[name] = ({e.method for e in index.entries}, index.registry.languages)
     assert methods == {"seed001": ({"state", "miss"}, ["zh"]), "seed000": ({"full"}, ["en"])}
+    # the weights cite the dataset's versions by the sha256 of the file the trainer read, and the dataset card lists them
+    dataset = DatasetIndex.model_validate_json((registries["seed002"] / "index.json").read_text())
+    cited = {(e.data.version, e.data.sha256) for e in Index.model_validate_json((registries["seed001"] / "index.json").read_text()).entries}
+    assert cited == {(v.version, v.trained_file.sha256) for v in dataset.versions}
+    assert validate(registries["seed001"], linked=registries["seed002"]) == [] and validate(registries["seed002"], linked=registries["seed001"]) == []
+    card = (registries["seed002"] / "README.md").read_text()
+    missing = [fact for fact in SEED002_FACTS if fact not in card]
+    assert not missing, missing
 
 
 def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(tmp_path):
@@ -58,10 +80,14 @@ def test_readme_has_the_two_quickstart_commands_and_ci_runs_the_test_one():
 
 def test_every_command_has_help():
     runner = CliRunner()
-    for name, command in main.commands.items():
-        result = runner.invoke(main, [name, "--help"])
-        assert result.exit_code == 0 and command.help and len(result.output) > 80, name
-        assert "--json" in result.output and "-C, --registry" in result.output, name
+    commands = [([name], command) for name, command in main.commands.items()]
+    for path, command in commands:
+        result = runner.invoke(main, [*path, "--help"])
+        assert result.exit_code == 0 and command.help and len(result.output) > 80, path
+        if isinstance(command, click.Group):  # a group (registry dataset …): each of its commands
+            commands += [([*path, name], sub) for name, sub in command.commands.items()]
+            continue
+        assert "--json" in result.output and "-C, --registry" in result.output, path
 
 
 def test_pre_commit_hooks_file_is_the_one_documented():

@@ -16,6 +16,7 @@ from typing import Any
 
 import jinja2
 from jinja2.loaders import split_template_path
+from pydantic import BaseModel
 
 from ..errors import RegistryError
 from ..models import Index
@@ -97,10 +98,13 @@ def _template_line(exc: BaseException, template_dir: Path) -> str | None:
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None
 
 
-def _render_body(template_dir: Path, context: dict[str, Any]) -> str:
+def render_body(template: str, context: dict[str, Any], template_dir: Path | None = None) -> str:
+    """``template`` (the model card's, or the dataset card's) rendered with ``context``; ``template_dir``
+    defaults to the installed package's templates."""
+    template_dir = Path(template_dir or bundled_templates()).absolute()
     fix = _fixer(template_dir)
     try:
-        return environment(template_dir).get_template(MAIN_TEMPLATE).render(context)
+        return environment(template_dir).get_template(template).render(context)
     except jinja2.TemplateSyntaxError as exc:
         where = f"{exc.filename or exc.name}:{exc.lineno}"
         raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", fix("correct the Jinja syntax at that line")) from exc
@@ -108,7 +112,7 @@ def _render_body(template_dir: Path, context: dict[str, Any]) -> str:
         missing = template_dir / exc.name if isinstance(exc.name, str) else template_dir
         raise RegistryError("card.template-missing", missing, "template not found", fix("restore the template")) from exc
     except jinja2.TemplateError as exc:  # undefined names (StrictUndefined), bad filters, ...
-        where = _template_line(exc, template_dir) or str(template_dir / MAIN_TEMPLATE)
+        where = _template_line(exc, template_dir) or str(template_dir / template)
         raise RegistryError("card.template-error", where, f"template error: {exc}", fix("correct the expression at that line (templates see only `view` and `index`)")) from exc
 
 
@@ -128,7 +132,7 @@ def _strings(value: Any, where: str = "$") -> Iterator[tuple[str, str]]:
             yield from _strings(child, f"{where}[{number}]")
 
 
-def _require_renderable(index: Index) -> None:
+def require_renderable(index: BaseModel) -> None:
     """Refuse index text the card cannot carry: text that cannot be written as UTF-8 (json.loads
     turns an escaped lone surrogate, ``"\\ud800"`` in index.json, into a str that has no UTF-8
     encoding), and a hand-written-section marker, which would leave the card with a second one."""
@@ -155,7 +159,7 @@ def render_card(index: Index, existing: str | None, template_dir: Path | None = 
     shows from the tree (train.json, miss.json locations).  The result is a pure function of its
     inputs: no dates, no environment, stable ordering.
     """
-    _require_renderable(index)
+    require_renderable(index)
     view = build_view(index, handwritten.extract(existing, index.registry.languages), facts)
-    body = _render_body(Path(template_dir or bundled_templates()).absolute(), {"view": view, "index": index})
+    body = render_body(MAIN_TEMPLATE, {"view": view, "index": index}, template_dir)
     return f"---\n{front_matter(view)}\n---\n\n{body}"

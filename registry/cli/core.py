@@ -56,7 +56,9 @@ def sums(directory: Path | None, registry: Path, check: bool, as_json: bool) -> 
 @JSON_OPT
 @click.option("--index-only", type=click.Path(dir_okay=False, path_type=Path), help="Check just this index.json (e.g. the known-bases catalog).")
 @click.option("--allow-rewrite", "rewrite_reason", metavar="REASON", help="Accept changes to already-published files and record REASON in index.json.")
-def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_only: Path | None, rewrite_reason: str | None) -> None:
+@click.option("--linked", type=click.Path(file_okay=False, path_type=Path), help="The other registry of a dataset link: for a model registry the dataset registry its entries cite; for a dataset registry the model registry its card lists.")
+@click.option("--linked-hub", is_flag=True, help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo at the revision the dataset card was derived from.")
+def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_only: Path | None, rewrite_reason: str | None, linked: Path | None, linked_hub: bool) -> None:
     """Check layout, schemas, index cross-references and SHA256SUMS; exit 0 only when clean."""
     from ..ops.validate import allow_rewrite, validate, validate_index_file
 
@@ -71,7 +73,7 @@ def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_on
         report(validate_index_file(index_only), as_json, f"{index_only} is valid")
         return
     with byte_progress("hashing", enabled=not as_json) as bar:
-        problems = validate(root, progress=bar.advance)
+        problems = validate(root, progress=bar.advance, **({"linked": linked} if linked else {}), **({"linked_hub": True} if linked_hub else {}))
     report(problems, as_json, "registry is valid")
 
 

@@ -16,6 +16,7 @@ from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo
 from .sign import PUBLIC_KEY_OPT, REQUIRE_SIGNATURE_OPT
 
 REVISION_OPT = click.option("--revision", default="main", show_default=True, help="Branch to publish to or read from.")
+REPO_TYPE_OPT = click.option("--repo-type", type=click.Choice(["model", "dataset"]), default="model", show_default=True, help="A model repo, or a dataset repo (a dataset registry: `registry dataset`).")
 
 
 def _error_line(problem: Problem) -> None:
@@ -40,9 +41,11 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     """--repo-id, else registry.repo_id from index.json."""
     if repo_id:
         return repo_id
+    from ..dataset import store
     from ..repo import Repo
 
-    configured = Repo.open(registry).load_index().registry.repo_id
+    repo = Repo.open(registry)
+    configured = store.load(repo).dataset.repo_id if store.is_dataset(repo.root) else repo.load_index().registry.repo_id
     if not configured:
         raise RegistryError("args.missing", "--repo-id", "no repo id given and index.json has no registry.repo_id", "pass --repo-id NAMESPACE/NAME")
     return configured
@@ -107,9 +110,19 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @click.option("--trust-files", is_flag=True, help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry adopt --trust-files`.")
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
+@REPO_TYPE_OPT
 @JSON_OPT
 def pull_cmd(
-    repo_id: str, directory: Path | None, registry: Path, revision: str, base_files: tuple[Path, ...], trust_files: bool, require_signature: bool, public_key: Path | None, as_json: bool
+    repo_id: str,
+    directory: Path | None,
+    registry: Path,
+    revision: str,
+    base_files: tuple[Path, ...],
+    trust_files: bool,
+    require_signature: bool,
+    public_key: Path | None,
+    repo_type: str,
+    as_json: bool,
 ) -> None:
     """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place.
     A hand-made repo that is not a registry yet is adopted on the way (`registry adopt`)."""
@@ -119,7 +132,7 @@ def pull_cmd(
 
     signature = SignaturePolicy(public_key, require_signature)
     options = AdoptOptions(base_files=base_files, trust_files=trust_files)
-    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json), signature=signature, adopt_options=options)
+    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json), signature=signature, adopt_options=options, repo_type=repo_type)
     adopted = pulled.adopted
     if as_json:
         emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump(), "adopted": adopted.as_dict() if adopted else None})
@@ -135,15 +148,16 @@ def pull_cmd(
 @REVISION_OPT
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
+@REPO_TYPE_OPT
 @JSON_OPT
-def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, as_json: bool) -> None:
+def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, repo_type: str, as_json: bool) -> None:
     """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights."""
     from ..ops.verify_remote import verify_remote
     from ..repo import find_root
     from ..signature import SignaturePolicy
 
     signature = SignaturePolicy(public_key, require_signature)
-    report = verify_remote(repo_id, revision, find_root(registry), signature=signature)
+    report = verify_remote(repo_id, revision, find_root(registry), signature=signature, repo_type=repo_type)
     if as_json:
         emit_json(report.as_dict())
     else:

@@ -96,9 +96,10 @@ class CommitResult:
 class Hub:
     """One repo at one revision on the Hub."""
 
-    def __init__(self, repo_id: str, revision: str = "main", api: HfApi | None = None):
+    def __init__(self, repo_id: str, revision: str = "main", api: HfApi | None = None, repo_type: str = "model"):
         self.repo_id = check_repo_id(repo_id)
         self.revision = revision
+        self.repo_type = repo_type  # "dataset" for a dataset registry (registry/dataset/)
         self.api = api or HfApi(library_name="rwkv-registry", library_version=__version__)
         if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1":  # set by the CLI: no terminal, or --json
             disable_progress_bars()
@@ -113,7 +114,7 @@ class Hub:
         a commit with ``parent_commit=head`` will be based on.
         """
         with self._errors():
-            head = self.api.repo_info(self.repo_id, revision=self.revision).sha
+            head = self.api.repo_info(self.repo_id, revision=self.revision, repo_type=self.repo_type).sha
         if head is None:  # the Hub always sends it; huggingface_hub types it optional
             raise RegistryError("hub.no-head", self.repo_id, f"the endpoint did not name the commit at {self.revision!r}", "check HF_ENDPOINT: it must be a Hugging Face Hub")
         return ExistingState(self.repo_id, self.revision, head, self.tree(head))
@@ -129,16 +130,16 @@ class Hub:
 
     def tree(self, commit: str) -> dict[str, RemoteFile]:
         with self._errors():
-            items = self.api.list_repo_tree(self.repo_id, recursive=True, revision=commit)
+            items = self.api.list_repo_tree(self.repo_id, recursive=True, revision=commit, repo_type=self.repo_type)
             return {item.path: _remote_file(item) for item in items if isinstance(item, RepoFile)}
 
     def tags(self) -> set[str]:
         with self._errors():
-            return {tag.name for tag in self.api.list_repo_refs(self.repo_id).tags}
+            return {tag.name for tag in self.api.list_repo_refs(self.repo_id, repo_type=self.repo_type).tags}
 
     def create_repo(self) -> None:
         with self._errors():
-            self.api.create_repo(self.repo_id, exist_ok=True)
+            self.api.create_repo(self.repo_id, exist_ok=True, repo_type=self.repo_type)
 
     @contextmanager
     def _upload_errors(self) -> Iterator[None]:
@@ -158,25 +159,25 @@ class Hub:
         then sends none of it again.  hf_xet fills in the sha256 it computed from the bytes it sent."""
         additions = [op for op in operations if isinstance(op, CommitOperationAdd)]
         with self._upload_errors():
-            self.api.preupload_lfs_files(self.repo_id, additions, revision=self.revision, create_pr=create_pr)
+            self.api.preupload_lfs_files(self.repo_id, additions, revision=self.revision, create_pr=create_pr, repo_type=self.repo_type)
 
     def commit(self, operations: Sequence[CommitOperation], message: str, description: str, parent: str, create_pr: bool) -> CommitResult:
         """One commit with every operation, refused by the Hub if ``revision`` moved past ``parent``."""
         with self._upload_errors():
             info = self.api.create_commit(
                 self.repo_id, list(operations), commit_message=message, commit_description=description,
-                revision=self.revision, parent_commit=parent, create_pr=create_pr,
+                revision=self.revision, parent_commit=parent, create_pr=create_pr, repo_type=self.repo_type,
             )  # fmt: skip
         return CommitResult(info.oid, info.commit_url, info.pr_revision, info.pr_url)
 
     def create_tag(self, tag: str, commit: str) -> None:
         with self._errors():
-            self.api.create_tag(self.repo_id, tag=tag, revision=commit)
+            self.api.create_tag(self.repo_id, tag=tag, revision=commit, repo_type=self.repo_type)
 
     def download(self, filename: str, commit: str, local_dir: Path) -> Path:
         with self._errors():
-            return Path(self.api.hf_hub_download(self.repo_id, filename, revision=commit, local_dir=local_dir))
+            return Path(self.api.hf_hub_download(self.repo_id, filename, revision=commit, local_dir=local_dir, repo_type=self.repo_type))
 
     def snapshot(self, commit: str, local_dir: Path) -> None:
         with self._errors():
-            self.api.snapshot_download(self.repo_id, revision=commit, local_dir=local_dir)
+            self.api.snapshot_download(self.repo_id, revision=commit, local_dir=local_dir, repo_type=self.repo_type)

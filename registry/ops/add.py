@@ -111,7 +111,7 @@ def _check_data_sums(request: AddRequest, data_sha: str) -> None:
         )
 
 
-def _copy_hashing(source: Pinned, destination: Path, progress: Progress | None) -> str:
+def copy_hashing(source: Pinned, destination: Path, progress: Progress | None) -> str:
     """Copy while hashing, so a multi-GB weight file is read once."""
     with open(source.stable, "rb") as src, open(destination, "wb") as dst:
         out = HashingWriter(dst)
@@ -164,7 +164,7 @@ def _stage_weight(request: AddRequest, staging: Path, progress: Progress | None)
                 if (linked.st_dev, linked.st_ino) != (source.stat.st_dev, source.stat.st_ino):
                     raise RegistryError("fs.changed", request.file, "the weight file was replaced while it was being added", "run the command again once nothing else writes to it")
                 return staged, hash_file(staged, progress)
-            return staged, _copy_hashing(source, staged, progress)
+            return staged, copy_hashing(source, staged, progress)
     except BaseException:
         _unstage(staged)
         raise

@@ -1,6 +1,6 @@
 """``registry demo``: the whole product, end to end, on tiny built-in RWKV-7 artifacts.
 
-It builds two registries from the facts of the public cards the project grew from:
+It builds three registries from the facts of the public cards the project grew from:
 
 * ``DIR/registry``, shaped like seed 001 (No-22/rwkv-agent-weights): a State file and three MiSS
   runs on one base, the base's own score, a run that was never uploaded as a comparison row, known
@@ -8,6 +8,11 @@ It builds two registries from the facts of the public cards the project grew fro
 * ``DIR/finetune-registry``, shaped like seed 000 (a 13.3B full fine-tune): prompt format, stop
   rules, VRAM hint, a training stage, the dataset at a revision, an evaluation setup and results
   against a baseline; an English card.
+
+* ``DIR/dataset-registry``, shaped like seed 002 (No-22/rwkv-agent-distill): the data the first one
+  was trained on, two versions with seed 002's row counts (generated rows), its card listing the
+  weights trained on each version (``registry dataset link``); the first registry's entries cite
+  its versions' data sha256, and ``validate --linked`` checks both directions.
 
 The weights are tiny random checkpoints (the 7.2B base name is the catalog's, so seed 001's base
 gets a tiny name of its own); hashes of training data, backend versions and seed 000's table values
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -36,6 +41,8 @@ from ..synthetic import TinySpec, make_adapter_file, make_base_state_dict, make_
 from .add import AddRequest, add_weight
 from .add_base import BaseRequest, add_base
 from .convert import convert_entry
+from .dataset_link import link_models
+from .demo_dataset import build_dataset_registry
 from .describe import Description, Target, describe
 from .eval_setup import set_setup
 from .init import init_registry
@@ -97,7 +104,7 @@ MISS_RUNS = (  # run, (initial, final) learning rate, note, exam result (value, 
 UNPUBLISHED = "MiSS v2.0 r16 lr3e-5"
 
 
-def _agent_inputs(inputs: Path) -> dict[str, Path]:
+def _agent_inputs(inputs: Path, data: Mapping[str, str]) -> dict[str, Path]:
     inputs.mkdir(parents=True, exist_ok=True)
     base = save_checkpoint(inputs / f"{AGENT_BASE}.pth", make_base_state_dict(SPEC))
     fingerprint = hash_file(base)
@@ -109,21 +116,22 @@ def _agent_inputs(inputs: Path) -> dict[str, Path]:
         command = f"rwkv_miss_tune --miss_r 16 --miss_alpha 16 --ctx_len 8192 --micro_bsz 8 --epoch_count 2 --lr_init {lr_init} --lr_final {lr_final}"
         runs[run] = {"hyperparameters": {"lr_init": lr_init, "lr_final": lr_final}, "command": command}
     files["train_state"] = _train_json(
-        inputs / "train-state.json", {**LIGHTNING_TRAINER, "name": "rwkv_state_tune"}, DATA_STATE,
+        inputs / "train-state.json", {**LIGHTNING_TRAINER, "name": "rwkv_state_tune"}, data["v1.41"],
         {"ctx_len": 8192, "micro_bsz": 8, "epochs": 3, "lr_init": 0.01, "lr_final": 0.00167},
         "rwkv_state_tune --ctx_len 8192 --micro_bsz 8 --epoch_count 3 --lr_init 0.01 --lr_final 0.00167",
     )  # fmt: skip
     files["train_miss"] = _train_json(
-        inputs / "train-miss.json", {**LIGHTNING_TRAINER, "name": "rwkv_miss_tune"}, DATA_MISS,
+        inputs / "train-miss.json", {**LIGHTNING_TRAINER, "name": "rwkv_miss_tune"}, data["v2.1"],
         {"rank": 16, "alpha": 16, "ctx_len": 8192, "micro_bsz": 8, "epochs": 2},
         "rwkv_miss_tune --miss_r 16 --miss_alpha 16 --ctx_len 8192 --micro_bsz 8 --epoch_count 2", runs,
     )  # fmt: skip
     return files
 
 
-def build_agent_registry(directory: Path, step: Step) -> Built:
-    """A registry with seed 001's facts, through the same functions the commands call."""
-    files = _agent_inputs(directory / "inputs")
+def build_agent_registry(directory: Path, step: Step, data: Mapping[str, str] | None = None) -> Built:
+    """A registry with seed 001's facts, through the same functions the commands call; ``data``:
+    the data sha256 of v1.41 and v2.1 (the demo's dataset registry's; default: stand-ins)."""
+    files = _agent_inputs(directory / "inputs", data or {"v1.41": DATA_STATE, "v2.1": DATA_MISS})
     step("build", f"tiny RWKV-7 base, State and MiSS adapters in {directory / 'inputs'}")
     root = init_registry(directory / "registry", title="RWKV-Agent 权重（State 与 MiSS 适配器）").root
     set_field(root, "languages", ["zh"])
@@ -278,7 +286,10 @@ def run_demo(directory: Path, echo: Echo | None = None) -> dict:
     from .publish import PublishOptions, publish  # noqa: PLC0415 — only this step needs the Hub client
 
     directory = _prepare(directory)
-    built = {"seed001": build_agent_registry(directory, step), "seed000": build_finetune_registry(directory, step)}
+    dataset, data = build_dataset_registry(directory, step)
+    built = {"seed001": build_agent_registry(directory, step, data), "seed000": build_finetune_registry(directory, step)}
+    link_models(dataset, built["seed001"].root)
+    step("dataset link", f"{dataset}: the weights of {built['seed001'].root} trained on each version, matched by data sha256")
     for built_one in built.values():
         root = built_one.root
         for receipt in smoke(root, [], built_one.base_file, "cpu"):
@@ -291,5 +302,12 @@ def run_demo(directory: Path, echo: Echo | None = None) -> dict:
         if findings:
             raise RegistryError("demo.invalid", root, findings[0].one_line(), "report this bug")
         step("validate", f"{root} is valid")
-    return {"ok": True, "registries": {name: str(b.root) for name, b in built.items()}, "steps": steps}
+    step("publish --dry-run", publish(dataset, PublishOptions(AGENT_DATASET, dry_run=True, assume_empty_remote=True)).summary())
+    for root, linked in ((dataset, built["seed001"].root), (built["seed001"].root, dataset)):
+        findings = validate(root, linked=linked)
+        if findings:
+            raise RegistryError("demo.invalid", root, findings[0].one_line(), "report this bug")
+        step("validate --linked", f"{root} agrees with {linked}")
+    registries = {**{name: str(b.root) for name, b in built.items()}, "seed002": str(dataset)}
+    return {"ok": True, "registries": registries, "steps": steps}
 

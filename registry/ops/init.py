@@ -1,9 +1,10 @@
 """``registry init``: create an empty registry (in a new folder, or beside the files a Hub repo
-keeps: README.md, LICENSE, git's files)."""
+keeps: README.md, LICENSE, git's files); ``registry dataset init`` builds on :func:`create_registry`."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from ..atomic import PRIVATE_DIR, Transaction, transaction
@@ -14,24 +15,25 @@ from ..errors import RegistryError
 from ..gitfiles import GITIGNORE_NAME, ignore_private, lfs_attributes
 from ..layout import KEPT_ROOT_FILES, PRE_COMMIT_CONFIG
 from ..models import Index, RegistryInfo
-from ..repo import CARD_NAME, GITATTRIBUTES_NAME, INDEX_NAME, Repo, find_root, render_index
+from ..repo import CARD_NAME, GITATTRIBUTES, GITATTRIBUTES_NAME, INDEX_NAME, Repo, find_root, render_index
 
 # What init builds beside: kept as it is (the README becomes the card's hand-written section).
 KEPT = frozenset({CARD_NAME, PRE_COMMIT_CONFIG, PRIVATE_DIR, *KEPT_ROOT_FILES})
 
 
-def _check_place(root: Path) -> None:
+def _check_place(root: Path, kept: frozenset[str]) -> None:
     if (root / INDEX_NAME).exists():
         raise RegistryError("init.exists", root / INDEX_NAME, "an index.json already exists here", f"use the existing registry, or run `registry adopt {root}` if the index.json was written by hand")
-    others = sorted(p.name for p in root.iterdir() if p.name not in KEPT and not p.name.startswith(".git"))
+    others = sorted(p.name for p in root.iterdir() if p.name not in kept and not p.name.startswith(".git"))
     if others:
         raise RegistryError("init.not-empty", root, f"the directory holds files init does not keep ({others[0]})", f"run `registry adopt {root}` to bring existing files in, or choose an empty directory")
 
 
-def git_file_changes(repo: Repo) -> dict[str, bytes]:
-    """.gitignore and .gitattributes extended (or written) with what a registry needs, where they lack it."""
+def git_file_changes(repo: Repo, attributes: str = GITATTRIBUTES) -> dict[str, bytes]:
+    """.gitignore and .gitattributes extended (or written) with what a registry needs, where they
+    lack it (``attributes``: the LFS lines, a model registry's by default)."""
     changes = {}
-    for name, extended in ((GITIGNORE_NAME, ignore_private), (GITATTRIBUTES_NAME, lfs_attributes)):
+    for name, extended in ((GITIGNORE_NAME, ignore_private), (GITATTRIBUTES_NAME, lambda existing: lfs_attributes(existing, attributes))):
         path = repo.root / name
         data = extended(repo.read_bytes(path) if path.is_file() or path.is_symlink() else None)
         if data is not None:
@@ -39,8 +41,8 @@ def git_file_changes(repo: Repo) -> dict[str, bytes]:
     return changes
 
 
-def stage_git_files(repo: Repo, txn: Transaction) -> None:
-    for name, data in git_file_changes(repo).items():
+def stage_git_files(repo: Repo, txn: Transaction, attributes: str = GITATTRIBUTES) -> None:
+    for name, data in git_file_changes(repo, attributes).items():
         txn.write(name, data)
 
 
@@ -55,6 +57,21 @@ def stage_kept_card(repo: Repo, txn: Transaction) -> None:
 
 def init_registry(root: Path, title: str | None = None, license: str | None = None) -> Repo:
     """Create an empty registry: index.json, .gitattributes, .gitignore, SHA256SUMS (and the card)."""
+    info = RegistryInfo(license=license) if title is None else RegistryInfo(title=title, license=license)
+    index = Index(registry=info)
+
+    def stage(repo: Repo, txn: Transaction) -> None:
+        txn.write(INDEX_NAME, render_index(index))
+        stage_git_files(repo, txn)
+        stage_kept_card(repo, txn)
+        stage_derived(repo, txn, index, absorb=True)  # a new registry: nothing to check yet
+
+    return create_registry(root, stage)
+
+
+def create_registry(root: Path, stage: Callable[[Repo, Transaction], None], kept: frozenset[str] = KEPT) -> Repo:
+    """Create a registry in ``root`` (new, empty, or holding only ``kept`` and git's files) with the
+    files ``stage`` writes, in one transaction."""
     root = Path(root).absolute()
     if root.exists() and not root.is_dir():
         raise RegistryError("fs.not-a-directory", root, "exists and is not a directory", "choose another path")
@@ -66,14 +83,9 @@ def init_registry(root: Path, title: str | None = None, license: str | None = No
     repo = Repo(root)
     private_existed = repo.private.exists()
     try:
-        _check_place(root)
-        info = RegistryInfo(license=license) if title is None else RegistryInfo(title=title, license=license)
-        index = Index(registry=info)
+        _check_place(root, kept)
         with transaction(root) as txn:
-            txn.write(INDEX_NAME, render_index(index))
-            stage_git_files(repo, txn)
-            stage_kept_card(repo, txn)
-            stage_derived(repo, txn, index, absorb=True)  # a new registry: nothing to check yet
+            stage(repo, txn)
     except BaseException:
         # A failed init leaves nothing behind, so the next one starts from the same empty place.
         if created or not private_existed:

@@ -27,6 +27,7 @@ from pathlib import Path
 from rich.filesize import decimal
 
 from ..atomic import locked_transaction, registry_lock
+from ..dataset import store
 from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..hub.content import check_local_bytes, content_problems
@@ -187,14 +188,15 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
     say = say or (lambda _line: None)
     _check_options(options)
     repo = Repo.open(root)
-    hub = hub or Hub(options.repo_id, options.revision)
+    dataset = store.is_dataset(repo.root)  # a dataset repo on the Hub: no weights, so nothing to gate
+    hub = hub or Hub(options.repo_id, options.revision, repo_type="dataset" if dataset else "model")
     # A real publish holds the lock throughout, so no registry command changes a file mid-upload.
     with nullcontext() if options.dry_run else registry_lock(repo.root):
         say("validating the registry")
         findings = validate(repo.root)
         if findings:
             raise RegistryError.of(findings)  # SHA256SUMS is the plan's input: it must be true first
-        index, sums = repo.load_index(), local_sums(repo)
+        index, sums = Index() if dataset else repo.load_index(), local_sums(repo)
         say(f"planning against {options.repo_id}@{options.revision}")
         remote = _remote(options, hub)
         draft = _draft(repo, index, sums, remote, options, hub)
@@ -208,9 +210,10 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
             state = hub.existing_state()
             draft = _draft(repo, index, sums, state, options, hub)  # re-plan on the Hub's initial commit
             _require_clear(draft)
-        if index.registry.repo_id != options.repo_id:
-            say(f"recording {options.repo_id} as registry.repo_id")
-            index, sums = _record_repo_id(repo, options.repo_id)
+        recorded = store.load(repo).dataset.repo_id if dataset else index.registry.repo_id
+        if recorded != options.repo_id:
+            say(f"recording {options.repo_id} as the repo id")
+            index, sums = (store.record_repo_id if dataset else _record_repo_id)(repo, options.repo_id)
             draft = _draft(repo, index, sums, state, options, hub)  # the card and index.json now name the repo
             _require_clear(draft)
         return _carry_out(repo, draft, options, hub, say)

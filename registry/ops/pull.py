@@ -107,14 +107,15 @@ def pull(
     say: Callable[[str], None] | None = None,
     signature: SignaturePolicy = SignaturePolicy(),
     adopt_options: AdoptOptions | None = None,
+    repo_type: str = "model",
 ) -> Pulled:
     """Download, verify (model.sig too, when present or required) and atomically place the
-    registry at ``directory``; a repo that is not a registry yet is adopted on the way
-    (``adopt_options``: its --base-file and --trust-files)."""
+    registry at ``directory`` (``repo_type`` "dataset": a dataset registry); a repo that is not a
+    registry yet is adopted on the way (``adopt_options``: its --base-file and --trust-files)."""
     say = say or (lambda _line: None)
     target = Path(directory).absolute()
     _check_target(target)
-    hub = hub or Hub(repo_id, revision)
+    hub = hub or Hub(repo_id, revision, repo_type=repo_type)
     state = hub.existing_state()
     _check_tree_paths(repo_id, state.files)
     is_registry, adopted = _is_registry(hub, state), None

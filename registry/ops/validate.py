@@ -210,6 +210,15 @@ def check_immutable(ctx: Context) -> Iterator[Problem]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
 
+def check_dataset_links(ctx: Context) -> Iterator[Problem]:
+    """Every entry's data sha256 against a linked dataset registry (``--linked``, ``--linked-hub``)."""
+    if not (ctx.options.get("linked") or ctx.options.get("linked_hub")):
+        return  # the pre-commit hook's plain validate: no link, nothing more to import
+    from .validate_dataset import model_link_findings
+
+    yield from model_link_findings(ctx.index, ctx.options)
+
+
 CHECKS: list[Check] = [
     check_bases,
     check_references,
@@ -223,6 +232,7 @@ CHECKS: list[Check] = [
     check_exports,
     check_immutable,
     check_rendered,
+    check_dataset_links,
 ]
 
 
@@ -243,6 +253,12 @@ def validate(root: Path, progress: Progress | None = None, **options) -> list[Pr
     repo = Repo.open(root, must_exist=False)
     if not repo.index_path.is_file():
         return [no_registry(repo.root).problem()]
+    from ..dataset.store import is_dataset
+
+    if is_dataset(repo.root):  # "kind": "dataset": seed 002's repo shape (registry/dataset/)
+        from .validate_dataset import validate_dataset
+
+        return validate_dataset(repo, progress, options.get("linked"), bool(options.get("linked_hub")))
     scan = scan_tree(repo.root)
     findings, index = check_index(repo)
     if index is None:
@@ -351,6 +367,10 @@ def allow_rewrite(root: Path, reason: str) -> Adopted:
     ``registry add``), then refresh the derived files (index.json, card, evaluation.json,
     SHA256SUMS) in one transaction.  A refusal changes nothing."""
     repo = Repo.open(root)
+    from ..dataset.store import is_dataset
+
+    if is_dataset(repo.root):
+        raise RegistryError("dataset.no-rewrite", INDEX_NAME, "a dataset's published files are not rewritten in place", "restore the published bytes: changed data is a new version (`registry dataset add`), trained into new weights")
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))

@@ -7,12 +7,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..dataset.models import DatasetIndex
 from ..errors import Problem
 from ..hub.content import ContentCheck, check_content, check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
-from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, sha256_file
+from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, sha256_file, trained_file_findings
 from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import INDEX_NAME, Repo
@@ -42,18 +43,27 @@ class RemoteReport:
         }
 
 
-def verify_remote(repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None, signature: SignaturePolicy = SignaturePolicy()) -> RemoteReport:
-    """Check the remote against its SHA256SUMS, index.json and model.sig (and the local registry's SHA256SUMS)."""
-    hub = hub or Hub(repo_id, revision)
+def verify_remote(
+    repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None, signature: SignaturePolicy = SignaturePolicy(), repo_type: str = "model"
+) -> RemoteReport:
+    """Check the remote against its SHA256SUMS, index.json and model.sig (and the local registry's
+    SHA256SUMS); a dataset repo's index.json against its SHA256SUMS by each version's trained file."""
+    hub = hub or Hub(repo_id, revision, repo_type=repo_type)
     state = hub.existing_state()
     with tempfile.TemporaryDirectory(prefix="registry-verify-") as tmp:
         sums_bytes = hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes()
         sums = parse_sums(sums_bytes, f"{repo_id}/{SUMS_NAME}")
-        index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), Index, f"{repo_id}/{INDEX_NAME}")
+        index_file = hub.download(INDEX_NAME, state.head, Path(tmp))
+        signer = None
+        if hub.repo_type == "dataset":
+            index_problems = list(trained_file_findings(load_model(index_file, DatasetIndex, f"{repo_id}/{INDEX_NAME}"), sums))
+        else:
+            index = load_model(index_file, Index, f"{repo_id}/{INDEX_NAME}")
+            index_problems, signer = list(index_findings(index, sums)), index.registry.signer
         plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
         signed = hub.download(SIGNATURE_NAME, state.head, Path(tmp)).read_bytes() if SIGNATURE_NAME in state.files else None
-    findings = [*remote_findings(sums, state.files, plain), *index_findings(index, sums)]
-    findings += signature.problems(signed, sums, sums_bytes, index.registry.signer)
+    findings = [*remote_findings(sums, state.files, plain), *index_problems]
+    findings += signature.problems(signed, sums, sums_bytes, signer)
     content = check_content(state.files, sums, None)
     if registry is not None:
         repo = Repo.open(registry)

@@ -1,0 +1,131 @@
+"""``registry dataset …``: the commands only a dataset registry has (seed 002's repo shape).
+
+validate, sums, card, publish, pull and verify-remote work on a dataset registry as they are: they
+tell it by index.json's ``"kind": "dataset"``.  Each command only parses options and prints; the
+logic is in ``registry/ops/dataset_<command>.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from pathlib import Path
+
+import click
+
+from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, registry_dir
+
+
+@main.group("dataset")
+def dataset_group() -> None:
+    """Dataset registries: one folder per data version, index.json (kind: dataset), SHA256SUMS, the dataset card.
+
+    \b
+    registry dataset init DIR          create one
+    registry dataset add FOLDER ...    check and register a version folder
+    registry dataset link --models DIR | --repo-id NS/NAME [--revision REV]
+                                       derive the card's table of weights trained on each version
+    registry dataset set FIELD ...     title, license, repo-id, languages, summary, ...
+    """
+
+
+@dataset_group.command("init")
+@DIR_ARG
+@REGISTRY_OPT
+@click.option("--title", help="Title shown on the dataset card.")
+@click.option("--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen).")
+@JSON_OPT
+def init_cmd(directory: Path | None, registry: Path, title: str | None, license_: str | None, as_json: bool) -> None:
+    """Create an empty dataset registry in DIR (default: -C, else the current directory)."""
+    from ..ops.dataset_init import init_dataset
+
+    repo = init_dataset(registry_dir(directory, registry), title=title, license=license_)
+    if as_json:
+        emit_json({"ok": True, "registry": str(repo.root), "kind": "dataset"})
+    else:
+        click.echo(f"initialised dataset registry at {repo.root}")
+
+
+def _day(_ctx: click.Context, _param: click.Parameter, value: str) -> date:
+    try:
+        return datetime.strptime(value, "%Y-%m-%d").date()
+    except ValueError as exc:
+        raise click.BadParameter("expected YYYY-MM-DD") from exc
+
+
+@dataset_group.command("add")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@REGISTRY_OPT
+@click.option("--version", "version", required=True, help="The data version, e.g. v1.41 (the folder's name in the registry).")
+@click.option("--date", "day", required=True, callback=_day, help="The version's date, YYYY-MM-DD.")
+@click.option("--thinking", type=click.Choice(["off", "full"]), required=True, help="Rendered without (off) or with (full) thinking; must agree with the wire canonical's thinking=.")
+@click.option("--profile", help="The chat format profile, e.g. g1k or g1k-think.")
+@click.option("--teacher", "teachers", multiple=True, required=True, help="A teacher model (repeat for several).")
+@click.option("--trained-file", required=True, help="The file the trainer read, inside FOLDER, e.g. dataset/train/segments-1-41.jsonl.")
+@click.option("--trained-sha256", required=True, help="Its sha256 (checked against the file): the data sha256 weights cite.")
+@click.option("--train-rows", type=click.IntRange(min=0), required=True, help="Rows in the train split (checked).")
+@click.option("--validation-rows", type=click.IntRange(min=0), required=True, help="Rows in the validation split (checked).")
+@click.option("--wire-canonical", required=True, help="meta.wire_canonical of every row (checked on every row).")
+@click.option("--wire-hash", required=True, help="meta.wire_hash of every row: the sha256 of the wire canonical's UTF-8 bytes (checked).")
+@click.option("--vocab", "vocabulary", required=True, help="The vocabulary the rows were checked against, e.g. rwkv_vocab_v20230424.txt.")
+@click.option("--summary", "summary", multiple=True, help="What the folder is, in --lang (repeatable).")
+@click.option("--composition", multiple=True, help="A line of the composition section, in --lang (repeatable).")
+@click.option("--known-issue", "known_issues", multiple=True, help="A known issue, in --lang (repeatable).")
+@click.option("--lang", type=click.Choice(["zh", "en"]), default="zh", show_default=True, help="The language of --summary, --composition and --known-issue.")
+@click.option("--known-issue-en", "known_issues_en", multiple=True, help="A known issue in English, beside --known-issue in Chinese (repeatable).")
+@JSON_OPT
+def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str, profile: str | None, teachers: tuple[str, ...], trained_file: str, trained_sha256: str,
+            train_rows: int, validation_rows: int, wire_canonical: str, wire_hash: str, vocabulary: str, summary: tuple[str, ...], composition: tuple[str, ...],
+            known_issues: tuple[str, ...], lang: str, known_issues_en: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
+    """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction."""
+    from ..models import Localized
+    from ..ops.dataset_add import VersionRequest, add_version
+    from ..progress import byte_progress
+
+    def text(items: tuple[str, ...], english: tuple[str, ...] = ()) -> Localized:
+        return Localized.model_validate({lang: list(items), **({"en": list(english)} if english else {})})
+
+    request = VersionRequest(
+        source=folder, version=version, date=day, thinking=thinking, teachers=list(teachers), trained_file=trained_file, trained_sha256=trained_sha256,
+        train_rows=train_rows, validation_rows=validation_rows, wire_canonical=wire_canonical, wire_hash=wire_hash, vocabulary=vocabulary, profile=profile,
+        summary=text(summary), composition=text(composition), known_issues=text(known_issues, known_issues_en),
+    )  # fmt: skip
+    with byte_progress("checking", enabled=not as_json) as bar:
+        added = add_version(registry, request, bar.advance)
+    if as_json:
+        emit_json({"ok": True, "version": added.model_dump(mode="json")})
+    else:
+        click.echo(f"added {added.version}: {added.train_rows} / {added.validation_rows} rows, trained file {added.trained_file.path} sha256 {added.trained_file.sha256[:12]}…")
+
+
+@dataset_group.command("link")
+@REGISTRY_OPT
+@click.option("--models", type=click.Path(file_okay=False, path_type=Path), help="A local model registry trained on this dataset.")
+@click.option("--repo-id", metavar="NS/NAME", help="A model repo on the Hub, read through the Hub client.")
+@click.option("--revision", default="main", show_default=True, help="With --repo-id: the branch or commit to read (the commit it resolves to is recorded).")
+@JSON_OPT
+def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision: str, as_json: bool) -> None:
+    """Derive the card's table of weights trained on each version from a model registry, matched by data sha256."""
+    from ..ops.dataset_link import link_models
+
+    source = link_models(registry, models, repo_id, revision)
+    if as_json:
+        emit_json({"ok": True, "source": source.model_dump(mode="json")})
+    else:
+        click.echo(f"linked {len(source.weights)} weight(s) from {source.repo_id or models}" + (f"@{source.revision[:12]}" if source.revision else ""))
+
+
+@dataset_group.command("set")
+@click.argument("field", metavar="FIELD")
+@click.argument("values", nargs=-1, metavar="[VALUE]...")
+@REGISTRY_OPT
+@click.option("--lang", metavar="zh|en", help="The language of summary and attribution.")
+@JSON_OPT
+def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | None, as_json: bool) -> None:
+    """Set a card-level FIELD: title, license, repo-id, languages (the card's), data-languages, tags, task-categories, summary, attribution (--lang)."""
+    from ..ops.dataset_set import set_dataset_field
+
+    info = set_dataset_field(registry, field, values, lang)
+    if as_json:
+        emit_json({"ok": True, "dataset": info.model_dump(mode="json")})
+    else:
+        click.echo(f"set {field}")

@@ -1,0 +1,27 @@
+"""The other registry of a link, read from the Hub at a pinned commit through the Hub client."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from ..hub.plan import RemoteFile
+from ..hub.remote import Hub
+from ..repo import INDEX_NAME
+from ..schemas import load_model
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def fetch_index(repo_id: str, revision: str, repo_type: str, model: type[M]) -> tuple[M, str, Mapping[str, RemoteFile]]:
+    """index.json of ``repo_id`` at ``revision``, the commit it resolved to, and the tree there
+    (whose LFS oids are the files' sha256)."""
+    hub = Hub(repo_id, revision, repo_type=repo_type)
+    state = hub.existing_state()
+    with tempfile.TemporaryDirectory(prefix="registry-link-") as tmp:
+        index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), model, f"{repo_id}@{state.head[:12]}/{INDEX_NAME}")
+    return index, state.head, state.files

@@ -1,0 +1,91 @@
+"""A dataset registry on disk: telling it from a model registry, reading its index, the rules a
+writing command checks first, and the derived files (card, SHA256SUMS) it stages."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..atomic import Transaction, locked_transaction
+from ..derived import stage_sums
+from ..errors import Problem, RegistryError
+from ..models import Index
+from ..repo import CARD_NAME, INDEX_NAME, Repo, render_index
+from ..schemas import load_model, read_json
+from .models import DATASET_KIND, DatasetIndex
+
+
+def is_dataset(root: Path) -> bool:
+    """True when ``root/index.json`` declares ``"kind": "dataset"`` (anything unreadable: False,
+    and the model registry's checks say what is wrong with it)."""
+    path = Path(root) / INDEX_NAME
+    if not path.is_file() or path.is_symlink():
+        return False
+    try:
+        data = read_json(path, INDEX_NAME)
+    except RegistryError:
+        return False
+    return isinstance(data, dict) and data.get("kind") == DATASET_KIND
+
+
+def load(repo: Repo) -> DatasetIndex:
+    if not is_dataset(repo.root) and repo.index_path.is_file():
+        raise RegistryError("layout.model-registry", INDEX_NAME, 'this is a model registry (no "kind": "dataset" in index.json)', "pass a dataset registry with -C (`registry dataset init` creates one)")
+    return load_model(repo.refuse_link(repo.index_path), DatasetIndex, INDEX_NAME)
+
+
+def index_problems(index: DatasetIndex) -> Iterator[Problem]:
+    """What is wrong with a dataset index on its own."""
+    for name, count in Counter(v.version for v in index.versions).items():
+        if count > 1:
+            yield Problem("index.duplicate-version", INDEX_NAME, f"version {name} listed {count} times", "remove the duplicate from versions")
+    for sha, count in Counter(v.trained_file.sha256 for v in index.versions).items():
+        if count > 1:
+            yield Problem("index.duplicate-data", INDEX_NAME, f"{count} versions name one trained file sha256 {sha[:12]}…", "one file is one version: remove the duplicate")
+    versions = index.by_data_sha()
+    for source in index.models:
+        for weight in source.weights:
+            version = versions.get(weight.data_sha256)
+            if version is None or version.version != weight.data_version:
+                yield Problem("link.unknown-data", INDEX_NAME, f"weight {weight.path} cites data {weight.data_version} sha256 {weight.data_sha256[:12]}…, which is no version here", "run `registry dataset link` again")
+
+
+def index_to_change(repo: Repo) -> DatasetIndex:
+    """The index a writing command builds on, read under its lock; refused while it breaks the rules."""
+    index = load(repo)
+    problems = list(index_problems(index))
+    if problems:
+        headline = Problem("index.invalid", INDEX_NAME, f"index.json has {len(problems)} problem(s) that `registry validate` reports; nothing was changed", "fix them first: `registry validate` lists each with its fix")
+        raise RegistryError.of([headline, *problems])
+    return index
+
+
+def stage_derived(repo: Repo, txn: Transaction, index: DatasetIndex, absorb: bool = False) -> dict[str, str]:
+    """Stage the dataset card and SHA256SUMS after a command's own writes (as the model registry's)."""
+    from .card import render_dataset_card  # the card imports the Jinja2 machinery
+
+    txn.write(CARD_NAME, render_dataset_card(index, current_card(repo)).encode("utf-8"))
+    return stage_sums(repo, txn, absorb=absorb)
+
+
+def current_card(repo: Repo) -> str | None:
+    from ..card.render import decode_card
+
+    path = repo.card_path
+    if not (path.is_file() or path.is_symlink()):
+        return None
+    return decode_card(repo.read_bytes(path))
+
+
+def record_repo_id(repo: Repo, repo_id: str) -> tuple[Index, dict[str, str]]:
+    """publish's step for a dataset registry: record the repo id (index.json, card, SHA256SUMS) under
+    publish's lock; an empty model index (nothing to gate) and the new SHA256SUMS for the plan."""
+    from ..hub.local import local_sums
+
+    with locked_transaction(repo.root) as txn:
+        index = load(repo)
+        index.dataset.repo_id = repo_id
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index)
+    return Index(), local_sums(repo)

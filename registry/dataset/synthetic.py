@@ -1,0 +1,135 @@
+"""Seed-002-shaped version folders built from a seed: for tests, the demo and the bench.
+
+A folder holds what the packer of No-22/rwkv-agent-distill leaves (``final-20261013``): both
+splits in the three row forms (rows, segments in order and shuffled, text), the packing
+manifests, the packing input, the composition statistics, the release manifest and logs.  Row
+``i`` is a pure function of (seed, i), so a shuffled file is written by regenerating rows in a
+permuted order and a gigabyte-sized folder is written in bounded memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .layout import FINAL_STATS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, TEXT_NAME
+from .models import wire_hash
+from .rows import cut
+
+SYSTEM = "System: 你是本地工具 Agent，可以读写文件、跑 bash、查网页、算数、查天气。"
+QUESTIONS = ("把 notes.txt 里的待办整理成清单", "What is the weather in Hangzhou tomorrow?", "算一下 37 * 91 + 5", "List the files in ./src and count the lines of main.py")
+ANSWERS = ("<tool_call>list_files(path=\".\")</tool_call>", "明天杭州多云，最高 21 度。", "37 * 91 + 5 = 3372", "src/ holds main.py (120 lines) and util.py (48 lines).")
+FILLER = "工具结果：ok。The tool returned 3 lines of output. "
+
+
+@dataclass(frozen=True)
+class VersionSpec:
+    version: str
+    thinking: str  # "off" or "full"
+    train_rows: int
+    validation_rows: int
+    trained_name: str  # the shuffled segments file the trainer read, e.g. segments-1-41.jsonl
+    seed: int = 0
+    row_chars: int = 400  # about how long a row's text is
+    dropped_rows: int = 2  # rows in the packing input that packing dropped (too long)
+
+    @property
+    def wire_canonical(self) -> str:
+        nudge = ";nudge=think" if self.thinking == "full" else ""
+        return f"format=xml;tools=work-v2;system=agent-v3;thinking={self.thinking};stop=\\n\\nUser:{nudge}"
+
+
+@dataclass(frozen=True)
+class BuiltVersion:
+    """What was written, as ``registry dataset add`` is told it."""
+
+    folder: Path
+    spec: VersionSpec
+    trained_path: str
+    trained_sha256: str
+
+    @property
+    def wire_hash(self) -> str:
+        return wire_hash(self.spec.wire_canonical)
+
+
+def row(spec: VersionSpec, split: str, number: int) -> dict[str, Any]:
+    """Row ``number`` of a split: a multi-turn text ending in ``\\n\\nUser:`` with its loss spans on the model's turns."""
+    rng = random.Random(f"{spec.seed}/{split}/{number}")
+    text, spans = f"{SYSTEM}\n\n", []
+    while True:
+        text += f"User: {rng.choice(QUESTIONS)} #{number}\n\nAssistant:"
+        thought = " <think>先看看需要哪个工具。</think>" if spec.thinking == "full" else ""
+        answer = f"{thought} {rng.choice(ANSWERS)}"
+        spans.append([len(text), len(text) + len(answer)])
+        text += answer + "\n\n"
+        if len(text) >= spec.row_chars:
+            break
+        text += f"Tool: {FILLER * rng.randint(1, max(1, spec.row_chars // 200))}\n\n"
+    text += "User:"
+    meta = {"task": f"t{number // 3:05d}", "batch": rng.choice(("b09", "b10a", "b12c")), "turn": number % 3, "passed": True, "wire_canonical": spec.wire_canonical, "wire_hash": wire_hash(spec.wire_canonical)}
+    return {"text": text, "loss_spans": spans, "meta": meta}
+
+
+def line(value: Any) -> bytes:
+    return (json.dumps(value, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def segments_line(value: dict[str, Any]) -> bytes:
+    pieces = cut(value["text"], [tuple(span) for span in value["loss_spans"]])
+    return line({"segments": [{"text": text, "train": train} for text, train in pieces]})
+
+
+def _write(path: Path, lines: Iterator[bytes]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        for data in lines:
+            handle.write(data)
+
+
+def _sha(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
+    """Write a version folder (see the module docstring); the trained file is the train split's shuffled segments."""
+    folder = Path(folder)
+    counts = {"train": spec.train_rows, "validation": spec.validation_rows}
+    for split, count in counts.items():
+        directory = folder / "dataset" / split
+        rows = lambda split=split, count=count: (row(spec, split, i) for i in range(count))  # noqa: E731
+        _write(directory / ROWS_NAME, (line(r) for r in rows()))
+        _write(directory / "segments.jsonl", (segments_line(r) for r in rows()))
+        _write(directory / TEXT_NAME, (line({"text": r["text"]}) for r in rows()))
+        if split == "train":
+            order = list(range(count))
+            random.Random(spec.seed + 20261017).shuffle(order)
+            _write(directory / spec.trained_name, (segments_line(row(spec, split, i)) for i in order))
+        manifest = {"rows": count, "wire_hash": wire_hash(spec.wire_canonical), "token_quantiles": {"p50": spec.row_chars // 3, "p99": spec.row_chars}}
+        (directory / SPLIT_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        # the packer's input: these rows and the ones packing dropped as too long
+        _write(folder / f"{split}-rows.jsonl", (line(row(spec, split, i)) for i in range(count + spec.dropped_rows)))
+    stats = {"rows": spec.train_rows + spec.validation_rows, "zh_share": 0.476, "multi_turn_share": 0.184, "max_tokens": 8121}
+    (folder / FINAL_STATS).write_text(json.dumps(stats, indent=2) + "\n")
+    (folder / "pack.log").write_text(f"packed {spec.train_rows} train / {spec.validation_rows} validation rows; dropped {spec.dropped_rows * 2} over 8128 tokens\n")
+    (folder / f"{spec.version}-segcheck.log").write_text("tokenizer round-trip: rwkv_vocab_v20230424.txt, 0 mismatches\n")
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != RELEASE_MANIFEST)
+    hashes = {rel: _sha(folder / rel) for rel in files}
+    (folder / RELEASE_MANIFEST).write_text(json.dumps({"version": spec.version, "files": hashes}, indent=2) + "\n")
+    trained = f"dataset/train/{spec.trained_name}"
+    return BuiltVersion(folder, spec, trained, hashes[trained])
+
+
+SEED_002 = (  # seed 002's two versions, with tiny row counts
+    VersionSpec("v1.41", "off", train_rows=36, validation_rows=4, trained_name="segments-1-41.jsonl", seed=141),
+    VersionSpec("v2.1", "full", train_rows=48, validation_rows=6, trained_name="segments-shuffled.jsonl", seed=21),
+)

@@ -1,0 +1,130 @@
+"""A version's files against what index.json states about them: computed, then compared.
+
+Row counts, the trained file's sha256 and size, the wire format of every row, the thinking mode
+against the wire canonical, ``release-manifest.json``'s hashes against the files, each split's
+``manifest.json`` and ``final-stats.json`` where they state a count or a wire hash, and the three
+forms of every split (:mod:`.rows`).  The files are read through ``locate`` (the version folder,
+or the staged copies while ``registry dataset add`` is adding them), so what is checked is what
+is registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem, RegistryError
+from ..schemas import read_json
+from .layout import FINAL_STATS, PACKING_INPUTS, RELEASE_MANIFEST, REQUIRED, ROWS_NAME, SPLIT_MANIFEST, SPLITS, TEXT_NAME, is_segments
+from .models import DataVersion, wire_thinking
+from .rows import FileReport, Progress, compare_segments, compare_texts, read_rows
+
+Locate = Callable[[str], Path]  # a path inside the version folder -> where its bytes are
+MAX_MANIFEST_BYTES = 16 << 20
+RESTATE = "state what the files hold (`registry dataset add` again with the right values), or restore the files"
+
+
+def _json(locate: Locate, rel: str, display: str) -> tuple[Any, list[Problem]]:
+    try:
+        return read_json(locate(rel), display, MAX_MANIFEST_BYTES), []
+    except RegistryError as err:
+        return None, [err.problem.about(display)]
+
+
+def release_manifest_problems(version: str, files: Mapping[str, str], locate: Locate) -> list[Problem]:
+    """release-manifest.json is ``{"files": {"<path in the version>": "<sha256>", …}}``; each must match."""
+    display = f"{version}/{RELEASE_MANIFEST}"
+    data, problems = _json(locate, RELEASE_MANIFEST, display)
+    if problems:
+        return problems
+    listed = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(listed, dict) or not all(isinstance(v, str) for v in listed.values()):
+        return [Problem("version.bad-release-manifest", display, 'is not {"files": {"<path>": "<sha256>", …}}', "write it in that format (docs/formats.md)")]
+    for rel, sha in sorted(listed.items()):
+        actual = files.get(rel)
+        if actual is None:
+            problems.append(Problem("version.manifest-missing-file", display, f"lists {rel}, which is not in the version", "restore the file, or correct the manifest"))
+        elif actual != sha:
+            problems.append(Problem("version.manifest-mismatch", f"{version}/{rel}", f"sha256 is {actual[:12]}… but {RELEASE_MANIFEST} says {sha[:12]}…", "restore the file the release manifest describes"))
+    return problems
+
+
+def _stated_count(data: Any, key: str, expected: int, display: str, what: str) -> list[Problem]:
+    value = data.get(key) if isinstance(data, dict) else None
+    if isinstance(value, int) and value != expected:
+        return [Problem("version.count-mismatch", display, f"says {key} {value} but {what} {expected}", RESTATE)]
+    return []
+
+
+def _split_manifest_problems(version: DataVersion, split: str, rows: int, locate: Locate) -> list[Problem]:
+    display = f"{version.version}/dataset/{split}/{SPLIT_MANIFEST}"
+    data, problems = _json(locate, f"dataset/{split}/{SPLIT_MANIFEST}", display)
+    if problems:
+        return problems
+    problems = _stated_count(data, "rows", rows, display, f"dataset/{split}/{ROWS_NAME} holds")
+    stated = data.get("wire_hash") if isinstance(data, dict) else None
+    if isinstance(stated, str) and stated != version.wire.hash:
+        problems.append(Problem("version.wire-mismatch", display, f"says wire_hash {stated[:12]}… but the version's is {version.wire.hash[:12]}…", RESTATE))
+    return problems
+
+
+def _count(display: str, found: int, stated: int, option: str) -> list[Problem]:
+    if found == stated:
+        return []
+    return [Problem("version.count-mismatch", display, f"holds {found} rows but {option} says {stated}", f"pass {option} {found}, or restore the file")]
+
+
+def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], locate: Locate, progress: Progress | None) -> list[Problem]:
+    folder = f"dataset/{split}"
+    rows_rel = f"{folder}/{ROWS_NAME}"
+    if rows_rel not in files:
+        return []  # reported as a missing required file
+    rows = read_rows(locate(rows_rel), f"{version.version}/{rows_rel}", version.wire, progress)
+    reports: list[FileReport] = [rows.report]
+    for rel in sorted(files):
+        parent, _, name = rel.rpartition("/")
+        if parent != folder:
+            continue
+        display = f"{version.version}/{rel}"
+        if is_segments(name):
+            reports.append(compare_segments(locate(rel), display, rows, ROWS_NAME, progress))
+        elif name == TEXT_NAME:
+            reports.append(compare_texts(locate(rel), display, rows, ROWS_NAME, progress))
+    stated, option = (version.train_rows, "--train-rows") if split == "train" else (version.validation_rows, "--validation-rows")
+    problems = [p for report in reports for p in report.findings()]
+    problems += _count(rows.report.display, rows.report.rows, stated, option)
+    trained = next((r for r in reports if r.display == f"{version.version}/{version.trained_file.path}"), None)
+    if split == "train" and trained is not None and trained is not rows.report:
+        problems += _count(trained.display, trained.rows, stated, option)
+    if f"{folder}/{SPLIT_MANIFEST}" in files:
+        problems += _split_manifest_problems(version, split, rows.report.rows, locate)
+    return problems
+
+
+def version_problems(version: DataVersion, files: Mapping[str, str], locate: Locate, progress: Progress | None = None) -> list[Problem]:
+    """Everything wrong with a version's files (``files``: path inside the version -> sha256)."""
+    name = version.version
+    problems = [Problem("version.missing-file", f"{name}/{rel}", "a version folder needs this file", "restore it (seed 002's layout: docs/formats.md)") for rel in REQUIRED if rel not in files]
+    trained = version.trained_file
+    actual = files.get(trained.path)
+    if not trained.path.startswith("dataset/train/") or not (is_segments(trained.name) or trained.name == ROWS_NAME):
+        problems.append(Problem("version.trained-file-form", f"{name}/{trained.path}", "the trained file must be the train split's rows.jsonl or a segments*.jsonl", "pass the file the trainer read with --trained-file"))
+    if actual is None:
+        problems.append(Problem("version.trained-file-missing", f"{name}/{trained.path}", "the file the weights were trained on is not in the version", "restore it"))
+    elif actual != trained.sha256:
+        problems.append(Problem("version.trained-sha-mismatch", f"{name}/{trained.path}", f"sha256 is {actual[:12]}… but index.json says the trainer read {trained.sha256[:12]}… (weights cite that hash)", "restore the file the weights were trained on; changed data is a new version"))
+    thinking = wire_thinking(version.wire.canonical)
+    if thinking is not None and thinking != version.thinking:
+        problems.append(Problem("version.thinking-mismatch", name, f"thinking is {version.thinking!r} but the wire canonical says thinking={thinking}", f"pass --thinking {thinking}, or the wire canonical the rows were rendered with"))
+    for split in SPLITS:
+        problems += _split_problems(version, split, files, locate, progress)
+    for rel in PACKING_INPUTS:
+        if rel in files:
+            problems += read_rows(locate(rel), f"{name}/{rel}", version.wire, progress, keep=False).report.findings()
+    if RELEASE_MANIFEST in files:
+        problems += release_manifest_problems(name, files, locate)
+    if FINAL_STATS in files:
+        data, found = _json(locate, FINAL_STATS, f"{name}/{FINAL_STATS}")
+        problems += found or _stated_count(data, "rows", version.train_rows + version.validation_rows, f"{name}/{FINAL_STATS}", "train and validation rows add up to")
+    return problems

@@ -1,0 +1,130 @@
+"""``registry dataset add``: copy a version folder into ``<version>/``, after checking every file.
+
+What the command states (row counts, the trained file and its sha256, the wire format, the
+thinking mode) is compared with what the copied files hold (:mod:`registry.dataset.versions`):
+the files are copied into staging while they are hashed, the copies are checked, and only then
+renamed into place with index.json, the card and SHA256SUMS in one transaction.  A refusal leaves
+the registry byte-identical.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+
+from ..arguments import require_name
+from ..atomic import transaction
+from ..dataset import store
+from ..dataset.layout import place_in_version
+from ..dataset.models import DataVersion
+from ..dataset.versions import version_problems
+from ..editing import build
+from ..errors import Problem, RegistryError
+from ..hashing.engine import Progress
+from ..models import Localized, path_problem
+from ..pinned import pinned
+from ..repo import INDEX_NAME, Repo, render_index
+from .add import copy_hashing
+
+OPTIONS = {
+    "version": "--version", "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher",
+    "trained_file": "--trained-file/--trained-sha256", "train_rows": "--train-rows", "validation_rows": "--validation-rows",
+    "wire": "--wire-canonical/--wire-hash", "vocabulary": "--vocab", "summary": "--summary", "composition": "--composition", "known_issues": "--known-issue",
+}  # fmt: skip
+
+
+@dataclass
+class VersionRequest:
+    source: Path  # the version folder as the packer left it (seed 002: final-20261013)
+    version: str
+    date: date
+    thinking: str
+    teachers: list[str]
+    trained_file: str  # inside the folder, e.g. dataset/train/segments-1-41.jsonl
+    trained_sha256: str
+    train_rows: int
+    validation_rows: int
+    wire_canonical: str
+    wire_hash: str
+    vocabulary: str
+    profile: str | None = None
+    summary: Localized = field(default_factory=Localized)
+    composition: Localized = field(default_factory=Localized)
+    known_issues: Localized = field(default_factory=Localized)
+
+
+def folder_files(source: Path) -> list[str]:
+    """Every file of the version folder (relative POSIX paths), refusing links, special files and
+    files with no place in a version folder."""
+    if not source.is_dir() or source.is_symlink():
+        raise RegistryError("dataset.not-a-folder", source, "is not a folder", "pass the version's folder (the one holding dataset/train/)")
+    files: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(source, followlinks=False):
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            rel = path.relative_to(source).as_posix()
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                raise RegistryError("dataset.symlink", path, "is a symlink (links are never followed)", "replace it with the real file")
+            if stat.S_ISDIR(mode):
+                continue
+            why = path_problem(rel) or (None if stat.S_ISREG(mode) else "not a regular file") or place_in_version(rel)
+            if why:
+                raise RegistryError("dataset.stray-file", path, why, "move the file to its place in the folder or out of it")
+            files.append(rel)
+    return sorted(files)
+
+
+def _version(request: VersionRequest, sizes: dict[str, int]) -> DataVersion:
+    data = {
+        "version": request.version, "date": request.date, "thinking": request.thinking, "profile": request.profile, "teachers": request.teachers,
+        "trained_file": {"path": request.trained_file, "sha256": request.trained_sha256.lower(), "size": sizes.get(request.trained_file, 0)},
+        "train_rows": request.train_rows, "validation_rows": request.validation_rows,
+        "wire": {"canonical": request.wire_canonical, "hash": request.wire_hash.lower()}, "vocabulary": request.vocabulary,
+        "summary": request.summary, "composition": request.composition, "known_issues": request.known_issues,
+    }  # fmt: skip
+    return build(DataVersion, data, OPTIONS)
+
+
+def _from_source(problem: Problem, version: str, source: Path) -> Problem:
+    """A problem of the staged copy, naming the user's file (``<version>/x`` -> ``<source>/x``)."""
+    if problem.file and (problem.file == version or problem.file.startswith(f"{version}/")):
+        return replace(problem, file=str(source) + problem.file[len(version) :])
+    return problem
+
+
+def add_version(root: Path, request: VersionRequest, progress: Progress | None = None) -> DataVersion:
+    """Check and register one version folder as ``<version>/`` (see the module docstring)."""
+    require_name(request.version, "data version", "--version")
+    repo = Repo.open(root)
+    files = folder_files(Path(request.source))
+    staged: dict[str, Path] = {}
+    try:
+        with transaction(repo.root) as txn:
+            index = store.index_to_change(repo)
+            if index.version(request.version):
+                raise RegistryError("dataset.version-exists", request.version, "the version is already in the registry", "a changed version is a new version: pass another --version")
+            digests, sizes = {}, {}
+            for number, rel in enumerate(files):
+                staged[rel] = txn.staging / f"dataset-{os.getpid()}-{number}.part"
+                with pinned(Path(request.source) / rel, "version file") as source:
+                    digests[rel] = copy_hashing(source, staged[rel], progress)
+                    sizes[rel] = source.stat.st_size
+            version = _version(request, sizes)
+            problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress)]
+            if problems:
+                headline = Problem("dataset.refused", str(request.source), f"{len(problems)} problem(s) in the version folder; nothing was changed", problems[0].fix)
+                raise RegistryError.of([headline, *problems])
+            for rel in files:
+                txn.move(staged[rel], f"{version.version}/{rel}", digests[rel])
+            index.versions.append(version)
+            txn.write(INDEX_NAME, render_index(index))
+            store.stage_derived(repo, txn, index)
+    except BaseException:
+        for path in staged.values():
+            path.unlink(missing_ok=True)
+        raise
+    return version

@@ -1,0 +1,28 @@
+"""``registry dataset init``: create an empty dataset registry (seed 002's repo shape)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..atomic import PRIVATE_DIR, Transaction
+from ..dataset import store
+from ..dataset.layout import GITATTRIBUTES
+from ..dataset.models import DatasetIndex, DatasetInfo
+from ..layout import PRE_COMMIT_CONFIG
+from ..repo import INDEX_NAME, Repo, render_index
+from .init import create_registry, stage_git_files
+
+
+def init_dataset(root: Path, title: str | None = None, license: str | None = None) -> Repo:
+    """index.json (``kind: dataset``), .gitattributes (jsonl and logs through LFS), .gitignore, the card, SHA256SUMS."""
+    info = DatasetInfo(license=license) if title is None else DatasetInfo(title=title, license=license)
+    index = DatasetIndex(dataset=info)
+
+    def stage(repo: Repo, txn: Transaction) -> None:
+        txn.write(INDEX_NAME, render_index(index))
+        stage_git_files(repo, txn, GITATTRIBUTES)
+        store.stage_derived(repo, txn, index, absorb=True)
+
+    # the dataset card has no hand-written section and the dataset layout no LICENSE/docs: a folder
+    # holding them is refused, never overwritten
+    return create_registry(root, stage, frozenset({PRE_COMMIT_CONFIG, PRIVATE_DIR}))

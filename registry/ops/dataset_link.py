@@ -1,0 +1,47 @@
+"""``registry dataset link``: derive the card's table of weights trained on each version from a
+model registry (a local folder, or a Hub model repo at a revision), matched by data sha256.
+
+The table is recorded in index.json (``models``: the source and its weights) so the card stays a
+pure function of the index; ``validate --linked`` / ``--linked-hub`` checks it is still true.
+Refused when the model registry has a weight that cites this dataset with data in no version.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..atomic import transaction
+from ..dataset import store
+from ..dataset.links import citing_problems, trained_weights
+from ..dataset.models import ModelSource
+from ..dataset.remote import fetch_index
+from ..errors import Problem, RegistryError
+from ..models import Index
+from ..repo import INDEX_NAME, Repo, render_index
+from .validate_dataset import local_models
+
+
+def link_models(root: Path, models: Path | None = None, repo_id: str | None = None, revision: str = "main") -> ModelSource:
+    """Record the weights of ``models`` (local) or ``repo_id``@``revision`` (Hub) trained on this dataset's versions."""
+    if (models is None) == (repo_id is None):
+        raise RegistryError("args.conflict", "--models", "give either a local model registry or --repo-id", "pass --models DIR, or --repo-id NS/NAME [--revision REV]")
+    index: Index
+    if models is not None:
+        index, where = local_models(models), str(models)
+        source_repo, commit = index.registry.repo_id, None
+    else:
+        assert repo_id is not None
+        index, commit, _ = fetch_index(repo_id, revision, "model", Index)
+        source_repo, where = repo_id, f"{repo_id}@{commit[:12]}"
+    repo = Repo.open(root)
+    with transaction(repo.root) as txn:
+        dataset = store.index_to_change(repo)
+        problems = list(citing_problems(index, dataset, "this dataset"))
+        if problems:
+            headline = Problem("link.refused", where, f"{len(problems)} weight(s) cite data that is no version here; nothing was changed", problems[0].fix)
+            raise RegistryError.of([headline, *problems])
+        source = ModelSource(repo_id=source_repo, revision=commit, weights=trained_weights(index, dataset))
+        dataset.models = [s for s in dataset.models if s.repo_id != source_repo] + [source]
+        txn.write(INDEX_NAME, render_index(dataset))
+        store.stage_derived(repo, txn, dataset)
+    return source
