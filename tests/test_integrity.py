@@ -16,6 +16,7 @@ from registry.ops.validate import validate
 from registry.synthetic import make_base_checkpoint, make_state_file
 
 from .conftest import SMALL, snapshot
+from .test_export_hf import hf_registry, world_base  # noqa: F401  (fixtures)
 from .test_ops_artifacts import base_name, registry_with_base, train_json  # noqa: F401  (fixture)
 
 
@@ -98,3 +99,47 @@ def test_sums_check_refuses_a_symlinked_sha256sums_as_validate_does(with_entry, 
     assert human.exit_code == 1 and "matches every file" not in human.output and "SHA256SUMS" in human.output
     assert ("layout.symlink", "SHA256SUMS") in {(p.code, p.file) for p in validate(root)}
     assert snapshot(root) == before
+
+
+# -- 3. duplicate keys ---------------------------------------------------------------------------------------------
+
+
+def test_an_index_json_with_a_key_twice_is_refused_not_read_with_the_last_value(with_entry):
+    root, _entry = with_entry
+    text = (root / "index.json").read_text(encoding="utf-8")
+    (root / "index.json").write_text(text.rstrip()[:-1].rstrip() + ',\n  "entries": []\n}\n', encoding="utf-8")  # the case
+    run("sums", root)  # even once SHA256SUMS accepts the bytes
+    before = snapshot(root)
+    found = {(p.code, p.file): p for p in validate(root)}
+    assert ("json.duplicate-key", "index.json") in found and '"entries"' in found[("json.duplicate-key", "index.json")].message
+    for args in (["card", root], ["set", "title", "x", "-C", root], ["list", "-C", root]):
+        refused = run(*args)
+        assert refused.exit_code == 3 and '"entries" appears twice' in refused.output and refused.output.count("\n") == 1, refused.output
+    assert snapshot(root) == before
+
+
+def test_a_train_json_with_a_key_twice_is_refused_by_add_and_by_validate(with_entry, small_base, tmp_path):
+    root, entry = with_entry
+    twice = tmp_path / "twice.json"
+    twice.write_text(train_json(tmp_path / "t.json").read_text()[:-1] + ', "command": "something else"}')
+    before = snapshot(root)
+    refused = run("add", make_state_file(tmp_path / "s2.pth", SMALL, seed=2), "--base", base_name(small_base), "--method", "state", "--data-version", "v2.0", "--train-json", twice, "-C", root)
+    assert refused.exit_code == 3 and '"command" appears twice' in refused.output and str(twice) in refused.output
+    assert snapshot(root) == before
+    placed = root / Path(entry.path).parent / "train.json"
+    placed.write_text(twice.read_text())
+    assert ("json.duplicate-key", placed.relative_to(root).as_posix()) in {(p.code, p.file) for p in validate(root)}
+
+
+def test_a_transformers_export_config_with_a_key_twice_fails_validate(hf_registry):  # noqa: F811
+    from registry.ops.export_hf import ExportRequest, export_hf
+
+    from .test_export_hf import _relisted
+
+    root, entry = hf_registry
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    config = root / export.path / "config.json"
+    config.write_text(config.read_text().replace('"intermediate_size": 512', '"intermediate_size": 512, "intermediate_size": 256'))
+    _relisted(root, f"{export.path}/config.json")  # index.json and SHA256SUMS made to agree, as a pull request could
+    messages = [p.message for p in validate(root) if p.file == export.path]
+    assert any('"intermediate_size" appears twice' in m for m in messages), messages

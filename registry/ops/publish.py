@@ -7,7 +7,8 @@
 4. one ``create_commit`` holding every operation with ``parent_commit`` = the planned head, so a
    push by someone else in between makes the Hub refuse it (412) instead of mixing trees;
 5. the new commit's tree is listed and compared with the plan; only then is the published state
-   recorded locally.
+   recorded locally.  A ``registry.repo_id`` publish records is staged before the upload (the
+   published index.json and card name the repo) and committed locally only after that.
 
 A failure before step 4 leaves the Hub without a commit (uploaded LFS objects stay invisible until a
 commit names them, and a re-run reuses them).  Whatever fails, the local record is only written
@@ -16,19 +17,19 @@ once the Hub was seen holding the planned bytes, so a re-run plans against what 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from rich.filesize import decimal
 
-from ..atomic import locked_transaction, registry_lock
+from ..atomic import Transaction, locked_transaction, registry_lock
 from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..hub.gates import entries_touching, gate_findings
-from ..hub.local import local_files, local_sums, with_git_sha1
+from ..hub.local import local_files, local_sums, source, with_git_sha1
 from ..hub.plan import (
     LocalFile,
     Plan,
@@ -43,6 +44,7 @@ from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import CommitResult, Hub
 from ..models import Index
 from ..repo import INDEX_NAME, Repo, render_index
+from ..sums import SUMS_NAME
 from .validate import validate
 
 Say = Callable[[str], None]
@@ -98,6 +100,7 @@ class _Draft:
     local: dict[str, LocalFile]
     plan: Plan
     blockers: tuple[Problem, ...]
+    staged: Mapping[str, Path] = field(default_factory=dict)  # files sent from a local transaction not committed yet
 
 
 def _check_options(options: PublishOptions) -> None:
@@ -107,25 +110,27 @@ def _check_options(options: PublishOptions) -> None:
         raise RegistryError("args.conflict", options.repo_id, "a release tag must point at a commit on the branch, not at a pull request", "drop --tag or --create-pr")
 
 
-def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, options: PublishOptions, hub: Hub) -> _Draft:
-    local = local_files(repo, sums)
-    local = with_git_sha1(repo.root, local, plain_paths(local, remote.files))
+def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, options: PublishOptions, hub: Hub, staged: Mapping[str, Path] | None = None) -> _Draft:
+    staged = dict(staged or {})
+    local = local_files(repo, sums, staged)
+    local = with_git_sha1(repo.root, local, plain_paths(local, remote.files), staged)
     plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
     blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate)]
     if options.tag and remote.exists and options.tag in hub.tags():
         blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
-    return _Draft(index, sums, local, plan, tuple(blockers))
+    return _Draft(index, sums, local, plan, tuple(blockers), staged)
 
 
 def _remote(options: PublishOptions, hub: Hub) -> RemoteState:
     return RemoteState(options.repo_id, options.revision, None) if options.assume_empty_remote else hub.state()
 
 
-def _operations(repo: Repo, plan: Plan) -> list[CommitOperationAdd | CommitOperationDelete]:
+def _operations(repo: Repo, draft: _Draft) -> list[CommitOperationAdd | CommitOperationDelete]:
     """Every operation of the commit; refuses a file whose bytes changed since the plan was made."""
+    plan = draft.plan
     operations: list[CommitOperationAdd | CommitOperationDelete] = []
     for planned in plan.uploads:
-        add = CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=str(repo.root / planned.path))
+        add = CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=str(source(repo.root, planned.path, draft.staged)))
         if add.upload_info.sha256.hex() != planned.local_file.sha256:
             raise RegistryError("publish.changed-meanwhile", planned.path, "the file changed while publish was running", "run `registry publish` again")
         operations.append(add)
@@ -147,7 +152,7 @@ def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
 
 def _verify(repo: Repo, draft: _Draft, hub: Hub, commit: str) -> None:
     after = hub.tree(commit)
-    local = with_git_sha1(repo.root, draft.local, plain_paths(draft.local, after))
+    local = with_git_sha1(repo.root, draft.local, plain_paths(draft.local, after), draft.staged)
     problems = verify_tree(draft.plan, local, after)
     if problems:
         raise RegistryError.of(problems)
@@ -184,36 +189,48 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
             state = hub.existing_state()
             draft = _draft(repo, index, sums, state, options, hub)  # re-plan on the Hub's initial commit
             _require_clear(draft)
-        if index.registry.repo_id != options.repo_id:
-            say(f"recording {options.repo_id} as registry.repo_id")
-            index, sums = _record_repo_id(repo, options.repo_id)
-            draft = _draft(repo, index, sums, state, options, hub)  # the card and index.json now name the repo
-            _require_clear(draft)
-        return _carry_out(repo, draft, options, hub, say)
+        if index.registry.repo_id == options.repo_id:
+            return _record(repo, draft, options, _carry_out(repo, draft, options, hub, say))
+        say(f"recording {options.repo_id} as registry.repo_id")
+        # Staged, sent from staging, and committed locally only once the Hub holds the commit:
+        # whatever fails before, the registry stays byte-identical.
+        with locked_transaction(repo.root) as txn:
+            draft = _with_repo_id(repo, txn, state, options, hub)
+            outcome = _carry_out(repo, draft, options, hub, say)
+        return _record(repo, draft, options, outcome)
 
 
-def _record_repo_id(repo: Repo, repo_id: str) -> tuple[Index, dict[str, str]]:
-    """Record the repo publish is about to send to, just before the upload, so the published
-    index.json and card name it and the next publish needs no --repo-id; under publish's lock."""
-    with locked_transaction(repo.root) as txn:
-        index = repo.load_index()
-        index.registry.repo_id = repo_id
-        txn.write(INDEX_NAME, render_index(index))
-        stage_derived(repo, txn, index)
-    return index, local_sums(repo)
+def _with_repo_id(repo: Repo, txn: Transaction, state: RemoteState, options: PublishOptions, hub: Hub) -> _Draft:
+    """The plan with the repo publish sends to recorded in index.json (staged in ``txn``), so the
+    published index.json and card name it and the next publish needs no --repo-id."""
+    index = repo.load_index()
+    index.registry.repo_id = options.repo_id
+    txn.write(INDEX_NAME, render_index(index))
+    sums = stage_derived(repo, txn, index)
+    staged = {rel: path for rel in (*txn.staged_files(), SUMS_NAME) if (path := txn.staged_source(rel)) is not None}
+    draft = _draft(repo, index, sums, state, options, hub, staged)
+    _require_clear(draft)
+    return draft
 
 
 def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Say) -> Outcome:
+    """The commit on the Hub, verified, and the tag; nothing local is written here."""
     plan, result = draft.plan, None
     assert plan.head is not None, "publish plans against an existing repo"
     if not plan.empty:
         say(f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} deletion(s)")
-        result = hub.commit(_operations(repo, plan), *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)
+        result = hub.commit(_operations(repo, draft), *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)
         say(f"verifying commit {result.oid[:12]}")
         _verify(repo, draft, hub, result.oid)
-    commit = result.oid if result else plan.head
     if options.tag:
-        hub.create_tag(options.tag, commit)
-    revision = result.pr_revision if result and result.pr_revision else options.revision
-    record_remote(repo, draft.sums, RemoteRecord(repo_id=options.repo_id, revision=revision, commit=commit))
+        hub.create_tag(options.tag, result.oid if result else plan.head)
     return Outcome(plan, (), result, options.tag)
+
+
+def _record(repo: Repo, draft: _Draft, options: PublishOptions, outcome: Outcome) -> Outcome:
+    """Remember what the Hub now holds (after the local files were committed)."""
+    result, head = outcome.commit, draft.plan.head
+    assert head is not None, "publish plans against an existing repo"
+    revision = result.pr_revision if result and result.pr_revision else options.revision
+    record_remote(repo, draft.sums, RemoteRecord(repo_id=options.repo_id, revision=revision, commit=result.oid if result else head))
+    return outcome
