@@ -3,8 +3,9 @@ directory outside the clone (how pre-commit, the GitHub Action and CI install it
 
 Two environments are built once per session:
 
-* ``installed``: the wheel in a venv that sees this interpreter's site-packages (torch and the
-  other dependencies come from there; the wheel itself is installed with ``--no-deps``);
+* ``installed``: the wheel in a venv that sees the site-packages of the interpreter running the
+  tests, whether that is a system Python or itself a venv (torch and the other dependencies come
+  from there; the wheel itself is installed with ``--no-deps``);
 * ``light``: the wheel with its declared dependencies only, no torch at all, as
   ``pip install rwkv-registry`` (and so a pre-commit hook) gets it.
 """
@@ -64,10 +65,21 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+def running_site_packages() -> list[str]:
+    """The site-packages folders this interpreter imports from: its own and, when it is a venv
+    made with --system-site-packages, its base's (``venv --system-site-packages`` would give the
+    new venv the *base* interpreter's only, without what this venv installed)."""
+    return [entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()]
+
+
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory, wheel) -> Venv:
     root = tmp_path_factory.mktemp("venv-installed")
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", root], check=True)
+    subprocess.run([sys.executable, "-m", "venv", root], check=True)
+    venv_site = subprocess.run([root / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip()
+    # Plain folder lines: appended after the venv's own site-packages (its wheel wins), and the
+    # .pth files in them (an editable install of this clone) are not run.
+    (Path(venv_site) / "running-interpreter.pth").write_text("".join(f"{entry}\n" for entry in running_site_packages()))
     _pip(root / "bin" / "python", "--no-deps", "--force-reinstall", wheel)
     return Venv(root, tmp_path_factory.mktemp("elsewhere"))
 

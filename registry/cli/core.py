@@ -57,7 +57,7 @@ def sums(directory: Path | None, registry: Path, check: bool, as_json: bool) -> 
 @click.option("--allow-rewrite", "rewrite_reason", metavar="REASON", help="Accept changes to already-published files and record REASON in index.json.")
 def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_only: Path | None, rewrite_reason: str | None) -> None:
     """Check layout, schemas, index cross-references and SHA256SUMS; exit 0 only when clean."""
-    from ..ops.validate import allow_rewrite, validate, validate_index_file
+    from ..ops.validate import allow_rewrite, not_covered, validate, validate_index_file
 
     root = registry_dir(directory, registry)
     if rewrite_reason:
@@ -71,7 +71,10 @@ def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_on
         return
     with byte_progress("hashing", enabled=not as_json) as bar:
         problems = validate(root, progress=bar.advance)
-    report(problems, as_json, "registry is valid")
+    beside = not_covered(root)
+    if beside and not as_json:
+        say(f"not checked and never published: {', '.join(beside)}")
+    report(problems, as_json, "registry is valid", {"not_covered": beside})
 
 
 @main.command()

@@ -1,7 +1,8 @@
 """The local side of a publish: which files a registry puts on the Hub, and their ids.
 
-SHA256SUMS is the list (``validate`` has just checked it against the bytes on disk), plus the two
-files it cannot cover: itself and ``.gitattributes``.
+SHA256SUMS is the list (``validate`` has just checked it against the bytes on disk), plus the one
+file it cannot cover: itself.  Nothing else is sent (``.github/``, ``.gitignore``,
+``.pre-commit-config.yaml`` and anything under ``.registry/`` stay local).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..hashing.engine import CHUNK
-from ..repo import GITATTRIBUTES_NAME, Repo
+from ..repo import Repo
 from ..sums import SUMS_NAME, parse_sums
 from .plan import LocalFile
 
@@ -39,11 +40,10 @@ def source(root: Path, rel: str, staged: Mapping[str, Path] | None = None) -> Pa
 def local_files(repo: Repo, sums: dict[str, str], staged: Mapping[str, Path] | None = None) -> dict[str, LocalFile]:
     """Every file publish would put on the Hub, by path, with its sha256 and size."""
     files = {path: LocalFile(path, sha, source(repo.root, path, staged).stat().st_size) for path, sha in sums.items()}
-    for name in (SUMS_NAME, GITATTRIBUTES_NAME):
-        path = source(repo.root, name, staged)
-        if path.is_file():
-            data = path.read_bytes()
-            files[name] = LocalFile(name, hashlib.sha256(data).hexdigest(), len(data))
+    sums_file = source(repo.root, SUMS_NAME, staged)
+    if sums_file.is_file():
+        data = sums_file.read_bytes()
+        files[SUMS_NAME] = LocalFile(SUMS_NAME, hashlib.sha256(data).hexdigest(), len(data))
     return files
 
 

@@ -16,11 +16,7 @@ from typing import Literal
 
 from ..errors import Problem
 from ..models import Rewrite
-from ..published import DERIVED
-from ..repo import GITATTRIBUTES_NAME
-
-# Files the tool renders (and .gitattributes, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
-MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME})
+from ..published import MUTABLE  # the files the tool renders and .gitattributes: everything else on the Hub is immutable
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
 REWRITE_FIX = (

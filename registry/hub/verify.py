@@ -13,13 +13,12 @@ from pathlib import Path
 
 from ..errors import Problem
 from ..models import Index
-from ..repo import GITATTRIBUTES_NAME
 from ..sums import SUMS_NAME
 from .gates import entry_files
 from .plan import RemoteFile
 
 REPUBLISH = "run `registry publish` from the registry that holds the right bytes"
-UNLISTED_OK = {SUMS_NAME, GITATTRIBUTES_NAME}
+UNLISTED_OK = {SUMS_NAME}  # .gitattributes is listed like every file the registry publishes
 
 
 def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Problem]:
