@@ -44,7 +44,6 @@ from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import CommitResult, Hub
 from ..models import Index
 from ..repo import INDEX_NAME, Repo, render_index
-from ..sums import SUMS_NAME
 from .validate import validate
 
 Say = Callable[[str], None]
@@ -207,7 +206,7 @@ def _with_repo_id(repo: Repo, txn: Transaction, state: RemoteState, options: Pub
     index.registry.repo_id = options.repo_id
     txn.write(INDEX_NAME, render_index(index))
     sums = stage_derived(repo, txn, index)
-    staged = {rel: path for rel in (*txn.staged_files(), SUMS_NAME) if (path := txn.staged_source(rel)) is not None}
+    staged = {rel: path for rel in txn.staged_files() if (path := txn.staged_source(rel)) is not None}  # SHA256SUMS included
     draft = _draft(repo, index, sums, state, options, hub, staged)
     _require_clear(draft)
     return draft
