@@ -4,6 +4,7 @@ through the real huggingface_hub client against tests/hubserver.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -16,7 +17,7 @@ from registry.gate.seal import sealed
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 from registry.repo import Repo
-from registry.sums import parse_sums
+from registry.sums import parse_sums, render_sums
 
 from .conftest import snapshot
 from .test_publish import REPO, assert_nothing_recorded, assert_published, cli, hub_files, publish_args, registry, template  # noqa: F401  (fixtures)
@@ -128,3 +129,19 @@ def test_pull_refuses_a_remote_gitattributes_that_sha256sums_does_not_cover(hub_
     result = cli("pull", "--repo-id", REPO, tmp_path / "pulled", code=3)
     assert ".gitattributes" in result.output and not (tmp_path / "pulled").exists()
     assert not [p for p in tmp_path.iterdir() if ".pull-" in p.name]
+
+
+def test_pull_and_verify_remote_refuse_a_remote_index_json_with_a_key_twice(hub_server, registry, cli, tmp_path):
+    from huggingface_hub import CommitOperationAdd
+
+    cli(*publish_args(registry))
+    index = (registry / "index.json").read_text(encoding="utf-8")
+    twice = (index.rstrip()[:-1].rstrip() + ',\n  "entries": []\n}\n').encode()  # a reviewer sees the entries; json's last key wins
+    sums = parse_sums((registry / "SHA256SUMS").read_bytes())
+    sums["index.json"] = hashlib.sha256(twice).hexdigest()  # SHA256SUMS made to agree, as a hostile remote would
+    operations = [CommitOperationAdd("index.json", twice), CommitOperationAdd("SHA256SUMS", render_sums(sums))]
+    HfApi().create_commit(REPO, operations, commit_message="hostile")
+    for args in (["pull", "--repo-id", REPO, tmp_path / "pulled"], ["verify-remote", "--repo-id", REPO]):
+        result = cli(*args, code=3)
+        assert '"entries" appears twice' in result.output, result.output
+    assert not (tmp_path / "pulled").exists()
