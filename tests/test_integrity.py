@@ -143,3 +143,26 @@ def test_a_transformers_export_config_with_a_key_twice_fails_validate(hf_registr
     _relisted(root, f"{export.path}/config.json")  # index.json and SHA256SUMS made to agree, as a pull request could
     messages = [p.message for p in validate(root) if p.file == export.path]
     assert any('"intermediate_size" appears twice' in m for m in messages), messages
+
+
+# -- 4. .gitattributes as git reads it (the pure core; tests/test_publish_integrity.py runs it through validate) -----
+
+
+@pytest.mark.parametrize(
+    ("text", "out_of_lfs"),
+    [
+        ("*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n", set()),
+        ("*.pth filter=lfs\n", {"b/state/v1/hf/s/initial_state.safetensors"}),
+        ("*.pth filter=lfs\n*.safetensors filter=lfs\nb/state/** -filter\n", {"b/state/v1/s.pth", "b/state/v1/hf/s/initial_state.safetensors"}),
+        ("*.pth filter=lfs\n*.safetensors filter=lfs\n/s.pth !filter\n", set()),  # anchored at the root: no weight there
+        ("*.pth filter=lfs\n*.safetensors filter=lfs\ns.pth filter=other\n", {"b/state/v1/s.pth"}),
+        ("# comment\n[attr]binary -diff -merge -text\nb/**/*.pth filter=lfs\n*.safetensors filter=lfs\n", set()),
+        ("b/*.pth filter=lfs\n*.safetensors filter=lfs\n", {"b/state/v1/s.pth", "b/full/v1/r/big.pth"}),  # * stays in one component
+    ],
+)
+def test_gitattributes_rules_follow_git(text, out_of_lfs):
+    from registry.gitattributes import lfs_problems
+
+    weights = ["b/state/v1/s.pth", "b/full/v1/r/big.pth", "b/state/v1/hf/s/initial_state.safetensors"]
+    assert {p.file for p in lfs_problems(text, weights)} == out_of_lfs
+    assert [p.code for p in lfs_problems(None, weights)] == ["gitattributes.missing"] and list(lfs_problems(None, [])) == []
