@@ -13,8 +13,13 @@ from .hashing.engine import Progress
 from .layout import is_excluded, scan_tree
 from .lfs import refuse_pointers
 from .models import Index
-from .repo import Repo
+from .repo import CARD_NAME, INDEX_NAME, Repo
 from .sums import SUMS_NAME, digest_tree, parse_sums, render_sums, sums_problems
+
+# Files a command builds from their own bytes on disk: index.json (read, changed, rendered again)
+# and README.md (its hand-written section is carried over).  A hand edit of either would be
+# carried into SHA256SUMS by the rewrite, so it is refused like any other file's.
+CARRIED = frozenset({INDEX_NAME, CARD_NAME})
 
 
 def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
@@ -34,20 +39,22 @@ def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, a
     Only the files ``txn`` writes get new lines, and those it removes lose theirs.  Every other
     file must still be what SHA256SUMS says, or the command refuses with validate's findings: an
     unrelated write must never launder a change made behind the tool's back into the registry's
-    own checksums.  ``absorb``: True
-    takes the tree as it is (``registry sums``, ``init``, ``adopt``); a set of paths accepts their new bytes
-    (``validate --allow-rewrite``, which records why).  ``known``: sha256 the caller computed, under
-    this lock, of files it checked are unchanged since (adopt: not hashed twice).
+    own checksums.  The same holds for the files a command rewrites from their own old bytes
+    (:data:`CARRIED`): their bytes on disk are checked before the new ones replace them.
+    ``absorb``: True takes the tree as it is (``registry sums``, ``init``, ``adopt``); a set of
+    paths accepts their new bytes (``validate --allow-rewrite``, which records why; ``card``, the
+    hand-written section of README.md).  ``known``: sha256 the caller computed, under this lock, of
+    files it checked are unchanged since (adopt: not hashed twice).
     """
     staged = {rel: sha for rel, sha in txn.staged_files().items() if not is_excluded(rel)}
     removed = txn.removed_files()
-    on_disk = [rel for rel in scan_tree(repo.root).files if rel not in staged and rel not in removed]
+    on_disk = [rel for rel in scan_tree(repo.root).files if rel not in removed and (rel not in staged or rel in CARRIED)]
     refuse_pointers(repo.root, on_disk)  # a pointer's hash is not the weight's: never into SHA256SUMS
     known = known or {}
     digests = digest_tree(repo.root, [rel for rel in on_disk if rel not in known], StatCache(repo.stat_cache_path), progress)
     digests.update({rel: known[rel] for rel in on_disk if rel in known})
     if absorb is not True:
-        _require_unchanged(repo, digests, set(staged) | removed | set(absorb or ()))
+        _require_unchanged(repo, digests, (set(staged) - CARRIED) | removed | set(absorb or ()))
     digests.update(staged)
     txn.write(SUMS_NAME, render_sums(digests))
     txn.after_commit(lambda: remember_digests(repo, staged))
@@ -60,7 +67,7 @@ def _require_unchanged(repo: Repo, digests: dict[str, str], written: set[str]) -
     listed = {rel: sha for rel, sha in parse_sums(repo.read_bytes(repo.sums_path)).items() if rel not in written}
     problems = sums_problems(listed, {rel: sha for rel, sha in digests.items() if rel not in written})
     if problems:
-        headline = Problem("sums.changed", SUMS_NAME, f"{len(problems)} file(s) differ from SHA256SUMS and this command did not write them; nothing was changed", "restore them, or run `registry sums` if the changes are intended (`registry validate` lists them)")
+        headline = Problem("sums.changed", SUMS_NAME, f"{len(problems)} file(s) differ from SHA256SUMS: changed outside the tool's commands; nothing was changed", "restore them, or run `registry sums` if the changes are intended (`registry validate` lists them)")
         raise RegistryError.of([headline, *problems])
 
 

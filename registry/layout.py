@@ -16,7 +16,7 @@ from pathlib import Path
 from .atomic import PRIVATE_DIR
 from .errors import Problem
 from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, path_problem
-from .repo import CARD_NAME, EVALUATION_NAME, INDEX_NAME
+from .repo import CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, INDEX_NAME
 from .sums import SUMS_NAME
 
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
@@ -26,7 +26,7 @@ HF_DIR = "hf"  # a Transformers export's folder name
 # Files Hub repos carry beside the card, kept at the root, listed in SHA256SUMS and published.
 KEPT_ROOT_FILES = frozenset({"LICENSE", "LICENSE.md", "LICENSE.txt", "NOTICE", "NOTICE.md", "CITATION.cff"})
 DOCS_DIR = "docs"  # any files under docs/ (evaluation reports, figures) are kept the same way
-ROOT_FILES = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, *KEPT_ROOT_FILES}
+ROOT_FILES = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, *KEPT_ROOT_FILES}
 ROOT_FIX = "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: move documents into docs/, delete anything else"
 
 
@@ -40,14 +40,19 @@ class TreeScan:
 
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
 SIGNATURE_NAME = "model.sig"  # OpenSSF Model Signing bundle over every published file (registry/signature.py)
+# git's own files and folders at the root, which are no part of the registry's content; any other
+# hidden name (``.gitx/``) is checked like every file.  .gitattributes is content: SHA256SUMS
+# lists it and validate checks it sends weights through LFS.
+GIT_FILES = frozenset({".git", ".gitignore", ".gitmodules", ".github"})
+NOT_COVERED = (*sorted(GIT_FILES - {".git"}), PRE_COMMIT_CONFIG)  # kept beside a registry, never checked nor published
 
 
 def is_excluded(rel: str) -> bool:
     """Paths SHA256SUMS and the layout ignore: itself, the signature that covers it (``model.sig``),
-    git's files (``.git*``, ``.github/``), the pre-commit configuration that runs our hooks, the
-    tool's private folder."""
+    git's files (``.git/``, ``.gitignore``, ``.gitmodules``, ``.github/``), the pre-commit
+    configuration that runs our hooks, the tool's private folder."""
     top = rel.split("/", 1)[0]
-    return rel in (SUMS_NAME, PRE_COMMIT_CONFIG, SIGNATURE_NAME) or top.startswith(".git") or top == PRIVATE_DIR
+    return rel in (SUMS_NAME, PRE_COMMIT_CONFIG, SIGNATURE_NAME) or top in GIT_FILES or top == PRIVATE_DIR
 
 
 def scan_tree(root: Path) -> TreeScan:
@@ -108,6 +113,8 @@ class Placement:
 def place(rel: str, bases: set[str]) -> Placement | Problem | None:
     """Classify a file path: a Placement, None for an allowed root file, or a Problem."""
     parts = rel.split("/")
+    if rel not in ROOT_FILES and any(part.startswith(".") for part in parts):
+        return Problem("layout.hidden", rel, "a hidden file or folder, which git-aware tools and reviewers easily miss", "remove it: a registry holds no hidden files but .gitattributes")
     if len(parts) == 1:
         if rel in ROOT_FILES:
             return None

@@ -223,15 +223,26 @@ class FileRef(_Strict):
     size: int = Field(ge=0)
 
 
+class GateCheck(_Strict):
+    """One check of a gate run: its verdict and measured figures."""
+
+    name: str
+    passed: bool
+    figures: dict[str, float | int | str | bool | None] = Field(default_factory=dict)
+
+
 class GateSummary(_Strict):
-    """What the smoke gate concluded for exactly these bytes (full receipt in .registry/gates/)."""
+    """What a reader needs to know of the gate run on exactly these bytes: when, where, with which
+    versions, the verdict and its figures.  The receipt publish trusts stays in the gating
+    machine's .registry/gates/ (never named here: a clone does not have it)."""
 
     passed: bool
     device: Literal["cuda", "cpu"]
     file_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
-    receipt: str
     gpu: str | None = None
     date: str
+    versions: dict[str, str] = Field(default_factory=dict, description="torch, cuda, rwkv, python, registry, kernel_source_hash, driver")
+    checks: list[GateCheck] = Field(default_factory=list)
 
 
 class Entry(_Strict):

@@ -13,12 +13,16 @@ from datetime import date
 
 from .atomic import atomic_write
 from .errors import Problem
+from .layout import SIGNATURE_NAME
 from .models import Index, Rewrite
-from .repo import CARD_NAME, EVALUATION_NAME, INDEX_NAME, Repo
+from .repo import CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, INDEX_NAME, Repo
 from .sums import SUMS_NAME, parse_sums, render_sums
 
 # Derived files are re-rendered by the tool on every change; immutability is about the rest.
 DERIVED = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME}
+# ... and, with .gitattributes (git's settings for the repo) and model.sig (a new signature over the
+# release), the published files that may change.
+MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME, SIGNATURE_NAME})
 
 
 def published_sums(repo: Repo) -> dict[str, str]:
@@ -38,7 +42,7 @@ def _covered(index: Index, path: str, current: str | None) -> bool:
 def rewrite_violations(repo: Repo, index: Index, digests: dict[str, str]) -> Iterator[tuple[str, str, str | None]]:
     """(path, published sha256, current sha256 or None) for every unrecorded change."""
     for path, sha in sorted(published_sums(repo).items()):
-        if path in DERIVED:
+        if path in MUTABLE:
             continue
         current = digests.get(path)
         if current != sha and not _covered(index, path, current):

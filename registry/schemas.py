@@ -135,12 +135,35 @@ def _too_deep(display: str) -> RegistryError:
 
 
 def read_json(path: Path, display: str | None = None, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Any:
-    """Parse a JSON file strictly (a bounded regular file, UTF-8, finite numbers only, nesting at
-    most :data:`MAX_JSON_DEPTH` deep), or raise an error naming file, line and column."""
+    """Parse a JSON file strictly (a bounded regular file; see :func:`parse_json`), or raise an
+    error naming file, line and column."""
     display = display or str(path)
-    raw = read_bounded(path, max_bytes, display, "JSON file", "json")
+    return parse_json(read_bounded(path, max_bytes, display, "JSON file", "json"), display)
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object hook: a key given twice is refused (json's default keeps the last one silently,
+    so a reviewer would read other values than the tool uses)."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def parse_json(raw: bytes | str, display: str) -> Any:
+    """The one reader of JSON that users or remotes wrote: UTF-8, finite numbers only, no key
+    twice in an object, nesting at most :data:`MAX_JSON_DEPTH` deep; anything else raises an
+    error naming ``display``."""
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
         raise RegistryError("json.malformed", display, f"not valid UTF-8 at byte {exc.start}", "save it as UTF-8") from exc
 
@@ -154,10 +177,15 @@ def read_json(path: Path, display: str | None = None, max_bytes: int = DEFAULT_M
         return number
 
     try:
-        data = json.loads(text, parse_constant=no_constants, parse_float=finite)
+        data = json.loads(text, parse_constant=no_constants, parse_float=finite, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise RegistryError(
             "json.malformed", f"{display}:{exc.lineno}:{exc.colno}", f"malformed JSON: {exc.msg}", "fix the syntax"
+        ) from exc
+    except _DuplicateKey as exc:
+        shown = json.dumps(exc.key, ensure_ascii=False)[:80]
+        raise RegistryError(
+            "json.duplicate-key", display, f"the key {shown} appears twice in one object, so readers may disagree on its value", f"keep one {shown} in that object"
         ) from exc
     except ValueError as exc:
         raise RegistryError("json.malformed", display, str(exc), "fix the syntax") from exc

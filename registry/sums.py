@@ -1,7 +1,9 @@
 """SHA256SUMS in coreutils format: ``<64 hex>  <path>``, sorted, LF, UTF-8.
 
 The file lets anyone check a downloaded registry with ``sha256sum -c SHA256SUMS`` and no other
-tool.  It covers every file except itself, ``.git*`` and the tool's private ``.registry/``.
+tool.  It covers every file except itself, git's files (``.git/``, ``.gitignore``, ``.gitmodules``,
+``.github/``; ``.gitattributes`` is covered), ``.pre-commit-config.yaml`` and the tool's private
+``.registry/`` (:func:`registry.layout.is_excluded`).
 """
 
 from __future__ import annotations

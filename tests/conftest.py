@@ -39,6 +39,19 @@ def snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.fixture(scope="session", autouse=True)
+def receipt_key_home(tmp_path_factory):
+    """The gate's receipt key (registry/gate/seal.py) in a folder of this session's, never the
+    user's ~/.config; set in the environment, so the tool run as a subprocess uses it too."""
+    home, before = tmp_path_factory.mktemp("config"), os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(home)
+    yield home
+    if before is None:
+        del os.environ["XDG_CONFIG_HOME"]
+    else:
+        os.environ["XDG_CONFIG_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def small_base(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("bases")

@@ -483,6 +483,11 @@ class HubServer:
         with self._lock:
             self._failures.setdefault(self._endpoint(endpoint), []).extend([status] * times)
 
+    def clear_failures(self) -> None:
+        """Forget the failures :meth:`fail_next` queued that have not been answered yet."""
+        with self._lock:
+            self._failures.clear()
+
     def drop_next(self, endpoint: str, times: int = 1) -> None:
         """On the next ``times`` calls of ``endpoint``, read part of the body then close the socket unanswered.
 

@@ -13,6 +13,8 @@ from jsonschema import Draft202012Validator
 
 from registry.cli import main
 from registry.errors import RegistryError
+from registry.gate.receipt import Receipt
+from registry.gate.seal import sealed_here
 from registry.models import Index
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
@@ -64,7 +66,12 @@ def test_every_method_passes_on_cpu_with_receipts(gated_registry):
         path = root / ".registry" / "gates" / f"{entry.sha256}.json"
         Draft202012Validator(schema).validate(json.loads(path.read_text()))
         assert receipt.environment.device == "cpu" and receipt.file_sha256 == entry.sha256
-        assert entry.gate.passed and entry.gate.device == "cpu" and entry.gate.receipt.endswith(f"{entry.sha256}.json")
+        assert entry.gate.passed and entry.gate.device == "cpu" and entry.gate.file_sha256 == entry.sha256
+        # index.json records the run's facts (a clone has no .registry/), never the receipt's path
+        assert entry.gate.versions["torch"] == receipt.environment.torch and entry.gate.versions["rwkv"] == receipt.environment.rwkv
+        assert [(c.name, c.passed, c.figures) for c in entry.gate.checks] == [(c.name, c.passed, c.figures) for c in receipt.checks]
+        assert ".registry" not in (root / INDEX_NAME).read_text()
+        assert sealed_here(Receipt.model_validate_json(path.read_bytes()))  # the file on disk, as publish reads it
         names = {c.name for c in receipt.checks}
         assert {"kernel-parity", "finite-weights", "model-parity", "finite-logits", "greedy-decoding"} <= names
         parity = next(c for c in receipt.checks if c.name == "model-parity")

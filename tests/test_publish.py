@@ -26,6 +26,7 @@ from registry.gate.receipt import (
     Timings,
     receipt_path,
 )
+from registry.gate.seal import sealed
 from registry.hub.plan import LocalFile, RemoteFile, RemoteState, make_plan, verify_tree
 from registry.models import Entry, Index, Rewrite
 from registry.ops.add import AddRequest, add_weight
@@ -65,7 +66,7 @@ def write_receipt(root: Path, entry: Entry, device: str = "cpu", passed: bool = 
     )  # fmt: skip
     path = receipt_path(Repo(root).gates_dir, entry.sha256)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(receipt.model_dump_json(indent=2))
+    path.write_text(sealed(receipt).model_dump_json(indent=2))  # as the gate writes it
     return path
 
 
@@ -310,7 +311,7 @@ def test_failing_or_stale_receipts_are_refused(hub_server, registry, cli):
     path = write_receipt(registry, entry)
     stale = json.loads(path.read_text())
     stale["files"][entry.path] = "0" * 64
-    path.write_text(json.dumps(stale))
+    path.write_text(sealed(Receipt.model_validate({**stale, "seal": None})).model_dump_json())  # sealed here, so only staleness is wrong
     assert "the gate loaded other bytes" in cli(*publish_args(registry), code=3).output
     assert hub_server.commits_made == 0
 

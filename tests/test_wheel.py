@@ -3,8 +3,9 @@ directory outside the clone (how pre-commit, the GitHub Action and CI install it
 
 Two environments are built once per session:
 
-* ``installed``: the wheel in a venv that sees this interpreter's site-packages (torch and the
-  other dependencies come from there; the wheel itself is installed with ``--no-deps``);
+* ``installed``: the wheel in a venv that sees the site-packages of the interpreter running the
+  tests, whether that is a system Python or itself a venv (torch and the other dependencies come
+  from there; the wheel itself is installed with ``--no-deps``);
 * ``light``: the wheel with its declared dependencies only, no torch at all, as
   ``pip install rwkv-registry`` (and so a pre-commit hook) gets it.
 """
@@ -29,6 +30,12 @@ pytestmark = pytest.mark.wheel
 CLONE = Path(__file__).resolve().parents[1]
 
 
+def venv_environment() -> dict[str, str]:
+    """The user's environment for a process of a test venv: without PYTHONPATH (which would put a
+    checkout's ``registry`` and its egg-info ahead of the venv's wheel) or the tool's settings."""
+    return {k: v for k, v in user_environment().items() if k not in ("PYTHONPATH", "PYTHONHOME") and not k.startswith(("RWKV_REGISTRY", "REGISTRY_DEBUG"))}
+
+
 @dataclass
 class Venv:
     root: Path
@@ -40,19 +47,18 @@ class Venv:
 
     def site_file(self, *parts: str) -> Path:
         """A file of the installed package (inside the venv, never the checkout)."""
-        out = subprocess.run([self.python, "-c", "import registry, sys; print(registry.__file__)"], cwd=self.cwd, capture_output=True, text=True, check=True)
+        out = subprocess.run([self.python, "-c", "import registry, sys; print(registry.__file__)"], cwd=self.cwd, capture_output=True, text=True, check=True, env=venv_environment())
         package = Path(out.stdout.strip()).parent
         assert package.is_relative_to(self.root), f"registry imported from {package}, not from the venv"
         return package.joinpath(*parts)
 
     def registry(self, *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        environment = {k: v for k, v in user_environment().items() if not k.startswith(("RWKV_REGISTRY", "REGISTRY_DEBUG"))}
-        environment.update(env or {})
+        environment = {**venv_environment(), **(env or {})}
         return subprocess.run([self.root / "bin" / "registry", *map(str, args)], cwd=cwd or self.cwd, capture_output=True, text=True, env=environment, timeout=600)
 
 
 def _pip(python: Path, *args: str | Path) -> None:
-    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, args)], check=True, timeout=900)
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, args)], check=True, timeout=900, env=venv_environment())
 
 
 @pytest.fixture(scope="session")
@@ -64,10 +70,21 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+def running_site_packages() -> list[str]:
+    """The site-packages folders this interpreter imports from: its own and, when it is a venv
+    made with --system-site-packages, its base's (``venv --system-site-packages`` would give the
+    new venv the *base* interpreter's only, without what this venv installed)."""
+    return [entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()]
+
+
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory, wheel) -> Venv:
     root = tmp_path_factory.mktemp("venv-installed")
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", root], check=True)
+    subprocess.run([sys.executable, "-m", "venv", root], check=True)
+    venv_site = subprocess.run([root / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True, env=venv_environment()).stdout.strip()
+    # Plain folder lines: appended after the venv's own site-packages (its wheel wins), and the
+    # .pth files in them (an editable install of this clone) are not run.
+    (Path(venv_site) / "running-interpreter.pth").write_text("".join(f"{entry}\n" for entry in running_site_packages()))
     _pip(root / "bin" / "python", "--no-deps", "--force-reinstall", wheel)
     return Venv(root, tmp_path_factory.mktemp("elsewhere"))
 
@@ -136,7 +153,7 @@ def test_installed_refusals_under_json_are_one_document_on_stdout(installed):
 def test_a_base_missing_from_the_catalog_is_reported(installed):
     base = installed.cwd / "rwkv7-unknown-base-20260101.pth"
     make = "from registry.synthetic import TinySpec, make_base_checkpoint; import sys; make_base_checkpoint(sys.argv[1], TinySpec(n_layer=2, n_embd=128, vocab_size=512))"
-    subprocess.run([installed.python, "-c", make, base], check=True, cwd=installed.cwd)
+    subprocess.run([installed.python, "-c", make, base], check=True, cwd=installed.cwd, env=venv_environment())
     registry = installed.cwd / "unknown-base"
     assert installed.registry("init", registry).returncode == 0
     added = installed.registry("add-base", base, "-C", registry, "--json")
@@ -183,7 +200,7 @@ def test_a_damaged_installed_template_is_one_line_and_init_leaves_nothing(instal
 def test_a_missing_installed_kernel_source_is_one_line(installed, damage, demo):
     path = damage("kernels/wkv7_fwd.cu", None)
     script = "from registry.gate.kernel import kernel_source_hash; kernel_source_hash()"
-    crashed = subprocess.run([installed.python, "-c", script], cwd=installed.cwd, capture_output=True, text=True)
+    crashed = subprocess.run([installed.python, "-c", script], cwd=installed.cwd, capture_output=True, text=True, env=venv_environment())
     assert crashed.returncode != 0 and str(path) in crashed.stderr  # the library raises the refusal
     listing = json.loads(installed.registry("list", "-C", demo, "--json").stdout)
     entry = next(e for e in listing["entries"] if e["method"] == "state")
@@ -195,7 +212,7 @@ def test_a_missing_installed_kernel_source_is_one_line(installed, damage, demo):
 
 
 def test_the_light_install_validates_without_torch_and_says_what_tensor_commands_need(light, installed, demo):
-    no_torch = subprocess.run([light.python, "-c", "import torch"], capture_output=True)
+    no_torch = subprocess.run([light.python, "-c", "import torch"], capture_output=True, env=venv_environment())
     assert no_torch.returncode != 0
     copy = light.cwd / "registry"
     shutil.copytree(demo, copy)

@@ -45,6 +45,7 @@ from pydantic import (
 
 from ..errors import RegistryError
 from ..models import SHA256_PATTERN, Architecture
+from ..schemas import parse_json
 from .dtypes import dtype_code, little_endian_bytes
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: reading a manifest needs none
@@ -224,10 +225,11 @@ def manifest_from_metadata(metadata: Mapping[str, str], path: str | Path) -> Mis
     if not fields:
         return None
     try:
-        decoded = {k: v if k in MissManifest.model_fields and _is_text(k) else json.loads(v) for k, v in fields.items()}
+        decoded = {k: v if k in MissManifest.model_fields and _is_text(k) else parse_json(v, f"{METADATA_PREFIX}{k}") for k, v in fields.items()}
         return MissManifest.model_validate(decoded)
-    except (ValueError, ValidationError) as exc:
-        raise RegistryError("miss.bad-manifest", path, f"the miss.* metadata is not a valid miss.json ({str(exc).splitlines()[0]})", "convert the adapter again with `registry convert --force`") from exc
+    except (RegistryError, ValidationError) as exc:
+        why = f"{exc.file}: {exc.message}" if isinstance(exc, RegistryError) else str(exc).splitlines()[0]
+        raise RegistryError("miss.bad-manifest", path, f"the miss.* metadata is not a valid miss.json ({why})", "convert the adapter again with `registry convert --force`") from exc
 
 
 def read_miss_json(path: str | Path) -> MissManifest:
@@ -238,9 +240,9 @@ def read_miss_json(path: str | Path) -> MissManifest:
             raise RegistryError("miss.no-manifest", path, f"no {member} member, so this is not a MiSS adapter", "export the adapter with rwkv_miss_tune")
         raw = archive.read(member)
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RegistryError("miss.bad-json", path, f"{member} is not valid UTF-8 JSON ({error})", "re-export the adapter with rwkv_miss_tune") from error
+        data = parse_json(raw, member)
+    except RegistryError as error:
+        raise RegistryError("miss.bad-json", path, f"{member} is not valid JSON ({error.file}: {error.message})", "re-export the adapter with rwkv_miss_tune") from error
     try:
         return MissManifest.model_validate(data)
     except ValidationError as error:

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +62,11 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-def report(problems: Sequence[Problem], as_json: bool, ok_message: str) -> None:
-    """The result of a check: exit 0 when clean, Exit.PROBLEMS with one line per problem otherwise."""
+def report(problems: Sequence[Problem], as_json: bool, ok_message: str, extra: Mapping[str, Any] | None = None) -> None:
+    """The result of a check: exit 0 when clean, Exit.PROBLEMS with one line per problem otherwise
+    (``extra``: more keys of the JSON document)."""
     if as_json:
-        emit_json({"ok": not problems, "problems": [p.as_dict() for p in problems]})
+        emit_json({"ok": not problems, "problems": [p.as_dict() for p in problems], **(extra or {})})
     else:
         for problem in problems:
             click.echo(f"{problem.code} {problem.one_line()}")

@@ -34,13 +34,12 @@ def init(directory: Path | None, registry: Path, title: str | None, license_: st
 @JSON_OPT
 def sums(directory: Path | None, registry: Path, check: bool, as_json: bool) -> None:
     """Recompute SHA256SUMS (or --check it) for the registry in DIR."""
-    from ..ops.sums import write_sums
-    from ..ops.validate import validate
+    from ..ops.sums import check_sums, write_sums
 
     root = registry_dir(directory, registry)
     with byte_progress("hashing", enabled=not as_json) as bar:
         if check:
-            problems = [p for p in validate(root, progress=bar.advance) if p.code.startswith("sums.")]
+            problems = check_sums(root, progress=bar.advance)
             report(problems, as_json, "SHA256SUMS matches every file")
             return
         digests = write_sums(root, progress=bar.advance)
@@ -60,7 +59,7 @@ def sums(directory: Path | None, registry: Path, check: bool, as_json: bool) -> 
 @click.option("--linked-hub", is_flag=True, help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo at the revision the dataset card was derived from.")
 def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_only: Path | None, rewrite_reason: str | None, linked: Path | None, linked_hub: bool) -> None:
     """Check layout, schemas, index cross-references and SHA256SUMS; exit 0 only when clean."""
-    from ..ops.validate import allow_rewrite, validate, validate_index_file
+    from ..ops.validate import allow_rewrite, not_covered, validate, validate_index_file
 
     root = registry_dir(directory, registry)
     if rewrite_reason:
@@ -74,7 +73,10 @@ def validate_cmd(directory: Path | None, registry: Path, as_json: bool, index_on
         return
     with byte_progress("hashing", enabled=not as_json) as bar:
         problems = validate(root, progress=bar.advance, **({"linked": linked} if linked else {}), **({"linked_hub": True} if linked_hub else {}))
-    report(problems, as_json, "registry is valid")
+    beside = not_covered(root)
+    if beside and not as_json:
+        say(f"not checked and never published: {', '.join(beside)}")
+    report(problems, as_json, "registry is valid", {"not_covered": beside})
 
 
 @main.command()

@@ -77,15 +77,3 @@ def current_card(repo: Repo) -> str | None:
         return None
     return decode_card(repo.read_bytes(path))
 
-
-def record_repo_id(repo: Repo, repo_id: str) -> tuple[Index, dict[str, str]]:
-    """publish's step for a dataset registry: record the repo id (index.json, card, SHA256SUMS) under
-    publish's lock; an empty model index (nothing to gate) and the new SHA256SUMS for the plan."""
-    from ..hub.local import local_sums
-
-    with locked_transaction(repo.root) as txn:
-        index = load(repo)
-        index.dataset.repo_id = repo_id
-        txn.write(INDEX_NAME, render_index(index))
-        stage_derived(repo, txn, index)
-    return Index(), local_sums(repo)

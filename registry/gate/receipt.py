@@ -1,8 +1,9 @@
 """Gate receipts: proof that exactly these bytes ran through the kernel and agreed.
 
 One JSON per gated file in ``.registry/gates/<file sha256>.json``.  Publish trusts a receipt only
-when its ``file_sha256`` equals the bytes about to be uploaded, it passed, and it ran on CUDA
-(a ``cpu`` receipt needs ``--allow-cpu-gate``).  The schema is checked in as
+when this installation's gate wrote it (its ``seal``, :mod:`registry.gate.seal`), its
+``file_sha256`` equals the bytes about to be uploaded, it passed, and it ran on CUDA (a ``cpu``
+receipt needs ``--allow-cpu-gate``).  The schema is checked in as
 ``schemas/receipt.schema.json``.
 """
 
@@ -71,6 +72,7 @@ class Receipt(_Strict):
     checks: list[CheckResult]
     timings: Timings
     passed: bool
+    seal: str | None = Field(default=None, description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it (kept outside the registry)")
 
     def failed_checks(self) -> list[CheckResult]:
         return [c for c in self.checks if not c.passed]

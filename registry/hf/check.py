@@ -11,7 +11,6 @@ the base export's float32 recurrent states.  Files under an export folder that n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from ..artifacts.safetensors_header import read_safetensors_header
 from ..errors import Problem, RegistryError
 from ..layout import export_folder, export_path
 from ..models import HfExport, Index
+from ..schemas import read_json
 from . import peft
 from . import state as fla_state
 from .files import CONFIG_NAME
@@ -98,12 +98,12 @@ def _on_base_export_problems(root: Path, index: Index, export: HfExport, method:
     header = read_safetensors_header(root / export.path / weights)
     if (header.metadata or {}).get("source_sha256") != export.source_sha256:
         yield f"{weights} does not record source_sha256 {export.source_sha256[:12]}…"
-    base_config = json.loads((root / base_folder / CONFIG_NAME).read_text(encoding="utf-8"))
+    base_config = read_json(root / base_folder / CONFIG_NAME, f"{base_folder}/{CONFIG_NAME}")
     found = {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()}
     if method == "state":
         problem = fla_state.misfit(base_config, found)
     else:
-        problem = peft.misfit(json.loads((root / export.path / peft.ADAPTER_CONFIG_NAME).read_text(encoding="utf-8")), base_config, found)
+        problem = peft.misfit(read_json(root / export.path / peft.ADAPTER_CONFIG_NAME, f"{export.path}/{peft.ADAPTER_CONFIG_NAME}"), base_config, found)
     if problem:
         yield problem
 
@@ -130,7 +130,7 @@ def export_problems(root: Path, index: Index, files: list[str], digests: dict[st
                 if source is not None and source.method in ("miss", "state"):
                     problems += list(_on_base_export_problems(root, index, export, source.method))
                 else:
-                    config = json.loads((root / export.path / CONFIG_NAME).read_text(encoding="utf-8"))
+                    config = read_json(root / export.path / CONFIG_NAME, f"{export.path}/{CONFIG_NAME}")
                     problems += list(_config_problems(index, export, config))
                     problems += list(_tensor_problems(root, export, config))
             except RegistryError as err:

@@ -7,13 +7,13 @@ run, the check that an export holds the same model as its source.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import torch
 
 from ..errors import RegistryError
+from ..schemas import read_json
 from .files import CONFIG_NAME
 from .mapping import FlaPlan, Rule, rules
 
@@ -49,7 +49,7 @@ def read_export(folder: str | Path) -> dict[str, torch.Tensor]:
 
     folder = Path(folder)
     try:
-        n_layer = int(json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))["num_hidden_layers"])
+        n_layer = int(read_json(folder / CONFIG_NAME)["num_hidden_layers"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise RegistryError("export.unreadable", folder / CONFIG_NAME, f"has no readable num_hidden_layers ({exc})", "export it again with `registry export-hf --force`") from exc
     return to_x070(n_layer, load_tensors(folder), folder)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from collections.abc import Iterator, Mapping
@@ -27,6 +26,7 @@ from ..artifacts.dtypes import bit_equal
 from ..artifacts.safetensors_header import read_safetensors_header
 from ..errors import RegistryError
 from ..gate.prompts import PROMPTS
+from ..schemas import read_json
 from . import peft
 from . import state as fla_state
 from .files import TOKENIZER_NAME
@@ -113,7 +113,7 @@ def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
         raise RegistryError("export.verify-failed", config_path, f"PEFT reads it as {type(parsed).__name__}, not the default MiSS", VERIFY_FIX)
     header = read_safetensors_header(weights_path)
     found = {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()}
-    problem = peft.misfit(json.loads(config_path.read_text(encoding="utf-8")), base_config, found)
+    problem = peft.misfit(read_json(config_path), base_config, found)
     if problem:
         raise RegistryError("export.verify-failed", folder, problem, VERIFY_FIX)
 

@@ -1,7 +1,8 @@
 """Publish's gate rule: no weight reaches the Hub without a passing receipt for exactly its bytes.
 
 Only entries whose bytes are not on the Hub yet need one; an entry that is already published and
-unchanged was gated when it went up.
+unchanged was gated when it went up.  A receipt counts only when this installation's gate wrote
+it (:mod:`registry.gate.seal`): one carried in by a pull request or copied from elsewhere does not.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from collections.abc import Iterable, Iterator
 
 from pydantic import ValidationError
 
-from ..errors import Problem
+from ..errors import Problem, RegistryError
 from ..gate.receipt import Receipt, receipt_path
+from ..gate.seal import sealed_here
 from ..models import Entry, Index
 from ..repo import Repo
+from ..schemas import read_json
 
 
 def entry_files(entry: Entry) -> list[str]:
@@ -52,9 +55,16 @@ def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Itera
             yield Problem("gate.missing", entry.path, f"no gate receipt for sha256 {entry.sha256[:12]}…", fix)
             continue
         try:
-            receipt = Receipt.model_validate_json(path.read_bytes())
+            receipt = Receipt.model_validate(read_json(path, repo.rel(path)))
         except ValidationError as err:
             yield Problem("gate.bad-receipt", entry.path, f"{repo.rel(path)} is not a valid receipt ({err.error_count()} error(s))", fix)
+            continue
+        except RegistryError as err:
+            yield Problem("gate.bad-receipt", entry.path, f"{err.file}: {err.message}", fix)
+            continue
+        if not sealed_here(receipt):
+            message = f"{repo.rel(path)} was not written by this installation's gate (its seal does not check under this user's key: written by hand, edited, or from another machine)"
+            yield Problem("gate.not-ours", entry.path, message, fix)
             continue
         problem = _receipt_problem(receipt, entry, sums, allow_cpu)
         if problem:

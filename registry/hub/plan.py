@@ -15,14 +15,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import Problem
-from ..gitfiles import GITIGNORE_NAME
-from ..layout import SIGNATURE_NAME
 from ..models import Rewrite
-from ..published import DERIVED
-from ..repo import GITATTRIBUTES_NAME
-
-# Files the tool renders (and .gitattributes, .gitignore and model.sig, which SHA256SUMS cannot cover); everything else on the Hub is immutable.
-MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME, GITIGNORE_NAME, SIGNATURE_NAME})
+from ..published import MUTABLE  # the files the tool renders and .gitattributes: everything else on the Hub is immutable
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
 RESTORE_FIX = "the Hub changed behind the registry, which holds the bytes it published there: put them back with `registry publish --restore`"

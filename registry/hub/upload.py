@@ -12,11 +12,13 @@ refused, and nothing is committed.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from ..errors import RegistryError
+from .local import source
 from .plan import Plan, PlannedFile
 
 # Up to this size a file is sent from memory (the Hub keeps files under 10 MB as plain git blobs).
@@ -27,8 +29,8 @@ def _changed(path: str) -> RegistryError:
     return RegistryError("publish.changed-meanwhile", path, "the file changed while publish was running; nothing was committed", "run `registry publish` again")
 
 
-def _addition(root: Path, planned: PlannedFile) -> CommitOperationAdd:
-    path = root / planned.path
+def _addition(root: Path, planned: PlannedFile, staged: Mapping[str, Path]) -> CommitOperationAdd:
+    path = source(root, planned.path, staged)
     if planned.local_file.size > IN_MEMORY:
         return CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=str(path))  # hashed by the uploader
     data = path.read_bytes()
@@ -37,9 +39,10 @@ def _addition(root: Path, planned: PlannedFile) -> CommitOperationAdd:
     return CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=data)
 
 
-def operations(root: Path, plan: Plan) -> list[CommitOperationAdd | CommitOperationDelete]:
-    """Every operation of the plan's commit; a small file whose bytes changed since the plan is refused here."""
-    ops: list[CommitOperationAdd | CommitOperationDelete] = [_addition(root, f) for f in plan.uploads]
+def operations(root: Path, plan: Plan, staged: Mapping[str, Path] | None = None) -> list[CommitOperationAdd | CommitOperationDelete]:
+    """Every operation of the plan's commit (a file staged by publish's own transaction is sent from
+    ``staged``); a small file whose bytes changed since the plan is refused here."""
+    ops: list[CommitOperationAdd | CommitOperationDelete] = [_addition(root, f, staged or {}) for f in plan.uploads]
     return ops + [CommitOperationDelete(path_in_repo=f.path) for f in plan.deletions]
 
 

@@ -15,7 +15,7 @@ from ..dataset import card as dataset_card
 from ..dataset import store
 from ..derived import stage_derived
 from ..index_rules import index_to_change
-from ..repo import Repo
+from ..repo import CARD_NAME, Repo
 
 
 def write_card(root: Path) -> bool:
@@ -31,7 +31,7 @@ def write_card(root: Path) -> bool:
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         changed = not all(state.fresh for state in rendered(repo, index))
-        stage_derived(repo, txn, index)
+        stage_derived(repo, txn, index, absorb={CARD_NAME})  # the hand-written section is the card's to take in
     return changed
 
 

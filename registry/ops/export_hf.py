@@ -16,7 +16,6 @@ folder (``hf/<state-stem>/`` beside it) holds ``initial_state.safetensors`` (:mo
 from __future__ import annotations
 
 import hashlib
-import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +46,7 @@ from ..models import Base, Entry, FileRef, HfExport, Index, StopRules
 from ..pinned import Pinned, pinned, registered
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
 from ..safepath import check_dir
+from ..schemas import parse_json
 
 DEFAULT_SHARD_SIZE = 5 * 10**9
 
@@ -237,7 +237,7 @@ def _base_config(repo: Repo, index: Index, source: _Source, base_folder: str) ->
             "export.base-export-changed", rel, "differs from the base export's record in index.json",
             f"export the base again: `registry export-hf --base {source.base.name} --base-file {source.base.filename} --force`",
         )  # fmt: skip
-    return json.loads(raw)
+    return parse_json(raw, rel)
 
 
 def _adapter_files(repo: Repo, index: Index, source: _Source, handle: Pinned, base_folder: str) -> dict[str, bytes]:

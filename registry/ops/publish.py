@@ -9,7 +9,9 @@
    ``parent_commit`` = the planned head, so a push by someone else in between makes the Hub refuse
    it (412) instead of mixing trees;
 5. the new commit's tree is listed and compared with the plan, Xet hashes against the local bytes
-   (:mod:`registry.hub.content`); only then is the published state recorded locally.
+   (:mod:`registry.hub.content`); only then is the published state recorded locally.  A repo id
+   publish records (``registry.repo_id``) is staged before the upload (the published index.json
+   and card name the repo) and committed locally only after that.
 
 A failure before step 4 leaves the Hub without a commit (uploaded LFS objects stay invisible until a
 commit names them, and a re-run reuses them).  Whatever fails, the local record is only written
@@ -19,20 +21,20 @@ once the Hub was seen holding the planned bytes, so a re-run plans against what 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.filesize import decimal
 
-from ..atomic import locked_transaction, registry_lock
+from ..atomic import Transaction, locked_transaction, registry_lock
 from ..dataset import store
 from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..hub.content import check_local_bytes, content_problems
 from ..hub.gates import entries_touching, gate_findings
-from ..hub.local import local_files, local_sums, with_git_sha1
+from ..hub.local import local_files, local_sums, source, with_git_sha1
 from ..hub.plan import (
     LocalFile,
     Plan,
@@ -109,6 +111,7 @@ class _Draft:
     local: dict[str, LocalFile]
     plan: Plan
     blockers: tuple[Problem, ...]
+    staged: Mapping[str, Path] = field(default_factory=dict)  # files sent from a local transaction not committed yet
 
 
 def _check_options(options: PublishOptions) -> None:
@@ -120,16 +123,17 @@ def _check_options(options: PublishOptions) -> None:
         raise RegistryError("args.conflict", options.repo_id, "a release tag must point at a commit on the branch, not at a pull request", "drop --tag or --create-pr")
 
 
-def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, options: PublishOptions, hub: Hub) -> _Draft:
-    local = local_files(repo, sums)
-    local = with_git_sha1(repo.root, local, plain_paths(local, remote.files))
+def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, options: PublishOptions, hub: Hub, staged: Mapping[str, Path] | None = None) -> _Draft:
+    staged = dict(staged or {})
+    local = local_files(repo, sums, staged)
+    local = with_git_sha1(repo.root, local, plain_paths(local, remote.files), staged)
     plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
     if plan.problems:  # the Hub holds other bytes somewhere: are ours the registry's own?
         plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra, _restorable(repo, hub, remote, plan), options.restore)
     blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate), *_signature_findings(repo, index, sums, options)]
     if options.tag and remote.exists and options.tag in hub.tags():
         blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
-    return _Draft(index, sums, local, plan, tuple(blockers))
+    return _Draft(index, sums, local, plan, tuple(blockers), staged)
 
 
 def _restorable(repo: Repo, hub: Hub, remote: RemoteState, plan: Plan) -> frozenset[str]:
@@ -171,9 +175,11 @@ def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
 
 def _verify(repo: Repo, draft: _Draft, hub: Hub, commit: str) -> None:
     after = hub.tree(commit)
-    local = with_git_sha1(repo.root, draft.local, plain_paths(draft.local, after))
+    local = with_git_sha1(repo.root, draft.local, plain_paths(draft.local, after), draft.staged)
     problems = verify_tree(draft.plan, local, after)
-    problems += content_problems(check_local_bytes(repo.root, repo.xet_cache_path, after, {p: f.sha256 for p, f in draft.local.items()}), "verify", "run `registry publish` again")
+    on_disk = [p for p in draft.local if p not in draft.staged]  # staged files are small: the sha256 of their bytes was compared above
+    checks = check_local_bytes(repo.root, repo.xet_cache_path, after, {p: f.sha256 for p, f in draft.local.items()}, on_disk)
+    problems += content_problems(checks, "verify", "run `registry publish` again")
     if problems:
         raise RegistryError.of(problems)
 
@@ -211,39 +217,57 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
             draft = _draft(repo, index, sums, state, options, hub)  # re-plan on the Hub's initial commit
             _require_clear(draft)
         recorded = store.load(repo).dataset.repo_id if dataset else index.registry.repo_id
-        if recorded != options.repo_id:
-            say(f"recording {options.repo_id} as the repo id")
-            index, sums = (store.record_repo_id if dataset else _record_repo_id)(repo, options.repo_id)
-            draft = _draft(repo, index, sums, state, options, hub)  # the card and index.json now name the repo
-            _require_clear(draft)
-        return _carry_out(repo, draft, options, hub, say)
+        if recorded == options.repo_id:
+            return _record(repo, draft, options, _carry_out(repo, draft, options, hub, say))
+        say(f"recording {options.repo_id} as the repo id")
+        # Staged, sent from staging, and committed locally only once the Hub holds the commit:
+        # whatever fails before, the registry stays byte-identical.
+        with locked_transaction(repo.root) as txn:
+            draft = _with_repo_id(repo, txn, state, options, hub, dataset)
+            outcome = _carry_out(repo, draft, options, hub, say)
+        return _record(repo, draft, options, outcome)
 
 
-def _record_repo_id(repo: Repo, repo_id: str) -> tuple[Index, dict[str, str]]:
-    """Record the repo publish is about to send to, just before the upload, so the published
-    index.json and card name it and the next publish needs no --repo-id; under publish's lock."""
-    with locked_transaction(repo.root) as txn:
+def _with_repo_id(repo: Repo, txn: Transaction, state: RemoteState, options: PublishOptions, hub: Hub, dataset: bool) -> _Draft:
+    """The plan with the repo publish sends to recorded in index.json (staged in ``txn``), so the
+    published index.json and card name it and the next publish needs no --repo-id."""
+    if dataset:
+        dataset_index = store.load(repo)
+        dataset_index.dataset.repo_id = options.repo_id
+        txn.write(INDEX_NAME, render_index(dataset_index))
+        index, sums = Index(), store.stage_derived(repo, txn, dataset_index)  # nothing to gate
+    else:
         index = repo.load_index()
-        index.registry.repo_id = repo_id
+        index.registry.repo_id = options.repo_id
         txn.write(INDEX_NAME, render_index(index))
-        stage_derived(repo, txn, index)
-    return index, local_sums(repo)
+        sums = stage_derived(repo, txn, index)
+    staged = {rel: path for rel in txn.staged_files() if (path := txn.staged_source(rel)) is not None}  # SHA256SUMS included
+    draft = _draft(repo, index, sums, state, options, hub, staged)
+    _require_clear(draft)
+    return draft
 
 
 def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Say) -> Outcome:
+    """The commit on the Hub, verified, and the tag; nothing local is written here."""
     plan, result = draft.plan, None
     assert plan.head is not None, "publish plans against an existing repo"
     if not plan.empty:
         say(f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} deletion(s)")
-        ops = operations(repo.root, plan)
+        ops = operations(repo.root, plan, draft.staged)
         hub.upload(ops, options.create_pr)
         check_uploaded(plan, ops)
         result = hub.commit(ops, *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)
         say(f"verifying commit {result.oid[:12]}")
         _verify(repo, draft, hub, result.oid)
-    commit = result.oid if result else plan.head
     if options.tag:
-        hub.create_tag(options.tag, commit)
-    revision = result.pr_revision if result and result.pr_revision else options.revision
-    record_remote(repo, draft.sums, RemoteRecord(repo_id=options.repo_id, revision=revision, commit=commit))
+        hub.create_tag(options.tag, result.oid if result else plan.head)
     return Outcome(plan, (), result, options.tag)
+
+
+def _record(repo: Repo, draft: _Draft, options: PublishOptions, outcome: Outcome) -> Outcome:
+    """Remember what the Hub now holds (after the local files were committed)."""
+    result, head = outcome.commit, draft.plan.head
+    assert head is not None, "publish plans against an existing repo"
+    revision = result.pr_revision if result and result.pr_revision else options.revision
+    record_remote(repo, draft.sums, RemoteRecord(repo_id=options.repo_id, revision=revision, commit=result.oid if result else head))
+    return outcome

@@ -1,8 +1,11 @@
 """``registry pull``: a registry from the Hub, verified before it appears.
 
 Everything is downloaded into a hidden sibling of the target folder, checked there (the tree's
-LFS oids against the downloaded SHA256SUMS, its Xet hashes against the downloaded bytes, then a full ``validate``: every file's sha256, the
-index, the card), recorded as published, and only then renamed into place.  The target either
+LFS oids against the downloaded SHA256SUMS, its Xet hashes against the downloaded bytes, then a
+full ``validate``: every file's sha256, the index, the card), recorded as published, and only then
+renamed into place.  The tree may hold nothing SHA256SUMS does not list but SHA256SUMS itself and
+model.sig (.gitattributes included: a remote one that SHA256SUMS does not cover is refused, never
+written).  The target either
 does not exist or is empty; a failed pull leaves it as it was.
 """
 

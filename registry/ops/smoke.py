@@ -23,6 +23,7 @@ not) and summarised in index.json.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import subprocess
@@ -61,11 +62,12 @@ from ..gate.official import import_official, load_official
 from ..gate.prompts import tokenizer
 from ..gate.receipt import CheckResult, Environment, Receipt, Timings, receipt_path
 from ..gate.runtime import Rwkv7, check_miss_fits, load_tensors, merged_weights, patched
+from ..gate.seal import sealed
 from ..hashing import StatCache
 from ..index_rules import index_to_change
 from ..lfs import refuse_pointer
 from ..libc import release_free_memory, return_large_frees, unmap_pages
-from ..models import Entry, GateSummary, Index
+from ..models import Entry, GateCheck, GateSummary, Index
 from ..pinned import Pinned, check_registered, open_registered, pinned, read_view
 from ..progress import Echo
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
@@ -357,6 +359,21 @@ def _environment(device: str) -> Environment:
     )  # fmt: skip
 
 
+def gate_summary(receipt: Receipt) -> GateSummary:
+    """index.json's record of a gate run: the receipt's facts, without its path or seal."""
+    environment = receipt.environment.model_dump(exclude={"device", "gpu"}, exclude_none=True)
+    return GateSummary(
+        passed=receipt.passed, device=receipt.environment.device, file_sha256=receipt.file_sha256,
+        gpu=receipt.environment.gpu, date=receipt.created[:10], versions={k: str(v) for k, v in environment.items()},
+        checks=[GateCheck(name=c.name, passed=c.passed, figures={k: _finite_or_text(v) for k, v in c.figures.items()}) for c in receipt.checks],
+    )  # fmt: skip
+
+
+def _finite_or_text(value: float | int | str | bool | None) -> float | int | str | bool | None:
+    """A figure index.json can hold: JSON has no NaN or Infinity, so those are written as text."""
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def _record(run: Run, group: Group, result: OursRun, theirs: Logits, seconds: float) -> None:
     """Write the entry's receipt and its summary in index.json (re-read: the gate ran a long time)."""
     entry, item = result.prepared.entry, result.prepared
@@ -384,16 +401,13 @@ def _record(run: Run, group: Group, result: OursRun, theirs: Logits, seconds: fl
     repo = run.repo
     repo.gates_dir.mkdir(parents=True, exist_ok=True)
     target = receipt_path(repo.gates_dir, receipt.file_sha256)
-    data = (receipt.model_dump_json(indent=2) + "\n").encode()
+    data = (sealed(receipt).model_dump_json(indent=2) + "\n").encode()
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         current = index.entry_by_path(entry.path)
         if current is None or current.sha256 != receipt.file_sha256:
             raise RegistryError("gate.entry-changed", entry.path, "the entry changed while the gate ran", "run the gate again")
-        current.gate = GateSummary(
-            passed=receipt.passed, device=receipt.environment.device, file_sha256=receipt.file_sha256,
-            receipt=repo.rel(target), gpu=receipt.environment.gpu, date=receipt.created[:10],
-        )  # fmt: skip
+        current.gate = gate_summary(receipt)
         atomic_write(target, data)
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index)

@@ -1,4 +1,4 @@
-"""``registry sums``: rewrite SHA256SUMS for the files on disk."""
+"""``registry sums``: rewrite (or check) SHA256SUMS for the files on disk."""
 
 from __future__ import annotations
 
@@ -6,11 +6,20 @@ from pathlib import Path
 
 from ..atomic import transaction
 from ..derived import stage_sums
+from ..errors import Problem
 from ..hashing.engine import Progress
 from ..repo import Repo
+from ..sums import SUMS_NAME
+from .validate import validate
 
 
 def write_sums(root: Path, progress: Progress | None = None) -> dict[str, str]:
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
         return stage_sums(repo, txn, progress, absorb=True)
+
+
+def check_sums(root: Path, progress: Progress | None = None) -> list[Problem]:
+    """validate's findings about SHA256SUMS and the files it lists, and any about the file itself
+    (a symlinked SHA256SUMS is never read: it could vouch for anything)."""
+    return [p for p in validate(root, progress=progress) if p.code.startswith("sums.") or p.file == SUMS_NAME]

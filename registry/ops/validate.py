@@ -7,6 +7,7 @@ register more checks in :data:`CHECKS`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,11 +19,13 @@ from ..convert.shards import shard_set_problems
 from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..evaluation import reference_problems
+from ..gitattributes import lfs_problems
 from ..hashing import StatCache
 from ..hashing.engine import Progress
 from ..hf.check import export_problems, listed_files
 from ..index_rules import base_problems, entry_problems, index_to_change, weight_paths
 from ..layout import (
+    NOT_COVERED,
     TRAIN_JSON,
     Placement,
     TreeScan,
@@ -32,8 +35,8 @@ from ..layout import (
 )
 from ..lfs import pointer_problem, pointers
 from ..models import Entry, FileRef, Index, Rewrite, TrainJson
-from ..published import DERIVED, immutability_findings, published_sums, record_rewrites
-from ..repo import INDEX_NAME, Repo, no_registry, render_index
+from ..published import MUTABLE, immutability_findings, published_sums, record_rewrites
+from ..repo import GITATTRIBUTES_NAME, INDEX_NAME, Repo, no_registry, render_index
 from ..schemas import load_model, read_json, schema_errors
 from ..sums import SUMS_NAME, digest_tree, parse_sums, sums_problems
 from .add import accept_weight, content_version
@@ -153,7 +156,7 @@ def check_sums(ctx: Context) -> Iterator[Problem]:
     except RegistryError as err:
         yield err.problem.about(SUMS_NAME)
         return
-    pinned = set(weight_paths(ctx.index)) | (set(published_sums(ctx.repo)) - DERIVED)
+    pinned = set(weight_paths(ctx.index)) | (set(published_sums(ctx.repo)) - MUTABLE)
     for problem in sums_problems(ctx.listed_sums, ctx.digests):
         yield replace(problem, fix=ACCEPT_BYTES) if problem.code == "sums.mismatch" and problem.file in pinned else problem
 
@@ -206,6 +209,15 @@ def check_exports(ctx: Context) -> Iterator[Problem]:
     yield from export_problems(ctx.root, ctx.index, ctx.scan.files, ctx.digests)
 
 
+def check_gitattributes(ctx: Context) -> Iterator[Problem]:
+    """.gitattributes sends every weight through Git LFS (SHA256SUMS covers its bytes)."""
+    path = ctx.root / GITATTRIBUTES_NAME
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return  # the tree walk reports it
+    text = ctx.repo.read_bytes(path).decode("utf-8", errors="replace") if path.is_file() else None
+    yield from lfs_problems(text, [rel for rel in ctx.scan.files if is_weight(rel)])
+
+
 def check_immutable(ctx: Context) -> Iterator[Problem]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
@@ -230,10 +242,17 @@ CHECKS: list[Check] = [
     check_twins,
     check_shards,
     check_exports,
+    check_gitattributes,
     check_immutable,
     check_rendered,
     check_dataset_links,
 ]
+
+
+def not_covered(root: Path) -> list[str]:
+    """What sits in the registry folder that validate does not check and publish never uploads:
+    git's files (``.github/`` workflows included) and the pre-commit configuration."""
+    return [f"{name}/" if (root / name).is_dir() else name for name in NOT_COVERED if os.path.lexists(root / name)]
 
 
 def validate_index_file(path: Path) -> list[Problem]:
