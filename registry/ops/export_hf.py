@@ -150,6 +150,7 @@ def _json_files(converted: _Converted, stop: StopRules | None) -> dict[str, byte
         hf_files.GENERATION_CONFIG_NAME: hf_files.render(hf_files.generation_config_json(stop)),
         hf_files.TOKENIZER_NAME: tokenizer_json(read_vocab(world_vocab_file())),
         hf_files.TOKENIZER_CONFIG_NAME: tokenizer_config_json(),
+        hf_files.VOCAB_NAME: world_vocab_file().read_bytes(),
     }
 
 
