@@ -18,6 +18,7 @@ from ..convert.shards import shard_set_problems
 from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..evaluation import reference_problems
+from ..gguf.check import gguf_problems
 from ..hashing import StatCache
 from ..hashing.engine import Progress
 from ..hf.check import export_problems, listed_files
@@ -202,6 +203,11 @@ def check_exports(ctx: Context) -> Iterator[Problem]:
     yield from export_problems(ctx.root, ctx.index, ctx.scan.files, ctx.digests)
 
 
+def check_ggufs(ctx: Context) -> Iterator[Problem]:
+    """GGUF files against their records, their sources and their headers (:mod:`registry.gguf.check`)."""
+    yield from gguf_problems(ctx.root, ctx.index, ctx.scan.files, ctx.digests)
+
+
 def check_immutable(ctx: Context) -> Iterator[Problem]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
@@ -217,6 +223,7 @@ CHECKS: list[Check] = [
     check_twins,
     check_shards,
     check_exports,
+    check_ggufs,
     check_immutable,
     check_rendered,
 ]
