@@ -37,12 +37,12 @@ from .writer import suppress_output
 # on random real-shaped checkpoints (docs/benchmarks.md, bench/bench_gguf.py) times a margin; a
 # wrong mapping gives NMSE of order 1 (tests/test_gguf.py plants three).
 BOUNDS: dict[str, tuple[float, float]] = {
-    "f16": (1e-5, 0.98),
-    "bf16": (1e-4, 0.95),
+    "f16": (1e-5, 0.9),
+    "bf16": (1e-4, 0.85),
     "q8_0": (2e-3, 0.8),
-    "q6_k": (3e-3, 0.8),
-    "q5_k_m": (3e-2, 0.65),
-    "q4_k_m": (5e-2, 0.6),
+    "q6_k": (1e-2, 0.7),
+    "q5_k_m": (5e-2, 0.55),
+    "q4_k_m": (1e-1, 0.35),
 }
 
 
@@ -159,8 +159,13 @@ def gate_gguf(
 
     start = time.perf_counter()
     prompt_ids = tokenizer().prompt_ids
-    run = llama_logits(path, prompt_ids)
-    result = checks(gguf_type, run, reference, prompt_ids)
+    try:
+        run = llama_logits(path, prompt_ids)
+    except ValueError as exc:  # llama-cpp-python's word for "llama.cpp would not load the file"
+        run = LlamaRun({}, {}, time.perf_counter() - start, 0.0, 0.0)
+        result = [CheckResult(name="gguf-load", passed=False, detail=f"llama.cpp did not load the file ({exc})")]
+    else:
+        result = checks(gguf_type, run, reference, prompt_ids)
     environment = Environment(
         device="cpu", torch=torch.__version__, rwkv=version("rwkv"), python=platform.python_version(), registry=__version__,
         kernel_source_hash=kernel_source_hash(),
