@@ -1,5 +1,5 @@
 """``registry export-gguf``: writing throughput vs ``cp`` of the source, peak RSS as a fraction of
-the source; and the gate's NMSE / top-1 per type on random real-shaped checkpoints (the bounds of
+the source (and, above what importing the libraries costs, in units of the largest tensor); and the gate's NMSE / top-1 per type on random real-shaped checkpoints (the bounds of
 :data:`registry.gguf.gate.BOUNDS` are set from these).
 
 Writing: a synthetic bf16 base (n_embd 1024, vocab 65536, every tensor a view of one storage,
@@ -40,6 +40,10 @@ from pathlib import Path
 from registry.ops.export_gguf import GgufRequest, export_gguf
 source, root, kind = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 export_gguf(root, GgufRequest(base=source.name[:-4], base_file=source, types=(kind,), force=True, gate=False))
+"""
+
+IMPORTS = """
+import registry.ops.export_gguf, gguf, llama_cpp
 """
 
 GATE = """
@@ -101,7 +105,9 @@ def main() -> None:
         size = source.stat().st_size
         root = work / "reg"
         child_peak_rss(SETUP, str(source), str(root))
-        rows: dict = {"source_bytes": size, "spec": {"n_layer": spec.n_layer, "n_embd": spec.n_embd}}
+        largest = max(torch.Size(s).numel() for s in checkpoint_shapes(spec).values()) * 2
+        rows: dict = {"source_bytes": size, "largest_tensor_bytes": largest, "spec": {"n_layer": spec.n_layer, "n_embd": spec.n_embd}}
+        rows["imports_peak_rss_MiB"] = round(child_peak_rss(IMPORTS)[1] / 2**20)
         cp_times = []
         for _ in range(args.rounds):
             source.read_bytes()  # warm, as for the exports
@@ -121,6 +127,7 @@ def main() -> None:
                 "seconds": [round(t, 2) for t in times], "gguf_bytes": out.stat().st_size,
                 "throughput_vs_cp": round(rows["cp_s"] / median, 3), "source_MB_per_s": round(size / median / 1e6, 1),
                 "peak_rss_MiB": round(max(peaks) / 2**20), "peak_rss_of_source": round(max(peaks) / size, 3),
+                "peak_above_imports_of_largest_tensor": round((max(peaks) - rows["imports_peak_rss_MiB"] * 2**20) / largest, 2),
             }  # fmt: skip
         report(f"export-gguf of a {size / GIB:.2f} GiB bf16 base (n_layer {spec.n_layer}, n_embd 1024), vs cp", rows)
         gate_rows = []

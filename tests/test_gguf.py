@@ -223,3 +223,17 @@ def test_publish_refuses_a_gguf_without_a_passing_receipt_and_validate_a_changed
     (root / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
     problems = [p for p in validate(root) if p.file == record.path]
     assert any("neither an entry nor its base" in p.message for p in problems), problems
+
+
+@pytest.mark.parametrize("spec", [WORLD, TinySpec(n_layer=3, n_embd=256, vocab_size=512, with_layer0_v=False)], ids=["world", "no-layer0-v"])
+def test_the_mapping_makes_exactly_the_tensors_validate_expects_for_its_metadata(spec):
+    from registry.gguf.check import expected_shapes
+    from registry.synthetic import checkpoint_shapes
+
+    shapes = checkpoint_shapes(spec)
+    plan = mapping.gguf_plan(shapes)
+    meta = {key.rsplit(".", 1)[-1]: value for key, value in mapping.metadata(plan.config, 1).items()}
+    made = {rule.target: mapping.target_shape(rule, shapes) for rule in plan.rules}
+    assert made == expected_shapes(meta, spec.vocab_size)
+    used = {s for rule in plan.rules for s in rule.sources}
+    assert set(shapes) - used == ({"blocks.0.att.v0", "blocks.0.att.v1", "blocks.0.att.v2"} if spec.with_layer0_v else set())

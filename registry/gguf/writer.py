@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..artifacts.miss import merge_delta
 from ..convert.source import unmap_touched
 from ..errors import RegistryError
 from ..hashing.engine import Progress
@@ -57,8 +58,6 @@ class Source:
     def tensor(self, name: str) -> torch.Tensor:
         tensor = self.tensors[name]
         if self.adapter is not None and name in self.adapter:
-            from ..artifacts.miss import merge_delta
-
             return merge_delta(tensor, self.adapter[name], self.scale)  # bit-exact, as the gate merges it
         return tensor
 
@@ -78,6 +77,27 @@ def _made(rule: mapping.Rule, source: Source) -> torch.Tensor:
     if rule.transform == "stack":
         return torch.stack(parts)
     return first
+
+
+CHUNK_VALUES = 1 << 22  # values converted at once: 16 MiB as float32
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """A tensor as the writer sees it (``nbytes``, ``tofile``), converted and written a block of
+    rows at a time: every ggml type stores rows independently, so memory stays at one block
+    whatever the tensor's size (the embedding of a 7B model is 512 MiB in bf16, 1 GiB as float32)."""
+
+    made: torch.Tensor
+    type_name: str
+    nbytes: int
+
+    def tofile(self, out) -> None:
+        rows = self.made.reshape(-1, self.made.shape[-1]) if self.made.dim() > 1 else self.made.reshape(1, -1)
+        step = max(1, CHUNK_VALUES // max(1, rows.shape[1]))
+        for start in range(0, rows.shape[0], step):
+            block = rows[start : start + step].to(torch.float32).contiguous().numpy()  # the converter's cast: every dtype via float32
+            _stored(block, self.type_name).tofile(out)
 
 
 def _stored(data: np.ndarray, type_name: str) -> np.ndarray:
@@ -146,11 +166,10 @@ def write_gguf(
         writer.write_kv_data_to_file()
         writer.write_ti_data_to_file()
         for rule, type_name in planned:
-            made = _made(rule, source)
-            data = made.to(torch.float32).contiguous().numpy()  # the converter's cast: every source dtype via float32
-            writer.write_tensor_data(_stored(data, type_name))
-            for name_ in rule.sources:
-                source.done(name_)
+            shape = mapping.target_shape(rule, shapes)
+            writer.write_tensor_data(_Rows(_made(rule, source), type_name, _nbytes(shape, type_name)))  # type: ignore[arg-type]  # nbytes + tofile is all it uses
+            for used in rule.sources:
+                source.done(used)
             if progress is not None:
                 progress(sum(source.tensors[n].numel() * source.tensors[n].element_size() for n in rule.sources))
         writer.flush()

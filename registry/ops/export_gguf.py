@@ -43,8 +43,8 @@ from ..models import GateSummary, GgufFile, Index
 from ..pinned import Pinned
 from ..repo import INDEX_NAME, Repo, render_index
 from ..safepath import check_dir
-from .export_hf import ExportRequest as _HfRequest
-from .export_hf import _pinned_source, _Source, _source
+from .export_hf import ExportRequest as HfRequest
+from .export_hf import ExportSource, export_source, pinned_source
 
 DEFAULT_TYPES = ("q8_0",)
 
@@ -74,7 +74,7 @@ class _Made:
 
 @dataclass
 class _Inputs:
-    source: _Source
+    source: ExportSource
     tensors: dict[str, torch.Tensor]
     mapped: frozenset[int]
     adapter: dict[str, torch.Tensor] | None = None
@@ -82,7 +82,7 @@ class _Inputs:
     files: dict[str, str] = field(default_factory=dict)  # registered files the GGUF is made from
 
 
-def _refuse_state(source: _Source) -> None:
+def _refuse_state(source: ExportSource) -> None:
     if source.entry is not None and source.entry.method == "state":
         raise RegistryError(
             "gguf.state", source.entry.path, "is a State (an initial recurrent state, not a model), and a GGUF file holds a model",
@@ -91,14 +91,14 @@ def _refuse_state(source: _Source) -> None:
 
 
 @contextmanager
-def _inputs(repo: Repo, source: _Source, request: GgufRequest) -> Iterator[_Inputs]:
+def _inputs(repo: Repo, source: ExportSource, request: GgufRequest) -> Iterator[_Inputs]:
     """The source's tensors, memory-mapped from pinned, hash-checked files (for a MiSS adapter: its
     base's, with the adapter's blocks to merge)."""
     with ExitStack() as stack:
         if source.entry is not None and source.entry.method == "miss":
-            adapter_pin: Pinned = stack.enter_context(_pinned_source(repo, source, None))
-            base = _Source(source.base.name, source.base, None, source.base.sha256, "")
-            handle: Pinned = stack.enter_context(_pinned_source(repo, base, request.base_file))
+            adapter_pin: Pinned = stack.enter_context(pinned_source(repo, source, None))
+            base = ExportSource(source.base.name, source.base, None, source.base.sha256, "")
+            handle: Pinned = stack.enter_context(pinned_source(repo, base, request.base_file))
             manifest = read_miss_json(adapter_pin.stable)
             adapter = load_tensor_map(adapter_pin.stable)
             verify_adapter(adapter_pin.path, adapter, manifest)
@@ -106,7 +106,7 @@ def _inputs(repo: Repo, source: _Source, request: GgufRequest) -> Iterator[_Inpu
             check_miss_fits(tensors, adapter, source=source.entry.path)
             yield _Inputs(source, tensors, locate_tensors(handle.stable, tensors).mapped, adapter, manifest.scale, {source.entry.path: source.sha256})
             return
-        handle = stack.enter_context(_pinned_source(repo, source, request.base_file))
+        handle = stack.enter_context(pinned_source(repo, source, request.base_file))
         tensors = load_tensor_map(handle.stable)
         files = {source.entry.path: source.sha256} if source.entry is not None else {}
         yield _Inputs(source, tensors, locate_tensors(handle.stable, tensors).mapped, files=files)
@@ -241,7 +241,7 @@ def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = No
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
-        source = _source(index, repo, _HfRequest(entry=request.entry, base=request.base, base_file=request.base_file))
+        source = export_source(index, repo, HfRequest(entry=request.entry, base=request.base, base_file=request.base_file))
         _refuse_state(source)
         entry_path = source.entry.path if source.entry else None
         made: list[_Made] = []
