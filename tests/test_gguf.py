@@ -117,6 +117,21 @@ def test_a_k_quant_is_made_by_llama_cpp_quantizer_and_gated(sources, world_base)
     # rows of 128 values are too short for k-quant blocks (256): llama.cpp's quantizer falls back per tensor
     assert types["blk.0.channel_mix_key.weight"] in ("Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q8_0") and types["blk.0.time_mix_w1.weight"] == "F32"
     assert record.gate is not None and record.gate.passed and validate(root) == []
+    receipt = json.loads((root / record.gate.receipt).read_text())
+    lossless = next(c for c in receipt["checks"] if c["name"] == "gguf-lossless-logits")  # the bf16 file it was quantized from
+    assert lossless["passed"] and lossless["thresholds"]["nmse_max"] == gate.BOUNDS["bf16"][0]
+    staging = root / ".registry" / "staging"
+    assert not staging.exists() or list(staging.iterdir()) == []  # the lossless file is gone
+
+
+def test_a_planted_wrong_mapping_fails_a_k_quant_through_its_lossless_file(sources, world_base, monkeypatch):
+    root, _, _ = sources
+    before = snapshot(root)
+    _plant(monkeypatch, "swapped")
+    with pytest.raises(RegistryError) as failed:
+        export_gguf(root, GgufRequest(base=BASE, base_file=world_base, types=("q4_k_m",)))
+    assert failed.value.code == "gguf.gate-failed" and "gguf-lossless-logits" in failed.value.message, failed.value.message
+    assert snapshot(root) == before and list((root / ".registry" / "staging").iterdir()) == []
 
 
 def test_a_state_is_refused_with_the_reason(empty_registry, world_base, tmp_path):
@@ -160,7 +175,7 @@ def test_a_planted_wrong_mapping_fails_the_gate_and_changes_nothing(sources, wor
     with pytest.raises(RegistryError) as failed:
         export_gguf(root, GgufRequest(base=BASE, base_file=world_base, types=("f16",)))
     assert failed.value.code == "gguf.gate-failed" and failed.value.exit_code == 1, failed.value.message
-    assert ("gguf-load" if how == "untransposed" else "NMSE") in failed.value.message
+    assert ("gguf-load" if how == "untransposed" else "gguf-logits: NMSE") in failed.value.message
     assert snapshot(root) == before and list((root / ".registry" / "staging").iterdir()) == []
 
 

@@ -151,10 +151,14 @@ def checks(gguf_type: str, run: LlamaRun, reference: Mapping[str, np.ndarray], p
 
 
 def gate_gguf(
-    path: Path, rel: str, sha256: str, gguf_type: str, method: Literal["full", "miss"], base_sha256: str, files: dict[str, str], reference: Mapping[str, np.ndarray]
+    path: Path, rel: str, sha256: str, gguf_type: str, method: Literal["full", "miss"], base_sha256: str, files: dict[str, str], reference: Mapping[str, np.ndarray],
+    lossless: tuple[Path, str] | None = None,
 ) -> Receipt:
     """Run the GGUF at ``path`` (registered as ``rel`` with ``sha256``) through llama.cpp and judge
-    it against ``reference`` (:func:`reference_logits` of its source)."""
+    it against ``reference`` (:func:`reference_logits` of its source).  A k-quant's ``lossless``
+    GGUF (the file it was quantized from, and the type whose bound holds it) is judged too, as
+    check ``gguf-lossless-logits``: a wrong mapping shows there by orders of magnitude, where
+    the k-quant's own bound is loose enough to hide it."""
     from importlib.metadata import version
 
     start = time.perf_counter()
@@ -166,6 +170,9 @@ def gate_gguf(
         result = [CheckResult(name="gguf-load", passed=False, detail=f"llama.cpp did not load the file ({exc})")]
     else:
         result = checks(gguf_type, run, reference, prompt_ids)
+        if lossless is not None:
+            before = checks(lossless[1], llama_logits(lossless[0], prompt_ids), reference, prompt_ids)[0]
+            result.append(before.model_copy(update={"name": "gguf-lossless-logits", "detail": f"the lossless {lossless[1]} GGUF the quantizer read, against the same reference"}))
     environment = Environment(
         device="cpu", torch=torch.__version__, rwkv=version("rwkv"), python=platform.python_version(), registry=__version__,
         kernel_source_hash=kernel_source_hash(),

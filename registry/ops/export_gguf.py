@@ -70,6 +70,13 @@ class _Made:
     sha256: str
     size: int
     receipt: Receipt | None = None
+    lossless: tuple[Path, str] | None = None  # a k-quant's lossless GGUF and the type whose bound it is held to
+
+    def discard(self, keep_file: bool = False) -> None:
+        if not keep_file:
+            self.temp.unlink(missing_ok=True)
+        if self.lossless is not None:
+            self.lossless[0].unlink(missing_ok=True)
 
 
 @dataclass
@@ -138,6 +145,7 @@ def _write(inputs: _Inputs, plan: mapping.GgufPlan, gguf_type: str, rel: str, st
     stream = writer.Source(inputs.tensors, inputs.mapped, inputs.adapter, inputs.scale)
     name = Path(rel).stem
     temp = _temp(staging, rel)
+    middle: Path | None = None
     try:
         if gguf_type in mapping.DIRECT_TYPES:
             kv = {**mapping.metadata(plan.config, mapping.DIRECT_TYPES[gguf_type]), **kv_common}
@@ -146,19 +154,19 @@ def _write(inputs: _Inputs, plan: mapping.GgufPlan, gguf_type: str, rel: str, st
             lossless = _lossless({t.dtype for t in inputs.tensors.values()})
             kv = {**mapping.metadata(plan.config, mapping.LOSSLESS_FTYPE[lossless]), **kv_common}
             middle = _temp(staging, rel + ".lossless")
-            try:
-                forced = {"F16": "f16", "BF16": "bf16"}.get(lossless)
-                writer.write_gguf(
-                    middle, plan, stream, lambda target, shape: mapping.storage_type(target, shape, forced) if forced else "F32", kv, tokens, name, progress,
-                )  # fmt: skip
-                writer.quantize(middle, temp, mapping.QUANTIZER_TYPES[gguf_type], gate._threads())
-            finally:
-                middle.unlink(missing_ok=True)
+            forced = {"F16": "f16", "BF16": "bf16"}.get(lossless)
+            writer.write_gguf(
+                middle, plan, stream, lambda target, shape: mapping.storage_type(target, shape, forced) if forced else "F32", kv, tokens, name, progress,
+            )  # fmt: skip
+            writer.quantize(middle, temp, mapping.QUANTIZER_TYPES[gguf_type], gate._threads())
+            # kept until the gate has run it: its tight bound is what catches a mapping error
+            # that a k-quant's loose one would let through
+            return _Made(gguf_type, rel, temp, hash_file(temp), temp.stat().st_size, lossless=(middle, forced or "f16"))
     except OSError as exc:
-        temp.unlink(missing_ok=True)
+        _Made(gguf_type, rel, temp, "", 0, lossless=(middle, "") if middle else None).discard()
         raise RegistryError("gguf.write-failed", rel, f"writing failed: {exc.strerror or exc}", "free disk space and run export-gguf again") from exc
     except BaseException:
-        temp.unlink(missing_ok=True)
+        _Made(gguf_type, rel, temp, "", 0, lossless=(middle, "") if middle else None).discard()
         raise
     return _Made(gguf_type, rel, temp, hash_file(temp), temp.stat().st_size)
 
@@ -208,10 +216,10 @@ def _write_receipts(repo: Repo, made: list[_Made]) -> None:
 
 
 def _said(check: CheckResult) -> str:
-    if check.name != "gguf-logits":
+    if not check.name.endswith("-logits"):
         return check.name
     f, t = check.figures, check.thresholds
-    return f"NMSE {float(f['nmse'] or 0):.2e} (at most {t['nmse_max']}), top-1 agreement {float(f['top1_agreement'] or 0):.3f} (at least {t['top1_min']})"
+    return f"{check.name}: NMSE {float(f['nmse'] or 0):.2e} (at most {t['nmse_max']}), top-1 agreement {float(f['top1_agreement'] or 0):.3f} (at least {t['top1_min']})"
 
 
 def _gate(inputs: _Inputs, made: list[_Made]) -> None:
@@ -220,7 +228,8 @@ def _gate(inputs: _Inputs, made: list[_Made]) -> None:
     method: Literal["full", "miss"] = "miss" if inputs.adapter is not None else "full"
     for item in made:
         files = {**inputs.files, item.rel: item.sha256}
-        item.receipt = gate.gate_gguf(item.temp, item.rel, item.sha256, item.gguf_type, method, inputs.source.base.sha256, files, reference)
+        item.receipt = gate.gate_gguf(item.temp, item.rel, item.sha256, item.gguf_type, method, inputs.source.base.sha256, files, reference, item.lossless)
+        item.discard(keep_file=True)
     failed = [item for item in made if item.receipt is not None and not item.receipt.passed]
     if failed:
         item = failed[0]
@@ -255,9 +264,11 @@ def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = No
                     _check_place(repo, index, item, request.force)
                 if request.gate:
                     _gate(inputs, made)
+                for item in made:
+                    item.discard(keep_file=True)
             _write_receipts(repo, made)
             return _record(repo, txn, index, inputs, made, progress)
         except BaseException:
             for item in made:
-                item.temp.unlink(missing_ok=True)
+                item.discard()
             raise
