@@ -134,6 +134,14 @@ def test_a_planted_wrong_mapping_fails_a_k_quant_through_its_lossless_file(sourc
     assert snapshot(root) == before and list((root / ".registry" / "staging").iterdir()) == []
 
 
+def test_a_miss_adapter_without_its_base_file_is_refused(sources):
+    root, _, miss = sources
+    before = snapshot(root)
+    with pytest.raises(RegistryError) as refused:
+        export_gguf(root, GgufRequest(entry=miss.path))
+    assert refused.value.code == "args.missing-file" and f"--base-file {BASE}.pth" in refused.value.fix and snapshot(root) == before
+
+
 def test_a_state_is_refused_with_the_reason(empty_registry, world_base, tmp_path):
     add_base(empty_registry, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20230424.txt"))
     state = add_weight(empty_registry, AddRequest(make_state_file(tmp_path / "s.pth", WORLD), BASE, "state", "v1.41", train_json(tmp_path / "s.json")))
