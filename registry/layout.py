@@ -25,6 +25,7 @@ SHARD_INDEX = "model.safetensors.index.json"
 HF_DIR = "hf"  # a Transformers export's folder name
 # Files Hub repos carry beside the card, kept at the root, listed in SHA256SUMS and published.
 KEPT_ROOT_FILES = frozenset({"LICENSE", "LICENSE.md", "LICENSE.txt", "NOTICE", "NOTICE.md", "CITATION.cff"})
+GGUF_DIR = "gguf"  # the folder of GGUF files, beside hf/
 DOCS_DIR = "docs"  # any files under docs/ (evaluation reports, figures) are kept the same way
 ROOT_FILES = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, *KEPT_ROOT_FILES}
 ROOT_FIX = "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: move documents into docs/, delete anything else"
@@ -127,6 +128,8 @@ def place(rel: str, bases: set[str]) -> Placement | Problem | None:
         return Problem("layout.unknown-base-dir", rel, f"directory {parts[0]!r} is not a base in index.json", fix)
     if export_folder(rel) is not None:
         return None  # a file of a Transformers export: validate checks it against the export listing it
+    if gguf_folder(rel) is not None:
+        return None  # a GGUF file: validate checks it against its record in index.json
     if len(parts) < 4:
         return Problem("layout.stray-file", rel, "file outside a <method>/<data-version>/ directory", "move it into <base>/<method>/<data-version>/")
     method, version = parts[1], parts[2]
@@ -178,6 +181,27 @@ def export_path(base: str, entry_path: str | None = None, method: str | None = N
     if method == "state":
         return f"{folder}/{HF_DIR}/{name.rsplit('.', 1)[0]}"
     return f"{folder}/{HF_DIR}"
+
+
+def gguf_folder(rel: str) -> str | None:
+    """The GGUF folder a file lies in, or None: ``<base>/gguf/<file>`` (a base's),
+    ``<base>/full/<data-version>/[<run>/]gguf/<file>`` (a full entry's) or
+    ``<base>/miss/<data-version>/<run>/gguf/<file>`` (a MiSS adapter merged into its base)."""
+    parts = rel.split("/")
+    beside_entry = (len(parts) in (5, 6) and parts[1] == "full") or (len(parts) == 6 and parts[1] == "miss")
+    if (len(parts) == 3 and parts[1] == GGUF_DIR) or (beside_entry and parts[-2] == GGUF_DIR):
+        return "/".join(parts[:-1])
+    return None
+
+
+def gguf_path(base: str, entry_path: str | None, gguf_type: str) -> str:
+    """Where the GGUF of a base (``entry_path`` None) or of an entry, of one type, lives:
+    ``<folder>/gguf/<stem>-<TYPE>.gguf`` (a MiSS adapter's stem gets ``-merged``)."""
+    if not entry_path:
+        return f"{base}/{GGUF_DIR}/{base}-{gguf_type.upper()}.gguf"
+    folder, name = entry_path.rsplit("/", 1)
+    stem = name.rsplit(".", 1)[0] + ("-merged" if folder.split("/")[1] == "miss" else "")
+    return f"{folder}/{GGUF_DIR}/{stem}-{gguf_type.upper()}.gguf"
 
 
 def canonical_path(base: str, method: str, version: str, filename: str, run: str | None = None) -> str:

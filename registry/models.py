@@ -293,6 +293,28 @@ class HfExport(_Strict):
     files: list[FileRef] = Field(min_length=1, description="Every file in the folder")
 
 
+GGUF_TYPES = ("f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m")
+GgufType = Literal["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"]
+
+
+class GgufFile(_Strict):
+    """A GGUF file (llama.cpp, Ollama) made by ``registry export-gguf`` from a base, a full entry,
+    or a MiSS adapter merged into its base: its lineage, its bytes and its gate."""
+
+    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(description="<base>/gguf/<name>.gguf, or gguf/<name>.gguf beside the entry")
+    source: str = Field(description="The full entry's or MiSS adapter's path, or the base's name")
+    source_sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="The .pth the file was made from (the adapter's, for a merged MiSS)")
+    base_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
+    merged: bool = Field(default=False, description="A MiSS adapter merged into its base (bit-exact, as the gate merges it)")
+    type: GgufType
+    tools: dict[str, str] = Field(description="The tools and versions that made the file (rwkv-registry, gguf, llama-cpp-python)")
+    sha256: Sha256 = Field(pattern=SHA256_PATTERN)
+    size: int = Field(ge=0)
+    gate: GateSummary | None = None
+    nmse: float | None = Field(default=None, ge=0, description="The gate's NMSE of llama.cpp's logits against our fp32 reference (worst prompt)")
+    top1_agreement: float | None = Field(default=None, ge=0, le=1, description="The gate's top-1 agreement with the reference (worst prompt)")
+
+
 class Rewrite(_Strict):
     """A recorded, deliberate change to a file that had already been published."""
 
@@ -346,6 +368,7 @@ class Index(_Strict):
     bases: list[Base] = Field(default_factory=list)
     entries: list[Entry] = Field(default_factory=list)
     exports: list[HfExport] = Field(default_factory=list, description="Transformers/fla folders exported from bases and entries (registry export-hf)")
+    ggufs: list[GgufFile] = Field(default_factory=list, description="GGUF files made from bases and entries (registry export-gguf)")
     rewrites: list[Rewrite] = Field(default_factory=list)
 
     def base_by_name(self, name: str) -> Base | None:

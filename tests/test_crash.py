@@ -87,6 +87,11 @@ def _with_gate_state(reg: Path, inputs: Path) -> None:
     registry("add", inputs / "g1.pth", "-C", reg, "--base", "rwkv7-crashgate-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json")
 
 
+def _with_gate_base(reg: Path, inputs: Path) -> None:
+    registry("init", reg)
+    registry("add-base", inputs / "rwkv7-crashgate-20260101.pth", "-C", reg)
+
+
 def _published_then_changed(reg: Path, inputs: Path) -> None:
     """A registry as publish leaves it, then a published train.json edited (and accepted into SHA256SUMS)."""
     _with_state(reg, inputs)
@@ -130,6 +135,10 @@ SCENARIOS = [
     Scenario("card", _base, lambda reg, inputs: ["card", "-C", reg]),
     Scenario("sums", _base, lambda reg, inputs: ["sums", "-C", reg]),
     Scenario("smoke", _with_gate_state, lambda reg, inputs: ["smoke", GATE_STATE_PATH, "-C", reg, "--device", "cpu", "--base-file", inputs / "rwkv7-crashgate-20260101.pth"]),
+    Scenario(
+        "export-gguf", _with_gate_base,
+        lambda reg, inputs: ["export-gguf", "--base", "rwkv7-crashgate-20260101", "--base-file", inputs / "rwkv7-crashgate-20260101.pth", "--type", "q8_0", "-C", reg],
+    ),  # fmt: skip
     Scenario("set", _base, lambda reg, inputs: ["set", "title", "Crash test title", "-C", reg]),
     Scenario("describe", _with_state, lambda reg, inputs: ["describe", STATE_PATH, "-C", reg, "--lang", "en", "--notes", "the recommended State"]),
     Scenario("validate-allow-rewrite", _published_then_changed, lambda reg, inputs: ["validate", "-C", reg, "--allow-rewrite", "fixed a typo"]),

@@ -28,7 +28,7 @@ from registry.gate.prompts import PROMPTS
 from registry.gate.runtime import Rwkv7
 from registry.hf.mapping import fla_plan, rules
 from registry.hf.tensors import read_export
-from registry.hf.tokenizer import END_OF_TEXT, longest_match_pattern, trie_tokenizer
+from registry.hf.tokenizer import END_OF_TEXT, longest_match_pattern, trie_tokenizer, world_vocab_file
 from registry.hf.verify import SAMPLES
 from registry.hub.local import local_files, local_sums
 from registry.ops.add import AddRequest, add_weight
@@ -94,7 +94,8 @@ def test_full_export_is_exact_sharded_listed_and_valid(hf_registry):
     folder = root / export.path
     assert export.path == entry.path.rsplit("/", 1)[0] + "/hf" and export.source == entry.path and export.source_sha256 == entry.sha256
     names = {p.name for p in folder.iterdir()}
-    assert {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors.index.json"} <= names
+    assert {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors.index.json", "rwkv_vocab_v20230424.txt"} <= names
+    assert (folder / "rwkv_vocab_v20230424.txt").read_bytes() == world_vocab_file().read_bytes()  # what llama.cpp's converter reads
     assert len([n for n in names if n.endswith(".safetensors")]) > 1
     assert {f.path for f in export.files} == {f"{export.path}/{n}" for n in names}
     sums = parse_sums((root / SUMS_NAME).read_bytes())

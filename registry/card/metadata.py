@@ -79,7 +79,7 @@ def card_data(view: CardView) -> ModelCardData:
         language=list(index.registry.languages),
         license=index.registry.license,
         library_name=LIBRARY,
-        tags=index.registry.tags or None,
+        tags=[*index.registry.tags, *(["gguf"] if index.ggufs and "gguf" not in index.registry.tags else [])] or None,  # the Hub lists the repo with GGUF models
         base_model=sources or None,
         datasets=view.dataset_repos or None,
         # ModelCardData turns (model_name, eval_results) into model-index; alone, model_name

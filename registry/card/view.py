@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ..evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from ..hf.state import STATE_WEIGHTS_NAME
 from ..layout import export_path
-from ..models import METHODS, Base, Entry, EvalResult, EvalSetup, HfExport, Index, Localized, Note, StopRules, TrainingStage, TrainJson, TrainRun
+from ..models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage, TrainJson, TrainRun
 from .facts import TreeFacts, version_dir
 from .markdown import escaped, md_code
 
@@ -337,6 +337,17 @@ class CardView:
         base = self.index.base_by_sha(export.base_sha256)
         folder = export_path(base.name) if base else None
         return folder if any(e.path == folder for e in self.index.exports) else None
+
+    def gguf_groups(self) -> list[tuple[str, list[GgufFile]]]:
+        """The GGUF files (``registry export-gguf``), grouped by the source they were made from."""
+        groups: dict[str, list[GgufFile]] = {}
+        for gguf in self.index.ggufs:
+            groups.setdefault(gguf.source, []).append(gguf)
+        return list(groups.items())
+
+    @staticmethod
+    def file_size(size: int) -> str:
+        return f"{size / 2**30:.2f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
 
     def has_hf_export(self, e: EntryView) -> bool:
         return any(export.source == e.entry.path for export in self.index.exports)

@@ -49,3 +49,40 @@ def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base
         emit_json(export.model_dump(mode="json"))
     else:
         click.echo(f"{export.source} -> {export.path}/ ({len(export.files)} files)")
+
+
+@main.command("export-gguf")
+@click.argument("entry", required=False)
+@REGISTRY_OPT
+@click.option("--base", "base_name", help="Export this base (by name) instead of an entry; needs --base-file.")
+@click.option("--base-file", type=click.Path(dir_okay=False, path_type=Path), help="The base's .pth (checked against its recorded sha256); a MiSS adapter is merged into it.")
+@click.option("--type", "types", multiple=True, type=click.Choice(["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"]), help="A GGUF type to make (repeatable; q8_0 when none is given).")
+@click.option("--force", is_flag=True, help="Replace an existing GGUF file of the same name whose content differs.")
+@JSON_OPT
+def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, types: tuple[str, ...], force: bool, as_json: bool) -> None:
+    """GGUF files for llama.cpp and Ollama of a base (--base NAME --base-file BASE.pth), a full
+    entry (ENTRY, its .pth), or a MiSS adapter (ENTRY) merged into its base (--base-file BASE.pth).
+
+    Written tensor by tensor as llama.cpp's converter maps RWKV-7 (f16, bf16, q8_0 with the gguf
+    package; q6_k, q5_k_m, q4_k_m by llama.cpp's quantizer), each file is run by llama.cpp on the
+    gate's prompts and compared with our fp32 reference (NMSE, top-1 agreement) before it is
+    registered: `gguf/` beside `hf/`, listed in index.json (`ggufs`, with its lineage) and
+    SHA256SUMS, its receipt in .registry/gates/.  A State is refused (it is not a model).  Needs
+    the gguf extra: pip install 'rwkv-registry[gguf]'.
+    """
+    if (entry is None) == (base_name is None):
+        raise click.UsageError("give either ENTRY (a full entry's or a MiSS adapter's .pth) or --base NAME with --base-file")
+    if base_file is not None and base_name is None and entry is None:
+        raise click.UsageError("--base-file goes with --base NAME or a MiSS ENTRY")
+    from ..ops.export_gguf import DEFAULT_TYPES, GgufRequest, export_gguf
+
+    request = GgufRequest(entry=entry, base=base_name, base_file=base_file, types=types or DEFAULT_TYPES, force=force)
+    total = base_file.stat().st_size * len(request.types) if base_file is not None and base_file.is_file() else None
+    with byte_progress(f"exporting {entry or base_name} to GGUF", total=total, enabled=not as_json) as bar:
+        made = export_gguf(registry, request, progress=bar.advance)
+    if as_json:
+        emit_json({"ggufs": [g.model_dump(mode="json") for g in made]})
+    else:
+        for g in made:
+            gate = g.gate
+            click.echo(f"{g.source} -> {g.path} ({g.type}, {g.size} bytes, gate {'passed' if gate and gate.passed else 'not run'})")

@@ -7,11 +7,10 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..atomic import Transaction, locked_transaction
+from ..atomic import Transaction
 from ..derived import stage_sums
 from ..errors import Problem, RegistryError
-from ..models import Index
-from ..repo import CARD_NAME, INDEX_NAME, Repo, render_index
+from ..repo import CARD_NAME, INDEX_NAME, Repo
 from ..schemas import load_model, read_json
 from .models import DATASET_KIND, DatasetIndex
 

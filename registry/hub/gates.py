@@ -30,9 +30,9 @@ def entries_touching(index: Index, paths: Iterable[str]) -> list[Entry]:
     return [e for e in index.entries if paths.intersection(entry_files(e))]
 
 
-def _receipt_problem(receipt: Receipt, entry: Entry, sums: dict[str, str], allow_cpu: bool) -> tuple[str, str] | None:
-    """(code, message) when the receipt does not vouch for the entry's current bytes."""
-    if receipt.file_sha256 != entry.sha256:
+def _receipt_problem(receipt: Receipt, sha256: str, sums: dict[str, str], allow_cpu: bool) -> tuple[str, str] | None:
+    """(code, message) when the receipt does not vouch for the current bytes ``sha256``."""
+    if receipt.file_sha256 != sha256:
         return "gate.stale", f"the receipt is for sha256 {receipt.file_sha256[:12]}…, not these bytes"
     stale = sorted(path for path, sha in receipt.files.items() if sums.get(path) != sha)
     if stale:
@@ -45,29 +45,40 @@ def _receipt_problem(receipt: Receipt, entry: Entry, sums: dict[str, str], allow
     return None
 
 
+def _receipt_findings(repo: Repo, rel: str, sha256: str, sums: dict[str, str], allow_cpu: bool, fix: str) -> Iterator[Problem]:
+    path = receipt_path(repo.gates_dir, sha256)
+    if not path.is_file():
+        yield Problem("gate.missing", rel, f"no gate receipt for sha256 {sha256[:12]}…", fix)
+        return
+    try:
+        receipt = Receipt.model_validate(read_json(path, repo.rel(path)))
+    except ValidationError as err:
+        yield Problem("gate.bad-receipt", rel, f"{repo.rel(path)} is not a valid receipt ({err.error_count()} error(s))", fix)
+        return
+    except RegistryError as err:
+        yield Problem("gate.bad-receipt", rel, f"{err.file}: {err.message}", fix)
+        return
+    if not sealed_here(receipt):
+        message = f"{repo.rel(path)} was not written by this installation's gate (its seal does not check under this user's key: written by hand, edited, or from another machine)"
+        yield Problem("gate.not-ours", rel, message, fix)
+        return
+    problem = _receipt_problem(receipt, sha256, sums, allow_cpu)
+    if problem:
+        code, message = problem
+        cpu_fix = f"{fix} on a CUDA machine, or pass --allow-cpu-gate"
+        yield Problem(code, rel, message, cpu_fix if code == "gate.cpu-only" else fix)
+
+
 def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], allow_cpu: bool) -> Iterator[Problem]:
-    """One finding per entry about to be uploaded without a passing receipt for its bytes."""
+    """One finding per entry or GGUF file about to be uploaded without a passing receipt for its bytes."""
+    uploads = set(uploads)
     for entry in entries_touching(index, uploads):
         base = index.base_by_sha(entry.base_sha256)
         fix = f"run `registry smoke {entry.path} --base-file {base.filename if base else 'BASE.pth'}`"
-        path = receipt_path(repo.gates_dir, entry.sha256)
-        if not path.is_file():
-            yield Problem("gate.missing", entry.path, f"no gate receipt for sha256 {entry.sha256[:12]}…", fix)
-            continue
-        try:
-            receipt = Receipt.model_validate(read_json(path, repo.rel(path)))
-        except ValidationError as err:
-            yield Problem("gate.bad-receipt", entry.path, f"{repo.rel(path)} is not a valid receipt ({err.error_count()} error(s))", fix)
-            continue
-        except RegistryError as err:
-            yield Problem("gate.bad-receipt", entry.path, f"{err.file}: {err.message}", fix)
-            continue
-        if not sealed_here(receipt):
-            message = f"{repo.rel(path)} was not written by this installation's gate (its seal does not check under this user's key: written by hand, edited, or from another machine)"
-            yield Problem("gate.not-ours", entry.path, message, fix)
-            continue
-        problem = _receipt_problem(receipt, entry, sums, allow_cpu)
-        if problem:
-            code, message = problem
-            cpu_fix = f"{fix} on a CUDA machine, or pass --allow-cpu-gate"
-            yield Problem(code, entry.path, message, cpu_fix if code == "gate.cpu-only" else fix)
+        yield from _receipt_findings(repo, entry.path, entry.sha256, sums, allow_cpu, fix)
+    for gguf in (g for g in index.ggufs if g.path in uploads):
+        base = index.base_by_sha(gguf.base_sha256)
+        base_file = base.filename if base else "BASE.pth"
+        what = f"--base {gguf.source} --base-file {base_file}" if base and gguf.source == base.name else f"{gguf.source}{f' --base-file {base_file}' if gguf.merged else ''}"
+        fix = f"make it again with `registry export-gguf {what} --type {gguf.type} --force`, which gates it"
+        yield from _receipt_findings(repo, gguf.path, gguf.sha256, sums, allow_cpu, fix)

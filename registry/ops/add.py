@@ -21,7 +21,7 @@ from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import CHUNK, HashingWriter, Progress
 from ..index_rules import index_to_change
-from ..layout import HF_DIR, TRAIN_JSON, canonical_path
+from ..layout import GGUF_DIR, HF_DIR, TRAIN_JSON, canonical_path
 from ..models import (
     DATA_VERSION_PATTERN,
     Base,
@@ -59,8 +59,8 @@ def _check_request(request: AddRequest, index: Index) -> Base:
     require_name(request.base, "base name", "--base")
     if request.run is not None:
         require_name(request.run, "run name", "--run")
-        if request.run == HF_DIR:
-            raise RegistryError("args.bad-name", request.run, f"run name {HF_DIR!r} is the folder name of Transformers exports (registry export-hf)", "pass another --run name")
+        if request.run in (HF_DIR, GGUF_DIR):
+            raise RegistryError("args.bad-name", request.run, f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF files (export-gguf)", "pass another --run name")
     require_file_name(request.file.name, "file name", "registry add")
     require_text(request.notes, "--notes")
     if request.dataset_repo is not None:

@@ -63,7 +63,7 @@ class ExportRequest:
 
 
 @dataclass(frozen=True)
-class _Source:
+class ExportSource:
     label: str  # the entry's path or the base's name
     base: Base
     entry: Entry | None
@@ -80,22 +80,23 @@ def require_hf() -> None:
     import transformers  # noqa: F401
 
 
-def _source(index: Index, repo: Repo, request: ExportRequest) -> _Source:
+def export_source(index: Index, repo: Repo, request: ExportRequest) -> ExportSource:
+    """The entry or base an export is made from (export-gguf resolves its sources the same way)."""
     if request.entry is not None:
         entry = resolve_entry(repo, index, request.entry)
         if entry.format != "pth":
             raise RegistryError("export.not-pth", entry.path, "is a safetensors twin; the export reads the .pth it was converted from", f"pass {entry.derived_from or 'the .pth entry'}")
         base = index.base_by_sha(entry.base_sha256)
         assert base is not None  # index_to_change refused an entry with an unknown base
-        return _Source(entry.path, base, entry, entry.sha256, export_path(base.name, entry.path, entry.method))
+        return ExportSource(entry.path, base, entry, entry.sha256, export_path(base.name, entry.path, entry.method))
     base = index.base_by_name(request.base or "")
     if base is None:
         raise RegistryError("export.unknown-base", INDEX_NAME, f"no base named {request.base!r}", "pass a base listed by `registry list`")
-    return _Source(base.name, base, None, base.sha256, export_path(base.name))
+    return ExportSource(base.name, base, None, base.sha256, export_path(base.name))
 
 
 @contextmanager
-def _pinned_source(repo: Repo, source: _Source, base_file: Path | None) -> Iterator[Pinned]:
+def pinned_source(repo: Repo, source: ExportSource, base_file: Path | None) -> Iterator[Pinned]:
     if source.entry is not None:
         with registered(repo.root, source.entry.path, source.sha256, StatCache(repo.stat_cache_path)) as handle:
             yield handle
@@ -125,7 +126,7 @@ class _Converted:
     dtype: str
 
 
-def _convert(repo: Repo, source: _Source, handle: Pinned, request: ExportRequest, staging: Path, opener: Opener, progress: Progress | None) -> _Converted:
+def _convert(repo: Repo, source: ExportSource, handle: Pinned, request: ExportRequest, staging: Path, opener: Opener, progress: Progress | None) -> _Converted:
     found: dict[str, object] = {}
 
     def remap(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -150,6 +151,7 @@ def _json_files(converted: _Converted, stop: StopRules | None) -> dict[str, byte
         hf_files.GENERATION_CONFIG_NAME: hf_files.render(hf_files.generation_config_json(stop)),
         hf_files.TOKENIZER_NAME: tokenizer_json(read_vocab(world_vocab_file())),
         hf_files.TOKENIZER_CONFIG_NAME: tokenizer_config_json(),
+        hf_files.VOCAB_NAME: world_vocab_file().read_bytes(),
     }
 
 
@@ -168,7 +170,7 @@ def _verify(data: dict[str, bytes], shapes: dict[str, tuple[int, ...]]) -> None:
         check_tokenizer(folder)
 
 
-def _check_folder(repo: Repo, txn: Transaction, index: Index, source: _Source, written: set[str], data: dict[str, bytes], force: bool) -> None:
+def _check_folder(repo: Repo, txn: Transaction, index: Index, source: ExportSource, written: set[str], data: dict[str, bytes], force: bool) -> None:
     """Refuse (unless forced) an export folder that holds something else. Forced, the files of its
     earlier export that this one does not write are removed with the commit (a stale shard would
     contradict the index); anything in it that no export lists is always refused."""
@@ -195,7 +197,7 @@ def _check_folder(repo: Repo, txn: Transaction, index: Index, source: _Source, w
         txn.remove(repo.rel(path))
 
 
-def _base_export(index: Index, source: _Source) -> str:
+def _base_export(index: Index, source: ExportSource) -> str:
     """The folder of the base's export that a PEFT adapter loads onto (a State starts its
     generation); refused when there is none."""
     folder = export_path(source.base.name)
@@ -208,7 +210,7 @@ def _base_export(index: Index, source: _Source) -> str:
     return folder
 
 
-def _peft_files(source: _Source, handle: Pinned, base_folder: str) -> dict[str, bytes]:
+def _peft_files(source: ExportSource, handle: Pinned, base_folder: str) -> dict[str, bytes]:
     """adapter_config.json and adapter_model.safetensors of the MiSS adapter read from ``handle``."""
     manifest = read_miss_json(handle.stable)
     tensors = load_tensor_map(handle.stable)
@@ -220,14 +222,14 @@ def _peft_files(source: _Source, handle: Pinned, base_folder: str) -> dict[str, 
     }
 
 
-def _state_files(source: _Source, handle: Pinned) -> tuple[dict[str, bytes], dict[str, torch.Tensor]]:
+def _state_files(source: ExportSource, handle: Pinned) -> tuple[dict[str, bytes], dict[str, torch.Tensor]]:
     """initial_state.safetensors of the State read from ``handle``, and the State's tensors."""
     time_state = load_tensor_map(handle.stable)
     metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "fla-rwkv7-state"}
     return {fla_state.STATE_WEIGHTS_NAME: safetensors_bytes(fla_state.fla_state(time_state), metadata)}, time_state
 
 
-def _base_config(repo: Repo, index: Index, source: _Source, base_folder: str) -> dict:
+def _base_config(repo: Repo, index: Index, source: ExportSource, base_folder: str) -> dict:
     """The base export's config.json, refused unless it is the one index.json records."""
     rel = f"{base_folder}/{hf_files.CONFIG_NAME}"
     raw = repo.read_bytes(repo.root / rel)
@@ -240,7 +242,7 @@ def _base_config(repo: Repo, index: Index, source: _Source, base_folder: str) ->
     return parse_json(raw, rel)
 
 
-def _adapter_files(repo: Repo, index: Index, source: _Source, handle: Pinned, base_folder: str) -> dict[str, bytes]:
+def _adapter_files(repo: Repo, index: Index, source: ExportSource, handle: Pinned, base_folder: str) -> dict[str, bytes]:
     """A MiSS adapter's PEFT folder or a State's initial state, checked against the base export."""
     base_config = _base_config(repo, index, source, base_folder)
     if source.entry is not None and source.entry.method == "state":
@@ -254,7 +256,7 @@ def _adapter_files(repo: Repo, index: Index, source: _Source, handle: Pinned, ba
     return data
 
 
-def _record(repo: Repo, txn: Transaction, index: Index, source: _Source, data: dict[str, bytes], converted: list[FileRef], progress: Progress | None) -> HfExport:
+def _record(repo: Repo, txn: Transaction, index: Index, source: ExportSource, data: dict[str, bytes], converted: list[FileRef], progress: Progress | None) -> HfExport:
     """Write ``data`` into the export folder and list it, with the ``converted`` files, in index.json."""
     refs = list(converted)
     for name, content in data.items():
@@ -281,14 +283,14 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
-        source = _source(index, repo, request)
+        source = export_source(index, repo, request)
         if source.entry is not None and source.entry.method in ("miss", "state"):
             base_folder = _base_export(index, source)
-            with _pinned_source(repo, source, None) as handle:
+            with pinned_source(repo, source, None) as handle:
                 data = _adapter_files(repo, index, source, handle, base_folder)
             _check_folder(repo, txn, index, source, set(data), data, request.force)
             return _record(repo, txn, index, source, data, [], progress)
-        with _pinned_source(repo, source, request.base_file) as handle:
+        with pinned_source(repo, source, request.base_file) as handle:
             converted = _convert(repo, source, handle, request, txn.staging, opener, progress)
         result = converted.result
         try:

@@ -19,6 +19,7 @@ from ..convert.shards import shard_set_problems
 from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..evaluation import reference_problems
+from ..gguf.check import gguf_problems
 from ..gitattributes import lfs_problems
 from ..hashing import StatCache
 from ..hashing.engine import Progress
@@ -218,6 +219,11 @@ def check_gitattributes(ctx: Context) -> Iterator[Problem]:
     yield from lfs_problems(text, [rel for rel in ctx.scan.files if is_weight(rel)])
 
 
+def check_ggufs(ctx: Context) -> Iterator[Problem]:
+    """GGUF files against their records, their sources and their headers (:mod:`registry.gguf.check`)."""
+    yield from gguf_problems(ctx.root, ctx.index, ctx.scan.files, ctx.digests)
+
+
 def check_immutable(ctx: Context) -> Iterator[Problem]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
@@ -243,6 +249,7 @@ CHECKS: list[Check] = [
     check_shards,
     check_exports,
     check_gitattributes,
+    check_ggufs,
     check_immutable,
     check_rendered,
     check_dataset_links,

@@ -1,0 +1,165 @@
+"""What ``validate`` checks of the GGUF files in index.json (headers only, through the ``gguf``
+package's reader, which memory-maps the file and reads only what the header points at).
+
+Each record must name a source that is still in the registry with the sha256 it was made from
+(a base, a full entry, or a MiSS adapter on that base), sit at its canonical place, and be on disk
+with its sha256 and size; its header must parse (magic, version, counts within the reader's
+limits), its data must reach the end of the file (a truncated download is refused), and what the
+header says must be true: architecture rwkv7, the base's recorded shape (layers, width, FFN,
+head size, vocabulary), exactly llama.cpp's tensors for those numbers, and the registry's lineage
+keys equal to the record.  Files under a gguf folder that no record lists are findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem
+from ..layout import gguf_folder, gguf_path
+from ..models import GgufFile, Index
+from . import mapping
+
+FIX = "make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)"
+MAX_HEADER_ITEMS = 1 << 20  # tensors or metadata keys in one header: far above any RWKV-7 file
+
+
+def _field(reader: Any, key: str) -> Any:
+    field = reader.get_field(key)
+    return None if field is None else field.contents()
+
+
+def expected_shapes(meta: dict[str, Any], n_vocab: int) -> dict[str, tuple[int, ...]]:
+    """Every tensor llama.cpp's rwkv7 loader creates for this metadata, with its (numpy-order) shape."""
+    c, f, n_layer = meta["embedding_length"], meta["feed_forward_length"], meta["block_count"]
+    rank = {"w": meta["decay_lora_rank"], "a": meta["iclr_lora_rank"], "v": meta["value_residual_mix_lora_rank"], "g": meta["gate_lora_rank"]}
+    shapes: dict[str, tuple[int, ...]] = {"token_embd.weight": (n_vocab, c), "token_embd_norm.weight": (c,), "token_embd_norm.bias": (c,)}
+    for i in range(n_layer):
+        for leaf in ("attn_norm", "attn_norm_2", "time_mix_ln"):
+            shapes[f"blk.{i}.{leaf}.weight"] = shapes[f"blk.{i}.{leaf}.bias"] = (c,)
+        for x in "wavg":
+            r = rank["a"] if (i == 0 and x == "v") else rank[x]  # layer 0's v LoRA stands in with a's shape
+            shapes[f"blk.{i}.time_mix_{x}1.weight"] = (r, c)
+            shapes[f"blk.{i}.time_mix_{x}2.weight"] = (c, r)
+            if x != "g":
+                shapes[f"blk.{i}.time_mix_{x}0.weight"] = (c,)
+        for leaf in ("k_k", "k_a", "r_k"):
+            shapes[f"blk.{i}.time_mix_{leaf}.weight"] = (c,)
+        for leaf in ("key", "value", "receptance", "output"):
+            shapes[f"blk.{i}.time_mix_{leaf}.weight"] = (c, c)
+        shapes[f"blk.{i}.time_mix_lerp_fused.weight"] = (len(mapping.LERP_ORDER), 1, 1, c)
+        shapes[f"blk.{i}.channel_mix_lerp_k.weight"] = (c,)
+        shapes[f"blk.{i}.channel_mix_key.weight"] = (f, c)
+        shapes[f"blk.{i}.channel_mix_value.weight"] = (c, f)
+    shapes.update({"output_norm.weight": (c,), "output_norm.bias": (c,), "output.weight": (n_vocab, c)})
+    return shapes
+
+
+def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]:
+    """What is wrong with the file's header and size, judged against the record and its base."""
+    try:
+        import gguf
+    except ImportError:
+        yield "cannot be checked without the gguf package (pip install 'rwkv-registry[gguf]')"
+        return
+    size = path.stat().st_size
+    with open(path, "rb") as raw:
+        head = raw.read(24)
+    if len(head) < 24 or head[:4] != b"GGUF":
+        yield "is not a GGUF file (no GGUF magic)"
+        return
+    if any(int.from_bytes(head[at : at + 8], "little") > MAX_HEADER_ITEMS for at in (8, 16)):
+        yield f"its header claims more than {MAX_HEADER_ITEMS} tensors or metadata keys"
+        return
+    try:
+        reader = gguf.GGUFReader(path)
+    except (ValueError, IndexError, KeyError, OverflowError) as exc:
+        yield f"its header cannot be read, or the file is truncated ({exc})"
+        return
+    end = max((t.data_offset + t.n_bytes for t in reader.tensors), default=reader.data_offset)
+    if end > size:
+        yield f"is truncated: its tensors end at byte {end} but the file has {size}"
+        return
+    if size - end >= reader.alignment:
+        yield f"has {size - end} bytes after its last tensor"
+    arch = _field(reader, "general.architecture")
+    if arch != mapping.ARCH:
+        yield f"says architecture {arch!r}, not {mapping.ARCH!r}"
+        return
+    keys = ("embedding_length", "block_count", "feed_forward_length", "wkv.head_size", "attention.decay_lora_rank", "attention.iclr_lora_rank", "attention.value_residual_mix_lora_rank", "attention.gate_lora_rank")
+    meta = {key.rsplit(".", 1)[-1] if key.startswith("attention.") else key: _field(reader, f"{mapping.ARCH}.{key}") for key in keys}
+    meta["head_size"] = meta.pop("wkv.head_size")
+    if any(value is None for value in meta.values()):
+        yield f"lacks {next(k for k, v in meta.items() if v is None)} in its metadata"
+        return
+    eps = _field(reader, f"{mapping.ARCH}.attention.layer_norm_epsilon")
+    if eps is None or abs(float(eps) - mapping.NORM_EPS) > 1e-9:
+        yield f"says layer_norm_epsilon {eps}, and RWKV-7's layer norms use {mapping.NORM_EPS}"
+    tokens = reader.get_field("tokenizer.ggml.tokens")
+    n_vocab = len(tokens.data) if tokens is not None else 0
+    base = index.base_by_sha(record.base_sha256)
+    arch_facts = base.architecture if base else None
+    if arch_facts is not None:
+        recorded = {"block_count": arch_facts.n_layer, "embedding_length": arch_facts.n_embd, "head_size": arch_facts.head_size, "feed_forward_length": arch_facts.dim_ffn}
+        for key, value in recorded.items():
+            if value is not None and meta[key] != value:
+                yield f"says {key} {meta[key]} but the base records {value}"
+        if n_vocab != arch_facts.vocab_size:
+            yield f"has {n_vocab} tokens but the base's vocabulary is {arch_facts.vocab_size}"
+    want = expected_shapes(meta, n_vocab)
+    found = {t.name: tuple(int(d) for d in reversed(t.shape.tolist())) for t in reader.tensors}
+    missing, unexpected = sorted(set(want) - set(found)), sorted(set(found) - set(want))
+    if missing:
+        yield f"lacks {missing[0]} ({len(missing)} of llama.cpp's rwkv7 tensors for its metadata)"
+    if unexpected:
+        yield f"holds {unexpected[0]}, which llama.cpp's rwkv7 has no place for"
+    wrong = sorted(n for n in set(want) & set(found) if want[n] != found[n])
+    if wrong:
+        yield f"{wrong[0]} is {found[wrong[0]]} but its metadata makes it {want[wrong[0]]}"
+    lineage = mapping.lineage_metadata(record.source_sha256, record.base_sha256, record.type, record.merged)
+    for key, text in lineage.items():
+        if _field(reader, key) != text:
+            yield f"says {key} {_field(reader, key)!r} but index.json records {text!r}"
+
+
+def _lineage_problems(index: Index, record: GgufFile) -> Iterator[str]:
+    base = index.base_by_sha(record.base_sha256)
+    if base is None:
+        yield f"names base sha256 {record.base_sha256[:12]}…, which is not in bases"
+        return
+    entry = index.entry_by_path(record.source)
+    if entry is None and record.source != base.name:
+        yield f"its source {record.source} is neither an entry nor its base"
+        return
+    if entry is not None and (entry.method == "state" or entry.format != "pth" or entry.base_sha256 != base.sha256):
+        yield f"its source {record.source} is not a .pth base, full entry or MiSS adapter on base {base.name}"
+        return
+    if record.merged != (entry is not None and entry.method == "miss"):
+        yield "says merged, but its source is not a MiSS adapter" if record.merged else "is not marked merged, but its source is a MiSS adapter"
+    sha = entry.sha256 if entry else base.sha256
+    if record.source_sha256 != sha:
+        yield f"was made from sha256 {record.source_sha256[:12]}… but {record.source} is {sha[:12]}… now"
+    want = gguf_path(base.name, entry.path if entry else None, record.type)
+    if record.path != want:
+        yield f"{record.source}'s {record.type} GGUF belongs at {want}"
+
+
+def gguf_problems(root: Path, index: Index, files: list[str], digests: dict[str, str]) -> Iterator[Problem]:
+    """Findings for every GGUF record in ``index`` and every file in a gguf folder (``files``: the
+    tree, ``digests``: their sha256)."""
+    listed = {g.path for g in index.ggufs}
+    for rel in sorted(set(files) - listed):
+        if gguf_folder(rel) is not None:
+            yield Problem("gguf.unlisted-file", rel, "is in a gguf folder but no GGUF record in index.json lists it", FIX)
+    for record in index.ggufs:
+        problems = list(_lineage_problems(index, record))
+        if record.path not in digests:
+            problems.append("is not on disk")
+        elif digests[record.path] != record.sha256:
+            problems.append(f"is sha256 {digests[record.path][:12]}…, not the recorded {record.sha256[:12]}…")
+        elif (root / record.path).stat().st_size != record.size:
+            problems.append(f"is {(root / record.path).stat().st_size} bytes, not the recorded {record.size}")
+        if record.path in digests:
+            problems += list(header_problems(root / record.path, record, index))
+        yield from (Problem("gguf.invalid", record.path, message, FIX) for message in problems)
