@@ -33,18 +33,20 @@ from ..errors import Exit, RegistryError
 from ..gate.prompts import tokenizer
 from ..gate.receipt import CheckResult, Receipt, receipt_path
 from ..gate.runtime import check_miss_fits
+from ..gate.seal import sealed
 from ..gguf import gate, mapping, writer
 from ..hashing import hash_file
 from ..hashing.engine import Progress
 from ..hf.tokenizer import check_vocab, read_vocab, world_vocab_file
 from ..index_rules import index_to_change
 from ..layout import gguf_path
-from ..models import GateSummary, GgufFile, Index
+from ..models import GgufFile, Index
 from ..pinned import Pinned
 from ..repo import INDEX_NAME, Repo, render_index
 from ..safepath import check_dir
 from .export_hf import ExportRequest as HfRequest
 from .export_hf import ExportSource, export_source, pinned_source
+from .smoke import gate_summary
 
 DEFAULT_TYPES = ("q8_0",)
 
@@ -195,8 +197,7 @@ def _record(repo: Repo, txn: Transaction, index: Index, inputs: _Inputs, made: l
         summary, figures = None, {}
         if item.receipt is not None:
             receipt = item.receipt
-            target = receipt_path(repo.gates_dir, item.sha256)
-            summary = GateSummary(passed=receipt.passed, device="cpu", file_sha256=item.sha256, receipt=repo.rel(target), date=receipt.created[:10])
+            summary = gate_summary(receipt)
             logits = next(c for c in receipt.checks if c.name == "gguf-logits")
             figures = {"nmse": logits.figures["nmse"], "top1_agreement": logits.figures["top1_agreement"]}
         record = GgufFile(
@@ -217,7 +218,7 @@ def _write_receipts(repo: Repo, made: list[_Made]) -> None:
     repo.gates_dir.mkdir(parents=True, exist_ok=True)
     for item in made:
         if item.receipt is not None:
-            atomic_write(receipt_path(repo.gates_dir, item.sha256), (item.receipt.model_dump_json(indent=2) + "\n").encode())
+            atomic_write(receipt_path(repo.gates_dir, item.sha256), (sealed(item.receipt).model_dump_json(indent=2) + "\n").encode())
 
 
 def _said(check: CheckResult) -> str:
