@@ -19,6 +19,7 @@ import torch
 
 from registry.artifacts.miss import merge_delta, read_miss_json
 from registry.errors import RegistryError
+from registry.gate.receipt import receipt_path
 from registry.gguf import gate, mapping
 from registry.hub.gates import gate_findings
 from registry.hub.local import local_sums
@@ -82,7 +83,7 @@ def test_base_full_and_merged_miss_become_f16_bf16_q8_0_ggufs_that_pass_the_gate
         assert g.sha256 == sha256_of(root / g.path) == sums[g.path] and g.size == (root / g.path).stat().st_size
         assert g.gate is not None and g.gate.passed and g.nmse is not None and g.nmse <= gate.BOUNDS[g.type][0]
         assert g.top1_agreement is not None and g.top1_agreement >= gate.BOUNDS[g.type][1]
-        receipt = json.loads((root / g.gate.receipt).read_text())
+        receipt = json.loads(receipt_path(repo.gates_dir, g.sha256).read_text())  # index.json names no private path
         assert receipt["file_sha256"] == g.sha256 and receipt["passed"] and receipt["files"][g.path] == g.sha256
         assert {c["name"] for c in receipt["checks"]} == {"gguf-logits", "gguf-tokenizer", "finite-logits"}
         assert set(g.tools) == {"rwkv-registry", "gguf", "llama-cpp-python"} and g.tools["gguf"] == "0.19.0"
@@ -117,7 +118,8 @@ def test_a_k_quant_is_made_by_llama_cpp_quantizer_and_gated(sources, world_base)
     # rows of 128 values are too short for k-quant blocks (256): llama.cpp's quantizer falls back per tensor
     assert types["blk.0.channel_mix_key.weight"] in ("Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q8_0") and types["blk.0.time_mix_w1.weight"] == "F32"
     assert record.gate is not None and record.gate.passed and validate(root) == []
-    receipt = json.loads((root / record.gate.receipt).read_text())
+    receipt = json.loads(receipt_path(Repo.open(root).gates_dir, record.sha256).read_text())
+    assert [c.name for c in record.gate.checks] == [c["name"] for c in receipt["checks"]]  # index.json records the run's facts
     lossless = next(c for c in receipt["checks"] if c["name"] == "gguf-lossless-logits")  # the bf16 file it was quantized from
     assert lossless["passed"] and lossless["thresholds"]["nmse_max"] == gate.BOUNDS["bf16"][0]
     staging = root / ".registry" / "staging"
