@@ -34,7 +34,7 @@ from ..derived import stage_derived
 from ..errors import Problem, RegistryError
 from ..hub.content import check_local_bytes, content_problems
 from ..hub.gates import entries_touching, gate_findings
-from ..hub.local import local_files, local_sums, source, with_git_sha1
+from ..hub.local import local_files, local_sums, with_git_sha1
 from ..hub.plan import (
     LocalFile,
     Plan,
