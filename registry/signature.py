@@ -39,8 +39,11 @@ RESIGN_FIX = "run `registry sign --key KEY.pem` on the registry that holds the r
 
 
 def signed_files(sums: Mapping[str, str], sums_bytes: bytes) -> dict[str, str]:
-    """Every file a signature covers, with its sha256: SHA256SUMS's list and SHA256SUMS itself."""
-    return {**sums, SUMS_NAME: hashlib.sha256(sums_bytes).hexdigest()}
+    """Every file a signature covers, with its sha256: SHA256SUMS's list and SHA256SUMS itself,
+    less git's files (``.gitattributes``), which stock verify skips by default: SHA256SUMS, which
+    the signature covers, lists their sha256."""
+    listed = {path: sha for path, sha in sums.items() if not path.split("/", 1)[0].startswith(".git")}
+    return {**listed, SUMS_NAME: hashlib.sha256(sums_bytes).hexdigest()}
 
 
 def _model_signing():

@@ -355,7 +355,7 @@ def test_seed_001_adopted_then_published_pulled_and_verified(parts, tmp_path, hu
     run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", code=0)
     pulled = tmp_path / "pulled"
     run("pull", "--repo-id", REPO, pulled, code=0)
-    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/")}
+    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}  # .gitignore stays local
     assert {"CITATION.cff", "docs/evaluations/exam-v21-20261017.md"} <= set(hub_server.files(REPO))  # root files users keep
     assert run("verify-remote", "--repo-id", REPO, "-C", folder, code=0).exit_code == 0
     assert adopt_json(pulled, code=3)["problems"][0]["code"] == "adopt.already-a-registry"
@@ -510,7 +510,7 @@ def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(pa
 
     restored = json.loads(run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", "--restore", "--json", code=0).stdout)
     assert restored["plan"]["upload"]["files"] == 1 and hub_server.commits_made == commits + 1
-    assert hub_server.files(REPO) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/")}
+    assert hub_server.files(REPO) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}
     assert snapshot(folder) == before
     assert json.loads(run("verify-remote", "--repo-id", REPO, "-C", folder, "--json", code=0).stdout)["ok"]
 

@@ -173,7 +173,7 @@ def test_add_through_the_cli_prints_one_json_document(sources, tmp_path):
     assert json.loads(run("dataset", "init", root, "--json").stdout) == {"ok": True, "registry": str(root), "kind": "dataset"}
     document = json.loads(run(*add_args(sources["v2.1"], root), "--json").stdout)
     assert document["ok"] and document["version"]["trained_file"]["sha256"] == sources["v2.1"].trained_sha256
-    assert json.loads(run("validate", root, "--json").stdout) == {"ok": True, "problems": []}
+    assert json.loads(run("validate", root, "--json").stdout) == {"ok": True, "problems": [], "not_covered": [".gitignore"]}
 
 
 @pytest.mark.parametrize(
@@ -369,11 +369,11 @@ def test_publish_pull_verify_a_dataset_repo_and_link_through_the_hub(hub_server,
 
     published = json.loads(run("publish", "--repo-id", DATASET_REPO, "-C", dataset, "--json").stdout)
     assert published["ok"] and published["commit"]["oid"] == hub_server.head(DATASET_REPO, repo_type="dataset")
-    assert hub_server.files(DATASET_REPO, repo_type="dataset") == snapshot(dataset)
+    assert hub_server.files(DATASET_REPO, repo_type="dataset") == {rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"}  # .gitignore stays local
     assert json.loads(run("verify-remote", "--repo-id", DATASET_REPO, "--repo-type", "dataset", "-C", dataset, "--json").stdout)["ok"]
     pulled = tmp_path / "pulled"
     run("pull", "--repo-id", DATASET_REPO, "--repo-type", "dataset", pulled)
-    assert snapshot(pulled) == snapshot(dataset) and validate(pulled) == []
+    assert snapshot(pulled) == {rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"} and validate(pulled) == []
     # the model registry cites the dataset at the published revision; the dataset links the model repo at its commit
     revision = hub_server.head(DATASET_REPO, repo_type="dataset")
     run("describe", "--method", "state", "--dataset-repo", DATASET_REPO, "--dataset-revision", revision, "-C", models)
@@ -385,7 +385,7 @@ def test_publish_pull_verify_a_dataset_repo_and_link_through_the_hub(hub_server,
     assert source["revision"] == hub_server.head(MODEL_REPO) and len(source["weights"]) == 2
     assert validate(dataset, linked_hub=True) == []
     run("publish", "-C", dataset)  # the card now lists the weights: one more commit
-    assert hub_server.files(DATASET_REPO, repo_type="dataset") == snapshot(dataset)
+    assert hub_server.files(DATASET_REPO, repo_type="dataset") == {rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"}  # .gitignore stays local
 
 
 def test_a_dataset_repo_edited_on_the_hub_is_caught_from_the_model_side(hub_server, dataset, models):

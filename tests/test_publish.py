@@ -139,8 +139,9 @@ def hub_files(server) -> dict[str, bytes]:
 
 
 def local_files(root: Path) -> dict[str, bytes]:
-    """What publish puts on the Hub: every file but the private .registry/ (.gitattributes included)."""
-    return snapshot(root)
+    """What publish puts on the Hub: every file but the private .registry/ and git's own files
+    (.gitattributes, registry content, included; .gitignore stays local)."""
+    return {path: data for path, data in snapshot(root).items() if path != ".gitignore"}
 
 
 def assert_nothing_recorded(root: Path) -> None:

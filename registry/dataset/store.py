@@ -4,7 +4,7 @@ writing command checks first, and the derived files (card, SHA256SUMS) it stages
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from pathlib import Path
 
 from ..atomic import Transaction
@@ -60,7 +60,7 @@ def index_to_change(repo: Repo) -> DatasetIndex:
     return index
 
 
-def stage_derived(repo: Repo, txn: Transaction, index: DatasetIndex, absorb: bool = False) -> dict[str, str]:
+def stage_derived(repo: Repo, txn: Transaction, index: DatasetIndex, absorb: bool | Set[str] = False) -> dict[str, str]:
     """Stage the dataset card and SHA256SUMS after a command's own writes (as the model registry's)."""
     from .card import render_dataset_card  # the card imports the Jinja2 machinery
 

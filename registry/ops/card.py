@@ -26,7 +26,7 @@ def write_card(root: Path) -> bool:
         with transaction(repo.root) as txn:
             dataset = store.index_to_change(repo)
             changed = not dataset_card.rendered(dataset, store.current_card(repo)).fresh
-            store.stage_derived(repo, txn, dataset)
+            store.stage_derived(repo, txn, dataset, absorb={CARD_NAME})  # as for a model card
         return changed
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
