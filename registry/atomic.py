@@ -37,10 +37,23 @@ FILE_MODE = 0o666 & ~_current_umask()
 LOCK_NAME = "lock"
 
 
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Name ``path`` in an OSError raised without a file (a write or fsync that finds the disk
+    full names none), so that the refusal says which file could not be written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
+
+
 def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        with naming(directory):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -56,7 +69,7 @@ def write_temp(target: Path, data: bytes, directory: Path | None = None) -> Path
     fd, tmp = _temp_in(directory or target.parent, target)
     try:
         os.fchmod(fd, FILE_MODE)
-        with os.fdopen(fd, "wb") as handle:
+        with naming(target), os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

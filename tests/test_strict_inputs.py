@@ -398,7 +398,7 @@ def alarm():
     """Fail a test that blocks (a FIFO opened for reading) instead of hanging the suite."""
 
     def expired(signum, frame):
-        raise TimeoutError("blocked reading --data-sums")
+        raise TimeoutError("blocked opening a FIFO")
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.alarm(20)
@@ -429,3 +429,17 @@ def test_data_sums_regular_file_still_checked(registry_with_base, small_base, tm
     sums.write_bytes(render_sums({"v1.41/train.jsonl": DATA}))
     result = run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"), "--data-sums", str(sums)))
     assert result.exit_code == 0, result.output
+
+
+# ----------------------------------------------------------------------------------------------
+# No hangs: a FIFO where a weight belongs is refused at once
+
+
+@pytest.mark.parametrize("command", ["add-base", "export-hf"])
+def test_a_fifo_as_the_base_is_refused_at_once(registry_with_base, small_base, tmp_path, alarm, command):
+    fifo = tmp_path / "rwkv7-fifo-20260101.pth"
+    os.mkfifo(fifo)
+    args = {"add-base": ["add-base", fifo, "-C", registry_with_base], "export-hf": ["export-hf", "--base", base_name(small_base), "--base-file", fifo, "-C", registry_with_base]}[command]
+    before = snapshot(registry_with_base)
+    line = assert_refused(run(*args), registry_with_base, before, code="args.not-a-file")
+    assert line.startswith(f"error: {fifo}: ") and "not a regular file" in line

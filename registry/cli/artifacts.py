@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..progress import byte_progress
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
 
 
 @main.command("add-base")
@@ -94,7 +94,7 @@ def score_cmd(path: str | None, registry: Path, base, reference, ref_method, loc
     from ..ops.score import Subject, add_score
 
     if (path is None) == (base is None) or (reference is None and (ref_method or location)):
-        raise click.UsageError("name PATH, or --base (with --reference, --method and --location for weights not in this repository)")
+        raise usage_error("--base" if path is None and base is None else "PATH", "name exactly one of PATH or --base; --reference, --method and --location go with --base", "record a result of PATH, of --base NAME alone, or of --base NAME --reference NAME [--method M --location URL] for weights not in this repository")
     if lang is not None:
         check_language(lang)
     for number, option in ((value, "--value"), (count, "--count")):

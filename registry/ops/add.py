@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..arguments import require_name, require_sha
 from ..artifacts.inspect import check_fits, inspect_weights
-from ..atomic import transaction
+from ..atomic import naming, transaction
 from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing import hash_file
@@ -121,7 +121,7 @@ def _check_data_sums(request: AddRequest, data_sha: str) -> None:
 
 def _copy_hashing(source: Pinned, destination: Path, progress: Progress | None) -> str:
     """Copy while hashing, so a multi-GB weight file is read once."""
-    with open(source.stable, "rb") as src, open(destination, "wb") as dst:
+    with open(source.stable, "rb") as src, open(destination, "wb") as dst, naming(destination):
         out = HashingWriter(dst)
         try:
             while chunk := src.read(CHUNK):
