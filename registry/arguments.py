@@ -13,6 +13,7 @@ from datetime import date
 
 from .errors import RegistryError
 from .models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
+from .names import invisible_character
 
 SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -27,6 +28,9 @@ def _name_defect(value: str) -> str:
         return "contains a control character (newline, tab?)"
     if "\\" in value:
         return "contains a backslash"
+    invisible = invisible_character(value)
+    if invisible:
+        return f"contains {invisible}, a bidi control or zero-width character that makes it read as another name"
     if value != value.strip():
         return "starts or ends with white space"
     return ""
@@ -45,7 +49,7 @@ def require_file_name(value: str, what: str, option: str) -> None:
     if not defect and ("/" in value or path_problem(value)):
         defect = "is not a file name"
     if defect:
-        raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"rename the file (no control characters, backslashes or surrounding spaces) and pass it to {option}")
+        raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"rename the file (no control, bidi or zero-width characters, backslashes or surrounding spaces) and pass it to {option}")
 
 
 def require_sha(value: str, option: str) -> str:

@@ -15,13 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RegistryError
+from ..errors import Problem, RegistryError
 from ..hub.local import local_sums
 from ..hub.plan import RemoteFile, plain_paths
 from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
 from ..models import path_problem
+from ..names import collision_problems
 from ..repo import Repo
 from ..sums import SUMS_NAME
 from .validate import validate
@@ -48,11 +49,17 @@ def _check_download(staging: Path, tree: Mapping[str, RemoteFile]) -> dict[str, 
 
 
 def _check_tree_paths(repo_id: str, tree: Mapping[str, RemoteFile]) -> None:
-    """Refuse a remote tree naming a path that could land outside the download folder."""
+    """Refuse a remote tree naming a path that could land outside the download folder, that reads
+    as another name, or that is one file with another on macOS and Windows."""
     for path in sorted(tree):
         problem = path_problem(path)
         if problem:
             raise RegistryError("remote.bad-path", repo_id, f"the repo's tree holds {problem} (a hostile or broken remote); nothing was downloaded", "pull from a repo you trust, or report it to its owner")
+    clashes = list(collision_problems(tree))
+    if clashes:
+        raise RegistryError.of(
+            [Problem("remote.name-collision", repo_id, f"the repo's tree holds {c.message}; nothing was downloaded", "ask the repo's owner to rename all but one of them") for c in clashes]
+        )
 
 
 @dataclass(frozen=True)
