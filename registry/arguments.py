@@ -13,7 +13,7 @@ from datetime import date
 
 from .errors import RegistryError
 from .models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
-from .names import invisible_character
+from .names import invisible_character, too_long
 
 SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -24,6 +24,9 @@ def _shown(value: str) -> str:
 
 
 def _name_defect(value: str) -> str:
+    long = too_long(value)
+    if long:
+        return long
     if CONTROL_CHARACTERS.search(value):
         return "contains a control character (newline, tab?)"
     if "\\" in value:
@@ -38,8 +41,8 @@ def _name_defect(value: str) -> str:
 
 def require_name(value: str, what: str, option: str) -> None:
     """A plain name: letters, digits, ``.``, ``_``, ``+``, ``-``; it becomes a directory in the registry."""
-    if not re.fullmatch(NAME_PATTERN, value):
-        defect = _name_defect(value) or "is not a plain name (letters, digits, '.', '_', '+', '-'; no path separators, no leading dot)"
+    defect = _name_defect(value) or ("" if re.fullmatch(NAME_PATTERN, value) else "is not a plain name (letters, digits, '.', '_', '+', '-'; no path separators, no leading dot)")
+    if defect:
         raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"pass a plain name to {option}")
 
 

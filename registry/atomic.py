@@ -21,6 +21,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import Exit, RegistryError
+from .names import too_long
 from .safepath import check_dir, directory
 
 PRIVATE_DIR = ".registry"
@@ -280,7 +281,12 @@ class Transaction:
         self._dirs.append(self.root / relpath)
 
     def _check_targets(self) -> None:
-        """Refuse, before the journal, a target reached through a link or that a rename cannot replace."""
+        """Refuse, before the journal, a target reached through a link, that a rename cannot replace,
+        or whose name no file system holds (a journal naming it could never be replayed)."""
+        for path in [*self._dirs, *(target for _, target, _ in self._staged)]:
+            long = next(filter(None, map(too_long, path.relative_to(self.root).parts)), None)
+            if long:
+                raise RegistryError("fs.name-too-long", self._relative(path)[:120] + "…", f"a name in this path {long}", "pass a shorter name")
         for directory_path in [*self._dirs, *(target.parent for _, target, _ in self._staged)]:
             check_dir(self.root, directory_path.relative_to(self.root))
         for _, target, _ in self._staged:

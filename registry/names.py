@@ -21,6 +21,15 @@ from .errors import Problem
 INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
+NAME_MAX_BYTES = 255  # one file or directory name on ext4, XFS, APFS and NTFS (255 UTF-16 units there)
+
+
+def too_long(name: str) -> str | None:
+    """Why one path component is longer than a file system holds, else None."""
+    size = len(name.encode("utf-8", "surrogateescape"))
+    return f"is {size} bytes long; a file or directory name holds at most {NAME_MAX_BYTES}" if size > NAME_MAX_BYTES else None
+
+
 def invisible_character(name: str) -> str | None:
     """``U+XXXX`` of the first bidi control or zero-width character in ``name``, else None."""
     found = INVISIBLE.search(name)

@@ -509,3 +509,26 @@ def test_validate_reports_twins_and_invisible_names(registry_with_entry, tmp_pat
     assert result.exit_code == 1 and len(collisions) == 2, problems
     assert "/S.PTH' and " in collisions[0] and "/cafe\\u0301.pth' and " in collisions[1] and "/caf\\xe9.pth' differ" in collisions[1]
     assert any(p["code"] == "layout.bad-name" and "U+202E" in p["message"] for p in problems)
+
+
+def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(registry_with_base, small_base, tmp_path):
+    from registry.synthetic import make_adapter_file
+
+    from .conftest import sha256_of
+
+    adapter = make_adapter_file(tmp_path / "a.pth", SMALL, sha256_of(small_base))
+    args = add_args(registry_with_base, adapter, base_name(small_base), train_json(tmp_path / "t.json"), "--run", "r" * 300, method="miss")
+    before = snapshot(registry_with_base)
+    dirs = sorted(p for p in registry_with_base.rglob("*") if p.is_dir())
+    line = assert_refused(run(*args), registry_with_base, before, code="args.bad-name")
+    assert "bytes long; a file or directory name holds at most 255" in line
+    assert sorted(p for p in registry_with_base.rglob("*") if p.is_dir()) == dirs  # no empty folder left behind
+
+
+def test_a_transaction_refuses_a_too_long_name_before_its_journal(registry_with_base):
+    from registry.atomic import JOURNAL_NAME, transaction
+
+    with pytest.raises(RegistryError) as refused, transaction(registry_with_base) as txn:
+        txn.write(f"{'d' * 256}/x.json", b"{}")
+    assert refused.value.code == "fs.name-too-long"
+    assert not (registry_with_base / ".registry" / JOURNAL_NAME).exists() and run("validate", registry_with_base).exit_code == 0
