@@ -206,3 +206,35 @@ def test_a_sigbus_in_standalone_convert_names_the_source(tmp_path):
     source.write_bytes(bytes(1 << 20))
     died = subprocess.run([sys.executable, "-c", SHRINK_DURING_CONVERT, str(source)], capture_output=True, text=True, timeout=120)
     assert died.returncode == 5 and died.stderr.startswith(f"error: {source}: the file shrank while it was being read (SIGBUS)"), (died.returncode, died.stderr)
+
+
+def _action_script() -> str:
+    """The Python step of action.yml that turns validate's JSON into workflow annotations."""
+    text = (Path(__file__).resolve().parent.parent / "action.yml").read_text()
+    body = text.split("python - <<'EOF'\n", 1)[1].split("\n        EOF\n", 1)[0]
+    return "\n".join(line.removeprefix("        ") for line in body.splitlines())
+
+
+def test_the_action_annotates_a_json_error_at_its_line_and_column(empty_registry, tmp_path):
+    (empty_registry / "index.json").write_text('{\n  "registry": \n}\n')
+    result = tmp_path / "result.json"
+    result.write_text(invoke("validate", empty_registry, "--json").stdout)
+    ran = subprocess.run([sys.executable, "-c", _action_script()], capture_output=True, text=True, env={**os.environ, "RESULT": str(result), "REGISTRY": str(empty_registry)}, timeout=60)
+    annotation = next(line for line in ran.stdout.splitlines() if line.startswith("::error "))
+    assert annotation.startswith(f"::error file={empty_registry}/index.json,line=3,col=1,title=json.malformed::"), annotation
+
+
+def test_list_prints_whole_paths_when_not_on_a_terminal(empty_registry, small_base, tmp_path):
+    from registry.ops.add import AddRequest, add_weight
+    from registry.ops.add_base import BaseRequest, add_base
+    from registry.synthetic import make_state_file
+
+    from .conftest import SMALL
+
+    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
+    train = tmp_path / "t.json"
+    train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}))
+    state = make_state_file(tmp_path / f"{'state-lr0.01-step1224-' * 5}final.pth", SMALL)
+    entry = add_weight(empty_registry, AddRequest(state, small_base.name[:-4], "state", "v1.41", train))
+    listed = invoke("list", "-C", empty_registry)  # CliRunner's stdout is no terminal, as in a pipe
+    assert listed.exit_code == 0 and entry.path in listed.stdout and len(entry.path) > 80

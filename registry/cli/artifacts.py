@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -134,6 +135,7 @@ def list_cmd(registry: Path, as_json: bool) -> None:
     entries = Table("path", "method", "data", "sha256", "rec.", "scores", title="entries")
     for e in index.entries:
         entries.add_row(e.path, e.method, e.data.version, e.sha256[:12] + "…", "★" if e.recommended else "", str(len(e.scores)))
-    console = Console()
+    # On a terminal the tables fit its width; in a pipe or a file every path is printed whole.
+    console = Console() if sys.stdout.isatty() else Console(width=1 << 16)
     console.print(bases)
     console.print(entries)
