@@ -163,10 +163,10 @@ def test_front_matter_parses_with_huggingface_hub(seed_card):
 
 def test_license_in_front_matter_and_body_when_set():
     index = seed001_index()
-    index.registry.license = "apache-2.0"
+    index.registry.license = "Apache-2.0"  # as typed: the front matter carries the Hub's lower-case id
     card = render_card(index, None)
     assert ModelCard(card).data.license == "apache-2.0"
-    assert "尚未指定许可证" not in card and "apache-2.0" in sections(card)["许可证与署名 · License and attribution"]
+    assert "尚未指定许可证" not in card and "`Apache-2.0`" in sections(card)["许可证与署名 · License and attribution"]
 
 
 def test_no_license_is_said_in_both_languages(seed_card):

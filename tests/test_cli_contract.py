@@ -238,3 +238,14 @@ def test_list_prints_whole_paths_when_not_on_a_terminal(empty_registry, small_ba
     entry = add_weight(empty_registry, AddRequest(state, small_base.name[:-4], "state", "v1.41", train))
     listed = invoke("list", "-C", empty_registry)  # CliRunner's stdout is no terminal, as in a pipe
     assert listed.exit_code == 0 and entry.path in listed.stdout and len(entry.path) > 80
+
+
+def test_pull_help_says_what_revision_means_there():
+    text = " ".join(invoke("pull", "--help").stdout.split())
+    assert "--revision TEXT Branch, tag or commit to download." in text and "publish" not in text
+
+
+def test_the_catalog_note_points_at_nothing_a_wheel_user_lacks(empty_registry, small_base):
+    result = invoke("add-base", small_base, "-C", empty_registry)
+    note = result.stderr.strip()
+    assert result.exit_code == 0 and note.startswith(f"note: {small_base.name} is not in the known-bases catalog; ") and "docs/" not in note

@@ -32,7 +32,10 @@ def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_onl
         return
     click.echo(f"added base {added.base.name} (sha256 {added.base.sha256})")
     if not added.in_catalog:
-        click.echo(f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself (docs/formats.md says how the catalog grows)", err=True)
+        click.echo(
+            f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself: compare its sha256 above with the one on the page it was published on (a Hub file's page shows it)",
+            err=True,
+        )
 
 
 @main.command("add")

@@ -14,7 +14,12 @@ import click
 from ..errors import Exit, Problem, RegistryError
 from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo, registry_dir, registry_option
 
-REVISION_OPT = click.option("--revision", default="main", show_default=True, help="Branch to publish to or read from.")
+
+def revision_option(help_text: str):
+    return click.option("--revision", default="main", show_default=True, help=help_text)
+
+
+REVISION_OPT = revision_option("Branch to publish to.")
 
 
 def _error_line(problem: Problem) -> None:
@@ -87,7 +92,7 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to download.")
 @DIR_ARG
 @REGISTRY_OPT
-@REVISION_OPT
+@revision_option("Branch, tag or commit to download.")
 @JSON_OPT
 def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str, as_json: bool) -> None:
     """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place."""
@@ -103,7 +108,7 @@ def pull_cmd(repo_id: str, directory: Path | None, registry: Path, revision: str
 @main.command("verify-remote")
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to check.")
 @registry_option("The registry directory (env RWKV_REGISTRY); when it holds a registry, its SHA256SUMS is compared too.")
-@REVISION_OPT
+@revision_option("Branch, tag or commit to check.")
 @JSON_OPT
 def verify_remote_cmd(repo_id: str, registry: Path, revision: str, as_json: bool) -> None:
     """Check the Hub's files against its SHA256SUMS and index.json without downloading the weights."""
