@@ -78,3 +78,14 @@ def test_demo_keeps_the_runtimes_banner_loading_lines_and_warnings_off_stderr(tm
     done = subprocess.run([sys.executable, "-m", "registry", "demo", str(tmp_path / "demo"), "--json"], capture_output=True, text=True, env=user_environment(), timeout=900)
     assert done.returncode == 0 and json.loads(done.stdout)["steps"], done.stderr
     assert done.stderr == "", done.stderr
+
+
+def test_install_lines_are_ones_that_work_here():
+    """No package index serves rwkv-registry: the docs install from a clone, a wheel or a git URL,
+    name no OWNER placeholder, and say how to get torch's CPU build."""
+    readme, ci = (PROJECT / "README.md").read_text(), (PROJECT / "docs" / "ci.md").read_text()
+    for text in (readme, ci):
+        # the tool itself from an index; an extra of the installed tool ('rwkv-registry[torch]') resolves
+        assert not re.search(r"pip install ['\"]?rwkv-registry(?![\w\[-]| @)", text) and "OWNER" not in text
+        assert "pip install .  " in text and "pip install dist/rwkv_registry-0.1.0-py3-none-any.whl" in text and 'pip install "git+file://$PWD"' in text
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in readme
