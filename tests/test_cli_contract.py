@@ -139,7 +139,7 @@ def test_a_usage_error_is_one_line_naming_the_option(empty_registry, args, optio
 
 def test_a_range_error_says_which_values_fit(empty_registry):
     line = invoke("train-stage", "x.pth", "s1", "--deepspeed-stage", "5", "-C", empty_registry).stderr
-    assert line == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number 0<=x<=3\n"
+    assert line == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number at least 0 and at most 3\n"
 
 
 WRITE_COMMANDS = [

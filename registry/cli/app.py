@@ -118,6 +118,12 @@ def _option_name(param: click.Parameter) -> str:
     return param.human_readable_name
 
 
+def _range_text(kind: click.IntRange) -> str:
+    low = None if kind.min is None else f"{'above' if kind.min_open else 'at least'} {kind.min}"
+    high = None if kind.max is None else f"{'below' if kind.max_open else 'at most'} {kind.max}"
+    return " and ".join(filter(None, (low, high)))
+
+
 def _usage_problem(usage: click.ClickException) -> Problem:
     """Click's own refusal of a command line as one ``<option>: <what>; fix: <how>`` problem."""
     ctx = getattr(usage, "ctx", None)
@@ -129,7 +135,7 @@ def _usage_problem(usage: click.ClickException) -> Problem:
     if isinstance(usage, click.BadParameter) and param is not None:
         name, kind = _option_name(param), param.type
         if isinstance(kind, click.IntRange):
-            fix = f"pass {name} a whole number {kind._describe_range()}"
+            fix = f"pass {name} a whole number {_range_text(kind)}"
         elif isinstance(kind, click.Choice):
             fix = f"pass {name} one of {', '.join(map(str, kind.choices))}"
         else:
