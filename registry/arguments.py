@@ -13,6 +13,7 @@ from datetime import date
 
 from .errors import RegistryError
 from .models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
+from .names import invisible_character, too_long
 
 SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -23,10 +24,16 @@ def _shown(value: str) -> str:
 
 
 def _name_defect(value: str) -> str:
+    long = too_long(value)
+    if long:
+        return long
     if CONTROL_CHARACTERS.search(value):
         return "contains a control character (newline, tab?)"
     if "\\" in value:
         return "contains a backslash"
+    invisible = invisible_character(value)
+    if invisible:
+        return f"contains {invisible}, a bidi control or zero-width character that makes it read as another name"
     if value != value.strip():
         return "starts or ends with white space"
     return ""
@@ -34,8 +41,8 @@ def _name_defect(value: str) -> str:
 
 def require_name(value: str, what: str, option: str) -> None:
     """A plain name: letters, digits, ``.``, ``_``, ``+``, ``-``; it becomes a directory in the registry."""
-    if not re.fullmatch(NAME_PATTERN, value):
-        defect = _name_defect(value) or "is not a plain name (letters, digits, '.', '_', '+', '-'; no path separators, no leading dot)"
+    defect = _name_defect(value) or ("" if re.fullmatch(NAME_PATTERN, value) else "is not a plain name (letters, digits, '.', '_', '+', '-'; no path separators, no leading dot)")
+    if defect:
         raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"pass a plain name to {option}")
 
 
@@ -45,7 +52,7 @@ def require_file_name(value: str, what: str, option: str) -> None:
     if not defect and ("/" in value or path_problem(value)):
         defect = "is not a file name"
     if defect:
-        raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"rename the file (no control characters, backslashes or surrounding spaces) and pass it to {option}")
+        raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"rename the file (no control, bidi or zero-width characters, backslashes or surrounding spaces) and pass it to {option}")
 
 
 def require_sha(value: str, option: str) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import Exit, RegistryError
+from .names import too_long
 from .safepath import check_dir, directory
 
 PRIVATE_DIR = ".registry"
@@ -37,10 +38,23 @@ FILE_MODE = 0o666 & ~_current_umask()
 LOCK_NAME = "lock"
 
 
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """Name ``path`` in an OSError raised without a file (a write or fsync that finds the disk
+    full names none), so that the refusal says which file could not be written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
+
+
 def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        with naming(directory):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -56,7 +70,7 @@ def write_temp(target: Path, data: bytes, directory: Path | None = None) -> Path
     fd, tmp = _temp_in(directory or target.parent, target)
     try:
         os.fchmod(fd, FILE_MODE)
-        with os.fdopen(fd, "wb") as handle:
+        with naming(target), os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -267,7 +281,12 @@ class Transaction:
         self._dirs.append(self.root / relpath)
 
     def _check_targets(self) -> None:
-        """Refuse, before the journal, a target reached through a link or that a rename cannot replace."""
+        """Refuse, before the journal, a target reached through a link, that a rename cannot replace,
+        or whose name no file system holds (a journal naming it could never be replayed)."""
+        for path in [*self._dirs, *(target for _, target, _ in self._staged)]:
+            long = next(filter(None, map(too_long, path.relative_to(self.root).parts)), None)
+            if long:
+                raise RegistryError("fs.name-too-long", self._relative(path)[:120] + "…", f"a name in this path {long}", "pass a shorter name")
         for directory_path in [*self._dirs, *(target.parent for _, target, _ in self._staged)]:
             check_dir(self.root, directory_path.relative_to(self.root))
         for _, target, _ in self._staged:

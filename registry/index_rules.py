@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from .errors import Problem, RegistryError
 from .evaluation import reference_problems
-from .layout import Placement, place
+from .layout import TRAIN_JSON, Placement, place
 from .models import Index
 from .repo import INDEX_NAME, Repo
 
@@ -47,8 +47,19 @@ def entry_problems(index: Index) -> Iterator[Problem]:
         if entry.base_sha256 not in bases:
             yield Problem("index.unknown-base", INDEX_NAME, f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases", "add the base with `registry add-base` or fix base_sha256")
         for path in (entry.path, *(s.path for s in entry.shards)):
-            if not isinstance(place(path, names), Placement):
-                yield Problem("index.bad-path", INDEX_NAME, f"entry path {path} is not a <base>/<method>/<data-version>/ path", "fix the entry's path (or remove the entry)")
+            problem = weight_path_problem(path, names)
+            if problem is not None:
+                yield problem
+
+
+def weight_path_problem(path: str, bases: set[str]) -> Problem | None:
+    """Why ``path`` cannot be a registered weight's path (validate's rule, which ``add`` applies
+    before it stages anything): it must place in the layout as a weight file, not as train.json."""
+    placed = place(path, bases)
+    if isinstance(placed, Placement) and placed.name != TRAIN_JSON:
+        return None
+    why = placed.message if isinstance(placed, Problem) else "that is the data-version directory's train.json"
+    return Problem("index.bad-path", INDEX_NAME, f"entry path {path} is not a <base>/<method>/<data-version>/ weight path ({why})", "fix the entry's path (or remove the entry)")
 
 
 def index_problems(index: Index) -> list[Problem]:

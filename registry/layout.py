@@ -16,6 +16,7 @@ from pathlib import Path
 from .atomic import PRIVATE_DIR
 from .errors import Problem
 from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, path_problem
+from .names import collision_problems
 from .repo import CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, INDEX_NAME
 from .sums import SUMS_NAME
 
@@ -77,13 +78,14 @@ def scan_tree(root: Path) -> TreeScan:
             problem = path_problem(rel)
             mode = path.lstat().st_mode
             if problem:
-                scan.findings.append(Problem("layout.bad-name", rel, problem, "rename the file (no newline, backslash or control characters)"))
+                scan.findings.append(Problem("layout.bad-name", rel, problem, "rename the file (no newline, backslash, control, bidi or zero-width characters)"))
             elif stat.S_ISLNK(mode):
                 scan.findings.append(_symlink_finding(rel, path))
             elif not stat.S_ISREG(mode):
                 scan.findings.append(Problem("layout.special-file", rel, "not a regular file", "remove it"))
             else:
                 scan.files.append(rel)
+    scan.findings.extend(collision_problems(scan.files))
     return scan
 
 

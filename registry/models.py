@@ -14,6 +14,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from .names import invisible_character
+
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 GIT_COMMIT_PATTERN = r"^[0-9a-f]{40}$"
 DATA_VERSION_PATTERN = r"^v[0-9]+(\.[0-9]+)*$"
@@ -428,6 +430,9 @@ def path_problem(path: str) -> str | None:
         return f"path {path!r} contains a backslash"
     if CONTROL_CHARACTERS.search(path):
         return f"path {path!r} contains a control character (newline?)"
+    invisible = invisible_character(path)
+    if invisible:
+        return f"path {path!r} contains {invisible}, a bidi control or zero-width character that makes it read as another name"
     if path.startswith("/"):
         return f"path {path!r} is absolute"
     parts = path.split("/")

@@ -58,13 +58,14 @@ def pinned(path: Path, what: str = "file", opener: Callable[[], int] | None = No
     """
     path = Path(path)
     try:
-        fd = opener() if opener else os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = opener() if opener else os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO would block a plain open
     except FileNotFoundError as exc:
         raise RegistryError("args.missing-file", path, f"no such {what}", "check the path") from exc
     try:
         before = os.fstat(fd)
         if not stat.S_ISREG(before.st_mode):
             raise RegistryError("args.not-a-file", path, f"the {what} is not a regular file", "pass a regular file")
+        os.set_blocking(fd, True)
         handle = Pinned(path, fd, before)
         try:
             with reading(path):

@@ -163,10 +163,10 @@ def test_front_matter_parses_with_huggingface_hub(seed_card):
 
 def test_license_in_front_matter_and_body_when_set():
     index = seed001_index()
-    index.registry.license = "apache-2.0"
+    index.registry.license = "Apache-2.0"  # as typed: the front matter carries the Hub's lower-case id
     card = render_card(index, None)
     assert ModelCard(card).data.license == "apache-2.0"
-    assert "尚未指定许可证" not in card and "apache-2.0" in sections(card)["许可证与署名 · License and attribution"]
+    assert "尚未指定许可证" not in card and "`Apache-2.0`" in sections(card)["许可证与署名 · License and attribution"]
 
 
 def test_no_license_is_said_in_both_languages(seed_card):
@@ -474,3 +474,71 @@ def test_template_failure_leaves_the_registry_unchanged(empty_registry, template
     assert result.exit_code == 3 and "card.md.j2:1" in result.output
     assert snapshot(empty_registry) == before
     assert not list((empty_registry / ".registry" / "staging").iterdir())
+
+
+# ----------------------------------------------------------------------------------------------
+# What users type is text on the card: no raw HTML, no heading or code block of its own
+
+HOSTILE = {
+    "script": "<script>alert(1)</script>",
+    "onerror": '<img src=x onerror="alert(1)">',
+    "comment": "see below <!-- the rest of the card",
+    "fence": "```\n# Injected heading\n```",
+    "heading": "first line\n\n## Injected heading",
+    "setext": "Injected heading\n===",
+    "quote and list": "> quoted\n- item\n1. item\n---",
+}
+
+
+def _markdown_shape(card: str) -> tuple[list[str], list[str], int]:
+    """The card as a renderer reads it: heading texts, raw HTML blocks and spans, code blocks."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(card.split("\n---\n", 1)[1])
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    html = [t.content for t in tokens if t.type == "html_block"] + [c.content for t in tokens if t.type == "inline" for c in t.children or [] if c.type == "html_inline" and c.content != "<br>"]  # md_cell's line breaks
+    return headings, html, sum(t.type in ("fence", "code_block") for t in tokens)
+
+
+def _typed_everywhere(text: str) -> Index:
+    """seed 001's index with ``text`` in every field a user types that the card shows."""
+    from registry.models import Localized
+
+    index = seed001_index()
+    index.registry.title = text
+    for field in ("summary", "intended_use", "limitations", "attribution"):
+        setattr(index.registry, field, Localized(zh=[text], en=[text]))
+    index.bases[1].known_issues = Localized(en=[text])
+    index.entries[1].notes = text
+    index.entries[1].scores[0].notes = text
+    index.entries[1].scores[0].footnote = text
+    index.entries[1].known_issues = Localized(en=[text])
+    return index
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_user_text_cannot_add_html_headings_or_code_blocks(case):
+    headings, html, code = _markdown_shape(render_card(_typed_everywhere("plain text"), None))
+    hostile_headings, hostile_html, hostile_code = _markdown_shape(render_card(_typed_everywhere(HOSTILE[case]), None))
+    assert hostile_html == html  # the card's own comments (its generated notice, the hand-written markers) only
+    assert hostile_code == code
+    assert len(hostile_headings) == len(headings) and hostile_headings[1:] == headings[1:]  # the title differs, as text
+
+
+def test_set_summary_with_an_unterminated_comment_hides_no_heading(tmp_path):
+    assert run("init", tmp_path / "reg").exit_code == 0
+    before, _, code_before = _markdown_shape((tmp_path / "reg" / "README.md").read_text())
+    assert run("set", "summary", "intro <!-- never closed", "-C", tmp_path / "reg", "--lang", "en").exit_code == 0
+    assert run("set", "limitations", "```", "-C", tmp_path / "reg", "--lang", "en").exit_code == 0
+    card = (tmp_path / "reg" / "README.md").read_text()
+    headings, html, code = _markdown_shape(card)
+    assert len(headings) == len(before) + 1 and code == code_before and "intro &lt;!-- never closed" in card  # + the Limitations heading
+    assert all(h.startswith("<!--") and h.rstrip().endswith("-->") for h in html)
+
+
+def test_a_train_command_holding_a_fence_stays_in_its_code_block():
+    from registry.card.markdown import md_fenced
+
+    block = md_fenced("echo ```\n```\n# not a heading", "bash")
+    headings, _, code = _markdown_shape("---\n---\n" + block + "\n")
+    assert headings == [] and code == 1 and block.startswith("````bash\n")

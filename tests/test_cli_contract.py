@@ -3,8 +3,10 @@ REGISTRY_DEBUG, and light commands that never import torch."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +98,154 @@ def test_registry_debug_prints_the_traceback_with_its_cause(empty_registry):
 def test_a_pre_commit_config_at_the_root_is_not_a_stray_file(empty_registry):
     (empty_registry / ".pre-commit-config.yaml").write_text("repos: []\n")
     assert invoke("validate", empty_registry).exit_code == 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Option ranges, options that exclude each other, a full disk: one line each, not click's usage block
+
+SCORE = ["--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b"]
+USAGE_ERRORS = [
+    (["describe"], "PATH"),
+    (["describe", "x.pth", "--method", "full"], "PATH"),
+    (["describe", "--method", "full", "--base", "b"], "PATH"),
+    (["describe", "--method", "full", "--parameters", "0"], "--parameters"),
+    (["describe", "--method", "full", "--stop-token", "-1"], "--stop-token"),
+    (["train-stage", "x.pth", "s1", "--deepspeed-stage", "5"], "--deepspeed-stage"),
+    (["train-stage", "x.pth", "s1", "--gpus", "0"], "--gpus"),
+    (["train-stage", "x.pth", "s1", "--tokens", "-1"], "--tokens"),
+    (["train-stage", "x.pth", "s1", "--conversations", "-5"], "--conversations"),
+    (["train-stage", "x.pth", "s1", "--supervised-tokens", "-1"], "--supervised-tokens"),
+    (["eval-setup", "exam", "--items", "0"], "--items"),
+    (["score", "x.pth", "--runs", "0", *SCORE], "--runs"),
+    (["score", "--reference", "r", *SCORE], "--base"),
+    (["score", *SCORE], "--base"),
+    (["export-hf", "x.pth", "--base", "b"], "--base"),
+    (["export-hf", "x.pth", "--base-file", "b.pth"], "--base-file"),
+    (["score", "--base", "b", "--method", "lora", *SCORE], "--method"),
+    (["score", "x.pth", "--value", "1"], "--benchmark"),
+    (["validate", "--bogus"], "--bogus"),
+]
+
+
+@pytest.mark.parametrize("args,option", USAGE_ERRORS, ids=lambda a: " ".join(a) if isinstance(a, list) else a)
+def test_a_usage_error_is_one_line_naming_the_option(empty_registry, args, option):
+    result = invoke(*args, "-C", empty_registry)
+    assert result.exit_code == 2 and "Usage:" not in result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {option}: ") and "; fix: " in lines[0], result.stderr
+    problem = json.loads(invoke(*args, "-C", empty_registry, "--json").stdout)["problems"][0]
+    assert problem["code"] == "usage" and problem["file"] == option and problem["fix"]
+
+
+def test_a_range_error_says_which_values_fit(empty_registry):
+    line = invoke("train-stage", "x.pth", "s1", "--deepspeed-stage", "5", "-C", empty_registry).stderr
+    assert line == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number at least 0 and at most 3\n"
+
+
+WRITE_COMMANDS = [
+    ["set", "title", "T"], ["set", "summary", "S", "--lang", "en"], ["eval-setup", "exam", "--items", "5"], ["sums"], ["card"],
+    ["describe", "--base", "rwkv7-tiny-a-20260101", "--known-issue", "k", "--lang", "en"],
+    ["score", "--base", "rwkv7-tiny-a-20260101", *SCORE],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", WRITE_COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_a_full_disk_names_the_file_it_could_not_write(empty_registry, small_base, monkeypatch, args):
+    """A write or fsync that finds the disk full (ENOSPC) carries no file name: the line still names one."""
+    from registry.ops.add_base import BaseRequest, add_base
+
+    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    result = invoke(*args, "-C", empty_registry)
+    assert result.exit_code == 5, result.output
+    line = result.stderr.strip()
+    assert line.startswith(f"error: {empty_registry}/") and ": No space left on device; fix: free disk space" in line, line
+
+
+def test_a_full_disk_during_add_and_init_names_a_file(empty_registry, small_base, tmp_path, monkeypatch):
+    from registry.ops.add_base import BaseRequest, add_base
+    from registry.synthetic import make_state_file
+
+    from .conftest import SMALL
+
+    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
+    state = make_state_file(tmp_path / "s.pth", SMALL)
+    train = tmp_path / "t.json"
+    train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}))
+    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+    for args in (["add", state, "-C", empty_registry, "--base", "rwkv7-tiny-a-20260101", "--method", "state", "--data-version", "v1", "--train-json", train], ["init", tmp_path / "new"]):
+        result = invoke(*args)
+        assert result.exit_code == 5 and re.match(rf"error: {re.escape(str(args[-1] if args[0] == 'init' else empty_registry))}/\S+: No space left on device; fix: ", result.stderr), result.stderr
+
+
+SHRINK_DURING_CONVERT = """
+import mmap, os, sys
+from pathlib import Path
+from registry import sigbus
+from registry.ops import convert
+
+sigbus.install()
+
+def shrinking_inspect(path):  # whatever reads the source, a SIGBUS while it does must name the file
+    with open(path, "rb") as handle:
+        mapping = mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ)
+    os.truncate(path, 0)
+    print(mapping[len(mapping) // 2])
+
+convert.inspect_weights = shrinking_inspect
+convert.convert_standalone(Path(sys.argv[1]), 1 << 30)
+"""
+
+
+def test_a_sigbus_in_standalone_convert_names_the_source(tmp_path):
+    source = tmp_path / "s.pth"
+    source.write_bytes(bytes(1 << 20))
+    died = subprocess.run([sys.executable, "-c", SHRINK_DURING_CONVERT, str(source)], capture_output=True, text=True, timeout=120)
+    assert died.returncode == 5 and died.stderr.startswith(f"error: {source}: the file shrank while it was being read (SIGBUS)"), (died.returncode, died.stderr)
+
+
+def _action_script() -> str:
+    """The Python step of action.yml that turns validate's JSON into workflow annotations."""
+    text = (Path(__file__).resolve().parent.parent / "action.yml").read_text()
+    body = text.split("python - <<'EOF'\n", 1)[1].split("\n        EOF\n", 1)[0]
+    return "\n".join(line.removeprefix("        ") for line in body.splitlines())
+
+
+def test_the_action_annotates_a_json_error_at_its_line_and_column(empty_registry, tmp_path):
+    (empty_registry / "index.json").write_text('{\n  "registry": \n}\n')
+    result = tmp_path / "result.json"
+    result.write_text(invoke("validate", empty_registry, "--json").stdout)
+    ran = subprocess.run([sys.executable, "-c", _action_script()], capture_output=True, text=True, env={**os.environ, "RESULT": str(result), "REGISTRY": str(empty_registry)}, timeout=60)
+    annotation = next(line for line in ran.stdout.splitlines() if line.startswith("::error "))
+    assert annotation.startswith(f"::error file={empty_registry}/index.json,line=3,col=1,title=json.malformed::"), annotation
+
+
+def test_list_prints_whole_paths_when_not_on_a_terminal(empty_registry, small_base, tmp_path):
+    from registry.ops.add import AddRequest, add_weight
+    from registry.ops.add_base import BaseRequest, add_base
+    from registry.synthetic import make_state_file
+
+    from .conftest import SMALL
+
+    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
+    train = tmp_path / "t.json"
+    train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}))
+    state = make_state_file(tmp_path / f"{'state-lr0.01-step1224-' * 5}final.pth", SMALL)
+    entry = add_weight(empty_registry, AddRequest(state, small_base.name[:-4], "state", "v1.41", train))
+    listed = invoke("list", "-C", empty_registry)  # CliRunner's stdout is no terminal, as in a pipe
+    assert listed.exit_code == 0 and entry.path in listed.stdout and len(entry.path) > 80
+
+
+def test_pull_help_says_what_revision_means_there():
+    text = " ".join(invoke("pull", "--help").stdout.split())
+    assert "--revision TEXT Branch, tag or commit to download." in text and "publish" not in text
+
+
+def test_the_catalog_note_points_at_nothing_a_wheel_user_lacks(empty_registry, small_base):
+    result = invoke("add-base", small_base, "-C", empty_registry)
+    note = result.stderr.strip()
+    assert result.exit_code == 0 and note.startswith(f"note: {small_base.name} is not in the known-bases catalog; ") and "docs/" not in note

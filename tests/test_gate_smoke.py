@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -352,3 +354,17 @@ def test_twins_are_compared_by_their_bits_not_their_values():
     assert not _equal_tensors({"w": torch.tensor([0.0])}, {"w": torch.tensor([-0.0])})  # and -0.0 equal to 0.0
     assert not _equal_tensors({"w": torch.zeros(2, 3)}, {"w": torch.zeros(3, 2)})
     assert _equal_tensors({"w": torch.arange(6.0).reshape(2, 3).t()}, {"w": torch.arange(6.0).reshape(2, 3).t().contiguous()})
+
+
+def test_smoke_keeps_the_runtimes_banner_and_loading_lines_off_stderr(tmp_path):
+    """The official runtime prints a banner at import and 'Loading …' per model: neither reaches
+    the user's streams (REGISTRY_DEBUG=1 shows them)."""
+    from .conftest import user_environment
+
+    root, base, entry = state_registry(tmp_path)
+    args = [sys.executable, "-m", "registry", "smoke", entry.path, "-C", str(root), "--base-file", str(base), "--device", "cpu", "--json"]
+    done = subprocess.run(args, capture_output=True, text=True, env=user_environment(), timeout=600)
+    assert done.returncode == 0 and json.loads(done.stdout)[0]["entry"] == entry.path, done.stderr
+    assert done.stderr == "", done.stderr
+    debug = subprocess.run(args, capture_output=True, text=True, env={**user_environment(), "REGISTRY_DEBUG": "1"}, timeout=600)
+    assert debug.returncode == 0 and "Loading" in debug.stderr

@@ -108,7 +108,7 @@ def test_train_stage_and_eval_setup(reg):
         (["describe", STATE, "--prompt-format", "User: hi\n\nAssistant: "], "--prompt-format", "correct --prompt-format"),
         (["describe", STATE, "--dataset-revision", "5d3040d2"], "--dataset-revision", "full commit sha"),
         (["describe", STATE, "--dataset-revision", "5D3040D21F51B3CE90B9396B058E552C47F43CD5"], "--dataset-revision", "full commit sha"),
-        (["score", STATE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-17", "--backend", "b", "--baseline", "no such weights"], "--baseline", "record the baseline's result first"),
+        (["score", STATE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-17", "--backend", "b", "--baseline", "no such weights"], "--baseline", "pass --baseline the base's name"),
         # the base has an exam result, but not on this date with this backend: nothing comparable
         (["score", STATE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-18", "--backend", "b", "--setup", "exam", "--baseline", BASE], "--baseline", "same --setup, --date and --backend"),
         (["score", "--base", BASE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-16", "--backend", "rwkv_lightning 1.8.1", "--baseline", BASE], "--baseline", "record the baseline's result first"),
@@ -156,3 +156,14 @@ def test_a_hand_edited_unknown_baseline_is_a_validate_finding(reg):
     assert bad and "no " in bad[0].message and "same setup, date and backend" in bad[0].message
     refused = run("describe", STATE, "--notes", "x", "-C", reg)
     assert refused.exit_code == 3 and "index.json" in refused.output
+
+
+def test_a_baseline_that_is_no_result_holder_is_told_the_bases_name(reg):
+    score = ["--benchmark", "exam", "--value", "40", "--date", "2026-10-16", "--backend", "b 1"]
+    assert run("score", "--base", BASE, *score, "-C", reg).exit_code == 0
+    before = snapshot(reg)
+    refused = run("score", STATE, *score, "--baseline", "base", "-C", reg, "--json")
+    problem = json.loads(refused.stdout)["problems"][0]
+    assert refused.exit_code == 3 and snapshot(reg) == before
+    assert problem["file"] == "--baseline" and f"pass --baseline the base's name ({BASE})" in problem["fix"]
+    assert run("score", STATE, *score, "--baseline", BASE, "-C", reg).exit_code == 0  # as the fix says

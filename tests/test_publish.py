@@ -518,3 +518,20 @@ def test_plan_restores_only_the_registry_own_bytes_and_only_when_asked():
     assert "publish --restore" in fixes["w.pth"] and "--allow-rewrite" in fixes["x.pth"] and not not_asked.restored
     summary, description = commit_message(Index(), asked)
     assert f"restore w.pth (sha256 {SHA_A})" in description
+
+
+@pytest.mark.parametrize(
+    "extra,code",
+    [({"README.MD": b"twin\n"}, "remote.name-collision"), ({"caf\u00e9.txt": b"1\n", "cafe\u0301.txt": b"2\n"}, "remote.name-collision"), ({"x\u202etxt.pth": b"x\n"}, "remote.bad-path"), ({"a\u200b.txt": b"x\n"}, "remote.bad-path")],
+    ids=["case twin", "NFC and NFD twins", "bidi control", "zero-width space"],
+)
+def test_pull_refuses_names_that_read_or_land_as_others(hub_server, registry, tmp_path, cli, extra, code):
+    from .hubserver import Blob
+
+    cli(*publish_args(registry))
+    repo = hub_server._repos[("model", REPO)]
+    head = repo.resolve("main")
+    hostile = repo.add_commit(head.oid, {**head.tree, **{name: Blob(data) for name, data in extra.items()}}, "twins", "", "mallory")
+    repo.move_ref("main", hostile.oid)
+    result = cli("pull", "--repo-id", REPO, tmp_path / "new", "--json", code=3)
+    assert json.loads(result.stdout)["problems"][0]["code"] == code and not (tmp_path / "new").exists()

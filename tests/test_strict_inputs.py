@@ -11,6 +11,7 @@ import math
 import os
 import re
 import signal
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -398,7 +399,7 @@ def alarm():
     """Fail a test that blocks (a FIFO opened for reading) instead of hanging the suite."""
 
     def expired(signum, frame):
-        raise TimeoutError("blocked reading --data-sums")
+        raise TimeoutError("blocked opening a FIFO")
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.alarm(20)
@@ -429,3 +430,105 @@ def test_data_sums_regular_file_still_checked(registry_with_base, small_base, tm
     sums.write_bytes(render_sums({"v1.41/train.jsonl": DATA}))
     result = run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"), "--data-sums", str(sums)))
     assert result.exit_code == 0, result.output
+
+
+# ----------------------------------------------------------------------------------------------
+# No hangs: a FIFO where a weight belongs is refused at once
+
+
+@pytest.mark.parametrize("command", ["add-base", "export-hf"])
+def test_a_fifo_as_the_base_is_refused_at_once(registry_with_base, small_base, tmp_path, alarm, command):
+    fifo = tmp_path / "rwkv7-fifo-20260101.pth"
+    os.mkfifo(fifo)
+    args = {"add-base": ["add-base", fifo, "-C", registry_with_base], "export-hf": ["export-hf", "--base", base_name(small_base), "--base-file", fifo, "-C", registry_with_base]}[command]
+    before = snapshot(registry_with_base)
+    line = assert_refused(run(*args), registry_with_base, before, code="args.not-a-file")
+    assert line.startswith(f"error: {fifo}: ") and "not a regular file" in line
+
+
+# ----------------------------------------------------------------------------------------------
+# Names add accepts are names validate accepts: weight suffixes, and nothing that reads or lands as another name
+
+
+@pytest.mark.parametrize("name", ["s.bin", "s", "train.json", "s.pth.txt"])
+def test_add_refuses_a_name_validate_would_reject(registry_with_base, small_base, tmp_path, name):
+    state = make_state_file(tmp_path / name, SMALL)
+    before = snapshot(registry_with_base)
+    line = assert_refused(run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"))), registry_with_base, before, code="args.not-a-weight-name")
+    assert line.startswith(f"error: {state}: ") and "end in .pth or .safetensors" in line
+    assert run("validate", registry_with_base).exit_code == 0  # and every later write command still works
+    assert run(*add_args(registry_with_base, state.rename(tmp_path / "s1.pth"), base_name(small_base), tmp_path / "t.json")).exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["x\u202egnp.pth", "s\u200b.pth", "\ufeffs.pth", "s\u2066.pth", "s\u200d.pth"], ids=ascii)
+def test_add_refuses_bidi_and_zero_width_characters(registry_with_base, small_base, tmp_path, name):
+    state = make_state_file(tmp_path / name, SMALL)
+    before = snapshot(registry_with_base)
+    line = assert_refused(run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"))), registry_with_base, before, code="args.bad-name")
+    assert "bidi control or zero-width" in line
+
+
+NFC, NFD = unicodedata.normalize("NFC", "café.pth"), unicodedata.normalize("NFD", "café.pth")
+
+
+@pytest.mark.parametrize("first,second", [(NFC, NFD), (NFD, NFC), ("a.pth", "A.pth"), ("State.pth", "state.pth")], ids=ascii)
+def test_add_refuses_a_name_that_is_another_on_macos_and_windows(registry_with_base, small_base, tmp_path, first, second):
+    (tmp_path / "1").mkdir(), (tmp_path / "2").mkdir()
+    train = train_json(tmp_path / "t.json")
+    assert run(*add_args(registry_with_base, make_state_file(tmp_path / "1" / first, SMALL, seed=1), base_name(small_base), train)).exit_code == 0
+    before = snapshot(registry_with_base)
+    twin = make_state_file(tmp_path / "2" / second, SMALL, seed=2)
+    line = assert_refused(run(*add_args(registry_with_base, twin, base_name(small_base), train)), registry_with_base, before, code="args.name-collision")
+    assert "differ only in case or Unicode normalization" in line and ascii(second)[1:-1] in line
+
+
+def test_add_refuses_a_run_that_differs_only_in_case(registry_with_base, small_base, tmp_path):
+    from registry.synthetic import make_adapter_file
+
+    from .conftest import sha256_of
+
+    train = train_json(tmp_path / "t.json")
+    base_sha = sha256_of(small_base)
+    args = lambda f, run_name: add_args(registry_with_base, f, base_name(small_base), train, "--run", run_name, method="miss")  # noqa: E731
+    assert run(*args(make_adapter_file(tmp_path / "a1.pth", SMALL, base_sha, seed=1), "r16")).exit_code == 0
+    before = snapshot(registry_with_base)
+    line = assert_refused(run(*args(make_adapter_file(tmp_path / "a2.pth", SMALL, base_sha, seed=2), "R16")), registry_with_base, before, code="args.name-collision")
+    assert "/R16'" in line and "/r16'" in line
+
+
+def test_validate_reports_twins_and_invisible_names(registry_with_entry, tmp_path):
+    root, path = registry_with_entry
+    folder = (root / path).parent
+    (folder / (root / path).name.upper()).write_bytes((root / path).read_bytes())
+    (folder / NFC).write_bytes(b"x")
+    (folder / NFD).write_bytes(b"y")
+    (folder / "z\u202egnp.pth").write_bytes(b"z")
+    result = run("validate", root, "--json")
+    problems = json.loads(result.stdout)["problems"]
+    collisions = sorted(p["message"] for p in problems if p["code"] == "layout.name-collision")
+    assert result.exit_code == 1 and len(collisions) == 2, problems
+    assert "/S.PTH' and " in collisions[0] and "/cafe\\u0301.pth' and " in collisions[1] and "/caf\\xe9.pth' differ" in collisions[1]
+    assert any(p["code"] == "layout.bad-name" and "U+202E" in p["message"] for p in problems)
+
+
+def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(registry_with_base, small_base, tmp_path):
+    from registry.synthetic import make_adapter_file
+
+    from .conftest import sha256_of
+
+    adapter = make_adapter_file(tmp_path / "a.pth", SMALL, sha256_of(small_base))
+    args = add_args(registry_with_base, adapter, base_name(small_base), train_json(tmp_path / "t.json"), "--run", "r" * 300, method="miss")
+    before = snapshot(registry_with_base)
+    dirs = sorted(p for p in registry_with_base.rglob("*") if p.is_dir())
+    line = assert_refused(run(*args), registry_with_base, before, code="args.bad-name")
+    assert "bytes long; a file or directory name holds at most 255" in line
+    assert sorted(p for p in registry_with_base.rglob("*") if p.is_dir()) == dirs  # no empty folder left behind
+
+
+def test_a_transaction_refuses_a_too_long_name_before_its_journal(registry_with_base):
+    from registry.atomic import JOURNAL_NAME, transaction
+
+    with pytest.raises(RegistryError) as refused, transaction(registry_with_base) as txn:
+        txn.write(f"{'d' * 256}/x.json", b"{}")
+    assert refused.value.code == "fs.name-too-long"
+    assert not (registry_with_base / ".registry" / JOURNAL_NAME).exists() and run("validate", registry_with_base).exit_code == 0

@@ -77,7 +77,7 @@ def card_data(view: CardView) -> ModelCardData:
     extra: dict[str, Any] = {"base_model_relation": base_model_relation(index)} if sources and index.entries else {}  # through ModelCardData's **kwargs
     return ModelCardData(
         language=list(index.registry.languages),
-        license=index.registry.license,
+        license=index.registry.license.lower() if index.registry.license else None,  # the Hub's ids are lower-case (apache-2.0, mit, cc-by-4.0)
         library_name=LIBRARY,
         tags=[*index.registry.tags, *(["gguf"] if index.ggufs and "gguf" not in index.registry.tags else [])] or None,  # the Hub lists the repo with GGUF models
         base_model=sources or None,

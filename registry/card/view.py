@@ -20,7 +20,7 @@ from ..hf.state import STATE_WEIGHTS_NAME
 from ..layout import export_path
 from ..models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage, TrainJson, TrainRun
 from .facts import TreeFacts, version_dir
-from .markdown import escaped, md_code
+from .markdown import escaped, md_code, md_text
 
 METHOD_LABELS = {"state": "State", "miss": "MiSS", "full": "Full"}
 FORMAT_LABELS = {"pth": ".pth", "safetensors": ".safetensors", "safetensors-sharded": ".safetensors (shards)"}
@@ -73,14 +73,20 @@ class Languages:
         """``（text）`` after Chinese, `` (text)`` after English."""
         return f"（{text}）" if self.order[0] == "zh" else f" ({text})"
 
-    def items(self, text: Localized) -> list[str]:
-        """The items in the card's languages (in its order); another language's when those have none."""
+    def _chosen(self, text: Localized) -> list[str]:
         chosen = [item for lang in self.order for item in getattr(text, lang)]
         return chosen or [*text.zh, *text.en]
 
+    def items(self, text: Localized) -> list[str]:
+        """The items in the card's languages (in its order), another language's when those have
+        none, as Markdown paragraphs or list items: this is where users' text enters the card, so
+        it is escaped here (:func:`~registry.card.markdown.md_text`: no raw HTML, no heading or fence)."""
+        return [md_text(item) for item in self._chosen(text)]
+
     def note(self, note: Note) -> str:
-        """A note for one table cell or sentence: a plain note as it is, a localized one per language."""
-        return note if isinstance(note, str) else "\n".join(self.items(note))
+        """A note for one table cell (escaped there, by ``md_cell``) or a footnote (``md_text``):
+        a plain note as it is, a localized one per language."""
+        return note if isinstance(note, str) else "\n".join(self._chosen(note))
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,13 @@ def registry_dir(directory: Path | None, registry: Path) -> Path:
         return registry
     source = click.get_current_context().get_parameter_source("registry")
     if source != ParameterSource.DEFAULT and Path(directory).absolute() != Path(registry).absolute():
-        raise click.UsageError(f"DIR {directory} and -C/RWKV_REGISTRY {registry} name different registries; give one")
+        raise usage_error("-C", f"DIR {directory} and -C/RWKV_REGISTRY {registry} name different registries", "give one of them")
     return directory
+
+
+def usage_error(option: str, what: str, fix: str) -> RegistryError:
+    """A command line the command cannot run (options that exclude each other, one missing): exit 2."""
+    return RegistryError("usage", option, what, fix, Exit.USAGE)
 
 
 def progress_echo(as_json: bool) -> Callable[[str], None] | None:
@@ -108,6 +113,40 @@ def _as_registry_error(exc: BaseException) -> RegistryError | None:
     return None
 
 
+def _option_name(param: click.Parameter) -> str:
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)  # --registry rather than -C
+    return param.human_readable_name
+
+
+def _range_text(kind: click.IntRange) -> str:
+    low = None if kind.min is None else f"{'above' if kind.min_open else 'at least'} {kind.min}"
+    high = None if kind.max is None else f"{'below' if kind.max_open else 'at most'} {kind.max}"
+    return " and ".join(filter(None, (low, high)))
+
+
+def _usage_problem(usage: click.ClickException) -> Problem:
+    """Click's own refusal of a command line as one ``<option>: <what>; fix: <how>`` problem."""
+    ctx = getattr(usage, "ctx", None)
+    see = f"see `{ctx.command_path if ctx else 'registry'} --help`"
+    param = getattr(usage, "param", None)
+    if isinstance(usage, click.MissingParameter) and param is not None:
+        name = _option_name(param)
+        return Problem("usage", name, "required, and not given", f"pass {name} ({see})")
+    if isinstance(usage, click.BadParameter) and param is not None:
+        name, kind = _option_name(param), param.type
+        if isinstance(kind, click.IntRange):
+            fix = f"pass {name} a whole number {_range_text(kind)}"
+        elif isinstance(kind, click.Choice):
+            fix = f"pass {name} one of {', '.join(map(str, kind.choices))}"
+        else:
+            fix = f"pass {name} a valid value ({see})"
+        return Problem("usage", name, usage.message.rstrip("."), fix)
+    if isinstance(usage, click.NoSuchOption | click.BadOptionUsage):
+        return Problem("usage", usage.option_name, usage.message.rstrip("."), see)
+    return Problem("usage", None, usage.format_message().rstrip("."), see)
+
+
 def _debug(exc: BaseException) -> None:
     if os.environ.get("REGISTRY_DEBUG") not in (None, "", "0"):
         text = "".join(traceback.format_exception(exc))
@@ -141,10 +180,7 @@ class RegistryGroup(click.Group):
             sys.exit(done.exit_code)
         except click.ClickException as usage:
             _debug(usage)
-            if as_json:
-                emit_json({"ok": False, "problems": [Problem("usage", None, usage.format_message(), "see `registry --help`").as_dict()]})
-            usage.show()
-            sys.exit(Exit.USAGE)
+            _fail([_usage_problem(usage)], Exit.USAGE, as_json)
         except click.exceptions.Abort:
             click.echo("aborted", err=True)
             sys.exit(Exit.REFUSED)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from ..progress import byte_progress
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
 
 
 @main.command("add-base")
@@ -31,7 +32,10 @@ def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_onl
         return
     click.echo(f"added base {added.base.name} (sha256 {added.base.sha256})")
     if not added.in_catalog:
-        click.echo(f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself (docs/formats.md says how the catalog grows)", err=True)
+        click.echo(
+            f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself: compare its sha256 above with the one on the page it was published on (a Hub file's page shows it)",
+            err=True,
+        )
 
 
 @main.command("add")
@@ -94,7 +98,7 @@ def score_cmd(path: str | None, registry: Path, base, reference, ref_method, loc
     from ..ops.score import Subject, add_score
 
     if (path is None) == (base is None) or (reference is None and (ref_method or location)):
-        raise click.UsageError("name PATH, or --base (with --reference, --method and --location for weights not in this repository)")
+        raise usage_error("--base" if path is None and base is None else "PATH", "name exactly one of PATH or --base; --reference, --method and --location go with --base", "record a result of PATH, of --base NAME alone, or of --base NAME --reference NAME [--method M --location URL] for weights not in this repository")
     if lang is not None:
         check_language(lang)
     for number, option in ((value, "--value"), (count, "--count")):
@@ -134,6 +138,7 @@ def list_cmd(registry: Path, as_json: bool) -> None:
     entries = Table("path", "method", "data", "sha256", "rec.", "scores", title="entries")
     for e in index.entries:
         entries.add_row(e.path, e.method, e.data.version, e.sha256[:12] + "…", "★" if e.recommended else "", str(len(e.scores)))
-    console = Console()
+    # On a terminal the tables fit its width; in a pipe or a file every path is printed whole.
+    console = Console() if sys.stdout.isatty() else Console(width=1 << 16)
     console.print(bases)
     console.print(entries)

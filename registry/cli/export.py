@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..progress import byte_progress
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
 
 
 @main.command("export-hf")
@@ -35,9 +35,9 @@ def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base
     State.  Needs the hf extra: pip install 'rwkv-registry[hf]'.
     """
     if (entry is None) == (base_name is None):
-        raise click.UsageError("give either ENTRY (a full entry's, a MiSS adapter's or a State's .pth) or --base NAME with --base-file")
+        raise usage_error("--base" if base_name is not None else "ENTRY", "give either ENTRY or --base, not both and not neither", "pass ENTRY (a full entry's, a MiSS adapter's or a State's .pth), or --base NAME with --base-file BASE.pth")
     if base_file is not None and base_name is None:
-        raise click.UsageError("--base-file goes with --base NAME")
+        raise usage_error("--base-file", "--base-file goes with --base NAME", "add --base NAME, or drop --base-file when exporting ENTRY")
     from ..convert.shards import parse_size
     from ..ops.export_hf import ExportRequest, export_hf
 

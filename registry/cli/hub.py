@@ -15,7 +15,12 @@ from ..errors import Exit, Problem, RegistryError
 from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo, registry_dir, registry_option
 from .sign import PUBLIC_KEY_OPT, REQUIRE_SIGNATURE_OPT
 
-REVISION_OPT = click.option("--revision", default="main", show_default=True, help="Branch to publish to or read from.")
+
+def revision_option(help_text: str):
+    return click.option("--revision", default="main", show_default=True, help=help_text)
+
+
+REVISION_OPT = revision_option("Branch to publish to.")
 REPO_TYPE_OPT = click.option("--repo-type", type=click.Choice(["model", "dataset"]), default="model", show_default=True, help="A model repo, or a dataset repo (a dataset registry: `registry dataset`).")
 
 
@@ -105,7 +110,7 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to download.")
 @DIR_ARG
 @REGISTRY_OPT
-@REVISION_OPT
+@revision_option("Branch, tag or commit to download.")
 @click.option("--base-file", "base_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as `registry adopt --base-file`.")
 @click.option("--trust-files", is_flag=True, help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry adopt --trust-files`.")
 @REQUIRE_SIGNATURE_OPT
@@ -145,7 +150,7 @@ def pull_cmd(
 @main.command("verify-remote")
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to check.")
 @registry_option("The registry directory (env RWKV_REGISTRY); when it holds a registry, its SHA256SUMS is compared too.")
-@REVISION_OPT
+@revision_option("Branch, tag or commit to check.")
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @REPO_TYPE_OPT

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
+from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
 
 LANG_OPT = click.option("--lang", metavar="zh|en", help="The language the text options are in (default: the card's only language).")
 
@@ -69,7 +69,7 @@ def describe_cmd(path: str | None, registry: Path, method: str | None, base: str
     from ..ops.describe import Description, Target, describe
 
     if sum(x is not None for x in (path, method, base)) != 1:
-        raise click.UsageError("name exactly one of PATH, --method or --base")
+        raise usage_error("PATH", "name exactly one of PATH, --method or --base", "pass a weight's PATH, or --method METHOD, or --base NAME (one of the three)")
     fields = {k: (v or None) if isinstance(v, tuple) else v for k, v in fields.items()}
     described = describe(registry, Target(path=path, method=method, base=base), Description(**fields), lang)
     if as_json:

@@ -26,7 +26,7 @@ from safetensors import safe_open
 from .. import __version__
 from ..artifacts.inspect import load_tensor_map
 from ..atomic import FILE_MODE, write_temp
-from ..errors import RegistryError
+from ..errors import Exit, RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import Progress
 from ..layout import SHARD_INDEX
@@ -95,7 +95,7 @@ def _write_one(
             checked = readback.finish()
     except OSError as exc:
         temp.unlink(missing_ok=True)
-        raise RegistryError("convert.write-failed", final, f"writing failed: {exc.strerror or exc}", "free disk space (or fix the target) and run convert again") from exc
+        raise RegistryError("convert.write-failed", final, f"writing failed: {exc.strerror or exc}", "free disk space (or fix the target) and run convert again", Exit.MACHINE) from exc
     except BaseException:
         temp.unlink(missing_ok=True)
         raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,18 +28,32 @@ _TRANSPOSED = ("key.weight", "value.weight", "receptance.weight", "output.weight
 
 
 @contextlib.contextmanager
-def stdout_to_stderr():
-    """Send both Python's and the C level's stdout (compiler subprocesses) to stderr."""
+def quietly():
+    """Keep what the official runtime prints off both streams: its banner, its ``Loading …``
+    lines, torch's FutureWarnings, the compiler output of its JIT builds (C level too).  What was
+    printed goes to stderr only when the block fails, or with REGISTRY_DEBUG=1."""
     sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as sink:
+        text = open(os.dup(sink.fileno()), "w", encoding="utf-8", errors="replace")  # closed below, before the streams are restored
+        saved = os.dup(1), os.dup(2)
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        failed = True
+        try:
+            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+                yield
+            failed = False
+        finally:
+            text.close()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            if failed or os.environ.get("REGISTRY_DEBUG") not in (None, "", "0"):
+                sink.seek(0)
+                sys.stderr.write(sink.read().decode("utf-8", "replace"))
+                sys.stderr.flush()
 
 
 def import_official(device: str):
@@ -53,7 +68,7 @@ def import_official(device: str):
     os.environ["RWKV_JIT_ON"] = "1"
     os.environ["RWKV_CUDA_ON"] = wanted_cuda
     try:
-        with stdout_to_stderr():  # its JIT builds print compiler output
+        with quietly():  # its import prints a banner; on CUDA its JIT build prints compiler output
             import rwkv.model as model  # noqa: PLC0415
     except ImportError as error:
         raise RegistryError("gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32") from error
@@ -128,7 +143,7 @@ def load_official(
 
     strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
     start = time.perf_counter()
-    with stdout_to_stderr(), _loading_from(checkpoint, tensors, converted or (lambda _tensor: None)):  # the loader prints progress; keep --json clean
+    with quietly(), _loading_from(checkpoint, tensors, converted or (lambda _tensor: None)):  # the loader prints "Loading …" lines
         model = module.RWKV(model=str(checkpoint)[: -len(".pth")], strategy=strategy)
     _no_tf32()
     return OfficialModel(model, device, time.perf_counter() - start, version("rwkv"))

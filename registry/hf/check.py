@@ -7,6 +7,10 @@ safetensors headers holding exactly fla's tensors for that config (names, shapes
 recording the source's sha256; a MiSS adapter's PEFT folder holds the default MiSS config and
 exactly its ``miss_block`` tensors for the base export's Linears; a State's folder holds exactly
 the base export's float32 recurrent states.  Files under an export folder that no export lists are findings.
+An export lists only the files export-hf writes, and its small files are the bytes export-hf writes
+for its source (:mod:`registry.hf.expected`): a hand edit that index.json and SHA256SUMS were made to
+agree with (remote code in ``auto_map``, a ``.py`` file, another tokenizer or ``eos_token_id``) is a finding.
+JSON is read bounded (:func:`registry.schemas.read_json`), so a deeply nested file is one finding.
 """
 
 from __future__ import annotations
@@ -14,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..artifacts.safetensors_header import read_safetensors_header
+from ..artifacts.safetensors_header import SafetensorsHeader, read_safetensors_header
 from ..errors import Problem, RegistryError
 from ..layout import export_folder, export_path
 from ..models import HfExport, Index
-from ..schemas import read_json
+from ..schemas import DEFAULT_MAX_JSON_BYTES, read_bounded, read_json
 from . import peft
 from . import state as fla_state
-from .files import CONFIG_NAME
+from .expected import SHARD_INDEX, expected_names, small_file_problems, vocab_problem
+from .files import CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
 from .mapping import fla_shapes
 
 FIX = "export it again with `registry export-hf --force` (or remove the folder and its entry in exports)"
@@ -108,6 +113,56 @@ def _on_base_export_problems(root: Path, index: Index, export: HfExport, method:
         yield problem
 
 
+def _weight_map_problems(path: Path, display: str, headers: dict[str, SafetensorsHeader]) -> Iterator[str]:
+    """The shard index maps each tensor to the one shard whose header holds it."""
+    where: dict[str, str] = {}
+    for shard, header in sorted(headers.items()):
+        for name in header.tensors:
+            if name in where:
+                yield f"{name} is in both {where[name]} and {shard}"
+            where[name] = shard
+    parsed = read_json(path, display)
+    weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
+    if weight_map != where:
+        wrong = sorted(n for n in set(where) | set(weight_map or {}) if (weight_map or {}).get(n) != where.get(n))
+        yield f"{SHARD_INDEX}'s weight_map does not map each tensor to the shard holding it (e.g. {wrong[0] if wrong else 'its form'})"
+
+
+def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[str, str]) -> Iterator[str]:
+    """The export's files hold its source's model, and its small files are the ones its source makes."""
+    source = index.entry_by_path(export.source)
+    extra = expected_names(export, source)
+    if extra:
+        yield extra
+        return
+    base = index.base_by_sha(export.base_sha256)
+    base_folder = export_path(base.name) if base else ""
+    listed = {ref.path.removeprefix(f"{export.path}/") for ref in export.files}
+    if source is not None and source.method in ("miss", "state"):
+        yield from _on_base_export_problems(root, index, export, source.method)
+        config = read_json(root / export.path / peft.ADAPTER_CONFIG_NAME, f"{export.path}/{peft.ADAPTER_CONFIG_NAME}") if source.method == "miss" else {}
+        dtypes: set[str] = set()
+    else:
+        config = read_json(root / export.path / CONFIG_NAME, f"{export.path}/{CONFIG_NAME}")
+        headers = {Path(ref.path).name: read_safetensors_header(root / ref.path) for ref in export.files if ref.path.endswith(".safetensors")}
+        dtypes = {t.dtype for header in headers.values() for t in header.tensors.values()}
+        if isinstance(config, dict):
+            yield from _config_problems(index, export, config)
+            yield from _tensor_problems(root, export, config)
+        if SHARD_INDEX in listed:
+            yield from _weight_map_problems(root / export.path / SHARD_INDEX, f"{export.path}/{SHARD_INDEX}", headers)
+    if not isinstance(config, dict):
+        yield f"{CONFIG_NAME if source is None or source.method == 'full' else peft.ADAPTER_CONFIG_NAME} is not a JSON object"
+        return
+    small = [n for n in (CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, peft.ADAPTER_CONFIG_NAME) if n in listed]
+    files = {n: read_bounded(root / export.path / n, DEFAULT_MAX_JSON_BYTES, f"{export.path}/{n}") for n in small}
+    tokenizer_sha256 = digests.get(f"{export.path}/{TOKENIZER_NAME}") if TOKENIZER_NAME in listed else None
+    yield from small_file_problems(files, tokenizer_sha256, export, source, config, dtypes, base_folder)
+    vocab = vocab_problem(digests.get(f"{export.path}/{VOCAB_NAME}") if VOCAB_NAME in listed else None)
+    if vocab:
+        yield vocab
+
+
 def export_problems(root: Path, index: Index, files: list[str], digests: dict[str, str]) -> Iterator[Problem]:
     """Findings for every export in ``index`` and every export-folder file (``files``: the tree,
     ``digests``: their sha256)."""
@@ -126,15 +181,9 @@ def export_problems(root: Path, index: Index, files: list[str], digests: dict[st
         problems += [f"lists {path} with another sha256 than the file's" for path in changed[:1]]
         if not problems:
             try:
-                source = index.entry_by_path(export.source)
-                if source is not None and source.method in ("miss", "state"):
-                    problems += list(_on_base_export_problems(root, index, export, source.method))
-                else:
-                    config = read_json(root / export.path / CONFIG_NAME, f"{export.path}/{CONFIG_NAME}")
-                    problems += list(_config_problems(index, export, config))
-                    problems += list(_tensor_problems(root, export, config))
+                problems += list(_content_problems(root, index, export, digests))
             except RegistryError as err:
-                problems.append(err.message)
+                problems.append(f"{Path(err.file).name}: {err.message}" if err.file else err.message)
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 problems.append(f"its files cannot be read ({type(exc).__name__}: {exc})")
         yield from (Problem("export.invalid", export.path, message, FIX) for message in problems)

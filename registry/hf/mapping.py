@@ -63,6 +63,8 @@ _LAYER: tuple[tuple[str, str, Transform], ...] = (
 )
 # config.json's low-rank sizes, read from layer 1's (layer 0 has no v LoRA in fla) first matrices
 _RANKS = {"decay_low_rank_dim": "att.w1", "a_low_rank_dim": "att.a1", "v_low_rank_dim": "att.v1", "gate_low_rank_dim": "att.g1"}
+# config.json's fields read from the checkpoint's shapes, in the order export-hf writes them
+SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "head_dim", "num_heads", "intermediate_size", "vocab_size", *_RANKS)
 
 
 @dataclass(frozen=True)

@@ -55,9 +55,9 @@ def module_of(name: str) -> str | None:
     return None
 
 
-def adapter_config(rank: int, targets: Sequence[str], base_folder: str) -> dict[str, Any]:
-    """PEFT's MissConfig for the default MiSS on exactly these Linears (full module names match
-    exactly, so a target set that skips layers is kept as it is)."""
+def adapter_config(rank: int, modules: Sequence[str], base_folder: str) -> dict[str, Any]:
+    """PEFT's MissConfig for the default MiSS on exactly these fla Linears (:func:`fla_module`;
+    full module names match exactly, so a target set that skips layers is kept as it is)."""
     return {
         "peft_type": PEFT_TYPE,
         "task_type": "CAUSAL_LM",
@@ -67,7 +67,7 @@ def adapter_config(rank: int, targets: Sequence[str], base_folder: str) -> dict[
         "init_weights": True,
         "miss_dropout": 0.0,
         "bias": "none",
-        "target_modules": sorted(fla_module(t) for t in targets),
+        "target_modules": sorted(modules),
         "exclude_modules": None,
         "layers_to_transform": None,
         "layers_pattern": None,

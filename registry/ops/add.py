@@ -15,13 +15,13 @@ from pathlib import Path
 
 from ..arguments import require_name, require_sha
 from ..artifacts.inspect import Inspection, check_fits, inspect_weights
-from ..atomic import transaction
+from ..atomic import naming, transaction
 from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import CHUNK, HashingWriter, Progress
-from ..index_rules import index_to_change
-from ..layout import GGUF_DIR, HF_DIR, TRAIN_JSON, canonical_path
+from ..index_rules import index_to_change, weight_path_problem
+from ..layout import GGUF_DIR, HF_DIR, TRAIN_JSON, WEIGHT_SUFFIXES, canonical_path, scan_tree
 from ..models import (
     DATA_VERSION_PATTERN,
     Base,
@@ -30,6 +30,7 @@ from ..models import (
     Index,
     TrainJson,
 )
+from ..names import collisions, shown
 from ..pinned import Pinned, pinned
 from ..repo import INDEX_NAME, Repo, render_index
 from ..schemas import load_model
@@ -76,6 +77,11 @@ def _check_request(request: AddRequest, index: Index) -> Base:
     base = index.base_by_name(request.base)
     if base is None:
         raise RegistryError("base.unknown", request.base, "no such base in index.json", f"run `registry add-base {request.base}.pth` first")
+    rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
+    if weight_path_problem(rel, {base.name}) is not None:  # validate's rule, so that no entry is added that validate then rejects
+        raise RegistryError(
+            "args.not-a-weight-name", request.file, f"{request.file.name!r} is not the name of a weight file (validate would refuse {rel})", f"rename the file to end in {' or '.join(WEIGHT_SUFFIXES)} and pass it to registry add"
+        )
     return base
 
 
@@ -113,7 +119,7 @@ def _check_data_sums(request: AddRequest, data_sha: str) -> None:
 
 def copy_hashing(source: Pinned, destination: Path, progress: Progress | None) -> str:
     """Copy while hashing, so a multi-GB weight file is read once."""
-    with open(source.stable, "rb") as src, open(destination, "wb") as dst:
+    with open(source.stable, "rb") as src, open(destination, "wb") as dst, naming(destination):
         out = HashingWriter(dst)
         try:
             while chunk := src.read(CHUNK):
@@ -187,6 +193,11 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
         if index.entry_by_path(rel) or (repo.root / rel).exists():
             raise RegistryError("entry.exists", rel, "a file is already registered at this path", "use another --run or file name; published files are never replaced")
+        clash = next((group for group in collisions([*scan_tree(repo.root).files, rel]) if any(rel == name or rel.startswith(f"{name}/") for name in group)), None)
+        if clash:
+            raise RegistryError(
+                "args.name-collision", request.file, f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file on macOS and Windows checkouts", "rename the file (or pass another --run) so that it differs in more"
+            )
         train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)
         existing_train = repo.root / train_rel
         if existing_train.is_file() and existing_train.read_bytes() != train_bytes:

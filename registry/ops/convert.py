@@ -19,6 +19,7 @@ from ..index_rules import index_to_change
 from ..models import Entry, FileRef, Index
 from ..pinned import registered
 from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
+from ..sigbus import reading
 
 
 def _metadata(entry: Entry | None, manifest: MissManifest | None) -> dict[str, str]:
@@ -97,9 +98,10 @@ def convert_standalone(
     ``source_sha256`` from :func:`hash_in_background` to start it even earlier.
     """
     digest = hash_in_background(path) if source_sha256 is None else source_sha256
-    inspection = inspect_weights(path)
-    ensure_writable(path.parent)
-    result = convert_file(path, inspection.kind, _metadata(None, inspection.miss), digest, shard_size, path.parent, force, opener, progress)
+    with reading(path):  # the source is mapped: if it shrinks, the SIGBUS message names it
+        inspection = inspect_weights(path)
+        ensure_writable(path.parent)
+        result = convert_file(path, inspection.kind, _metadata(None, inspection.miss), digest, shard_size, path.parent, force, opener, progress)
     for f in result.files:
         os.replace(f.temp, f.final)
     fsync_dir(path.parent)

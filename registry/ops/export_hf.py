@@ -217,7 +217,7 @@ def _peft_files(source: ExportSource, handle: Pinned, base_folder: str) -> dict[
     verify_adapter(handle.path, tensors, manifest)
     metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "peft-miss"}
     return {
-        peft.ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, list(tensors), base_folder)),
+        peft.ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, [peft.fla_module(t) for t in tensors], base_folder)),
         peft.ADAPTER_WEIGHTS_NAME: safetensors_bytes(peft.peft_tensors(tensors, manifest.scale), metadata),
     }
 

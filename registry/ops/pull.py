@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RegistryError
+from ..errors import Problem, RegistryError
 from ..hub.content import check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import ExistingState, RemoteFile, plain_paths
@@ -27,6 +27,7 @@ from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
 from ..models import path_problem
+from ..names import collision_problems
 from ..repo import INDEX_NAME, Repo
 from ..schemas import read_json
 from ..signature import SignaturePolicy
@@ -60,11 +61,17 @@ def _check_download(staging: Path, tree: Mapping[str, RemoteFile], signature: Si
 
 
 def _check_tree_paths(repo_id: str, tree: Mapping[str, RemoteFile]) -> None:
-    """Refuse a remote tree naming a path that could land outside the download folder."""
+    """Refuse a remote tree naming a path that could land outside the download folder, that reads
+    as another name, or that is one file with another on macOS and Windows."""
     for path in sorted(tree):
         problem = path_problem(path)
         if problem:
             raise RegistryError("remote.bad-path", repo_id, f"the repo's tree holds {problem} (a hostile or broken remote); nothing was downloaded", "pull from a repo you trust, or report it to its owner")
+    clashes = list(collision_problems(tree))
+    if clashes:
+        raise RegistryError.of(
+            [Problem("remote.name-collision", repo_id, f"the repo's tree holds {c.message}; nothing was downloaded", "ask the repo's owner to rename all but one of them") for c in clashes]
+        )
 
 
 def _is_registry(hub: Hub, state: ExistingState) -> bool:

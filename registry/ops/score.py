@@ -52,7 +52,12 @@ def _holder(repo: Repo, index: Index, subject: Subject) -> tuple[Entry | Base | 
 def _check_names(index: Index, holder: str, base: str, score: Score) -> None:
     if score.setup is not None and score.setup not in {s.name for s in index.registry.setups}:
         raise RegistryError("args.unknown-setup", "--setup", f"no evaluation setup named {score.setup!r}", f"record it first: registry eval-setup {score.setup} …")
-    problem = baseline_problem(holder, baseline_scores(index, base).get(score.baseline or ""), score)
+    holders = baseline_scores(index, base)
+    problem = baseline_problem(holder, holders.get(score.baseline or ""), score)
+    if problem and score.baseline not in holders:
+        others = sorted(name for name in holders if name not in (base, holder))
+        listed = f"; on it: {', '.join(others[:4])}{', …' if len(others) > 4 else ''}" if others else ""
+        raise RegistryError("args.bad-baseline", "--baseline", problem, f"pass --baseline the base's name ({base}), a reference's name or an entry's path{listed}")
     if problem:
         raise RegistryError("args.bad-baseline", "--baseline", problem, BASELINE_FIX)
 
