@@ -104,7 +104,7 @@ class Run:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--layers", type=int, default=4, help="layers of the 7.2B shape (it has 32)")
+    parser.add_argument("--layers", type=int, default=4, help="layers of the 7.2B shape (it has 32; export-gguf needs 2 or more)")
     parser.add_argument("--types", default="q8_0,q4_k_m")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer n_embd-256 base instead (smoke try, CPU)")
     parser.add_argument("--work", type=Path, default=Path("/dev/shm/gguf"))
