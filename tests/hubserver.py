@@ -16,7 +16,7 @@ What is modelled:
     retries the same URL), and uploads are checked against their sha256 and size;
   * downloads via ``/resolve`` (200 with the bytes, never a CDN redirect), with ``Range`` support.
 
-  * Xet, with ``HubServer(xet=True)`` (fixture ``xet_hub_server``): the ``xet-write-token`` endpoint hands the
+  * Xet, with ``HubServer(xet=True)`` (the ``hub_server`` fixture): the ``xet-write-token`` endpoint hands the
     real hf_xet a ``local://`` CAS folder (:mod:`tests.xetstore`), so the client's real Xet upload path runs; a
     committed ``lfsFile`` is resolved through the uploaded shard's records, and its bytes stored, *without*
     checking the sha256 the client asserted (the real Hub does not either).  Tree listings carry ``xetHash`` for
@@ -24,10 +24,12 @@ What is modelled:
     Downloads of Xet-stored files go through Xet too (``xet-read-token``, the same CAS folder).
 
 What is deliberately missing: multipart LFS, discussions, gating, and anything not on the upload/download/listing
-path.  The ``hub_server`` fixture keeps ``HF_HUB_DISABLE_XET`` (the LFS path its fault tests drive); tests of what
-real users get use ``xet_hub_server``.
+path.
 
-Fault injection and counters live on :class:`HubServer`; the ``hub_server`` fixture wires the client to it.
+Fixtures: ``hub_server`` is what real users get, Xet on (uploads and downloads of LFS files go through hf_xet);
+``lfs_hub_server`` is a client without Xet, as with ``HF_HUB_DISABLE_XET=1`` or no hf_xet installed (the basic LFS
+transfer), for the tests that drive the LFS endpoints themselves.  Fault injection and counters live on
+:class:`HubServer`; the fixtures wire the client to it.
 """
 
 from __future__ import annotations
@@ -413,7 +415,8 @@ class HubServer:
 
     Counters: ``requests`` (Counter per endpoint name, see ``ENDPOINTS``), ``commits_made`` (commits created through
     the commit endpoint), ``uploaded_objects`` / ``uploaded_bytes`` (LFS PUTs that were accepted), and
-    ``internal_errors`` (tracebacks of bugs in this fake, answered as 500).
+    ``internal_errors`` (tracebacks of bugs in this fake, answered as 500); :attr:`xet_uploaded_files` counts what the
+    client uploaded through Xet.
     """
 
     def __init__(
@@ -522,6 +525,13 @@ class HubServer:
             repo = self._repos[(repo_type, repo_id)]
             tree = repo.resolve(revision).tree
             return {p: repo.lfs_objects[b.lfs_oid] if b.lfs_oid else b.data for p, b in sorted(tree.items())}
+
+    @property
+    def xet_uploaded_files(self) -> int:
+        """How many distinct files (by the sha256 the client asserted) the client has uploaded through Xet, committed
+        or not: the Xet counterpart of ``uploaded_objects``."""
+        with self._lock:
+            return len(self.xet.uploaded()) if self.xet is not None else 0
 
     # -- dispatch ----------------------------------------------------------------------------------------------
 
@@ -1099,14 +1109,18 @@ def _serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, xet: bool) -> Iterat
 
 @pytest.fixture
 def hub_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
-    """A fresh fake Hub with a required token, and the huggingface_hub client configured to use it (LFS uploads)."""
-    yield from _serve(tmp_path, monkeypatch, xet=False)
+    """A fresh fake Hub with a required token, and the huggingface_hub client configured to use it with Xet on, as
+    real users have it: LFS files go up and come down through hf_xet (``local://`` CAS), tree listings carry
+    ``xetHash``."""
+    yield from _serve(tmp_path, monkeypatch, xet=True)
 
 
 @pytest.fixture
-def xet_hub_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
-    """:func:`hub_server` with Xet on, as real users have it: the client uploads through hf_xet."""
-    yield from _serve(tmp_path, monkeypatch, xet=True)
+def lfs_hub_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
+    """:func:`hub_server` for a client without Xet, as with ``HF_HUB_DISABLE_XET=1`` or no hf_xet: LFS files go
+    through the basic LFS transfer (``lfs_batch``, ``lfs_upload``, ``lfs_verify``), which this fixture's tests drive
+    and count (``uploaded_objects``); the Hub stores them LFS-only (no ``xetHash``)."""
+    yield from _serve(tmp_path, monkeypatch, xet=False)
 
 
 class _TimeWithoutSleep:

@@ -55,8 +55,10 @@ def status_of(error: pytest.ExceptionInfo[HfHubHTTPError]) -> int:
 
 
 @pytest.fixture
-def api(hub_server) -> HfApi:
-    return HfApi(endpoint=hub_server.url, token=hub_server.token)
+def api(request) -> HfApi:
+    """A client for the test's Hub: ``lfs_hub_server`` where the test asks for it, else ``hub_server`` (Xet on)."""
+    server = request.getfixturevalue("lfs_hub_server" if "lfs_hub_server" in request.fixturenames else "hub_server")
+    return HfApi(endpoint=server.url, token=server.token)
 
 
 @pytest.fixture
@@ -107,31 +109,32 @@ def test_dataset_repos_are_served_under_their_url_prefix(hub_server, api):
 # -- commits ------------------------------------------------------------------------------------------------------
 
 
-def test_commit_sends_small_files_inline_and_large_or_binary_ones_through_lfs(hub_server, api, repo, big, tmp_path):
+def test_commit_sends_small_files_inline_and_large_or_binary_ones_through_lfs(lfs_hub_server, api, repo, big, tmp_path):
     weights = tmp_path / "rwkv7.pth"
     weights.write_bytes(b"\x00tiny torch pickle")  # LFS by .gitattributes, not by size
 
     info = commit(api, {"config.json": b'{"n_layer": 2}', "big.txt": big, "rwkv7.pth": weights})
 
-    assert info.oid == hub_server.head(REPO)
-    assert info.commit_url == f"{hub_server.url}/{REPO}/commit/{info.oid}"
-    assert hub_server.files(REPO) == {
-        ".gitattributes": hub_server.files(REPO)[".gitattributes"],
+    assert info.oid == lfs_hub_server.head(REPO)
+    assert info.commit_url == f"{lfs_hub_server.url}/{REPO}/commit/{info.oid}"
+    assert lfs_hub_server.files(REPO) == {
+        ".gitattributes": lfs_hub_server.files(REPO)[".gitattributes"],
         "big.txt": big,
         "config.json": b'{"n_layer": 2}',
         "rwkv7.pth": weights.read_bytes(),
     }
-    assert (hub_server.commits_made, hub_server.uploaded_objects) == (1, 2)
-    assert hub_server.uploaded_bytes == len(big) + weights.stat().st_size
+    assert (lfs_hub_server.commits_made, lfs_hub_server.uploaded_objects) == (1, 2)
+    assert lfs_hub_server.uploaded_bytes == len(big) + weights.stat().st_size
+    assert [e.xet_hash for e in api.list_repo_tree(REPO) if e.path == "big.txt"] == [None]  # LFS-only
 
 
-def test_unchanged_files_are_not_committed_again(hub_server, api, repo, big):
+def test_unchanged_files_are_not_committed_again(lfs_hub_server, api, repo, big):
     commit(api, {"config.json": b"{}", "big.txt": big})
 
     info = commit(api, {"config.json": b"{}", "big.txt": big})
 
-    assert info.oid == hub_server.head(REPO)
-    assert (hub_server.commits_made, hub_server.uploaded_objects, hub_server.requests["commit"]) == (1, 1, 1)
+    assert info.oid == lfs_hub_server.head(REPO)
+    assert (lfs_hub_server.commits_made, lfs_hub_server.uploaded_objects, lfs_hub_server.requests["commit"]) == (1, 1, 1)
 
 
 def test_deleting_files_and_folders(hub_server, api, repo):
@@ -183,11 +186,11 @@ def test_create_pr_commits_to_a_pr_ref_and_leaves_main_alone(hub_server, api, re
     assert Path(hf_hub_download(REPO, "proposal.txt", revision="refs/pr/1")).read_bytes() == b"please"
 
 
-def test_readme_with_broken_metadata_is_rejected_before_anything_is_uploaded(hub_server, api, repo, big):
+def test_readme_with_broken_metadata_is_rejected_before_anything_is_uploaded(lfs_hub_server, api, repo, big):
     with pytest.raises(ValueError, match="Invalid metadata in README.md"):
         commit(api, {"README.md": b"---\nlicense: [apache\n---\n# card\n", "big.txt": big})
 
-    assert (hub_server.requests["preupload"], hub_server.uploaded_objects, hub_server.commits_made) == (0, 0, 0)
+    assert (lfs_hub_server.requests["preupload"], lfs_hub_server.uploaded_objects, lfs_hub_server.commits_made) == (0, 0, 0)
 
 
 def test_commit_naming_an_lfs_object_that_was_never_uploaded_is_rejected(hub_server, repo):
@@ -230,6 +233,7 @@ def test_tree_listing_pages_and_reports_lfs_sha256_and_git_blob_ids(hub_server, 
     assert (large.lfs.sha256, large.lfs.size, large.size) == (sha256(big), len(big), len(big))
     assert large.blob_id == git_blob_sha1(lfs_pointer(big))
     assert large.lfs.pointer_size == len(lfs_pointer(big))
+    assert large.xet_hash and small.xet_hash is None  # stored through Xet, the default client path
     assert isinstance(folder, huggingface_hub.hf_api.RepoFolder)
     assert folder.last_commit.oid == small.last_commit.oid == info.oid
     assert entries[".gitattributes"].last_commit.oid == initial
@@ -330,38 +334,38 @@ def test_missing_repo_revision_and_file_raise_the_client_specific_errors(api, re
     assert not api.file_exists(REPO, "no-such-file.json")
 
 
-def test_injected_commit_failure_raises_and_leaves_no_commit(hub_server, api, repo, big):
-    head = hub_server.head(REPO)
-    hub_server.fail_next("commit")
+def test_injected_commit_failure_raises_and_leaves_no_commit(lfs_hub_server, api, repo, big):
+    head = lfs_hub_server.head(REPO)
+    lfs_hub_server.fail_next("commit")
 
     with pytest.raises(HfHubHTTPError) as failure:
         commit(api, {"big.txt": big})
 
     assert status_of(failure) == 500
-    assert (hub_server.head(REPO), hub_server.commits_made) == (head, 0)
+    assert (lfs_hub_server.head(REPO), lfs_hub_server.commits_made) == (head, 0)
     commit(api, {"big.txt": big})  # the object uploaded by the failed attempt is reused
-    assert (hub_server.commits_made, hub_server.uploaded_objects) == (1, 1)
+    assert (lfs_hub_server.commits_made, lfs_hub_server.uploaded_objects) == (1, 1)
 
 
-def test_upload_dropped_on_every_retry_raises_and_a_rerun_succeeds(hub_server, api, repo, big, instant_retries):
+def test_upload_dropped_on_every_retry_raises_and_a_rerun_succeeds(lfs_hub_server, api, repo, big, instant_retries):
     operations = [CommitOperationAdd("big.txt", big)]
-    hub_server.drop_next("lfs_upload", times=6)  # the first attempt and the client's 5 retries
+    lfs_hub_server.drop_next("lfs_upload", times=6)  # the first attempt and the client's 5 retries
 
     with pytest.raises(RuntimeError, match="Error while uploading 'big.txt'"):
         api.create_commit(REPO, operations, commit_message="upload")
 
-    assert hub_server.requests["lfs_upload"] == 6
-    assert (hub_server.uploaded_objects, hub_server.requests["commit"]) == (0, 0)
+    assert lfs_hub_server.requests["lfs_upload"] == 6
+    assert (lfs_hub_server.uploaded_objects, lfs_hub_server.requests["commit"]) == (0, 0)
     api.create_commit(REPO, operations, commit_message="upload")
-    assert hub_server.files(REPO)["big.txt"] == big
+    assert lfs_hub_server.files(REPO)["big.txt"] == big
 
 
-def test_a_single_dropped_upload_is_retried_by_the_client(hub_server, api, repo, big, instant_retries):
-    hub_server.drop_next("lfs_upload")
+def test_a_single_dropped_upload_is_retried_by_the_client(lfs_hub_server, api, repo, big, instant_retries):
+    lfs_hub_server.drop_next("lfs_upload")
 
     commit(api, {"big.txt": big})
 
-    assert (hub_server.requests["lfs_upload"], hub_server.uploaded_objects) == (2, 1)
+    assert (lfs_hub_server.requests["lfs_upload"], lfs_hub_server.uploaded_objects) == (2, 1)
 
 
 def test_error_replies_drain_the_body_so_keep_alive_connections_stay_usable(hub_server, repo):

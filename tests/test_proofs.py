@@ -1,7 +1,7 @@
 """Proofs that do not rest on our own word (issue 31): the Hub's Xet hash against the local bytes,
 and a publish that hands the uploader no sha256 it has not just checked.
 
-Publishing here goes through hf_xet's real Xet upload path (``xet_hub_server``), as for real users.
+Publishing here goes through hf_xet's real Xet upload path (``hub_server``), as for real users.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ def content(report: dict, path: str) -> dict:
     return next(c for c in report["content"] if c["path"] == path)
 
 
-def test_xet_upload_lists_xet_hashes_that_match_the_local_bytes(xet_hub_server, registry, cli):
+def test_xet_upload_lists_xet_hashes_that_match_the_local_bytes(hub_server, registry, cli):
     cli(*publish_args(registry))
 
-    assert xet_hub_server.requests["xet_write_token"] > 0 and xet_hub_server.uploaded_objects == 0  # Xet, not LFS
-    assert_published(xet_hub_server, registry)
+    assert hub_server.requests["xet_write_token"] > 0 and hub_server.uploaded_objects == 0  # Xet, not LFS
+    assert_published(hub_server, registry)
     weight = weight_path(registry)
     listed = {f.path: f.xet_hash for f in HfApi().list_repo_tree(REPO, recursive=True) if isinstance(f, RepoFile)}
     assert listed[weight] == xet_digests(registry, [weight], None)[weight]
@@ -55,9 +55,9 @@ def test_xet_hashes_are_cached_like_sha256s(registry, monkeypatch):
     assert xet_digests(registry, [weight], cache) == {weight: "rehashed"}  # a changed file is
 
 
-def test_bytes_unlike_their_asserted_sha256_are_caught_by_publish_verify_remote_and_pull(xet_hub_server, registry, tmp_path, cli):
+def test_bytes_unlike_their_asserted_sha256_are_caught_by_publish_verify_remote_and_pull(hub_server, registry, tmp_path, cli):
     weight = weight_path(registry)
-    xet_hub_server.store_other_bytes(REPO, weight)
+    hub_server.store_other_bytes(REPO, weight)
 
     result = cli.json(*publish_args(registry, "--json"), code=3)
 
@@ -73,9 +73,9 @@ def test_bytes_unlike_their_asserted_sha256_are_caught_by_publish_verify_remote_
     assert f"error: {weight}:" in pulled.output and not (tmp_path / "pulled").exists()
 
 
-def test_a_redacted_xet_hash_is_unverifiable_never_a_pass_nor_a_mismatch(xet_hub_server, registry, cli):
+def test_a_redacted_xet_hash_is_unverifiable_never_a_pass_nor_a_mismatch(hub_server, registry, cli):
     cli(*publish_args(registry))
-    xet_hub_server.redact_xet_hashes = True
+    hub_server.redact_xet_hashes = True
     weight = weight_path(registry)
 
     report = verify_remote(cli, registry, code=1)
@@ -85,10 +85,10 @@ def test_a_redacted_xet_hash_is_unverifiable_never_a_pass_nor_a_mismatch(xet_hub
     assert content(report, weight)["xet"] == "unverifiable" and "unverifiable without access" in content(report, weight)["note"]
 
 
-def test_an_lfs_only_file_is_compared_by_sha256_and_said_so(xet_hub_server, registry, cli, monkeypatch):
+def test_an_lfs_only_file_is_compared_by_sha256_and_said_so(hub_server, registry, cli, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)  # a client without Xet: the basic LFS transfer
     cli(*publish_args(registry))
-    assert xet_hub_server.uploaded_objects == 1
+    assert hub_server.uploaded_objects == 1
     weight = weight_path(registry)
 
     report = verify_remote(cli, registry)
@@ -112,29 +112,29 @@ def change_when_uploading(path, monkeypatch) -> None:
     monkeypatch.setattr(HfApi, "preupload_lfs_files", change_then_upload)
 
 
-def test_a_weight_changed_between_plan_and_upload_is_refused_and_nothing_committed(xet_hub_server, registry, cli, monkeypatch):
+def test_a_weight_changed_between_plan_and_upload_is_refused_and_nothing_committed(hub_server, registry, cli, monkeypatch):
     monkeypatch.setattr(upload, "IN_MEMORY", 0)  # the weight goes by path, hashed by hf_xet as it uploads (a multi-GB weight's way)
     change_when_uploading(registry / weight_path(registry), monkeypatch)
 
     result = cli.json(*publish_args(registry, "--json"), code=3)
 
     assert [(p["code"], p["file"]) for p in result["problems"]] == [("publish.changed-meanwhile", weight_path(registry))]
-    assert xet_hub_server.commits_made == 0
-    assert set(xet_hub_server.files(REPO)) == {".gitattributes"}  # the Hub's initial commit, nothing else
+    assert hub_server.commits_made == 0
+    assert set(hub_server.files(REPO)) == {".gitattributes"}  # the Hub's initial commit, nothing else
     assert_nothing_recorded(registry)
 
 
-def test_a_small_file_changed_after_its_check_is_sent_as_checked(xet_hub_server, registry, cli, monkeypatch):
+def test_a_small_file_changed_after_its_check_is_sent_as_checked(hub_server, registry, cli, monkeypatch):
     weight = registry / weight_path(registry)
     planned = weight.read_bytes()
     change_when_uploading(weight, monkeypatch)
 
     cli(*publish_args(registry), code=3)  # the verification sees the local file differ from what was sent
 
-    assert xet_hub_server.files(REPO)[weight_path(registry)] == planned  # the checked bytes, not the changed ones
+    assert hub_server.files(REPO)[weight_path(registry)] == planned  # the checked bytes, not the changed ones
 
 
-def test_the_xet_hub_keeps_whatever_sha256_the_client_asserts(xet_hub_server, tmp_path):
+def test_the_xet_hub_keeps_whatever_sha256_the_client_asserts(hub_server, tmp_path):
     """Why the sha256 label proves nothing for a Xet upload (xet-core PR 570): the real client hands hf_xet a
     sha256 and the Hub lists it beside the bytes it stored; only the xetHash is computed from those bytes."""
     from huggingface_hub import CommitOperationAdd
@@ -148,5 +148,5 @@ def test_the_xet_hub_keeps_whatever_sha256_the_client_asserts(xet_hub_server, tm
     api.create_commit(REPO, [add], commit_message="asserted")
 
     listed = next(f for f in api.list_repo_tree(REPO) if isinstance(f, RepoFile) and f.path == "w.bin")
-    assert listed.lfs.sha256 == "b" * 64 and xet_hub_server.files(REPO)["w.bin"] == data
+    assert listed.lfs.sha256 == "b" * 64 and hub_server.files(REPO)["w.bin"] == data
     assert listed.xet_hash == xet_digests(tmp_path, ["w.bin"], None)["w.bin"]

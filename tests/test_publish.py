@@ -220,18 +220,18 @@ def test_publish_republish_add_pull_verify(hub_server, registry, tmp_path, cli):
     # publish records where it published, in the index.json and card it uploaded
     assert json.loads((registry / "index.json").read_text())["registry"]["repo_id"] == REPO
     assert f"hf download {REPO}" in (registry / "README.md").read_text(encoding="utf-8")
-    assert (hub_server.commits_made, hub_server.uploaded_objects) == (1, 1)  # one weight through LFS, the rest inline
+    assert (hub_server.commits_made, hub_server.xet_uploaded_files) == (1, 1)  # one weight through Xet, the rest inline
     assert_published(hub_server, registry)
 
     again = cli(*publish_args(registry))
     assert "nothing to publish" in again.output
-    assert (hub_server.commits_made, hub_server.uploaded_objects) == (1, 1)
+    assert (hub_server.commits_made, hub_server.xet_uploaded_files) == (1, 1)
 
     entry = add_state(registry, tmp_path, "s1374", seed=4)
     second = cli.json(*publish_args(registry, "--json"))
     uploads = {f["path"] for f in second["plan"]["files"] if f["status"] in ("new", "changed")}
     assert uploads == {entry.path, "index.json", "README.md", "SHA256SUMS"}
-    assert (hub_server.commits_made, hub_server.uploaded_objects) == (2, 2)
+    assert (hub_server.commits_made, hub_server.xet_uploaded_files) == (2, 2)
     assert_published(hub_server, registry)
     last = HfApi().list_repo_commits(REPO)[0]
     assert last.title == "Publish 1 entry" and entry.path in last.message
@@ -353,17 +353,17 @@ def test_changing_a_published_file_is_refused_unless_the_rewrite_is_recorded(hub
 # -- faults: nothing half-published, and a re-run completes ------------------------------------------------------
 
 
-def test_upload_dropped_for_good_commits_nothing_and_a_rerun_completes(hub_server, registry, cli, instant_retries):
-    hub_server.drop_next("lfs_upload", times=6)  # the first attempt and the client's 5 retries
+def test_upload_dropped_for_good_commits_nothing_and_a_rerun_completes(lfs_hub_server, registry, cli, instant_retries):
+    lfs_hub_server.drop_next("lfs_upload", times=6)  # the first attempt and the client's 5 retries
 
     result = cli(*publish_args(registry), code=4)
 
     assert f"error: {REPO}: Error while uploading" in result.output and "nothing was committed" in result.output
-    assert (hub_server.commits_made, hub_server.uploaded_objects) == (0, 0)
-    assert set(hub_files(hub_server)) == {".gitattributes"}  # the repo was created, nothing else
+    assert (lfs_hub_server.commits_made, lfs_hub_server.uploaded_objects) == (0, 0)
+    assert set(hub_files(lfs_hub_server)) == {".gitattributes"}  # the repo was created, nothing else
     assert_nothing_recorded(registry)
     cli(*publish_args(registry))
-    assert_published(hub_server, registry)
+    assert_published(lfs_hub_server, registry)
 
 
 def test_server_error_on_commit_commits_nothing_and_a_rerun_reuses_the_upload(hub_server, registry, cli):
@@ -372,10 +372,10 @@ def test_server_error_on_commit_commits_nothing_and_a_rerun_reuses_the_upload(hu
     result = cli(*publish_args(registry), code=4)
 
     assert "the Hub answered 500" in result.output and "run the command again" in result.output
-    assert (hub_server.commits_made, hub_server.uploaded_objects) == (0, 1)
+    assert (hub_server.commits_made, hub_server.xet_uploaded_files) == (0, 1)
     assert_nothing_recorded(registry)
     cli(*publish_args(registry))
-    assert (hub_server.commits_made, hub_server.uploaded_objects) == (1, 1)
+    assert (hub_server.commits_made, hub_server.xet_uploaded_files) == (1, 1)
     assert_published(hub_server, registry)
 
 

@@ -28,19 +28,29 @@ pytest_plugins = ["tests.hubserver"]
 # -- 11. a server error is not a machine failure, and nothing local changes before the commit lands ---------------
 
 
-@pytest.mark.parametrize(("endpoint", "status"), [("commit", 501), ("commit", 503), ("preupload", 501), ("create_repo", 501), ("lfs_batch", 501), ("lfs_upload", 501), ("lfs_verify", 501), ("validate_yaml", 501)])
-def test_a_server_error_is_exit_4_and_changes_nothing_local(hub_server, registry, cli, instant_retries, endpoint, status):
+@pytest.mark.parametrize(("endpoint", "status"), [("commit", 501), ("commit", 503), ("preupload", 501), ("create_repo", 501), ("xet_write_token", 501), ("lfs_batch", 501), ("lfs_upload", 501), ("lfs_verify", 501), ("validate_yaml", 501)])
+def test_a_server_error_is_exit_4_and_changes_nothing_local(request, registry, cli, instant_retries, endpoint, status):
+    hub_server = request.getfixturevalue("lfs_hub_server" if endpoint.startswith("lfs_") else "hub_server")  # only a client without Xet reaches the LFS endpoints
     before = snapshot(registry)
     hub_server.fail_next(endpoint, status=status, times=10)
     result = cli(*publish_args(registry), code=4)
     assert str(status) in result.output or "HfHubHTTPError" in result.output
-    assert result.output.count("error: ") == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]  # hf_xet's messages hold "error: " too
+    assert len(errors) == 1 and result.output.endswith(errors[0] + "\n"), result.output  # one error line, the last
     assert snapshot(registry) == before  # index.json, README.md and SHA256SUMS still as they were
     assert_nothing_recorded(registry)
     assert hub_server.commits_made == 0
     hub_server.clear_failures()
     cli(*publish_args(registry))
     assert_published(hub_server, registry)
+
+
+def test_a_server_error_on_the_xet_download_path_is_exit_4_and_pull_writes_nothing(hub_server, registry, cli, tmp_path, instant_retries):
+    cli(*publish_args(registry))
+    hub_server.fail_next("xet_read_token", status=501, times=10)
+    result = cli("pull", "--repo-id", REPO, tmp_path / "pulled", code=4)
+    assert "the Hub answered 501" in result.output
+    assert not (tmp_path / "pulled").exists()
 
 
 # -- 4. a receipt this installation did not write does not count ---------------------------------------------------

@@ -4,9 +4,11 @@ accepts; any changed, added or re-indexed file fails it, and fails ``registry pu
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -68,7 +70,10 @@ def test_stock_model_signing_verify_accepts_registry_sign(registry, keys, cli):
 
 
 def test_sign_reads_no_weight(registry, keys, cli, monkeypatch):
-    cli("sums", "-C", registry)  # the stat cache vouches for every file (they are older than the racy window)
+    old = time.time() - 60  # older than the racy window, so that the stat cache vouches for every file
+    for path in registry.rglob("*"):
+        os.utime(path, (old, old))
+    cli("sums", "-C", registry)
     read: list = []
     monkeypatch.setattr(engine, "hash_file", lambda path, progress=None: read.append(path))
     cli("sign", "--key", keys[0], "-C", registry)

@@ -65,13 +65,16 @@ class XetStore:
         self.url = f"local://{root}"
         self._session = hf_xet.XetSession()
 
-    def find(self, sha256: str) -> XetFile | None:
-        """The uploaded file the client asserted this sha256 for (in any shard it uploaded)."""
+    def uploaded(self) -> dict[str, XetFile]:
+        """sha256 -> file, for every file a client uploaded (in any shard; the Hub's own writes carry no sha256)."""
+        files: dict[str, XetFile] = {}
         for shard in sorted(self.root.glob("**/shards/*.mdb")):
-            found = shard_files(shard.read_bytes()).get(sha256)
-            if found:
-                return found
-        return None
+            files = shard_files(shard.read_bytes()) | files  # the first shard that names a sha256 wins
+        return files
+
+    def find(self, sha256: str) -> XetFile | None:
+        """The uploaded file the client asserted this sha256 for."""
+        return self.uploaded().get(sha256)
 
     def _connection(self) -> dict:
         return {"endpoint": self.url, "token": "local", "token_expiry_unix_secs": int(time.time()) + 3600}

@@ -66,7 +66,7 @@ def hub_errors(repo_id: str, revision: str) -> Iterator[None]:
             raise RegistryError("hub.moved", repo_id, f"{revision} moved since the plan was made (someone else pushed); nothing was committed", "run `registry publish` again to plan against the new head", Exit.RETRY) from err
         retryable = status == 429 or status >= 500
         raise RegistryError("hub.http", repo_id, f"the Hub answered {status}: {_server_says(err)}", RETRY_FIX, Exit.RETRY if retryable else Exit.REFUSED) from err
-    except httpx2.HTTPError as err:
+    except (httpx2.HTTPError, ConnectionError) as err:  # ConnectionError: hf_xet's network and Hub errors (Xet on)
         raise RegistryError("hub.network", repo_id, f"network error talking to the Hub ({type(err).__name__}: {scrub(str(err))})", RETRY_FIX, Exit.RETRY) from err
 
 
