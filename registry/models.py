@@ -382,6 +382,17 @@ class Index(_Strict):
     def entry_by_path(self, path: str) -> Entry | None:
         return next((e for e in self.entries if e.path == path), None)
 
+    def derived_from(self, base_sha256: str, source: str) -> tuple[Base, Entry | None] | str:
+        """The base and the entry (None: the base itself) a derived file (an export, a GGUF) names,
+        or why they are not there."""
+        base = self.base_by_sha(base_sha256)
+        if base is None:
+            return f"names base sha256 {base_sha256[:12]}…, which is not in bases"
+        entry = self.entry_by_path(source)
+        if entry is None and source != base.name:
+            return f"its source {source} is neither an entry nor its base"
+        return base, entry
+
 
 class Trainer(_Strict):
     name: str = Field(min_length=1, description="e.g. rwkv_state_tune, rwkv_miss_tune")

@@ -124,14 +124,11 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
 
 
 def _lineage_problems(index: Index, record: GgufFile) -> Iterator[str]:
-    base = index.base_by_sha(record.base_sha256)
-    if base is None:
-        yield f"names base sha256 {record.base_sha256[:12]}…, which is not in bases"
+    found = index.derived_from(record.base_sha256, record.source)
+    if isinstance(found, str):
+        yield found
         return
-    entry = index.entry_by_path(record.source)
-    if entry is None and record.source != base.name:
-        yield f"its source {record.source} is neither an entry nor its base"
-        return
+    base, entry = found
     if entry is not None and (entry.method == "state" or entry.format != "pth" or entry.base_sha256 != base.sha256):
         yield f"its source {record.source} is not a .pth base, full entry or MiSS adapter on base {base.name}"
         return

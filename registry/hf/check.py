@@ -37,14 +37,11 @@ def listed_files(index: Index) -> set[str]:
 
 
 def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
-    base = index.base_by_sha(export.base_sha256)
-    if base is None:
-        yield f"names base sha256 {export.base_sha256[:12]}…, which is not in bases"
+    found = index.derived_from(export.base_sha256, export.source)
+    if isinstance(found, str):
+        yield found
         return
-    entry = index.entry_by_path(export.source)
-    if entry is None and export.source != base.name:
-        yield f"its source {export.source} is neither an entry nor its base"
-        return
+    base, entry = found
     sha, path = (entry.sha256, export_path(base.name, entry.path, entry.method)) if entry else (base.sha256, export_path(base.name))
     if entry is not None and entry.base_sha256 != base.sha256:
         yield f"its source {export.source} is not an entry on base {base.name}"
