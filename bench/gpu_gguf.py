@@ -3,7 +3,7 @@
 ``.whl/`` holding the wheels docs/gpu-gate.md lists and llama-cpp-python's sdist (0.3.36, trimmed of
 its ``.git``, docs and test vocabularies to fit the carry limit), built on the device for CPU:
 
-    set -o pipefail; mkdir -p $OUT; ( pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && S=$SECONDS && CMAKE_BUILD_PARALLEL_LEVEL=16 CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site .whl/llama_cpp_python-0.3.36.tar.gz && echo "llama-cpp-python build $((SECONDS-S)) s" && PYTHONPATH=/tmp/site:$PWD timeout $((575-SECONDS)) python3 bench/gpu_gguf.py --out $OUT ) 2>&1 | tee $OUT/log
+    set -o pipefail; mkdir -p $OUT; ( python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && S=$SECONDS && CMAKE_BUILD_PARALLEL_LEVEL=16 CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site .whl/llama_cpp_python-0.3.36.tar.gz && echo "llama-cpp-python build $((SECONDS-S)) s" && PYTHONPATH=/tmp/site:$PWD timeout $((575-SECONDS)) python3 bench/gpu_gguf.py --out $OUT ) 2>&1 | tee $OUT/log
 
 The base (random bf16, real key names, n_embd 4096, vocab 65536; ``--layers`` of the 7.2B model's
 32, 4 by default so that the one 10-minute device call holds the llama.cpp build and both types:
