@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..artifacts.safetensors_header import SafetensorsHeader, read_safetensors_header
+from ..artifacts.shapes import shape_differences
 from ..errors import Problem, RegistryError
 from ..layout import export_folder, export_path
 from ..models import HfExport, Index
@@ -75,14 +76,14 @@ def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str
         for name, tensor in header.tensors.items():
             found[name] = tensor.shape
             dtypes.add(tensor.dtype)
-    missing, unexpected = sorted(set(want) - set(found)), sorted(set(found) - set(want))
-    if missing:
-        yield f"its safetensors lack {missing[0]} ({len(missing)} of fla's tensors for config.json)"
-    if unexpected:
-        yield f"its safetensors hold {unexpected[0]}, which fla's model for config.json has no place for"
-    wrong = sorted(n for n in set(want) & set(found) if want[n] != found[n])
-    if wrong:
-        yield f"{wrong[0]} is {found[wrong[0]]} but config.json makes it {want[wrong[0]]}"
+    differ = shape_differences(want, found)
+    if differ.missing:
+        yield f"its safetensors lack {differ.missing[0]} ({len(differ.missing)} of fla's tensors for config.json)"
+    if differ.unexpected:
+        yield f"its safetensors hold {differ.unexpected[0]}, which fla's model for config.json has no place for"
+    if differ.wrong:
+        name = differ.wrong[0]
+        yield f"{name} is {found[name]} but config.json makes it {want[name]}"
     if len(dtypes) > 1:
         yield f"its tensors mix dtypes {sorted(dtypes)}"
 
