@@ -50,8 +50,8 @@ GATE = """
 from pathlib import Path
 from registry.artifacts.inspect import load_tensor_map
 from registry.convert.source import locate_tensors
-from registry.gate.prompts import tokenizer
-from registry.gguf import gate, mapping, writer
+from registry.gate.prompts import PROMPTS, tokenizer
+from registry.gguf import gate, llama, mapping, writer
 from registry.hf.tokenizer import read_vocab, world_vocab_file
 from registry.synthetic import TinySpec, make_base_checkpoint
 import json
@@ -70,8 +70,8 @@ for kind in kinds:
     else:
         lossless = out / "gate-lossless.gguf"
         writer.write_gguf(lossless, plan, source, lambda n, s: mapping.storage_type(n, s, "bf16"), mapping.metadata(plan.config, mapping.LOSSLESS_FTYPE["BF16"]), tokens, "bench")
-        writer.quantize(lossless, file, mapping.QUANTIZER_TYPES[kind], 2)
-    figures = gate.checks(kind, gate.llama_logits(file, ids), reference, ids)[0].figures
+        writer.quantize(lossless, file, mapping.QUANTIZER_TYPES[kind])
+    figures = gate.checks(kind, llama.logits(file, ids, PROMPTS), reference, ids, spec.n_layer)[0].figures
     print("GATE", json.dumps({"type": kind, "nmse": figures["nmse"], "top1": figures["top1_agreement"]}), flush=True)
 """
 

@@ -1,13 +1,14 @@
 """``registry export-gguf`` of a base of the 7.2B width to q8_0 and q4_k_m, with the gate's figures
 (issue #32, "on the GPU (the device)").  The device command, one line from the repo root, with
-``.whl/`` holding the wheels docs/gpu-gate.md lists and llama-cpp-python's sdist (0.3.36, trimmed of
-its ``.git``, docs and test vocabularies to fit the carry limit), built on the device for CPU:
+``.whl-deps/`` holding the wheels docs/gpu-gate.md lists and ``.whl-llama/`` the llama-cpp-python
+0.3.36 wheel built on the development machine (``pip wheel llama-cpp-python==0.3.36``: llama.cpp
+built from the sdist by the device's own toolchain crashes on every model load, docs/gpu-gate.md
+run 11; the ``--probe`` step shows it):
 
-    set -o pipefail; mkdir -p $OUT; ( python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && S=$SECONDS && CMAKE_BUILD_PARALLEL_LEVEL=16 CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site .whl/llama_cpp_python-0.3.36.tar.gz && echo "llama-cpp-python build $((SECONDS-S)) s" && PYTHONPATH=/tmp/site:$PWD timeout $((575-SECONDS)) python3 bench/gpu_gguf.py --out $OUT ) 2>&1 | tee $OUT/log
+    set -o pipefail; mkdir -p $OUT; ( python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl-deps/*.whl .whl-llama/*.whl && cd bench && PYTHONPATH=/tmp/site:$OLDPWD timeout 500 python3 gpu_gguf.py --layers 32 --out $OUT ) 2>&1 | tee $OUT/log
 
 The base (random bf16, real key names, n_embd 4096, vocab 65536; ``--layers`` of the 7.2B model's
-32, 4 by default so that the one 10-minute device call holds the llama.cpp build and both types:
-the export casts every value through float32 in numpy, single-threaded, docs/benchmarks.md) is
+32, 4 by default: the 32-layer run takes about 280 s of one 10-minute device call) is
 drawn on the GPU where there is one (bench/gpu_gate.py's builder), registered with ``add-base``,
 then each ``--type`` is exported by ``python -m registry export-gguf --base NAME --base-file BASE
 --type T --json`` in a fresh process: written, run by llama.cpp (CPU, as the gate always runs it)
@@ -73,7 +74,7 @@ class Run:
         with open(self.out / "gguf.jsonl", "a") as log:
             log.write(line + "\n")
 
-    def export(self, root: Path, name: str, base: Path, kind: str) -> None:
+    def export(self, root: Path, name: str, base: Path, kind: str) -> int:
         command = [sys.executable, "-m", "registry", "export-gguf", "-C", str(root), "--base", name, "--base-file", str(base), "--type", kind, "--json"]
         proc, wall, peak = peak_rss_of(command)
         (self.out / f"{kind}.stderr.txt").write_text(proc.stderr[-6000:])
@@ -82,10 +83,10 @@ class Run:
             document = json.loads(proc.stdout)
         except ValueError:
             self.emit(**row, stderr_tail=proc.stderr[-1500:])
-            return
+            return proc.returncode or 1
         if proc.returncode != 0:  # a refusal: a failed gate names its figures in the message
             self.emit(**row, refusal=document)
-            return
+            return proc.returncode
         record = next(g for g in json.loads((root / "index.json").read_text())["ggufs"] if g["type"] == kind)
         receipt = json.loads((root / ".registry" / "gates" / f"{record['sha256']}.json").read_text())
         checks = {c["name"]: c for c in receipt["checks"]}
@@ -100,12 +101,55 @@ class Run:
             lossless = checks["gguf-lossless-logits"]["figures"]
             row.update(lossless_nmse=lossless["nmse"], lossless_top1=lossless["top1_agreement"])
         self.emit(**row)
+        return 0
+
+
+# llama.cpp loading and running an ungated f16 GGUF outside the registry's code, in three ways,
+# with its own log and Python's faulthandler on: where a crash is, and what it needs to happen.
+PROBE = """
+import sys
+from llama_cpp import Llama
+import llama_cpp, llama_cpp.llama as module
+if "no-extra-bufts" in sys.argv:
+    default = llama_cpp.llama_model_default_params
+    def plain():
+        params = default(); params.use_extra_bufts = False; return params
+    module.llama_cpp.llama_model_default_params = plain
+llm = Llama(model_path=sys.argv[1], n_ctx=64, n_batch=32, logits_all=True, n_threads=8, n_gpu_layers=0, verbose=True)
+print("PROBE loaded", flush=True)
+llm.eval([33, 44, 55, 66])
+print("PROBE eval", llm.scores[3][:4], flush=True)
+llm.close()
+print("PROBE closed", flush=True)
+"""
+
+
+def probe(run: Run, root: Path, name: str, base: Path) -> None:
+    from registry.ops.export_gguf import GgufRequest, export_gguf
+
+    (record,) = export_gguf(root, GgufRequest(base=name, base_file=base, types=("f16",), gate=False))
+    file = root / record.path
+    variants = {"plain": [], "torch-first": [], "no-extra-bufts": ["no-extra-bufts"]}
+    # PROBE_PRELOAD: a library the probes load first (libasan.so, for a llama.cpp built with
+    # -DLLAMA_SANITIZE_ADDRESS=ON: its report names the crashing frames)
+    preload = os.environ.get("PROBE_PRELOAD")
+    env = {**os.environ, "LD_PRELOAD": preload, "ASAN_OPTIONS": "detect_leaks=0"} if preload else None
+    for variant, extra in variants.items():
+        source = ("import torch\n" if variant == "torch-first" else "") + PROBE
+        command = [sys.executable, "-X", "faulthandler", "-c", source, str(file), *extra]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, env=env)
+        run.emit(step=f"probe-{variant}", rc=proc.returncode, stdout=proc.stdout[-800:], stderr_tail=proc.stderr[-6000:])
+    if shutil.which("gdb"):
+        command = ["gdb", "-batch", "-ex", "run", "-ex", "bt 25", "--args", sys.executable, "-c", PROBE, str(file)]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        run.emit(step="probe-gdb", rc=proc.returncode, stdout_tail=proc.stdout[-4000:])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--layers", type=int, default=4, help="layers of the 7.2B shape (it has 32; export-gguf needs 2 or more)")
     parser.add_argument("--types", default="q8_0,q4_k_m")
+    parser.add_argument("--probe", action="store_true", help="run the llama.cpp probes even when every export passed")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer n_embd-256 base instead (smoke try, CPU)")
     parser.add_argument("--work", type=Path, default=Path("/dev/shm/gguf"))
     parser.add_argument("--out", type=Path, default=Path("gguf-out"))
@@ -132,8 +176,11 @@ def main() -> None:
     root = init_registry(args.work / "registry").root
     add_base(root, BaseRequest(path=base, filename=base.name, source=f"random ({shape})", vocab="rwkv_vocab_v20230424.txt"))
     run.emit(step="add-base", seconds=round(time.perf_counter() - start, 1))
+    failed = False
     for kind in args.types.split(","):
-        run.export(root, name, base, kind)
+        failed |= run.export(root, name, base, kind) != 0
+    if failed or args.probe:
+        probe(run, root, name, base)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ also compared byte for byte with llama.cpp's own convert_hf_to_gguf.py on the ex
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -81,8 +82,8 @@ def test_base_full_and_merged_miss_become_f16_bf16_q8_0_ggufs_that_pass_the_gate
     repo = Repo.open(root)
     for g in made:
         assert g.sha256 == sha256_of(root / g.path) == sums[g.path] and g.size == (root / g.path).stat().st_size
-        assert g.gate is not None and g.gate.passed and g.nmse is not None and g.nmse <= gate.BOUNDS[g.type][0]
-        assert g.top1_agreement is not None and g.top1_agreement >= gate.BOUNDS[g.type][1]
+        assert g.gate is not None and g.gate.passed and g.nmse is not None and g.nmse <= gate.bounds(g.type, WORLD.n_layer)[0]
+        assert g.top1_agreement is not None and g.top1_agreement >= gate.bounds(g.type, WORLD.n_layer)[1]
         receipt = json.loads(receipt_path(repo.gates_dir, g.sha256).read_text())  # index.json names no private path
         assert receipt["file_sha256"] == g.sha256 and receipt["passed"] and receipt["files"][g.path] == g.sha256
         assert {c["name"] for c in receipt["checks"]} == {"gguf-logits", "gguf-tokenizer", "finite-logits"}
@@ -189,6 +190,23 @@ def test_a_planted_wrong_mapping_fails_the_gate_and_changes_nothing(sources, wor
     assert snapshot(root) == before and list((root / ".registry" / "staging").iterdir()) == []
 
 
+@pytest.mark.parametrize(("kind", "code"), [("f16", "gguf.gate-failed"), ("q4_k_m", "gguf.quantize-failed")])
+def test_llama_cpp_dying_of_a_signal_is_a_refusal_naming_the_file(sources, world_base, monkeypatch, tmp_path, kind, code):
+    """llama.cpp runs in a child process: a crash of the native library (SIGSEGV) while it gates a
+    file or quantizes one refuses that file in one line and leaves the registry as it was."""
+    root, _, _ = sources
+    before = snapshot(root)
+    crashing = tmp_path / "python-that-segfaults"
+    crashing.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    crashing.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(crashing))  # the interpreter registry.gguf.llama starts
+    with pytest.raises(RegistryError) as failed:
+        export_gguf(root, GgufRequest(base=BASE, base_file=world_base, types=(kind,)))
+    assert failed.value.code == code, failed.value.message
+    assert "llama.cpp died of SIGSEGV" in failed.value.message and ".gguf" in str(failed.value.problems[0].file)
+    assert snapshot(root) == before and list((root / ".registry" / "staging").iterdir()) == []
+
+
 def _registered_without_gate(root: Path, base_file: Path) -> str:
     (record,) = export_gguf(root, GgufRequest(base=BASE, base_file=base_file, types=("f16",), gate=False))
     return record.path
@@ -262,3 +280,13 @@ def test_the_mapping_makes_exactly_the_tensors_validate_expects_for_its_metadata
     assert made == expected_shapes(meta, spec.vocab_size)
     used = {s for rule in plan.rules for s in rule.sources}
     assert set(shapes) - used == ({"blocks.0.att.v0", "blocks.0.att.v1", "blocks.0.att.v2"} if spec.with_layer0_v else set())
+
+
+def test_the_gate_bounds_scale_with_the_source_depth_not_its_width():
+    """NMSE grows with depth (each layer adds its rounding; docs/gpu-gate.md run 11): a 32-layer
+    source gets 8× the 4-layer NMSE bound, the same top-1 floor; up to 4 layers the bounds stand."""
+    for layers, width in ((2, 128), (4, 256), (32, 64)):
+        assert gate.depth(make_base_state_dict(TinySpec(n_layer=layers, n_embd=width, vocab_size=256))) == layers
+    for kind, (max_nmse, min_top1) in gate.BOUNDS.items():
+        assert gate.bounds(kind, 2) == gate.bounds(kind, 4) == (max_nmse, min_top1)
+        assert gate.bounds(kind, 32) == pytest.approx((8 * max_nmse, min_top1))

@@ -11,8 +11,7 @@ from such a file in a lossless type by llama.cpp's own quantizer (``llama_model_
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from ..artifacts.miss import merge_delta
 from ..convert.source import unmap_touched
 from ..errors import RegistryError
 from ..hashing.engine import Progress
-from . import mapping
+from . import llama, mapping
 
 
 def require_gguf() -> None:
@@ -180,27 +179,13 @@ def write_gguf(
         writer.close()
 
 
-@contextmanager
-def suppress_output() -> Iterator[None]:
-    """Silence llama.cpp's own logging (it writes to the process's stdout/stderr from C)."""
-    from llama_cpp._utils import suppress_stdout_stderr
-
-    with suppress_stdout_stderr(disable=False):
-        yield
-
-
-def quantize(lossless: Path, out: Path, ftype: int, threads: int) -> None:
+def quantize(lossless: Path, out: Path, ftype: int) -> None:
     """``out``: llama.cpp's quantizer's file of type ``ftype`` (llama.h's LLAMA_FTYPE_*) made from
-    the ``lossless`` GGUF, fsynced."""
-    import llama_cpp
-
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = ftype
-    params.nthread = threads
-    with suppress_output():
-        failed = llama_cpp.llama_model_quantize(str(lossless).encode(), str(out).encode(), params)
-    if failed:
-        raise RegistryError("gguf.quantize-failed", out, f"llama.cpp's quantizer returned {failed}", "check free disk space and run export-gguf again")
+    the ``lossless`` GGUF (in a child process: :mod:`registry.gguf.llama`), fsynced."""
+    try:
+        llama.quantize(lossless, out, ftype)
+    except llama.LlamaFailed as exc:
+        raise RegistryError("gguf.quantize-failed", out, str(exc), "check free disk space and run export-gguf again") from exc
     fd = os.open(out, os.O_RDONLY)
     try:
         os.fsync(fd)

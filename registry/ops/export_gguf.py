@@ -165,7 +165,7 @@ def _write(inputs: _Inputs, plan: mapping.GgufPlan, gguf_type: str, rel: str, st
             writer.write_gguf(
                 middle, plan, stream, lambda target, shape: mapping.storage_type(target, shape, forced) if forced else "F32", kv, tokens, name, progress,
             )  # fmt: skip
-            writer.quantize(middle, temp, mapping.QUANTIZER_TYPES[gguf_type], gate._threads())
+            writer.quantize(middle, temp, mapping.QUANTIZER_TYPES[gguf_type])
             # kept until the gate has run it: its tight bound is what catches a mapping error
             # that a k-quant's loose one would let through
             return _Made(gguf_type, rel, temp, hash_file(temp), temp.stat().st_size, lossless=(middle, forced or "f16"))
@@ -222,6 +222,8 @@ def _write_receipts(repo: Repo, made: list[_Made]) -> None:
 
 
 def _said(check: CheckResult) -> str:
+    if check.name == "gguf-load":
+        return f"{check.name}: {check.detail}"
     if not check.name.endswith("-logits"):
         return check.name
     f, t = check.figures, check.thresholds
@@ -230,19 +232,21 @@ def _said(check: CheckResult) -> str:
 
 def _gate(inputs: _Inputs, made: list[_Made]) -> None:
     """Gate every file; refuse them all (exit 1, nothing changed) when one fails."""
-    reference = gate.reference_logits(_reference_tensors(inputs), tokenizer().prompt_ids)
+    tensors = _reference_tensors(inputs)
+    reference, n_layer = gate.reference_logits(tensors, tokenizer().prompt_ids), gate.depth(tensors)
     method: Literal["full", "miss"] = "miss" if inputs.adapter is not None else "full"
     for item in made:
         files = {**inputs.files, item.rel: item.sha256}
-        item.receipt = gate.gate_gguf(item.temp, item.rel, item.sha256, item.gguf_type, method, inputs.source.base.sha256, files, reference, item.lossless)
+        item.receipt = gate.gate_gguf(item.temp, item.rel, item.sha256, item.gguf_type, method, inputs.source.base.sha256, files, reference, n_layer, item.lossless)
         item.discard(keep_file=True)
     failed = [item for item in made if item.receipt is not None and not item.receipt.passed]
     if failed:
         item = failed[0]
         assert item.receipt is not None
         checks = "; ".join(_said(c) for c in item.receipt.failed_checks())
+        verdict = "could not run" if any(c.name == "gguf-load" for c in item.receipt.failed_checks()) else "disagrees with our reference on"
         raise RegistryError(
-            "gguf.gate-failed", item.rel, f"llama.cpp's run of the {item.gguf_type} file disagrees with our reference ({checks})",
+            "gguf.gate-failed", item.rel, f"llama.cpp {verdict} the {item.gguf_type} file ({checks})",
             "report this bug with the receipt's figures (nothing was registered)", Exit.PROBLEMS,
         )  # fmt: skip
 
