@@ -7,7 +7,7 @@ Per entry:
   (c) no NaN/Inf in the weights or any logits;
   (d) greedy decoding is identical across two runs and honours the stop rules;
   (e) timings.
-``registry smoke`` (:mod:`registry.ops.smoke`) loads the models and runs these.
+``registry smoke`` (:mod:`registry.ops.smoke`, through :mod:`registry.gate.phases`) loads the models and runs these.
 
 Thresholds and why (logit errors are scaled by max(1, max|reference logit|)):
   * fp32 vs fp32 (CPU gate: ours vs official; CUDA: our kernel in fp32 vs the torch recurrence):
