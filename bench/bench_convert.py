@@ -71,7 +71,8 @@ make_checkpoint(Path(sys.argv[1]), float(sys.argv[2]))
 # classes): warmed the same way, and their peak RSS alone is reported beside the command's.
 EXPORT_IMPORTS = WARM_IMPORTS + """
 import registry.ops.export_hf
-registry.ops.export_hf.require_hf()
+from registry.hf.verify import require_hf
+require_hf()
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 """
 

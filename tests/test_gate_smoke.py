@@ -347,13 +347,13 @@ def test_a_full_twin_whose_tensors_differ_from_its_source_fails_alone(tmp_path):
 
 
 def test_twins_are_compared_by_their_bits_not_their_values():
-    from registry.ops.smoke import _equal_tensors
+    from registry.gate.prepare import equal_tensors
 
     nan = {"w": torch.tensor([1.0, float("nan")], dtype=torch.bfloat16)}
-    assert _equal_tensors(nan, {"w": nan["w"].clone()})  # torch.equal calls NaN unequal to itself
-    assert not _equal_tensors({"w": torch.tensor([0.0])}, {"w": torch.tensor([-0.0])})  # and -0.0 equal to 0.0
-    assert not _equal_tensors({"w": torch.zeros(2, 3)}, {"w": torch.zeros(3, 2)})
-    assert _equal_tensors({"w": torch.arange(6.0).reshape(2, 3).t()}, {"w": torch.arange(6.0).reshape(2, 3).t().contiguous()})
+    assert equal_tensors(nan, {"w": nan["w"].clone()})  # torch.equal calls NaN unequal to itself
+    assert not equal_tensors({"w": torch.tensor([0.0])}, {"w": torch.tensor([-0.0])})  # and -0.0 equal to 0.0
+    assert not equal_tensors({"w": torch.zeros(2, 3)}, {"w": torch.zeros(3, 2)})
+    assert equal_tensors({"w": torch.arange(6.0).reshape(2, 3).t()}, {"w": torch.arange(6.0).reshape(2, 3).t().contiguous()})
 
 
 def test_smoke_keeps_the_runtimes_banner_and_loading_lines_off_stderr(tmp_path):

@@ -133,7 +133,7 @@ def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: 
     return ConvertedFile(final=final, temp=temp, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
-def _rows_as_torch_loads_them(reader, name: str, tensor: torch.Tensor) -> bool:
+def _rows_as_torch_loads_them(reader: safe_open, name: str, tensor: torch.Tensor) -> bool:
     """Spot check independent of our byte offsets on either side: the first and last rows as
     safetensors reads them equal the same rows of the tensor torch loaded from the source."""
     if tensor.dim() == 0:

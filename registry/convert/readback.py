@@ -93,7 +93,7 @@ class ReadBack:
     def __enter__(self) -> ReadBack:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _next(self) -> tuple[int, int] | None:

@@ -139,5 +139,5 @@ class SourceBytes:
     def __enter__(self) -> SourceBytes:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -116,7 +116,7 @@ class OutputFile:
         self._writeback: queue.SimpleQueue[tuple[int, int] | None] = queue.SimpleQueue()
         self._flusher: threading.Thread | None = None
 
-    def write_at(self, data, offset: int) -> None:
+    def write_at(self, data: bytes | memoryview, offset: int) -> None:
         view = memoryview(data).cast("B")
         while view:
             n = os.pwrite(self.fd, view, offset)
@@ -187,7 +187,7 @@ class OutputFile:
     def __enter__(self) -> OutputFile:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -7,7 +7,7 @@ Per entry:
   (c) no NaN/Inf in the weights or any logits;
   (d) greedy decoding is identical across two runs and honours the stop rules;
   (e) timings.
-``registry smoke`` (:mod:`registry.ops.smoke`) loads the models and runs these.
+``registry smoke`` (:mod:`registry.ops.smoke`, through :mod:`registry.gate.phases`) loads the models and runs these.
 
 Thresholds and why (logit errors are scaled by max(1, max|reference logit|)):
   * fp32 vs fp32 (CPU gate: ours vs official; CUDA: our kernel in fp32 vs the torch recurrence):
@@ -21,7 +21,7 @@ Thresholds and why (logit errors are scaled by max(1, max|reference logit|)):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
@@ -122,7 +122,7 @@ class Logits:
     step: dict[str, torch.Tensor]  # after one more (greedy) token: state carried
 
 
-def our_logits(model: Rwkv7, prompts: Mapping[str, list[int]], state) -> Logits:
+def our_logits(model: Rwkv7, prompts: Mapping[str, list[int]], state: Sequence[torch.Tensor] | None) -> Logits:
     prefill, step = {}, {}
     for name, ids in prompts.items():
         logits, new_state = model.forward(ids, state)
@@ -132,7 +132,7 @@ def our_logits(model: Rwkv7, prompts: Mapping[str, list[int]], state) -> Logits:
     return Logits(prefill, step)
 
 
-def official_logits(official: OfficialModel, prompts: Mapping[str, list[int]], state, reference: Logits) -> Logits:
+def official_logits(official: OfficialModel, prompts: Mapping[str, list[int]], state: list[torch.Tensor] | None, reference: Logits) -> Logits:
     prefill, step = {}, {}
     for name, ids in prompts.items():
         logits, new_state = official.logits(ids, state)
@@ -198,7 +198,7 @@ def parity_check_of(our: Logits, official: Logits, reference: Logits, fp32_kerne
     return CheckResult(name="model-parity", passed=passed, figures=figures, thresholds=thresholds, detail=detail)
 
 
-def check_decoding(model: Rwkv7, prompts: Mapping[str, list[int]], state, decode) -> tuple[CheckResult, float]:
+def check_decoding(model: Rwkv7, prompts: Mapping[str, list[int]], state: Sequence[torch.Tensor] | None, decode: Callable[[list[int]], str]) -> tuple[CheckResult, float]:
     """(d) greedy decoding twice gives the same tokens; the stop rules end generation."""
     figures: dict = {}
     passed = True

@@ -172,7 +172,7 @@ def build_kernel(source_dir: Path | None = None, cache_root: Path | None = None)
     return _loaded
 
 
-def wkv7(r, w, k, v, a, b, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def wkv7(r: torch.Tensor, w: torch.Tensor, k: torch.Tensor, v: torch.Tensor, a: torch.Tensor, b: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The WKV recurrence: the CUDA kernel for CUDA tensors, :func:`wkv7_reference` otherwise.
 
     Inputs ``[B, T, H*64]`` (float32 or bfloat16, contiguous), state ``[B, H, 64, 64]`` float32,

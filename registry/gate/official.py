@@ -13,10 +13,11 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from types import ModuleType
+from typing import Any, Protocol
 from unittest import mock
 
 import torch
@@ -28,7 +29,7 @@ _TRANSPOSED = ("key.weight", "value.weight", "receptance.weight", "output.weight
 
 
 @contextlib.contextmanager
-def quietly():
+def quietly() -> Iterator[None]:
     """Keep what the official runtime prints off both streams: its banner, its ``Loading …``
     lines, torch's FutureWarnings, the compiler output of its JIT builds (C level too).  What was
     printed goes to stderr only when the block fails, or with REGISTRY_DEBUG=1."""
@@ -56,7 +57,7 @@ def quietly():
                 sys.stderr.flush()
 
 
-def import_official(device: str):
+def import_official(device: str) -> ModuleType:
     """``rwkv.model``, imported for ``device`` (on CUDA its import JIT-builds the package's kernel)."""
     wanted_cuda = "1" if device == "cuda" else "0"
     if "rwkv.model" in sys.modules and os.environ.get("RWKV_CUDA_ON") != wanted_cuda:
@@ -162,14 +163,14 @@ class _Handed(dict):
 
 
 @contextlib.contextmanager
-def _loading_from(checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None, converted: Callable[[torch.Tensor], None]):
+def _loading_from(checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None, converted: Callable[[torch.Tensor], None]) -> Iterator[None]:
     """While the official loader runs, its ``torch.load`` of ``checkpoint`` yields ``tensors``."""
     if tensors is None:
         yield
         return
     real_load = torch.load
 
-    def load(path, *args, **kwargs):
+    def load(path: str | Path, *args: Any, **kwargs: Any) -> Any:
         if Path(path) != checkpoint:
             return real_load(path, *args, **kwargs)
         return _Handed(tensors, converted)  # a copy: the loader deletes each key once it has converted it

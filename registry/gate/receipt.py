@@ -9,12 +9,13 @@ receipt needs ``--allow-cpu-gate``).  The schema is checked in as
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import SHA256_PATTERN
+from ..models import SHA256_PATTERN, GateCheck, GateSummary
 
 RECEIPT_FORMAT: Final = "rwkv-registry-gate-receipt"
 
@@ -80,3 +81,18 @@ class Receipt(_Strict):
 
 def receipt_path(gates_dir: Path, file_sha256: str) -> Path:
     return gates_dir / f"{file_sha256}.json"
+
+
+def gate_summary(receipt: Receipt) -> GateSummary:
+    """index.json's record of a gate run: the receipt's facts, without its path or seal."""
+    environment = receipt.environment.model_dump(exclude={"device", "gpu"}, exclude_none=True)
+    return GateSummary(
+        passed=receipt.passed, device=receipt.environment.device, file_sha256=receipt.file_sha256,
+        gpu=receipt.environment.gpu, date=receipt.created[:10], versions={k: str(v) for k, v in environment.items()},
+        checks=[GateCheck(name=c.name, passed=c.passed, figures={k: _finite_or_text(v) for k, v in c.figures.items()}) for c in receipt.checks],
+    )  # fmt: skip
+
+
+def _finite_or_text(value: float | int | str | bool | None) -> float | int | str | bool | None:
+    """A figure index.json can hold: JSON has no NaN or Infinity, so those are written as text."""
+    return str(value) if isinstance(value, float) and not math.isfinite(value) else value

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 Wkv7Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
-def check_wkv7_args(r, w, k, v, a, b, state) -> None:
+def check_wkv7_args(r: torch.Tensor, w: torch.Tensor, k: torch.Tensor, v: torch.Tensor, a: torch.Tensor, b: torch.Tensor, state: torch.Tensor) -> None:
     """The shape/dtype contract shared by the reference and the CUDA wrapper (ValueError on breach)."""
     if r.dim() != 3:
         raise ValueError(f"wkv7: r must be [B, T, H*N], got {tuple(r.shape)}")
@@ -35,7 +35,7 @@ def check_wkv7_args(r, w, k, v, a, b, state) -> None:
         raise ValueError(f"wkv7: state must be float32 on {r.device}, got {state.dtype} on {state.device}")
 
 
-def wkv7_reference(r, w, k, v, a, b, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def wkv7_reference(r: torch.Tensor, w: torch.Tensor, k: torch.Tensor, v: torch.Tensor, a: torch.Tensor, b: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the recurrence over T steps; update ``state`` in place and return ``(y, state)``.
 
     ``y`` has the inputs' shape and dtype.  In-place update mirrors the CUDA op, so callers can

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -180,7 +181,7 @@ class Generation:
     stop_reason: str  # "stop_token", "stop_text" or "max_new_tokens"
 
 
-def _infer_shape(tensors: Mapping[str, torch.Tensor], source) -> ModelShape:
+def _infer_shape(tensors: Mapping[str, torch.Tensor], source: str | Path | None) -> ModelShape:
     for name in ("emb.weight", "blocks.0.att.r_k", "blocks.0.ffn.key.weight"):
         if name not in tensors:
             raise RegistryError("gate.weights-keys", source, f"missing {name}", "pass an RWKV-7 (x070) checkpoint")
@@ -218,7 +219,7 @@ def _expected_shape(name: str, shape: ModelShape, tensors: Mapping[str, torch.Te
     return None
 
 
-def _check_weights(tensors: Mapping[str, torch.Tensor], shape: ModelShape, source) -> None:
+def _check_weights(tensors: Mapping[str, torch.Tensor], shape: ModelShape, source: str | Path | None) -> None:
     expected = _expected_keys(shape)
     present = set(tensors) - {f"blocks.0.{k}" for k in LAYER0_UNUSED}
     missing, unknown = sorted(expected - present), sorted(present - expected)
@@ -265,7 +266,7 @@ class Rwkv7:
         self._prepare(tensors, copied or (lambda _tensor: None))
 
     @classmethod
-    def from_path(cls, path: str | Path, **kwargs) -> Rwkv7:
+    def from_path(cls, path: str | Path, **kwargs: Any) -> Rwkv7:
         return cls(load_tensors(path), source=path, **kwargs)
 
     def _prepare(self, tensors: Mapping[str, torch.Tensor], copied: Callable[[torch.Tensor], None]) -> None:
@@ -365,7 +366,7 @@ class Rwkv7:
 
     # ---- forward ----------------------------------------------------------------------------
 
-    def _token_ids(self, tokens) -> tuple[torch.Tensor, bool]:
+    def _token_ids(self, tokens: Sequence[int] | torch.Tensor) -> tuple[torch.Tensor, bool]:
         """[B, T] ids on the device, and whether the input was a single unbatched sequence."""
         ids = torch.as_tensor(tokens, dtype=torch.long)
         unbatched = ids.dim() <= 1
@@ -377,7 +378,7 @@ class Rwkv7:
         return ids.to(self.device), unbatched
 
     @torch.inference_mode()
-    def forward(self, tokens, state: Sequence[torch.Tensor] | None = None, *, full_output: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward(self, tokens: Sequence[int] | torch.Tensor, state: Sequence[torch.Tensor] | None = None, *, full_output: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Run tokens (a list/1-D tensor: one sequence; a [B, T] tensor: a batch) from ``state``.
 
         Returns ``(logits, new_state)``: logits of the last position (``[V]`` or ``[B, V]``), or
@@ -410,7 +411,9 @@ class Rwkv7:
         """Token shift: previous position's input minus this one's ([B, T, C])."""
         return torch.cat((prev.unsqueeze(1), x[:, :-1]), dim=1) - x
 
-    def _time_mix(self, layer: int, p, x, x_prev, wkv_state, v_first):
+    def _time_mix(
+        self, layer: int, p: Mapping[str, torch.Tensor], x: torch.Tensor, x_prev: torch.Tensor, wkv_state: torch.Tensor, v_first: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         batch, steps, c = x.shape
         heads, n = self.shape.n_head, self.shape.head_size
         xx = self._shift_delta(x, x_prev)
@@ -428,6 +431,7 @@ class Rwkv7:
         if layer == 0:
             v_first = v
         else:
+            assert v_first is not None  # layer 0's value, passed on by forward
             v = v + (v_first - v) * torch.sigmoid(p["att.v0"] + (xv @ p["att.v1"]) @ p["att.v2"])
         w = -F.softplus(-(p["att.w0"] + w)) - 0.5
 
@@ -437,7 +441,7 @@ class Rwkv7:
         y = y + bonus.view(batch, steps, c)
         return F.linear(y * g, p["att.output.weight"]), x[:, -1], v_first
 
-    def _channel_mix(self, p, x, x_prev):
+    def _channel_mix(self, p: Mapping[str, torch.Tensor], x: torch.Tensor, x_prev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         k = x + self._shift_delta(x, x_prev) * p["ffn.x_k"]
         k = torch.relu(F.linear(k, p["ffn.key.weight"])) ** 2
         return F.linear(k, p["ffn.value.weight"]), x[:, -1]

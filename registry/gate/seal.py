@@ -75,6 +75,11 @@ def sealed(receipt: Receipt) -> Receipt:
     return receipt.model_copy(update={"seal": _mac(key, receipt)})
 
 
+def sealed_json(receipt: Receipt) -> bytes:
+    """The receipt file's bytes: ``receipt`` sealed, as indented JSON."""
+    return (sealed(receipt).model_dump_json(indent=2) + "\n").encode()
+
+
 def sealed_here(receipt: Receipt) -> bool:
     """Whether this user's gate wrote ``receipt`` as it is (False without a key)."""
     key = _read_key(key_path())

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from ..hf.mapping import DROPPED, HEAD_SIZE, NORM_EPS, fla_plan
@@ -126,7 +127,7 @@ class GgufPlan:
     dropped: list[str]
 
 
-def gguf_plan(shapes: Mapping[str, Sequence[int]], source=None) -> GgufPlan:
+def gguf_plan(shapes: Mapping[str, Sequence[int]], source: str | Path | None = None) -> GgufPlan:
     """The GGUF rules for a checkpoint with these shapes; refused, in one line, as the Transformers
     export refuses (the shape checks are those of :func:`registry.hf.mapping.fla_plan`: head size
     64, two or more layers, every LoRA block in every layer, nothing unknown)."""

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import torch
@@ -91,7 +91,7 @@ class _Rows:
     type_name: str
     nbytes: int
 
-    def tofile(self, out) -> None:
+    def tofile(self, out: BinaryIO) -> None:
         rows = self.made.reshape(-1, self.made.shape[-1]) if self.made.dim() > 1 else self.made.reshape(1, -1)
         step = max(1, CHUNK_VALUES // max(1, rows.shape[1]))
         for start in range(0, rows.shape[0], step):

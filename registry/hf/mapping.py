@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import RegistryError
@@ -132,7 +133,7 @@ class FlaPlan:
     dropped: list[str]
 
 
-def _refuse(source, message: str, fix: str = "export an RWKV-7 (x070) checkpoint with head size 64 and all four LoRA blocks in every layer") -> RegistryError:
+def _refuse(source: str | Path | None, message: str, fix: str = "export an RWKV-7 (x070) checkpoint with head size 64 and all four LoRA blocks in every layer") -> RegistryError:
     return RegistryError("export.not-fla", source, message, fix)
 
 
@@ -141,7 +142,7 @@ def _layers(shapes: Mapping[str, Sequence[int]]) -> int:
     return max(found) + 1 if found else 0
 
 
-def _shape_config(shapes: Mapping[str, Sequence[int]], source) -> dict[str, Any]:
+def _shape_config(shapes: Mapping[str, Sequence[int]], source: str | Path | None) -> dict[str, Any]:
     for name in ("emb.weight", "blocks.0.att.r_k", "blocks.0.ffn.key.weight"):
         if name not in shapes:
             raise _refuse(source, f"missing {name}, so this is not an RWKV-7 (x070) checkpoint")
@@ -166,7 +167,7 @@ def _shape_config(shapes: Mapping[str, Sequence[int]], source) -> dict[str, Any]
     return config
 
 
-def fla_plan(shapes: Mapping[str, Sequence[int]], source=None) -> FlaPlan:
+def fla_plan(shapes: Mapping[str, Sequence[int]], source: str | Path | None = None) -> FlaPlan:
     """The fla rules for a checkpoint with these tensor shapes; refused, in one line, when no fla
     configuration has exactly these tensors (head size ≠ 64, a single layer, a missing LoRA
     block, another rank in one layer, a tensor fla has no place for)."""

@@ -32,7 +32,7 @@ def to_fla(plan: FlaPlan, tensors: Mapping[str, torch.Tensor]) -> dict[str, torc
     return {rule.target: _forward(tensors[rule.source], rule) for rule in plan.rules}
 
 
-def to_x070(n_layer: int, tensors: Mapping[str, torch.Tensor], source=None) -> dict[str, torch.Tensor]:
+def to_x070(n_layer: int, tensors: Mapping[str, torch.Tensor], source: str | Path | None = None) -> dict[str, torch.Tensor]:
     """x070 tensors from fla's: names back, low-rank matrices transposed back, vectors as ``[1, 1, C]``."""
     out: dict[str, torch.Tensor] = {}
     for rule in rules(n_layer):

@@ -76,7 +76,7 @@ def read_vocab(path: Path) -> dict[int, bytes]:
     return tokens
 
 
-def check_vocab(base: Base, vocab_size: int, source) -> None:
+def check_vocab(base: Base, vocab_size: int, source: str | Path) -> None:
     """The base's recorded vocabulary is the world vocabulary and its model has room for every id."""
     recorded = (base.vocab or WORLD_VOCAB).removesuffix(".txt")
     if recorded != WORLD_VOCAB:

@@ -53,6 +53,15 @@ def fla_notices_hidden() -> Iterator[None]:
         yield
 
 
+def require_hf() -> None:
+    """Import what the export's checks need first, so a missing extra is said before any work."""
+    with fla_notices_hidden():
+        import fla  # noqa: F401
+    import peft  # noqa: F401
+    import tokenizers  # noqa: F401
+    import transformers  # noqa: F401
+
+
 def check_tokenizer(folder: Path) -> None:
     """AutoTokenizer on ``folder`` encodes :data:`SAMPLES` exactly as the rwkv TRIE tokenizer."""
     from transformers import AutoTokenizer
