@@ -41,16 +41,14 @@ from ..hub.plan import (
     RemoteState,
     make_plan,
     plain_paths,
-    recorded_rewrite,
     rewrites_needed,
     verify_tree,
 )
-from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import CommitResult, Hub
 from ..hub.upload import check_uploaded, operations
 from ..layout import SIGNATURE_NAME
 from ..models import Index
-from ..published import published_sums
+from ..published import RemoteRecord, published_sums, record_remote, recorded_rewrite
 from ..repo import INDEX_NAME, Repo, render_index
 from ..signature import SignaturePolicy
 from ..sums import SUMS_NAME, parse_sums
@@ -166,7 +164,7 @@ def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
     summary = f"Publish {len(added)} entr{'y' if len(added) == 1 else 'ies'}" if added else "Update registry files"
     lines = [f"add {e.path} ({e.method}, data {e.data.version}, sha256 {e.sha256})" for e in added]
     # a plan is committed only when every rewrite it needs is recorded (else it has problems)
-    lines += [f"rewrite {f.path}: {r.reason}" for f in rewrites_needed(plan.files) if (r := recorded_rewrite(index.rewrites, f))]
+    lines += [f"rewrite {f.path}: {r.reason}" for f in rewrites_needed(plan.files) if (r := recorded_rewrite(index.rewrites, f.path, f.local_file.sha256))]
     lines += [f"restore {f.path} (sha256 {f.local_file.sha256}): the Hub held other bytes" for f in rewrites_needed(plan.files) if f.path in plan.restored]
     lines += [f"delete {f.path}" for f in plan.deletions]
     lines.append(f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes uploaded by rwkv-registry")

@@ -23,11 +23,11 @@ from ..errors import Problem, RegistryError
 from ..hub.content import check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import ExistingState, RemoteFile, plain_paths
-from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
 from ..models import path_problem
 from ..names import collision_problems
+from ..published import RemoteRecord, record_remote
 from ..repo import INDEX_NAME, Repo
 from ..schemas import read_json
 from ..signature import SignaturePolicy
