@@ -15,7 +15,6 @@ folder (``hf/<state-stem>/`` beside it) holds ``initial_state.safetensors`` (:mo
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from ..convert.writer import SAFETENSORS_DTYPES, OutputFile, safetensors_bytes
 from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing import StatCache, hash_file
+from ..hashing.digest import sha256_hex
 from ..hashing.engine import Progress
 from ..hf import files as hf_files
 from ..hf import peft
@@ -181,7 +181,7 @@ def _check_folder(repo: Repo, txn: Transaction, index: Index, source: ExportSour
         raise RegistryError("export.exists", source.folder, f"holds the export of {previous.source}, not of {source.label}", "pass --force to replace it")
     for name, content in data.items():
         path = folder / name
-        if path.is_file() and not force and hashlib.sha256(repo.read_bytes(path)).hexdigest() != hashlib.sha256(content).hexdigest():
+        if path.is_file() and not force and sha256_hex(repo.read_bytes(path)) != sha256_hex(content):
             raise RegistryError("export.exists", repo.rel(path), "an export file with different content already exists", "pass --force to replace it")
     listed = {f.path for f in previous.files} if previous else set()
     stale = sorted((p for p in folder.iterdir() if p.name not in written), key=lambda p: p.name) if folder.is_dir() else []
@@ -234,7 +234,7 @@ def _base_config(repo: Repo, index: Index, source: ExportSource, base_folder: st
     rel = f"{base_folder}/{hf_files.CONFIG_NAME}"
     raw = repo.read_bytes(repo.root / rel)
     recorded = {f.path: f.sha256 for e in index.exports if e.path == base_folder for f in e.files}
-    if recorded.get(rel) != hashlib.sha256(raw).hexdigest():
+    if recorded.get(rel) != sha256_hex(raw):
         raise RegistryError(
             "export.base-export-changed", rel, "differs from the base export's record in index.json",
             f"export the base again: `registry export-hf --base {source.base.name} --base-file {source.base.filename} --force`",
@@ -262,7 +262,7 @@ def _record(repo: Repo, txn: Transaction, index: Index, source: ExportSource, da
     for name, content in data.items():
         rel = f"{source.folder}/{name}"
         txn.write(rel, content)
-        refs.append(FileRef(path=rel, sha256=hashlib.sha256(content).hexdigest(), size=len(content)))
+        refs.append(FileRef(path=rel, sha256=sha256_hex(content), size=len(content)))
     export = HfExport(
         path=source.folder, source=source.label, source_sha256=source.sha256, base_sha256=source.base.sha256,
         vocab=WORLD_VOCAB, files=sorted(refs, key=lambda r: r.path),
