@@ -8,7 +8,6 @@ check has passed, under an exclusive lock, so a failing command leaves the regis
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import Exit, RegistryError
+from .hashing.digest import sha256_hex
 from .names import too_long
 from .safepath import check_dir, directory
 
@@ -236,7 +236,7 @@ class Transaction:
         self._not_removed(relpath)
         target = self.root / relpath
         self._staged.append((write_temp(target, data, self.staging), target, True))
-        self._digests[Path(relpath).as_posix()] = hashlib.sha256(data).hexdigest()
+        self._digests[Path(relpath).as_posix()] = sha256_hex(data)
 
     def move(self, source: Path, relpath: str | Path, sha256: str) -> None:
         """Stage moving a file in staging whose sha256 is known to ``relpath``."""

@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
+# The one type of a progress/echo callback: a core function reports its steps through one it is
+# given (``say`` below on a terminal, None or a no-op under --json), never by printing.
+Echo = Callable[[str], None]
+
 
 def progress_enabled(wanted: bool = True) -> bool:
     """The one rule for our bars and the Hub's: only on a terminal, and never under --json."""
@@ -63,6 +67,3 @@ def byte_progress(description: str, total: int | None = None, enabled: bool = Tr
     with Progress(*columns, console=stderr(), transient=True) as progress:
         task = progress.add_task(description, total=total or 0)
         yield ByteProgress(progress, task)
-
-
-Echo = Callable[[str], None]

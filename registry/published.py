@@ -1,15 +1,20 @@
-"""Immutability: files once published stay byte-identical.
+"""What the registry remembers of the Hub (``.registry/published/``), and immutability: files once
+published stay byte-identical.
 
-The SHA256SUMS of the last publish is kept in ``.registry/published/SHA256SUMS`` (publish writes
-it after verifying the remote; ``registry pull`` writes it too).  A published file whose bytes
-changed, or that disappeared, is a finding unless a rewrite was recorded in index.json with a
-reason.
+``.registry/published/SHA256SUMS`` is the SHA256SUMS of the last publish, and
+``.registry/published/remote.json`` says which repo, revision and commit it describes; publish
+writes both after verifying the remote, ``registry pull`` after verifying the download.  A
+published file whose bytes changed, or that disappeared, is a finding unless a rewrite was
+recorded in index.json with a reason (:func:`unrecorded_change`, the one rule, used by validate
+here and by publish's plan in :mod:`registry.hub.plan`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date
+
+from pydantic import BaseModel, ConfigDict
 
 from .atomic import atomic_write
 from .errors import Problem
@@ -23,6 +28,17 @@ DERIVED = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME}
 # ... and, with .gitattributes (git's settings for the repo) and model.sig (a new signature over the
 # release), the published files that may change.
 MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME, SIGNATURE_NAME})
+REMOTE_NAME = "remote.json"
+
+
+class RemoteRecord(BaseModel):
+    """Which repo, revision and commit the published SHA256SUMS describes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repo_id: str
+    revision: str
+    commit: str
 
 
 def published_sums(repo: Repo) -> dict[str, str]:
@@ -35,17 +51,29 @@ def record_published(repo: Repo, digests: dict[str, str]) -> None:
     atomic_write(repo.published_dir / SUMS_NAME, render_sums(digests))
 
 
-def _covered(index: Index, path: str, current: str | None) -> bool:
-    return any(r.path == path and r.new_sha256 == current for r in index.rewrites)
+def record_remote(repo: Repo, sums: dict[str, str], remote: RemoteRecord) -> None:
+    """Remember ``sums`` as published, at ``remote`` (once the remote was seen holding them)."""
+    record_published(repo, sums)
+    atomic_write(repo.published_dir / REMOTE_NAME, (remote.model_dump_json(indent=2) + "\n").encode())
+
+
+def recorded_rewrite(rewrites: Iterable[Rewrite], path: str, new_sha256: str | None) -> Rewrite | None:
+    """The rewrite in index.json that produced exactly these bytes of ``path`` (None: its deletion), if any."""
+    return next((r for r in rewrites if r.path == path and r.new_sha256 == new_sha256), None)
+
+
+def unrecorded_change(path: str, new_sha256: str | None, rewrites: Iterable[Rewrite]) -> bool:
+    """Whether a published file's change (to ``new_sha256``; None: deleted) breaks immutability:
+    the tool does not re-render it (:data:`MUTABLE`) and index.json records no rewrite to exactly
+    these bytes."""
+    return path not in MUTABLE and recorded_rewrite(rewrites, path, new_sha256) is None
 
 
 def rewrite_violations(repo: Repo, index: Index, digests: dict[str, str]) -> Iterator[tuple[str, str, str | None]]:
     """(path, published sha256, current sha256 or None) for every unrecorded change."""
     for path, sha in sorted(published_sums(repo).items()):
-        if path in MUTABLE:
-            continue
         current = digests.get(path)
-        if current != sha and not _covered(index, path, current):
+        if current != sha and unrecorded_change(path, current, index.rewrites):
             yield path, sha, current
 
 

@@ -17,19 +17,25 @@ compared with sha256s that were checked against the bytes (validate, the Hub's t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .atomic import PRIVATE_DIR
 from .errors import Problem, RegistryError
+from .hashing.digest import sha256_hex
 from .layout import PRE_COMMIT_CONFIG, SIGNATURE_NAME
 from .models import Signer
 from .repo import Repo
 from .sums import SUMS_NAME
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+    from model_signing.manifest import Manifest
 
 # What verification must not hash: the tool's folder, the hooks' configuration, the signature, and the
 # ``.cache`` folder that ``hf download --local-dir`` (the card's download command) leaves.
@@ -43,10 +49,10 @@ def signed_files(sums: Mapping[str, str], sums_bytes: bytes) -> dict[str, str]:
     less git's files (``.gitattributes``), which stock verify skips by default: SHA256SUMS, which
     the signature covers, lists their sha256."""
     listed = {path: sha for path, sha in sums.items() if not path.split("/", 1)[0].startswith(".git")}
-    return {**listed, SUMS_NAME: hashlib.sha256(sums_bytes).hexdigest()}
+    return {**listed, SUMS_NAME: sha256_hex(sums_bytes)}
 
 
-def _model_signing():
+def _model_signing() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType, ModuleType]:
     try:
         from model_signing import manifest
         from model_signing._hashing import hashing
@@ -56,14 +62,14 @@ def _model_signing():
     return manifest, hashing, sign_ec_key, sign_sigstore_pb, signing
 
 
-def _manifest(files: Mapping[str, str], name: str):
+def _manifest(files: Mapping[str, str], name: str) -> Manifest:
     manifest, hashing, *_ = _model_signing()
     serialization = manifest._FileSerialization("sha256", allow_symlinks=False, ignore_paths=[Path(p) for p in IGNORED])
     items = [manifest.FileManifestItem(path=PurePosixPath(path), digest=hashing.Digest("sha256", bytes.fromhex(sha))) for path, sha in sorted(files.items())]
     return manifest.Manifest(name, items, serialization)
 
 
-def _private_key(key: Path):
+def _private_key(key: Path) -> EllipticCurvePrivateKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -84,7 +90,7 @@ def public_pem(key: Path) -> bytes:
 
 def fingerprint(public_key_pem: bytes) -> str:
     """What model_signing puts in the bundle as the key hint: sha256 of the PEM public key."""
-    return hashlib.sha256(public_key_pem).hexdigest()
+    return sha256_hex(public_key_pem)
 
 
 def sign_files(files: Mapping[str, str], key: Path, name: str) -> bytes:

@@ -22,7 +22,6 @@ i.e. the ``rank`` columns of ``D`` are tiled along the input dimension (:func:`m
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -44,6 +43,7 @@ from pydantic import (
 )
 
 from ..errors import RegistryError
+from ..hashing.digest import sha256
 from ..models import SHA256_PATTERN, Architecture
 from ..schemas import parse_json
 from .dtypes import dtype_code, little_endian_bytes
@@ -139,7 +139,7 @@ def content_version(tensors: Mapping[str, torch.Tensor]) -> str:
     the name in UTF-8, the dtype's safetensors name in ASCII (``BF16``), the shape as one u64le
     per dimension, and the elements (row-major, little-endian).
     """
-    digest = hashlib.sha256()
+    digest = sha256()
     for name in sorted(tensors):
         tensor = tensors[name]
         shape = b"".join(struct.pack("<Q", d) for d in tensor.shape)

@@ -2,8 +2,7 @@
 
 :func:`stage_rendered` is called by ``stage_derived`` so that every command that changes the index
 re-renders both in the same transaction (and SHA256SUMS, staged after them, covers them).
-:func:`check_rendered` is a ``validate`` check; it takes the validation context by duck typing
-(``ctx.repo``, ``ctx.index``) so this module never imports :mod:`registry.ops.validate`.
+:func:`check_rendered` is what ``validate`` checks of them.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..atomic import Transaction
 from ..errors import Problem, RegistryError
@@ -20,9 +18,6 @@ from ..models import Index
 from ..repo import CARD_NAME, EVALUATION_NAME, Repo
 from .facts import Locate, on_disk, read_facts
 from .render import decode_card, render_card
-
-if TYPE_CHECKING:
-    from ..ops.validate import Context
 
 FIX = "run `registry card`"
 CODES = {CARD_NAME: "card", EVALUATION_NAME: "evaluation"}
@@ -89,10 +84,10 @@ def stage_rendered(repo: Repo, txn: Transaction, index: Index) -> None:
         txn.write(state.name, state.expected.encode("utf-8"))
 
 
-def check_rendered(ctx: Context) -> Iterator[Problem]:
+def check_rendered(repo: Repo, index: Index) -> Iterator[Problem]:
     """README.md and evaluation.json exist and equal what ``registry card`` would write."""
     try:
-        states = rendered(ctx.repo, ctx.index)
+        states = rendered(repo, index)
     except RegistryError as err:
         yield err.problem.about(CARD_NAME)
         return

@@ -25,6 +25,7 @@ from click.core import ParameterSource
 
 from .. import __version__, sigbus
 from ..errors import Exit, Problem, RegistryError
+from ..progress import Echo
 
 TORCH_MODULES = {"torch", "numpy", "safetensors", "rwkv", "ninja"}
 HF_MODULES = {"transformers", "tokenizers", "fla", "peft", "triton", "einops", "accelerate"}
@@ -56,7 +57,7 @@ def usage_error(option: str, what: str, fix: str) -> RegistryError:
     return RegistryError("usage", option, what, fix, Exit.USAGE)
 
 
-def progress_echo(as_json: bool) -> Callable[[str], None] | None:
+def progress_echo(as_json: bool) -> Echo | None:
     """Step-by-step lines on stderr for humans; nothing with --json (stdout carries the JSON)."""
     from ..progress import say
 

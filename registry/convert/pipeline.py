@@ -10,7 +10,6 @@ directly for a standalone file).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -28,6 +27,7 @@ from ..artifacts.inspect import load_tensor_map
 from ..atomic import FILE_MODE, write_temp
 from ..errors import Exit, RegistryError
 from ..hashing import hash_file
+from ..hashing.digest import sha256_hex
 from ..hashing.engine import Progress
 from ..layout import SHARD_INDEX
 from .readback import ReadBack
@@ -130,7 +130,7 @@ def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: 
     body = {"metadata": {"total_size": total, **{k: v for k, v in metadata.items() if k != "format"}}, "weight_map": weight_map}
     data = (json.dumps(body, indent=2, sort_keys=False) + "\n").encode()
     temp = write_temp(final, data, staging)
-    return ConvertedFile(final=final, temp=temp, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+    return ConvertedFile(final=final, temp=temp, sha256=sha256_hex(data), size=len(data))
 
 
 def _rows_as_torch_loads_them(reader: safe_open, name: str, tensor: torch.Tensor) -> bool:

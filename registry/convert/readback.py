@@ -13,13 +13,13 @@ over the output is needed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..hashing.digest import sha256
 from ..libc import mapped, same_bytes
 
 MAX_LAG = 1 << 30  # the writer waits when it is this far ahead, so read-backs hit the page cache
@@ -48,7 +48,7 @@ class ReadBack:
         self._pending_bytes = 0
         self._all_landed = self._stopped = self._done = False
         self._error: BaseException | None = None
-        self._digest = hashlib.sha256()
+        self._digest = sha256()
         self._position = 0
         self._mismatch: str | None = None
         self._worker = threading.Thread(target=self._run, name=f"read-back {path.name}", daemon=True)

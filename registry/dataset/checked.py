@@ -9,13 +9,13 @@ the version is checked again.  Only clean results are remembered; a read-only re
 
 from __future__ import annotations
 
-import hashlib
 import json
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..atomic import atomic_write
+from ..hashing.digest import sha256_hex
 from .models import DataVersion
 
 RULES_VERSION = 1  # bump when a check of registry.dataset.versions or .rows changes
@@ -23,7 +23,7 @@ RULES_VERSION = 1  # bump when a check of registry.dataset.versions or .rows cha
 
 def check_key(version: DataVersion, files: Mapping[str, str]) -> str:
     state = {"rules": RULES_VERSION, "version": version.model_dump(mode="json"), "files": dict(sorted(files.items()))}
-    return hashlib.sha256(json.dumps(state, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return sha256_hex(json.dumps(state, sort_keys=True, ensure_ascii=False).encode("utf-8"))
 
 
 class CheckedVersions:

@@ -6,13 +6,13 @@ checks are derived from; ``schemas/dataset-index.schema.json`` is generated from
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import date
 from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
+from ..hashing.digest import sha256_hex
 from ..models import (
     BILINGUAL,
     DATA_VERSION_PATTERN,
@@ -34,7 +34,7 @@ _THINKING_FIELD = re.compile(r"(?:^|;)thinking=([^;]*)")
 
 def wire_hash(canonical: str) -> str:
     """What ``meta.wire_hash`` is a hash of: the sha256 of ``meta.wire_canonical``'s UTF-8 bytes."""
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return sha256_hex(canonical.encode("utf-8"))
 
 
 def wire_thinking(canonical: str) -> str | None:

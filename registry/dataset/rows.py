@@ -15,7 +15,6 @@ line longer than :data:`MAX_LINE_BYTES` is refused before it is parsed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem
+from ..hashing.digest import sha256
 from .models import Wire, wire_hash
 
 MAX_LINE_BYTES = 256 << 20
@@ -123,12 +123,12 @@ def layout(text_length: int, spans: list[tuple[int, int]]) -> Layout:
 
 
 def text_digest(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+    return sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
 def segments_digest(text_hash: bytes, pieces: Layout) -> bytes:
     """A row's segments: its text's digest and where it is cut, with each piece's train flag."""
-    return hashlib.sha256(text_hash + "".join(f"{n}{'T' if train else 'F'}," for n, train in pieces).encode()).digest()[:16]
+    return sha256(text_hash + "".join(f"{n}{'T' if train else 'F'}," for n, train in pieces).encode()).digest()[:16]
 
 
 def check_wire(meta: Any, wire: Wire | None) -> None:

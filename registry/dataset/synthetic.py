@@ -9,7 +9,6 @@ permuted order and a gigabyte-sized folder is written in bounded memory.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..hashing.engine import hash_file
 from .layout import FINAL_STATS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, TEXT_NAME
 from .models import wire_hash
 from .rows import cut
@@ -92,14 +92,6 @@ def _write(path: Path, lines: Iterator[bytes]) -> None:
             handle.write(data)
 
 
-def _sha(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
     """Write a version folder (see the module docstring); the trained file is the train split's shuffled segments."""
     folder = Path(folder)
@@ -123,7 +115,7 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
     (folder / "pack.log").write_text(f"packed {spec.train_rows} train / {spec.validation_rows} validation rows; dropped {spec.dropped_rows * 2} over 8128 tokens\n")
     (folder / f"{spec.version}-segcheck.log").write_text("tokenizer round-trip: rwkv_vocab_v20230424.txt, 0 mismatches\n")
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != RELEASE_MANIFEST)
-    hashes = {rel: _sha(folder / rel) for rel in files}
+    hashes = {rel: hash_file(folder / rel) for rel in files}
     (folder / RELEASE_MANIFEST).write_text(json.dumps({"version": spec.version, "files": hashes}, indent=2) + "\n")
     trained = f"dataset/train/{spec.trained_name}"
     return BuiltVersion(folder, spec, trained, hashes[trained])

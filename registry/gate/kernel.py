@@ -10,7 +10,6 @@ the same key loads the cached library without compiling.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import torch
 
 from ..errors import RegistryError
+from ..hashing.digest import sha256, sha256_hex
 from ..resources import REINSTALL, kernel_dir, user_cache
 from .reference import check_wkv7_args, make_wkv7_inputs, relative_error, wkv7_reference
 
@@ -69,7 +69,7 @@ def _source_paths(source_dir: Path | None) -> list[Path]:
 
 def kernel_source_hash(source_dir: Path | None = None) -> str:
     """sha256 over the kernel sources (names and bytes), recorded in gate receipts."""
-    digest = hashlib.sha256()
+    digest = sha256()
     for path in _source_paths(source_dir):
         data = path.read_bytes()
         digest.update(f"{path.name}\0{len(data)}\0".encode())
@@ -102,7 +102,7 @@ def kernel_cache_key(source_dir: Path | None = None) -> str:
         "cxx_flags": list(CXX_FLAGS),
         "cuda_flags": _cuda_flags(capability),
     }
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:24]
+    return sha256_hex(json.dumps(material, sort_keys=True).encode())[:24]
 
 
 def default_cache_root() -> Path:

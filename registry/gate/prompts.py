@@ -7,13 +7,13 @@ labels); the tokenizer is the ``rwkv`` package's own for ``rwkv_vocab_v20230424`
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from ..atomic import atomic_write
+from ..hashing.digest import sha256_hex
 from ..resources import user_cache
 
 STOP_TOKEN = 0
@@ -65,7 +65,7 @@ def tokenizer() -> Tokenizer:
     """
     vocab_path = _vocab_path()
     vocab = vocab_path.read_bytes()
-    key = hashlib.sha256(vocab + json.dumps(PROMPTS, sort_keys=True).encode()).hexdigest()
+    key = sha256_hex(vocab + json.dumps(PROMPTS, sort_keys=True).encode())
     cached = user_cache("world-tokenizer.json")
     try:
         data = json.loads(cached.read_text("utf-8"))

@@ -10,13 +10,13 @@ machine does not count (docs/reliability.md says why this and not re-running the
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import secrets
 from pathlib import Path
 
 from ..errors import RegistryError
+from ..hashing.digest import hmac_sha256_hex
 from .receipt import Receipt
 
 KEY_NAME = "receipt-key"
@@ -65,7 +65,7 @@ def _create_key(path: Path) -> bytes:
 
 
 def _mac(key: bytes, receipt: Receipt) -> str:
-    return hmac.new(key, receipt.model_dump_json(exclude={"seal"}).encode("utf-8"), hashlib.sha256).hexdigest()
+    return hmac_sha256_hex(key, receipt.model_dump_json(exclude={"seal"}).encode("utf-8"))
 
 
 def sealed(receipt: Receipt) -> Receipt:

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from ..errors import RegistryError
 from ..libc import mapped
+from .digest import Hasher
 
 CHUNK = 1 << 20
 
@@ -26,7 +27,16 @@ Progress = Callable[[int], None]
 
 def hash_file(path: Path, progress: Progress | None = None) -> str:
     """Hex sha256 of one file, reporting bytes read to ``progress``."""
-    digest = hashlib.sha256()
+    return _digest_file(path, hashlib.sha256(), progress)
+
+
+def git_blob_sha1(path: Path) -> str:
+    """The id git gives the file's bytes: ``sha1(b"blob <size>\\0" + content)``, streamed."""
+    return _digest_file(path, hashlib.sha1(b"blob %d\0" % path.stat().st_size))
+
+
+def _digest_file(path: Path, digest: Hasher, progress: Progress | None = None) -> str:
+    """Feed the file's bytes to ``digest`` in 1 MiB reads into one reused buffer."""
     buffer = bytearray(CHUNK)
     view = memoryview(buffer)
     with open(path, "rb", buffering=0) as handle:
@@ -108,7 +118,7 @@ class HashingWriter:
         self._hasher = ThreadPoolExecutor(max_workers=1)
         self._pending: Future | None = None
 
-    def write(self, data) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         self._wait()
         self._pending = self._hasher.submit(self.digest.update, data)
         self.sink.write(data)

@@ -15,7 +15,6 @@ vocabulary, or, where the ``tokenizers`` library and the vocabulary are installe
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import re
@@ -23,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
+from ..hashing.digest import sha256_hex
 from ..models import Entry, HfExport
 from . import peft
 from . import state as fla_state
@@ -65,7 +65,7 @@ def _derived_tokenizer_sha256() -> str | None:
         return None
     from .tokenizer import read_vocab, tokenizer_json, world_vocab_file
 
-    return hashlib.sha256(tokenizer_json(read_vocab(world_vocab_file()))).hexdigest()
+    return sha256_hex(tokenizer_json(read_vocab(world_vocab_file())))
 
 
 def expected_names(export: HfExport, source: Entry | None) -> str | None:

@@ -4,11 +4,11 @@ loads onto and a State starts from."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ..atomic import Transaction
 from ..errors import RegistryError
+from ..hashing.digest import sha256_hex
 from ..layout import export_path
 from ..models import Index
 from ..repo import Repo
@@ -29,7 +29,7 @@ def check_folder(repo: Repo, txn: Transaction, index: Index, source: ExportSourc
         raise RegistryError("export.exists", source.folder, f"holds the export of {previous.source}, not of {source.label}", "pass --force to replace it")
     for name, content in data.items():
         path = folder / name
-        if path.is_file() and not force and hashlib.sha256(repo.read_bytes(path)).hexdigest() != hashlib.sha256(content).hexdigest():
+        if path.is_file() and not force and sha256_hex(repo.read_bytes(path)) != sha256_hex(content):
             raise RegistryError("export.exists", repo.rel(path), "an export file with different content already exists", "pass --force to replace it")
     listed = {f.path for f in previous.files} if previous else set()
     stale = sorted((p for p in folder.iterdir() if p.name not in written), key=lambda p: p.name) if folder.is_dir() else []
@@ -63,7 +63,7 @@ def base_config(repo: Repo, index: Index, source: ExportSource, base_folder: str
     rel = f"{base_folder}/{CONFIG_NAME}"
     raw = repo.read_bytes(repo.root / rel)
     recorded = {f.path: f.sha256 for e in index.exports if e.path == base_folder for f in e.files}
-    if recorded.get(rel) != hashlib.sha256(raw).hexdigest():
+    if recorded.get(rel) != sha256_hex(raw):
         raise RegistryError(
             "export.base-export-changed", rel, "differs from the base export's record in index.json",
             f"export the base again: `registry export-hf --base {source.base.name} --base-file {source.base.filename} --force`",

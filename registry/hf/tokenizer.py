@@ -23,13 +23,13 @@ vocabulary file and is registered as the special token :data:`END_OF_TEXT`.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import RegistryError
+from ..hashing.engine import hash_file
 from ..models import Base
 
 WORLD_VOCAB = "rwkv_vocab_v20230424"
@@ -42,7 +42,7 @@ def world_vocab_file() -> Path:
     import rwkv
 
     path = Path(rwkv.__file__).parent / f"{WORLD_VOCAB}.txt"
-    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != WORLD_VOCAB_SHA256:
+    if not path.is_file() or hash_file(path) != WORLD_VOCAB_SHA256:
         raise RegistryError("export.vocab-file", path, f"is not the {WORLD_VOCAB} vocabulary this exporter knows", "pip install 'rwkv==0.8.32'")
     return path
 

@@ -1,6 +1,7 @@
 """The Hub side of a registry, as a library for ``ops/publish``, ``ops/pull`` and ``ops/verify_remote``.
 
-:mod:`.plan` is the pure core (local files + remote tree -> plan); :mod:`.remote` is the only
-module that calls huggingface_hub; :mod:`.local`, :mod:`.gates`, :mod:`.record` and
-:mod:`.verify` tie them to a registry on disk.
+:mod:`.plan` is the pure core (local files + remote tree -> plan), :mod:`.verify` the pure
+comparisons of a remote tree with its SHA256SUMS; :mod:`.remote` is the only module that calls
+huggingface_hub; :mod:`.local` and :mod:`.gates` tie them to a registry on disk.  What the registry
+remembers of the Hub is :mod:`registry.published`.
 """

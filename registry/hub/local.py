@@ -8,25 +8,16 @@ anything under ``.registry/`` stay local).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ..hashing.engine import CHUNK
+from ..hashing.digest import sha256_hex
+from ..hashing.engine import git_blob_sha1
 from ..layout import SIGNATURE_NAME
 from ..repo import Repo
 from ..sums import SUMS_NAME, parse_sums
 from .plan import LocalFile
-
-
-def git_blob_sha1(path: Path) -> str:
-    """The id git gives the file's bytes: ``sha1(b"blob <size>\\0" + content)``, streamed."""
-    digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def local_sums(repo: Repo) -> dict[str, str]:
@@ -46,7 +37,7 @@ def local_files(repo: Repo, sums: dict[str, str], staged: Mapping[str, Path] | N
         path = source(repo.root, name, staged)
         if path.is_file():
             data = path.read_bytes()
-            files[name] = LocalFile(name, hashlib.sha256(data).hexdigest(), len(data))
+            files[name] = LocalFile(name, sha256_hex(data), len(data))
     return files
 
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 from ..errors import Problem
 from ..models import Rewrite
-from ..published import MUTABLE  # the files the tool renders and .gitattributes: everything else on the Hub is immutable
+from ..published import MUTABLE, unrecorded_change  # MUTABLE: the files the tool renders, .gitattributes and model.sig
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
 RESTORE_FIX = "the Hub changed behind the registry, which holds the bytes it published there: put them back with `registry publish --restore`"
@@ -180,11 +180,6 @@ def _classify(path: str, local: LocalFile | None, remote: RemoteFile | None) -> 
     return PlannedFile(path, status, local, remote)
 
 
-def recorded_rewrite(rewrites: Iterable[Rewrite], planned: PlannedFile) -> Rewrite | None:
-    """The rewrite in index.json that produced exactly the planned bytes, if any."""
-    return next((r for r in rewrites if r.path == planned.path and r.new_sha256 == planned.local_file.sha256), None)
-
-
 def rewrites_needed(files: Iterable[PlannedFile]) -> list[PlannedFile]:
     """Changed files that the Hub already holds and that the tool does not re-render."""
     return [f for f in files if f.status == "changed" and f.path not in MUTABLE]
@@ -196,8 +191,8 @@ def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewri
     rewrites = list(rewrites)
     return [
         Problem("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote_file.content_id[:12]}…)", RESTORE_FIX if f.path in restorable else REWRITE_FIX)
-        for f in rewrites_needed(files)
-        if recorded_rewrite(rewrites, f) is None
+        for f in files
+        if f.status == "changed" and unrecorded_change(f.path, f.local_file.sha256, rewrites)
     ]
 
 

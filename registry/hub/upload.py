@@ -11,13 +11,13 @@ refused, and nothing is committed.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from ..errors import RegistryError
+from ..hashing.digest import sha256_hex
 from .local import source
 from .plan import Plan, PlannedFile
 
@@ -34,7 +34,7 @@ def _addition(root: Path, planned: PlannedFile, staged: Mapping[str, Path]) -> C
     if planned.local_file.size > IN_MEMORY:
         return CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=str(path))  # hashed by the uploader
     data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != planned.local_file.sha256:
+    if sha256_hex(data) != planned.local_file.sha256:
         raise _changed(planned.path)
     return CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=data)
 

@@ -1,15 +1,20 @@
-"""``registry verify-remote``: does the Hub hold what its own SHA256SUMS says, without downloading weights?
+"""Does a remote tree hold what its SHA256SUMS says: the pure comparisons, no Hub and no file read.
 
-LFS files are checked by the sha256 oid the tree listing reports; plain git files (the card, the
-JSON files: the Hub keeps anything over 10 MB in LFS) are downloaded and hashed.  index.json must
-agree with SHA256SUMS, and, given a local registry, the local SHA256SUMS with the remote one.
+``registry verify-remote``'s steps (download SHA256SUMS, index.json and the plain files, hash them,
+compare, report) are :mod:`registry.ops.verify_remote`; ``registry pull`` runs
+:func:`remote_findings` on what it downloaded.  LFS files are judged by the sha256 oid the tree
+listing reports; plain git files (the card, the JSON files: the Hub keeps anything over 10 MB in
+LFS) by the sha256 of their downloaded bytes, which the caller passes in.  index.json must agree
+with SHA256SUMS, and, given a local registry, the local SHA256SUMS with the remote one.
+
+The Xet comparison stays in :mod:`registry.hub.content`: it is another question (do the Hub's
+stored chunks hash to the local bytes, whatever SHA256SUMS says) and publish asks it too.  The
+Transformers export check, :mod:`registry.hf.verify`, is no part of verify-remote.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 
 from ..dataset.models import DatasetIndex
 from ..errors import Problem
@@ -65,10 +70,3 @@ def compare_findings(local: Mapping[str, str], remote: Mapping[str, str]) -> Ite
             yield Problem("local.missing", path, "on the Hub but not in the local registry", "run `registry pull` into a new folder, or publish the deletion")
         elif local[path] != remote[path]:
             yield Problem("local.differs", path, f"local sha256 {local[path][:12]}… but the Hub's is {remote[path][:12]}…", "restore the published bytes, or publish a recorded rewrite")
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-

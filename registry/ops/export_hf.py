@@ -16,7 +16,6 @@ holds ``initial_state.safetensors`` (:mod:`registry.hf.state`).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from ..atomic import Transaction, transaction
 from ..convert.pipeline import Opener
 from ..convert.writer import OutputFile
 from ..derived import stage_derived
+from ..hashing.digest import sha256_hex
 from ..hashing.engine import Progress
 from ..hf.build import adapter_files, convert_to_fla, json_files, verify_model_files
 from ..hf.folder import base_config, base_export, check_folder
@@ -54,7 +54,7 @@ def _record(repo: Repo, txn: Transaction, index: Index, source: ExportSource, da
     for name, content in data.items():
         rel = f"{source.folder}/{name}"
         txn.write(rel, content)
-        refs.append(FileRef(path=rel, sha256=hashlib.sha256(content).hexdigest(), size=len(content)))
+        refs.append(FileRef(path=rel, sha256=sha256_hex(content), size=len(content)))
     export = HfExport(
         path=source.folder, source=source.label, source_sha256=source.sha256, base_sha256=source.base.sha256,
         vocab=WORLD_VOCAB, files=sorted(refs, key=lambda r: r.path),

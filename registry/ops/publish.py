@@ -21,7 +21,7 @@ once the Hub was seen holding the planned bytes, so a re-run plans against what 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,22 +41,19 @@ from ..hub.plan import (
     RemoteState,
     make_plan,
     plain_paths,
-    recorded_rewrite,
     rewrites_needed,
     verify_tree,
 )
-from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import CommitResult, Hub
 from ..hub.upload import check_uploaded, operations
 from ..layout import SIGNATURE_NAME
 from ..models import Index
-from ..published import published_sums
+from ..progress import Echo
+from ..published import RemoteRecord, published_sums, record_remote, recorded_rewrite
 from ..repo import INDEX_NAME, Repo, render_index
 from ..signature import SignaturePolicy
 from ..sums import SUMS_NAME, parse_sums
 from .validate import validate
-
-Say = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -166,7 +163,7 @@ def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
     summary = f"Publish {len(added)} entr{'y' if len(added) == 1 else 'ies'}" if added else "Update registry files"
     lines = [f"add {e.path} ({e.method}, data {e.data.version}, sha256 {e.sha256})" for e in added]
     # a plan is committed only when every rewrite it needs is recorded (else it has problems)
-    lines += [f"rewrite {f.path}: {r.reason}" for f in rewrites_needed(plan.files) if (r := recorded_rewrite(index.rewrites, f))]
+    lines += [f"rewrite {f.path}: {r.reason}" for f in rewrites_needed(plan.files) if (r := recorded_rewrite(index.rewrites, f.path, f.local_file.sha256))]
     lines += [f"restore {f.path} (sha256 {f.local_file.sha256}): the Hub held other bytes" for f in rewrites_needed(plan.files) if f.path in plan.restored]
     lines += [f"delete {f.path}" for f in plan.deletions]
     lines.append(f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes uploaded by rwkv-registry")
@@ -189,7 +186,7 @@ def _require_clear(draft: _Draft) -> None:
         raise RegistryError.of(draft.blockers, {"plan": draft.plan.as_dict()})
 
 
-def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, say: Say | None = None) -> Outcome:
+def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, say: Echo | None = None) -> Outcome:
     """Plan (``dry_run``) or publish the registry at ``root``; see the module docstring for the steps."""
     say = say or (lambda _line: None)
     _check_options(options)
@@ -247,7 +244,7 @@ def _with_repo_id(repo: Repo, txn: Transaction, state: RemoteState, options: Pub
     return draft
 
 
-def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Say) -> Outcome:
+def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Echo) -> Outcome:
     """The commit on the Hub, verified, and the tag; nothing local is written here."""
     plan, result = draft.plan, None
     assert plan.head is not None, "publish plans against an existing repo"

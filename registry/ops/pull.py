@@ -15,19 +15,21 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Problem, RegistryError
+from ..hashing.engine import hash_file
 from ..hub.content import check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import ExistingState, RemoteFile, plain_paths
-from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import Hub
-from ..hub.verify import remote_findings, sha256_file
+from ..hub.verify import remote_findings
 from ..models import path_problem
 from ..names import collision_problems
+from ..progress import Echo
+from ..published import RemoteRecord, record_remote
 from ..repo import INDEX_NAME, Repo
 from ..schemas import read_json
 from ..signature import SignaturePolicy
@@ -49,7 +51,7 @@ def _check_download(staging: Path, tree: Mapping[str, RemoteFile], signature: Si
     if not (staging / SUMS_NAME).is_file():
         raise RegistryError("pull.no-sums", SUMS_NAME, "the repo has no SHA256SUMS, so its files cannot be verified", "publish the registry with `registry publish`")
     sums = local_sums(Repo(staging))
-    plain = {p: sha256_file(staging / p) for p in plain_paths(sums, tree)}
+    plain = {p: hash_file(staging / p) for p in plain_paths(sums, tree)}
     content = check_local_bytes(staging, None, tree, sums)
     findings = [*remote_findings(sums, tree, plain), *content_problems(content, "pull", "pull from a repo whose files were published intact"), *validate(staging)]
     if findings:
@@ -114,7 +116,7 @@ def pull(
     directory: Path,
     revision: str = "main",
     hub: Hub | None = None,
-    say: Callable[[str], None] | None = None,
+    say: Echo | None = None,
     signature: SignaturePolicy = SignaturePolicy(),
     adopt_options: AdoptOptions | None = None,
     repo_type: str = "model",

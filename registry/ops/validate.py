@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..artifacts.inspect import check_fits, inspect_weights
 from ..atomic import transaction
@@ -228,6 +229,10 @@ def check_immutable(ctx: Context) -> Iterator[Problem]:
     yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
 
 
+def check_card(ctx: Context) -> Iterator[Problem]:
+    yield from check_rendered(ctx.repo, ctx.index)
+
+
 def check_dataset_links(ctx: Context) -> Iterator[Problem]:
     """Every entry's data sha256 against a linked dataset registry (``--linked``, ``--linked-hub``)."""
     if not (ctx.options.get("linked") or ctx.options.get("linked_hub")):
@@ -251,7 +256,7 @@ CHECKS: list[Check] = [
     check_gitattributes,
     check_ggufs,
     check_immutable,
-    check_rendered,
+    check_card,
     check_dataset_links,
 ]
 
@@ -274,7 +279,7 @@ def validate_index_file(path: Path) -> list[Problem]:
     return findings
 
 
-def validate(root: Path, progress: Progress | None = None, **options) -> list[Problem]:
+def validate(root: Path, progress: Progress | None = None, **options: Any) -> list[Problem]:
     """All findings for the registry at ``root`` (empty when clean)."""
     repo = Repo.open(root, must_exist=False)
     if not repo.index_path.is_file():

@@ -9,11 +9,12 @@ from pathlib import Path
 
 from ..dataset.models import DatasetIndex
 from ..errors import Problem
+from ..hashing.engine import hash_file
 from ..hub.content import ContentCheck, check_content, check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
-from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, sha256_file, trained_file_findings
+from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, trained_file_findings
 from ..layout import SIGNATURE_NAME
 from ..models import Index
 from ..repo import INDEX_NAME, Repo
@@ -60,7 +61,7 @@ def verify_remote(
         else:
             index = load_model(index_file, Index, f"{repo_id}/{INDEX_NAME}")
             index_problems, signer = list(index_findings(index, sums)), index.registry.signer
-        plain = {p: sha256_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
+        plain = {p: hash_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
         signed = hub.download(SIGNATURE_NAME, state.head, Path(tmp)).read_bytes() if SIGNATURE_NAME in state.files else None
     findings = [*remote_findings(sums, state.files, plain), *index_problems]
     findings += signature.problems(signed, sums, sums_bytes, signer)
