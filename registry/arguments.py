@@ -13,7 +13,7 @@ from datetime import date
 
 from .errors import RegistryError
 from .models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
-from .names import invisible_character, too_long
+from .collisions import invisible_character, too_long
 
 SURROGATES = re.compile("[\ud800-\udfff]")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import Exit, RegistryError
-from .names import too_long
+from .collisions import too_long
 from .safepath import check_dir, directory
 
 PRIVATE_DIR = ".registry"

@@ -30,7 +30,7 @@ from ..models import (
     Index,
     TrainJson,
 )
-from ..names import collisions, shown
+from ..collisions import collisions, shown
 from ..pinned import Pinned, pinned
 from ..repo import INDEX_NAME, Repo, render_index
 from ..schemas import load_model

@@ -27,7 +27,7 @@ from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings, sha256_file
 from ..models import path_problem
-from ..names import collision_problems
+from ..collisions import collision_problems
 from ..repo import INDEX_NAME, Repo
 from ..schemas import read_json
 from ..signature import SignaturePolicy
