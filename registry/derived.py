@@ -10,11 +10,13 @@ from .card import stage_rendered
 from .errors import Problem, RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
-from .layout import is_excluded, scan_tree
+from .layout import is_excluded
 from .lfs import refuse_pointers
 from .models import Index
-from .repo import CARD_NAME, INDEX_NAME, Repo
-from .sums import SUMS_NAME, digest_tree, parse_sums, render_sums, sums_problems
+from .names import CARD_NAME, INDEX_NAME, SUMS_NAME
+from .repo import Repo
+from .sums import digest_tree, parse_sums, render_sums, sums_problems
+from .tree import scan_tree
 
 # Files a command builds from their own bytes on disk: index.json (read, changed, rendered again)
 # and README.md (its hand-written section is carried over).  A hand edit of either would be

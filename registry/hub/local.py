@@ -14,9 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..hashing.engine import CHUNK
-from ..layout import SIGNATURE_NAME
+from ..names import SIGNATURE_NAME, SUMS_NAME
 from ..repo import Repo
-from ..sums import SUMS_NAME, parse_sums
+from ..sums import parse_sums
 from .plan import LocalFile
 
 

@@ -16,7 +16,7 @@ from typing import Literal
 
 from ..errors import Problem
 from ..models import Rewrite
-from ..published import MUTABLE  # the files the tool renders and .gitattributes: everything else on the Hub is immutable
+from ..names import MUTABLE
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
 RESTORE_FIX = "the Hub changed behind the registry, which holds the bytes it published there: put them back with `registry publish --restore`"

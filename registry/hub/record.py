@@ -10,10 +10,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from ..atomic import atomic_write
+from ..names import REMOTE_NAME
 from ..published import record_published
 from ..repo import Repo
-
-REMOTE_NAME = "remote.json"
 
 
 class RemoteRecord(BaseModel):

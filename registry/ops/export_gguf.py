@@ -41,8 +41,9 @@ from ..hf.tokenizer import check_vocab, read_vocab, world_vocab_file
 from ..index_rules import index_to_change
 from ..layout import gguf_path
 from ..models import GgufFile, Index
+from ..names import INDEX_NAME
 from ..pinned import Pinned
-from ..repo import INDEX_NAME, Repo, render_index
+from ..repo import Repo, render_index
 from ..safepath import check_dir
 from .export_hf import ExportRequest as HfRequest
 from .export_hf import ExportSource, export_source, pinned_source

@@ -43,8 +43,19 @@ from ..hf.verify import check_model, check_peft, check_state, check_tokenizer, f
 from ..index_rules import index_to_change
 from ..layout import export_path
 from ..models import Base, Entry, FileRef, HfExport, Index, StopRules
+from ..names import (
+    ADAPTER_CONFIG_NAME,
+    ADAPTER_WEIGHTS_NAME,
+    CONFIG_NAME,
+    GENERATION_CONFIG_NAME,
+    INDEX_NAME,
+    STATE_WEIGHTS_NAME,
+    TOKENIZER_CONFIG_NAME,
+    TOKENIZER_NAME,
+    VOCAB_NAME,
+)
 from ..pinned import Pinned, pinned, registered
-from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
+from ..repo import Repo, render_index, resolve_entry
 from ..safepath import check_dir
 from ..schemas import parse_json
 
@@ -147,11 +158,11 @@ def _convert(repo: Repo, source: ExportSource, handle: Pinned, request: ExportRe
 
 def _json_files(converted: _Converted, stop: StopRules | None) -> dict[str, bytes]:
     return {
-        hf_files.CONFIG_NAME: hf_files.render(hf_files.config_json(converted.plan.config, converted.dtype)),
-        hf_files.GENERATION_CONFIG_NAME: hf_files.render(hf_files.generation_config_json(stop)),
-        hf_files.TOKENIZER_NAME: tokenizer_json(read_vocab(world_vocab_file())),
-        hf_files.TOKENIZER_CONFIG_NAME: tokenizer_config_json(),
-        hf_files.VOCAB_NAME: world_vocab_file().read_bytes(),
+        CONFIG_NAME: hf_files.render(hf_files.config_json(converted.plan.config, converted.dtype)),
+        GENERATION_CONFIG_NAME: hf_files.render(hf_files.generation_config_json(stop)),
+        TOKENIZER_NAME: tokenizer_json(read_vocab(world_vocab_file())),
+        TOKENIZER_CONFIG_NAME: tokenizer_config_json(),
+        VOCAB_NAME: world_vocab_file().read_bytes(),
     }
 
 
@@ -217,8 +228,8 @@ def _peft_files(source: ExportSource, handle: Pinned, base_folder: str) -> dict[
     verify_adapter(handle.path, tensors, manifest)
     metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "peft-miss"}
     return {
-        peft.ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, [peft.fla_module(t) for t in tensors], base_folder)),
-        peft.ADAPTER_WEIGHTS_NAME: safetensors_bytes(peft.peft_tensors(tensors, manifest.scale), metadata),
+        ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, [peft.fla_module(t) for t in tensors], base_folder)),
+        ADAPTER_WEIGHTS_NAME: safetensors_bytes(peft.peft_tensors(tensors, manifest.scale), metadata),
     }
 
 
@@ -226,12 +237,12 @@ def _state_files(source: ExportSource, handle: Pinned) -> tuple[dict[str, bytes]
     """initial_state.safetensors of the State read from ``handle``, and the State's tensors."""
     time_state = load_tensor_map(handle.stable)
     metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "fla-rwkv7-state"}
-    return {fla_state.STATE_WEIGHTS_NAME: safetensors_bytes(fla_state.fla_state(time_state), metadata)}, time_state
+    return {STATE_WEIGHTS_NAME: safetensors_bytes(fla_state.fla_state(time_state), metadata)}, time_state
 
 
 def _base_config(repo: Repo, index: Index, source: ExportSource, base_folder: str) -> dict:
     """The base export's config.json, refused unless it is the one index.json records."""
-    rel = f"{base_folder}/{hf_files.CONFIG_NAME}"
+    rel = f"{base_folder}/{CONFIG_NAME}"
     raw = repo.read_bytes(repo.root / rel)
     recorded = {f.path: f.sha256 for e in index.exports if e.path == base_folder for f in e.files}
     if recorded.get(rel) != hashlib.sha256(raw).hexdigest():

@@ -48,12 +48,12 @@ from ..hub.plan import (
 from ..hub.record import RemoteRecord, record_remote
 from ..hub.remote import CommitResult, Hub
 from ..hub.upload import check_uploaded, operations
-from ..layout import SIGNATURE_NAME
 from ..models import Index
+from ..names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
 from ..published import published_sums
-from ..repo import INDEX_NAME, Repo, render_index
+from ..repo import Repo, render_index
 from ..signature import SignaturePolicy
-from ..sums import SUMS_NAME, parse_sums
+from ..sums import parse_sums
 from .validate import validate
 
 Say = Callable[[str], None]

@@ -68,9 +68,10 @@ from ..index_rules import index_to_change
 from ..lfs import refuse_pointer
 from ..libc import release_free_memory, return_large_frees, unmap_pages
 from ..models import Entry, GateCheck, GateSummary, Index
+from ..names import INDEX_NAME
 from ..pinned import Pinned, check_registered, open_registered, pinned, read_view
 from ..progress import Echo
-from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
+from ..repo import Repo, render_index, resolve_entry
 from .add import accept_weight
 
 # What a group needs on the GPU, as a multiple of its bf16 weights: the pristine copy, the
