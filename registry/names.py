@@ -87,7 +87,11 @@ DERIVED = frozenset({INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME})
 # ... and, with .gitattributes (git's settings for the repo) and model.sig (a new signature over the
 # release), the published files that may change.
 MUTABLE = frozenset({*DERIVED, GITATTRIBUTES_NAME, SIGNATURE_NAME})
-# What a repo on the Hub may hold that its SHA256SUMS does not list (.gitattributes is listed).
+# Files a command builds from their own bytes on disk: index.json (read, changed, rendered again)
+# and README.md (its hand-written section is carried over).
+CARRIED = frozenset({INDEX_NAME, CARD_NAME})
+# Published beside what SHA256SUMS lists, so a repo on the Hub may hold them unlisted
+# (.gitattributes is listed like every other file).
 UNLISTED_OK = frozenset({SUMS_NAME, SIGNATURE_NAME})
 # What signature verification must not hash: the tool's folder, the hooks' configuration, the
 # signature, and the folder that `hf download --local-dir` (the card's download command) leaves.

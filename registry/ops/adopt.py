@@ -44,7 +44,7 @@ from ..index_rules import index_problems
 from ..layout import Placement, export_folder, is_excluded, is_weight, place
 from ..lfs import refuse_pointers
 from ..models import METHODS, Base, DataRef, Entry, Index, RegistryInfo, TrainJson, path_problem
-from ..names import ADOPTED_DIR, CARD_NAME, DOCS_DIR, EVALUATION_NAME, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
+from ..names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
 from ..repo import Repo, find_root, render_index
 from ..schemas import load_model, read_json
 from ..sums import parse_sums
@@ -189,7 +189,7 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     entries = _entries(root, scan.files, bases, digests, hand, report)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report)
     _claims(report, options)
-    report.writes = sorted({INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME, *git_file_changes(repo), *report.saved})
+    report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})
     return _Plan(report, digests, identities, originals)
 
 
