@@ -26,12 +26,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from registry.hashing import hash_file
 from registry.hashing.xet import hash_xet_files
+from registry.names import UNSIGNED
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.init import init_registry
 from registry.ops.sign import sign
 from registry.ops.validate import validate
-from registry.signature import IGNORED
 
 
 def bench_hashes(directory: Path) -> dict:
@@ -83,7 +83,7 @@ def bench_sign(directory: Path, shape: tuple[int, int], key: Path) -> dict:
     weight_bytes = max(p.stat().st_size for p in root.rglob("*.pth"))
     t_sign, _ = timed(sign, root, key)
     stock = ["model_signing", "sign", "key", str(root), "--signature", str(directory / "stock.sig"), "--private_key", str(key)]
-    stock += [arg for path in IGNORED for arg in ("--ignore-paths", str(root / path))]
+    stock += [arg for path in UNSIGNED for arg in ("--ignore-paths", str(root / path))]
     t_stock = run_timed(stock)
     shutil.rmtree(directory)
     return {"weight_bytes": weight_bytes, "registry_sign_s": round(t_sign, 3), "stock_model_signing_sign_s": round(t_stock, 3),

@@ -11,9 +11,9 @@ import math
 import re
 from datetime import date
 
+from .collisions import invisible_character, too_long
 from .errors import RegistryError
 from .models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
-from .names import invisible_character, too_long
 
 SURROGATES = re.compile("[\ud800-\udfff]")
 

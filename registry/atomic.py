@@ -19,12 +19,11 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from .collisions import too_long
 from .errors import Exit, RegistryError
 from .hashing.digest import sha256_hex
-from .names import too_long
+from .names import JOURNAL_NAME, LOCK_NAME, PRIVATE_DIR, STAGING_NAME
 from .safepath import check_dir, directory
-
-PRIVATE_DIR = ".registry"
 
 
 def _current_umask() -> int:
@@ -35,7 +34,6 @@ def _current_umask() -> int:
 
 # mkstemp creates 0600 files; registry files get the mode a plain open() would give them.
 FILE_MODE = 0o666 & ~_current_umask()
-LOCK_NAME = "lock"
 
 
 @contextmanager
@@ -105,8 +103,6 @@ def ensure_writable(directory: Path) -> None:
         )
 
 
-JOURNAL_NAME = "journal.json"
-STAGING_NAME = "staging"
 
 
 @contextmanager

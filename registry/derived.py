@@ -10,16 +10,13 @@ from .card import stage_rendered
 from .errors import Problem, RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
-from .layout import is_excluded, scan_tree
+from .layout import is_excluded
 from .lfs import refuse_pointers
 from .models import Index
-from .repo import CARD_NAME, INDEX_NAME, Repo
-from .sums import SUMS_NAME, digest_tree, parse_sums, render_sums, sums_problems
-
-# Files a command builds from their own bytes on disk: index.json (read, changed, rendered again)
-# and README.md (its hand-written section is carried over).  A hand edit of either would be
-# carried into SHA256SUMS by the rewrite, so it is refused like any other file's.
-CARRIED = frozenset({INDEX_NAME, CARD_NAME})
+from .names import CARRIED, SUMS_NAME
+from .repo import Repo
+from .sums import digest_tree, parse_sums, render_sums, sums_problems
+from .tree import scan_tree
 
 
 def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
@@ -40,7 +37,8 @@ def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, a
     file must still be what SHA256SUMS says, or the command refuses with validate's findings: an
     unrelated write must never launder a change made behind the tool's back into the registry's
     own checksums.  The same holds for the files a command rewrites from their own old bytes
-    (:data:`CARRIED`): their bytes on disk are checked before the new ones replace them.
+    (:data:`registry.names.CARRIED`): their bytes on disk are checked before the new ones replace them,
+    since a hand edit would be carried into SHA256SUMS by the rewrite.
     ``absorb``: True takes the tree as it is (``registry sums``, ``init``, ``adopt``); a set of
     paths accepts their new bytes (``validate --allow-rewrite``, which records why; ``card``, the
     hand-written section of README.md).  ``known``: sha256 the caller computed, under this lock, of

@@ -20,7 +20,8 @@ from .derived import stage_derived
 from .errors import Problem, RegistryError
 from .index_rules import index_problems, index_to_change
 from .models import LANGUAGES, Index, Localized
-from .repo import INDEX_NAME, Repo, render_index
+from .names import INDEX_NAME
+from .repo import Repo, render_index
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

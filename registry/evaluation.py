@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from .errors import Problem
 from .models import Base, Entry, EvalBaseline, EvalResult, EvalSubject, Evaluation, Index, Score
-from .repo import INDEX_NAME
+from .names import INDEX_NAME
 
 
 def short_sha(sha256: str) -> str:

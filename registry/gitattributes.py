@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import Problem
-from .repo import GITATTRIBUTES_NAME as NAME
+from .names import GITATTRIBUTES_NAME as NAME
 
 FIX = "keep the lines `registry init` writes (`*.pth filter=lfs diff=lfs merge=lfs -text`, the same for `*.safetensors`) and no later line that changes `filter` for weights, then run `registry sums`"
 

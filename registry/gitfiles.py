@@ -4,10 +4,9 @@ extended, never replaced; each function returns the new bytes, or None when noth
 
 from __future__ import annotations
 
-from .atomic import PRIVATE_DIR
+from .names import PRIVATE_DIR
 from .repo import GITATTRIBUTES
 
-GITIGNORE_NAME = ".gitignore"
 IGNORE_LINE = f"{PRIVATE_DIR}/"
 
 

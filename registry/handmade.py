@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from .errors import RegistryError
 from .models import Score
-from .repo import INDEX_NAME
+from .names import INDEX_NAME
 
 # The keys people use, by the fact they state (aliases seen in hand-made indexes first).
 TOP = {"title": "title", "license": "license", "licence": "license"}

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 
 from .errors import Problem, RegistryError
 from .evaluation import reference_problems
-from .layout import TRAIN_JSON, Placement, place
+from .layout import Placement, place
 from .models import Index
-from .repo import INDEX_NAME, Repo
+from .names import INDEX_NAME, TRAIN_JSON
+from .repo import Repo
 
 
 def weight_paths(index: Index) -> Iterator[str]:

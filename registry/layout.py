@@ -1,97 +1,27 @@
 """Where files may live in a registry, as pure functions of relative paths.
 
 ``<base>/<method>/<data-version>/<file>`` for State and full weights, with one more directory
-level for a run (``miss/v2.1/r16-lr2e-5-e2/adapter-final.pth``).  The tree walk never follows a
-symlink and reports any path that could leave the root or break the SHA256SUMS line format.
+level for a run (``miss/v2.1/r16-lr2e-5-e2/adapter-final.pth``).  The names come from
+:mod:`registry.names`; the walk of the tree on disk is :mod:`registry.tree`.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
-from .atomic import PRIVATE_DIR
 from .errors import Problem
-from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, path_problem
-from .names import collision_problems
-from .repo import CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, INDEX_NAME
-from .sums import SUMS_NAME
+from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN
+from .names import DOCS_DIR, EXCLUDED_FILES, EXCLUDED_TOPS, GGUF_DIR, GGUF_SUFFIX, HF_DIR, ROOT_FILES, SHARD_INDEX, TRAIN_JSON, WEIGHT_SUFFIXES
 
-WEIGHT_SUFFIXES = (".pth", ".safetensors")
-TRAIN_JSON = "train.json"
-SHARD_INDEX = "model.safetensors.index.json"
-HF_DIR = "hf"  # a Transformers export's folder name
-# Files Hub repos carry beside the card, kept at the root, listed in SHA256SUMS and published.
-KEPT_ROOT_FILES = frozenset({"LICENSE", "LICENSE.md", "LICENSE.txt", "NOTICE", "NOTICE.md", "CITATION.cff"})
-GGUF_DIR = "gguf"  # the folder of GGUF files, beside hf/
-DOCS_DIR = "docs"  # any files under docs/ (evaluation reports, figures) are kept the same way
-ROOT_FILES = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, *KEPT_ROOT_FILES}
 ROOT_FIX = "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: move documents into docs/, delete anything else"
-
-
-@dataclass
-class TreeScan:
-    """Regular files under the root (relative POSIX paths) and what the walk refused."""
-
-    files: list[str] = field(default_factory=list)
-    findings: list[Problem] = field(default_factory=list)
-
-
-PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"
-SIGNATURE_NAME = "model.sig"  # OpenSSF Model Signing bundle over every published file (registry/signature.py)
-# git's own files and folders at the root, which are no part of the registry's content; any other
-# hidden name (``.gitx/``) is checked like every file.  .gitattributes is content: SHA256SUMS
-# lists it and validate checks it sends weights through LFS.
-GIT_FILES = frozenset({".git", ".gitignore", ".gitmodules", ".github"})
-NOT_COVERED = (*sorted(GIT_FILES - {".git"}), PRE_COMMIT_CONFIG)  # kept beside a registry, never checked nor published
 
 
 def is_excluded(rel: str) -> bool:
     """Paths SHA256SUMS and the layout ignore: itself, the signature that covers it (``model.sig``),
     git's files (``.git/``, ``.gitignore``, ``.gitmodules``, ``.github/``), the pre-commit
     configuration that runs our hooks, the tool's private folder."""
-    top = rel.split("/", 1)[0]
-    return rel in (SUMS_NAME, PRE_COMMIT_CONFIG, SIGNATURE_NAME) or top in GIT_FILES or top == PRIVATE_DIR
-
-
-def scan_tree(root: Path) -> TreeScan:
-    """Walk the registry without following links; report links, odd names and special files."""
-    scan = TreeScan()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        base = Path(dirpath)
-        for name in sorted(dirnames):
-            rel = (base / name).relative_to(root).as_posix()
-            if is_excluded(rel):
-                dirnames.remove(name)
-            elif (base / name).is_symlink():
-                dirnames.remove(name)
-                scan.findings.append(_symlink_finding(rel, base / name))
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = base / name
-            rel = path.relative_to(root).as_posix()
-            if is_excluded(rel):
-                continue
-            problem = path_problem(rel)
-            mode = path.lstat().st_mode
-            if problem:
-                scan.findings.append(Problem("layout.bad-name", rel, problem, "rename the file (no newline, backslash, control, bidi or zero-width characters)"))
-            elif stat.S_ISLNK(mode):
-                scan.findings.append(_symlink_finding(rel, path))
-            elif not stat.S_ISREG(mode):
-                scan.findings.append(Problem("layout.special-file", rel, "not a regular file", "remove it"))
-            else:
-                scan.files.append(rel)
-    scan.findings.extend(collision_problems(scan.files))
-    return scan
-
-
-def _symlink_finding(rel: str, path: Path) -> Problem:
-    target = os.readlink(path)
-    return Problem("layout.symlink", rel, f"symlink to {target!r} (links are never followed)", "replace the link with the real file or remove it")
+    return rel in EXCLUDED_FILES or rel.split("/", 1)[0] in EXCLUDED_TOPS
 
 
 def is_weight(rel: str) -> bool:
@@ -200,10 +130,10 @@ def gguf_path(base: str, entry_path: str | None, gguf_type: str) -> str:
     """Where the GGUF of a base (``entry_path`` None) or of an entry, of one type, lives:
     ``<folder>/gguf/<stem>-<TYPE>.gguf`` (a MiSS adapter's stem gets ``-merged``)."""
     if not entry_path:
-        return f"{base}/{GGUF_DIR}/{base}-{gguf_type.upper()}.gguf"
+        return f"{base}/{GGUF_DIR}/{base}-{gguf_type.upper()}{GGUF_SUFFIX}"
     folder, name = entry_path.rsplit("/", 1)
     stem = name.rsplit(".", 1)[0] + ("-merged" if folder.split("/")[1] == "miss" else "")
-    return f"{folder}/{GGUF_DIR}/{stem}-{gguf_type.upper()}.gguf"
+    return f"{folder}/{GGUF_DIR}/{stem}-{gguf_type.upper()}{GGUF_SUFFIX}"
 
 
 def canonical_path(base: str, method: str, version: str, filename: str, run: str | None = None) -> str:

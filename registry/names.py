@@ -1,67 +1,101 @@
-"""Names that read or land as something else elsewhere.
+"""Every file and folder name a registry holds, written once, and the sets derived from them.
 
-A registry is checked out on macOS and Windows too, and read by people in a browser:
+The ground floor: this module imports nothing of the package (``tests/test_names.py`` fails if it
+does), and no other module spells one of these names as a constant of its own.  Paths are
+relative POSIX paths; a name inside a folder is relative to that folder.
 
-* Characters that show nothing or reorder what is shown (bidi controls such as U+202E, zero-width
-  spaces and joiners, the byte-order mark) make a path read as another one ("exe.pth" shown for
-  "htp.exe").  :func:`invisible_character` finds them.
-* Paths that differ only in case (``a.pth``, ``A.pth``) or in Unicode normalization (``café`` as
-  NFC or NFD) are one file on the default macOS and Windows file systems: one checkout silently
-  holds the other's bytes.  :func:`collisions` finds them, for directories as well as files.
+Left where they are, because a registry does not hold them: ``miss.json`` (a member inside a MiSS
+adapter's ``.pth`` zip, :mod:`registry.artifacts.miss`), a gate receipt's ``<sha256>.json`` (named
+by its hash, :mod:`registry.gate.receipt`), the shard names ``model-00001-of-00002.safetensors``
+(a pattern, :mod:`registry.convert.shards`), and files kept outside any registry (the receipt key,
+:mod:`registry.gate.seal`; the kernel's build log, :mod:`registry.gate.kernel`; the demo's marker).
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Iterable, Iterator
+# --- a model registry's root ---------------------------------------------------------------
+INDEX_NAME = "index.json"  # the one machine-readable truth
+CARD_NAME = "README.md"  # the model card, rendered from index.json
+EVALUATION_NAME = "evaluation.json"  # results and setups, rendered from index.json beside the card
+SUMS_NAME = "SHA256SUMS"  # coreutils format, `sha256sum -c` checks it
+SIGNATURE_NAME = "model.sig"  # OpenSSF Model Signing bundle over every published file
+GITATTRIBUTES_NAME = ".gitattributes"  # content: listed in SHA256SUMS, sends weights through LFS
+DOCS_DIR = "docs"  # any files under docs/ (evaluation reports, figures) are kept like KEPT_ROOT_FILES
+# Files Hub repos carry beside the card, kept at the root, listed in SHA256SUMS and published.
+KEPT_ROOT_FILES = frozenset({"LICENSE", "LICENSE.md", "LICENSE.txt", "NOTICE", "NOTICE.md", "CITATION.cff"})
+ROOT_FILES = frozenset({INDEX_NAME, CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, *KEPT_ROOT_FILES})
 
-from .errors import Problem
+# --- kept beside a registry, no part of its content ----------------------------------------
+GIT_DIR = ".git"
+GITIGNORE_NAME = ".gitignore"  # `registry init` writes or extends it to ignore PRIVATE_DIR
+GIT_FILES = frozenset({GIT_DIR, GITIGNORE_NAME, ".gitmodules", ".github"})  # any other hidden name is checked like every file
+PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"  # the configuration that runs our hooks
+NOT_COVERED = (*sorted(GIT_FILES - {GIT_DIR}), PRE_COMMIT_CONFIG)  # never checked nor published; validate names them
+# huggingface_hub's metadata folder in a `--local-dir` download (`hf download`, `registry pull`).
+HUB_DOWNLOAD_CACHE = ".cache"
 
-INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# --- the tool's private folder: never listed, never published ------------------------------
+PRIVATE_DIR = ".registry"
+LOCK_NAME = "lock"
+JOURNAL_NAME = "journal.json"  # the renames of a commit in flight (registry.atomic)
+STAGING_NAME = "staging"  # new bytes before a commit, and debris after a crash
+STAT_CACHE_NAME = "statcache.json"
+XET_CACHE_NAME = "xetcache.json"
+PUBLISHED_DIR = "published"  # SUMS_NAME of the last publish or pull, and REMOTE_NAME
+REMOTE_NAME = "remote.json"  # the repo, revision and commit the published SHA256SUMS describes
+GATES_DIR = "gates"  # one receipt per gated file, named by its sha256
+ADOPTED_DIR = "adopted"  # the originals `registry adopt` replaced
+DATASET_CHECKED_NAME = "dataset-checked.json"  # a dataset registry's versions whose row check passed
 
+# --- a model registry's weights and what lies beside them ----------------------------------
+WEIGHT_SUFFIXES = (".pth", ".safetensors")
+TRAIN_JSON = "train.json"  # one per data-version folder
+SINGLE_SAFETENSORS = "model.safetensors"  # an unsharded checkpoint's safetensors twin, and an export's weights
+SHARD_INDEX = "model.safetensors.index.json"  # a sharded checkpoint's (and export's) index
+# A Transformers export: <base>/hf/, hf/ beside a full entry or a MiSS adapter, hf/<state-stem>/ beside a State.
+HF_DIR = "hf"
+CONFIG_NAME = "config.json"
+GENERATION_CONFIG_NAME = "generation_config.json"
+TOKENIZER_NAME = "tokenizer.json"
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
+VOCAB_NAME = "rwkv_vocab_v20230424.txt"  # the world vocabulary's file (the rwkv package's): llama.cpp's converter reads it from the folder
+ADAPTER_CONFIG_NAME = "adapter_config.json"  # a MiSS adapter's PEFT folder
+ADAPTER_WEIGHTS_NAME = "adapter_model.safetensors"
+STATE_WEIGHTS_NAME = "initial_state.safetensors"  # a State's initial recurrent state in fla's layout
+# GGUF files: <base>/gguf/, gguf/ beside a full entry or a MiSS adapter; <stem>[-merged]-<TYPE>.gguf.
+GGUF_DIR = "gguf"
+GGUF_SUFFIX = ".gguf"
 
-NAME_MAX_BYTES = 255  # one file or directory name on ext4, XFS, APFS and NTFS (255 UTF-16 units there)
+# --- a dataset registry (seed 002) ---------------------------------------------------------
+DATASET_ROOT_FILES = frozenset({INDEX_NAME, CARD_NAME, GITATTRIBUTES_NAME})
+SPLITS = ("train", "validation")  # <version>/dataset/<split>/
+SPLIT_PARENT = "dataset"  # the folder of the splits inside a version folder
+ROWS_NAME = "rows.jsonl"  # in a split folder: the rows; segments*.jsonl: the same rows cut by the packer
+TEXT_NAME = "train.jsonl"  # in a split folder: the rows as the trainer's text
+SPLIT_MANIFEST = "manifest.json"
+RELEASE_MANIFEST = "release-manifest.json"  # at a version's top level
+FINAL_STATS = "final-stats.json"
+PACKING_INPUTS = ("train-rows.jsonl", "validation-rows.jsonl")
+VERSION_REQUIRED = (*(f"{SPLIT_PARENT}/{split}/{ROWS_NAME}" for split in SPLITS), RELEASE_MANIFEST, FINAL_STATS)
 
-
-def too_long(name: str) -> str | None:
-    """Why one path component is longer than a file system holds, else None."""
-    size = len(name.encode("utf-8", "surrogateescape"))
-    return f"is {size} bytes long; a file or directory name holds at most {NAME_MAX_BYTES}" if size > NAME_MAX_BYTES else None
-
-
-def invisible_character(name: str) -> str | None:
-    """``U+XXXX`` of the first bidi control or zero-width character in ``name``, else None."""
-    found = INVISIBLE.search(name)
-    return f"U+{ord(found.group()):04X}" if found else None
-
-
-def folded(path: str) -> str:
-    """The path as a case-insensitive, normalizing file system compares it."""
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", path).casefold())
-
-
-def collisions(paths: Iterable[str]) -> list[tuple[str, ...]]:
-    """Groups of distinct paths (or their parent directories) that are one path on macOS and Windows."""
-    seen: dict[str, set[str]] = {}
-    for path in paths:
-        parts = path.split("/")
-        for depth in range(1, len(parts) + 1):
-            prefix = "/".join(parts[:depth])
-            seen.setdefault(folded(prefix), set()).add(prefix)
-    groups = [tuple(sorted(names)) for names in seen.values() if len(names) > 1]
-    # A colliding directory makes every path under it collide too: report the shortest only.
-    return sorted(g for g in groups if not any(g != other and g[0].startswith(other[0] + "/") for other in groups))
-
-
-def shown(name: str) -> str:
-    """``name`` quoted, with escapes where it is not ASCII (so NFC and NFD twins read differently)."""
-    return repr(name) if name.isascii() else ascii(name)
-
-
-def collision_problems(paths: Iterable[str]) -> Iterator[Problem]:
-    for group in collisions(paths):
-        names = " and ".join(map(shown, group))
-        yield Problem(
-            "layout.name-collision", group[0], f"{names} differ only in case or Unicode normalization: one file on macOS and Windows checkouts", "rename all but one of them (keep names ASCII where you can)"
-        )
+# --- sets derived from the names -----------------------------------------------------------
+# Paths SHA256SUMS and the layout ignore: these files, and anything under these top-level names.
+EXCLUDED_FILES = frozenset({SUMS_NAME, PRE_COMMIT_CONFIG, SIGNATURE_NAME})
+EXCLUDED_TOPS = frozenset({*GIT_FILES, PRIVATE_DIR})
+# Derived files are re-rendered by the tool on every change; immutability is about the rest ...
+DERIVED = frozenset({INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME})
+# ... and, with .gitattributes (git's settings for the repo) and model.sig (a new signature over the
+# release), the published files that may change.
+MUTABLE = frozenset({*DERIVED, GITATTRIBUTES_NAME, SIGNATURE_NAME})
+# Files a command builds from their own bytes on disk: index.json (read, changed, rendered again)
+# and README.md (its hand-written section is carried over).
+CARRIED = frozenset({INDEX_NAME, CARD_NAME})
+# Published beside what SHA256SUMS lists, so a repo on the Hub may hold them unlisted
+# (.gitattributes is listed like every other file).
+UNLISTED_OK = frozenset({SUMS_NAME, SIGNATURE_NAME})
+# What signature verification must not hash: the tool's folder, the hooks' configuration, the
+# signature, and the folder that `hf download --local-dir` (the card's download command) leaves.
+UNSIGNED = (PRIVATE_DIR, PRE_COMMIT_CONFIG, SIGNATURE_NAME, HUB_DOWNLOAD_CACHE)
+# What `registry init` accepts in a folder it makes a registry: a model registry, a dataset registry.
+INIT_KEPT = frozenset({CARD_NAME, PRE_COMMIT_CONFIG, PRIVATE_DIR, *KEPT_ROOT_FILES})
+DATASET_INIT_KEPT = frozenset({PRE_COMMIT_CONFIG, PRIVATE_DIR})

@@ -18,17 +18,10 @@ from pydantic import BaseModel, ConfigDict
 
 from .atomic import atomic_write
 from .errors import Problem
-from .layout import SIGNATURE_NAME
 from .models import Index, Rewrite
-from .repo import CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NAME, INDEX_NAME, Repo
-from .sums import SUMS_NAME, parse_sums, render_sums
-
-# Derived files are re-rendered by the tool on every change; immutability is about the rest.
-DERIVED = {INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME}
-# ... and, with .gitattributes (git's settings for the repo) and model.sig (a new signature over the
-# release), the published files that may change.
-MUTABLE = frozenset(DERIVED | {GITATTRIBUTES_NAME, SIGNATURE_NAME})
-REMOTE_NAME = "remote.json"
+from .names import MUTABLE, REMOTE_NAME, SUMS_NAME
+from .repo import Repo
+from .sums import parse_sums, render_sums
 
 
 class RemoteRecord(BaseModel):

@@ -9,16 +9,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from .atomic import JOURNAL_NAME, PRIVATE_DIR, registry_lock
+from .atomic import registry_lock
 from .errors import Problem, RegistryError
 from .models import Entry, Index
+from .names import CARD_NAME, GATES_DIR, GIT_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
 from .schemas import load_model
-from .sums import SUMS_NAME
-
-INDEX_NAME = "index.json"
-CARD_NAME = "README.md"
-EVALUATION_NAME = "evaluation.json"  # results and setups, rendered from index.json beside the card
-GITATTRIBUTES_NAME = ".gitattributes"
 
 # Weights go through LFS on the Hub; the card and JSON stay plain git blobs.
 GITATTRIBUTES = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
@@ -72,19 +67,19 @@ class Repo:
 
     @property
     def stat_cache_path(self) -> Path:
-        return self.private / "statcache.json"
+        return self.private / STAT_CACHE_NAME
 
     @property
     def xet_cache_path(self) -> Path:
-        return self.private / "xetcache.json"
+        return self.private / XET_CACHE_NAME
 
     @property
     def published_dir(self) -> Path:
-        return self.private / "published"
+        return self.private / PUBLISHED_DIR
 
     @property
     def gates_dir(self) -> Path:
-        return self.private / "gates"
+        return self.private / GATES_DIR
 
     def refuse_link(self, path: Path) -> Path:
         """``path``, refused when it is a symlink: the tool never reads or writes through one."""
@@ -125,7 +120,7 @@ def find_root(start: Path) -> Path | None:
     for folder in (start, *start.parents):
         if _holds_index(folder):
             return folder
-        if (folder / ".git").exists():
+        if (folder / GIT_DIR).exists():
             return None
     return None
 

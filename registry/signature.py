@@ -7,7 +7,7 @@ manifest is built from the hashes the registry already holds (SHA256SUMS, kept t
 and the stat cache) and no weight is read to sign.  The files covered are what publish uploads:
 everything SHA256SUMS lists, plus SHA256SUMS itself; ``.gitattributes`` is one of the git files
 model_signing ignores, and the manifest records the paths verification must ignore
-(:data:`IGNORED`).
+(:data:`registry.names.UNSIGNED`).
 
 The key hint in the bundle is the sha256 of the signer's PEM public key; index.json records it
 (``registry.signer.fingerprint``) and the card shows it with the verify command.  Checking a
@@ -25,21 +25,15 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from .atomic import PRIVATE_DIR
 from .errors import Problem, RegistryError
 from .hashing.digest import sha256_hex
-from .layout import PRE_COMMIT_CONFIG, SIGNATURE_NAME
 from .models import Signer
+from .names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME, UNSIGNED
 from .repo import Repo
-from .sums import SUMS_NAME
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
     from model_signing.manifest import Manifest
-
-# What verification must not hash: the tool's folder, the hooks' configuration, the signature, and the
-# ``.cache`` folder that ``hf download --local-dir`` (the card's download command) leaves.
-IGNORED = (PRIVATE_DIR, PRE_COMMIT_CONFIG, SIGNATURE_NAME, ".cache")
 INSTALL_FIX = "pip install 'rwkv-registry[sign]'"
 RESIGN_FIX = "run `registry sign --key KEY.pem` on the registry that holds the right bytes, then publish"
 
@@ -64,7 +58,7 @@ def _model_signing() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType, Mo
 
 def _manifest(files: Mapping[str, str], name: str) -> Manifest:
     manifest, hashing, *_ = _model_signing()
-    serialization = manifest._FileSerialization("sha256", allow_symlinks=False, ignore_paths=[Path(p) for p in IGNORED])
+    serialization = manifest._FileSerialization("sha256", allow_symlinks=False, ignore_paths=[Path(p) for p in UNSIGNED])
     items = [manifest.FileManifestItem(path=PurePosixPath(path), digest=hashing.Digest("sha256", bytes.fromhex(sha))) for path, sha in sorted(files.items())]
     return manifest.Manifest(name, items, serialization)
 
@@ -126,7 +120,7 @@ def signature_problems(data: bytes, files: Mapping[str, str], signer_fingerprint
         return [Problem("sign.invalid", SIGNATURE_NAME, f"the signature does not verify ({type(err).__name__}: {err})", RESIGN_FIX)]
     problems = []
     if signer_fingerprint is None:
-        problems.append(Problem("sign.no-signer", "index.json", "model.sig is present but index.json records no signer", RESIGN_FIX))
+        problems.append(Problem("sign.no-signer", INDEX_NAME, "model.sig is present but index.json records no signer", RESIGN_FIX))
     elif hint != signer_fingerprint:
         problems.append(Problem("sign.other-signer", SIGNATURE_NAME, f"signed by key {hint[:16]}…, but index.json records signer {signer_fingerprint[:16]}…", RESIGN_FIX))
     for path in sorted(set(files) | set(signed)):

@@ -15,8 +15,8 @@ from pathlib import Path
 from .errors import Problem, RegistryError
 from .hashing import StatCache, hash_files
 from .hashing.engine import Progress
+from .names import SUMS_NAME
 
-SUMS_NAME = "SHA256SUMS"
 # The most of a SHA256SUMS from outside the registry (a dataset's) that is read: ~100,000 lines.
 MAX_SUMS_BYTES = 16 << 20
 _LINE = re.compile(r"^([0-9a-f]{64})  (\S(?:.*\S)?)$")

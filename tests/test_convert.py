@@ -18,11 +18,12 @@ from registry.convert.pipeline import convert_file
 from registry.convert.writer import OutputFile
 from registry.errors import RegistryError
 from registry.models import Index
+from registry.names import INDEX_NAME
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.convert import convert_entry, convert_standalone
 from registry.ops.validate import validate
-from registry.repo import INDEX_NAME, render_index
+from registry.repo import render_index
 from registry.synthetic import (
     make_adapter_file,
     make_base_state_dict,

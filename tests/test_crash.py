@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from registry.atomic import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
 from registry.dataset.models import wire_hash
 from registry.dataset.synthetic import SEED_002, build_version
+from registry.names import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
 from registry.published import record_published
 from registry.repo import Repo
 from registry.sums import parse_sums

@@ -32,6 +32,7 @@ from registry.hf.tensors import read_export
 from registry.hf.tokenizer import END_OF_TEXT, longest_match_pattern, trie_tokenizer, world_vocab_file
 from registry.hf.verify import SAMPLES
 from registry.hub.local import local_files, local_sums
+from registry.names import SUMS_NAME
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.describe import Description, Target, describe
@@ -39,7 +40,7 @@ from registry.ops.export_hf import ExportRequest, export_hf
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 from registry.repo import Repo
-from registry.sums import SUMS_NAME, parse_sums
+from registry.sums import parse_sums
 from registry.synthetic import (
     TinySpec,
     checkpoint_shapes,

@@ -18,12 +18,13 @@ from registry.errors import RegistryError
 from registry.gate.receipt import Receipt
 from registry.gate.seal import sealed_here
 from registry.models import Index
+from registry.names import INDEX_NAME, VOCAB_NAME
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.smoke import smoke
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
-from registry.repo import INDEX_NAME, render_index
+from registry.repo import render_index
 from registry.resources import schema_dir
 from registry.synthetic import (
     TinySpec,
@@ -275,7 +276,7 @@ def test_the_gate_tokenizer_is_the_packages_from_its_cache(tmp_path, monkeypatch
     from registry.gate import prompts
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    trie = TRIE_TOKENIZER(str(Path(rwkv.__file__).parent / prompts.VOCAB))
+    trie = TRIE_TOKENIZER(str(Path(rwkv.__file__).parent / VOCAB_NAME))
     prompts.tokenizer.cache_clear()
     built = prompts.tokenizer()  # from the package, then cached
     prompts.tokenizer.cache_clear()

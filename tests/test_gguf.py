@@ -25,12 +25,13 @@ from registry.gguf import gate, mapping
 from registry.hub.gates import gate_findings
 from registry.hub.local import local_sums
 from registry.layout import gguf_path
+from registry.names import SUMS_NAME
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.export_gguf import GgufRequest, export_gguf
 from registry.ops.validate import validate
 from registry.repo import Repo
-from registry.sums import SUMS_NAME, parse_sums
+from registry.sums import parse_sums
 from registry.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_base_state_dict, make_state_file, save_checkpoint, share_storage
 
 from .conftest import sha256_of, snapshot

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.atomic import PRIVATE_DIR, STAGING_NAME
+from registry.names import PRIVATE_DIR, STAGING_NAME
 from registry.synthetic import make_base_checkpoint
 
 from .conftest import SMALL, snapshot

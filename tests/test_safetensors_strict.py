@@ -27,6 +27,7 @@ from registry.artifacts.safetensors_header import DTYPE_BITS, MAX_HEADER_SIZE, r
 from registry.cli import main
 from registry.errors import RegistryError
 from registry.models import Index
+from registry.names import INDEX_NAME
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.card import write_card
@@ -34,7 +35,7 @@ from registry.ops.convert import convert_entry
 from registry.ops.smoke import smoke
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
-from registry.repo import INDEX_NAME, render_index
+from registry.repo import render_index
 from registry.synthetic import make_base_state_dict, make_state_file, make_state_tensors, save_checkpoint
 
 from .conftest import SMALL, sha256_of, snapshot

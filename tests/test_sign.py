@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from huggingface_hub import HfApi
 
 from registry.hashing import engine
-from registry.layout import SIGNATURE_NAME
+from registry.names import SIGNATURE_NAME
 from registry.repo import Repo
 from registry.signature import fingerprint
 

@@ -526,7 +526,8 @@ def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(r
 
 
 def test_a_transaction_refuses_a_too_long_name_before_its_journal(registry_with_base):
-    from registry.atomic import JOURNAL_NAME, transaction
+    from registry.atomic import transaction
+    from registry.names import JOURNAL_NAME
 
     with pytest.raises(RegistryError) as refused, transaction(registry_with_base) as txn:
         txn.write(f"{'d' * 256}/x.json", b"{}")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from registry.atomic import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME, registry_lock, transaction
+from registry.atomic import registry_lock, transaction
 from registry.errors import RegistryError
+from registry.names import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
 
 from .conftest import snapshot
 

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..errors import RegistryError
-from ..layout import SHARD_INDEX
 from ..lfs import refuse_pointer
 from ..models import Architecture, Base
+from ..names import SHARD_INDEX
 from .dtypes import ITEMSIZE, dtype_code
 from .miss import (
     MANIFEST_MEMBER,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ..artifacts.miss import MANIFEST_MEMBER, torch_zip_folder
 from ..errors import RegistryError
-from ..layout import TRAIN_JSON
 from ..models import Index, TrainJson
+from ..names import TRAIN_JSON
 from ..repo import Repo
 from ..schemas import load_model
 

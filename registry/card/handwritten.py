@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import RegistryError
-from ..repo import CARD_NAME
+from ..names import CARD_NAME
 
 START = "<!-- registry:handwritten:start -->"
 END = "<!-- registry:handwritten:end -->"

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from ..errors import RegistryError
 from ..models import Index
-from ..repo import CARD_NAME, INDEX_NAME
+from ..names import CARD_NAME, INDEX_NAME
 from ..resources import REINSTALL, user_cache
 from ..resources import template_dir as bundled_templates
 from . import handwritten

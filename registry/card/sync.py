@@ -15,7 +15,8 @@ from ..atomic import Transaction
 from ..errors import Problem, RegistryError
 from ..evaluation import render_evaluation
 from ..models import Index
-from ..repo import CARD_NAME, EVALUATION_NAME, Repo
+from ..names import CARD_NAME, EVALUATION_NAME
+from ..repo import Repo
 from .facts import Locate, on_disk, read_facts
 from .render import decode_card, render_card
 

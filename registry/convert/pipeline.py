@@ -29,7 +29,7 @@ from ..errors import Exit, RegistryError
 from ..hashing import hash_file
 from ..hashing.digest import sha256_hex
 from ..hashing.engine import Progress
-from ..layout import SHARD_INDEX
+from ..names import SHARD_INDEX, SINGLE_SAFETENSORS
 from .readback import ReadBack
 from .shards import plan_shards
 from .source import SourceBytes
@@ -177,7 +177,7 @@ def verify(result: ConversionResult, source: SourceBytes) -> None:
 
 def output_names(source: Path, kind: str) -> str:
     """State and adapter files keep their name; checkpoints become model(-0000i-of-0000N).safetensors."""
-    return "model.safetensors" if kind == "checkpoint" else source.with_suffix(".safetensors").name
+    return SINGLE_SAFETENSORS if kind == "checkpoint" else source.with_suffix(".safetensors").name
 
 
 def convert_file(

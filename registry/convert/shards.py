@@ -10,8 +10,8 @@ from pathlib import Path
 from ..artifacts.inspect import inspect_weights
 from ..artifacts.safetensors_header import read_shard_index
 from ..errors import RegistryError
+from ..names import SINGLE_SAFETENSORS
 
-SINGLE_NAME = "model.safetensors"
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 
 
@@ -42,7 +42,7 @@ class ShardPlan:
         return len(self.files) > 1
 
 
-def plan_shards(sizes: dict[str, int], shard_size: int, single_name: str = SINGLE_NAME) -> ShardPlan:
+def plan_shards(sizes: dict[str, int], shard_size: int, single_name: str = SINGLE_SAFETENSORS) -> ShardPlan:
     """Greedy in source order: a new shard starts when the next tensor would overflow this one.
 
     A tensor larger than the shard size gets a shard of its own (it cannot be split).

@@ -19,8 +19,7 @@ from ..card.sync import Rendered
 from ..card.view import Languages
 from ..errors import Problem, RegistryError
 from ..evaluation import short_sha
-from ..repo import CARD_NAME
-from .layout import ROWS_NAME, SPLITS
+from ..names import CARD_NAME, ROWS_NAME, SPLIT_PARENT, SPLITS
 from .models import DatasetIndex, DataVersion, ModelSource, TrainedWeight
 
 TEMPLATE = "dataset_card.md.j2"
@@ -74,7 +73,7 @@ class VersionView:
         return [w for w in self.weights if w.weight.recommended] or self.weights
 
     def split_path(self, split: str) -> str:
-        return f"{self.version.version}/dataset/{split}/{ROWS_NAME}"
+        return f"{self.version.version}/{SPLIT_PARENT}/{split}/{ROWS_NAME}"
 
 
 @dataclass(frozen=True)

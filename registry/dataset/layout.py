@@ -14,17 +14,8 @@ from dataclasses import dataclass
 
 from ..errors import Problem
 from ..models import DATA_VERSION_PATTERN
-from ..repo import CARD_NAME, GITATTRIBUTES_NAME, INDEX_NAME
+from ..names import DATASET_ROOT_FILES, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, TEXT_NAME
 
-SPLITS = ("train", "validation")
-ROWS_NAME = "rows.jsonl"
-TEXT_NAME = "train.jsonl"
-SPLIT_MANIFEST = "manifest.json"
-RELEASE_MANIFEST = "release-manifest.json"
-FINAL_STATS = "final-stats.json"
-PACKING_INPUTS = ("train-rows.jsonl", "validation-rows.jsonl")
-ROOT_FILES = {INDEX_NAME, CARD_NAME, GITATTRIBUTES_NAME}
-REQUIRED = (f"dataset/train/{ROWS_NAME}", f"dataset/validation/{ROWS_NAME}", RELEASE_MANIFEST, FINAL_STATS)
 GITATTRIBUTES = "*.jsonl filter=lfs diff=lfs merge=lfs -text\n*.log filter=lfs diff=lfs merge=lfs -text\n"
 
 
@@ -57,7 +48,7 @@ def place_in_version(rel: str) -> str | None:
         if name.endswith((".log", ".json", ".jsonl")):
             return None
         return "only *.jsonl, *.json and *.log files belong at a version's top level"
-    if len(parts) == 3 and parts[0] == "dataset" and parts[1] in SPLITS:
+    if len(parts) == 3 and parts[0] == SPLIT_PARENT and parts[1] in SPLITS:
         name = parts[2]
         if name in (ROWS_NAME, TEXT_NAME, SPLIT_MANIFEST) or is_segments(name):
             return None
@@ -69,7 +60,7 @@ def place(rel: str, versions: set[str]) -> VersionPath | Problem | None:
     """Classify a file of the registry: a VersionPath, None for an allowed root file, or a Problem."""
     parts = rel.split("/", 1)
     if len(parts) == 1:
-        if rel in ROOT_FILES:
+        if rel in DATASET_ROOT_FILES:
             return None
         return Problem("layout.stray-file", rel, "unexpected file at the dataset registry's root", "move it into a version folder or delete it")
     version, inner = parts

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 from ..errors import Problem
 from ..models import Index
-from ..repo import INDEX_NAME
+from ..names import INDEX_NAME
 from .models import DatasetIndex, DataVersion, ModelSource, TrainedWeight
 
 RELINK = "run `registry dataset link` again in the dataset registry"

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from ..hub.plan import RemoteFile
 from ..hub.remote import Hub
-from ..repo import INDEX_NAME
+from ..names import INDEX_NAME
 from ..schemas import load_model
 
 M = TypeVar("M", bound=BaseModel)

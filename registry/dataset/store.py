@@ -10,7 +10,8 @@ from pathlib import Path
 from ..atomic import Transaction
 from ..derived import stage_sums
 from ..errors import Problem, RegistryError
-from ..repo import CARD_NAME, INDEX_NAME, Repo
+from ..names import CARD_NAME, INDEX_NAME
+from ..repo import Repo
 from ..schemas import load_model, read_json
 from .models import DATASET_KIND, DatasetIndex
 

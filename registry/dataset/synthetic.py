@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..hashing.engine import hash_file
-from .layout import FINAL_STATS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, TEXT_NAME
+from ..names import FINAL_STATS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, TEXT_NAME
 from .models import wire_hash
 from .rows import cut
 
@@ -97,7 +97,7 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
     folder = Path(folder)
     counts = {"train": spec.train_rows, "validation": spec.validation_rows}
     for split, count in counts.items():
-        directory = folder / "dataset" / split
+        directory = folder / SPLIT_PARENT / split
         rows = lambda split=split, count=count: (row(spec, split, i) for i in range(count))  # noqa: E731
         _write(directory / ROWS_NAME, (line(r) for r in rows()))
         _write(directory / "segments.jsonl", (segments_line(r) for r in rows()))
@@ -117,7 +117,7 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != RELEASE_MANIFEST)
     hashes = {rel: hash_file(folder / rel) for rel in files}
     (folder / RELEASE_MANIFEST).write_text(json.dumps({"version": spec.version, "files": hashes}, indent=2) + "\n")
-    trained = f"dataset/train/{spec.trained_name}"
+    trained = f"{SPLIT_PARENT}/train/{spec.trained_name}"
     return BuiltVersion(folder, spec, trained, hashes[trained])
 
 

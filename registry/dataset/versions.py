@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem, RegistryError
+from ..names import FINAL_STATS, PACKING_INPUTS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, TEXT_NAME, VERSION_REQUIRED
 from ..schemas import read_json
-from .layout import FINAL_STATS, PACKING_INPUTS, RELEASE_MANIFEST, REQUIRED, ROWS_NAME, SPLIT_MANIFEST, SPLITS, TEXT_NAME, is_segments
+from .layout import is_segments
 from .models import DataVersion, wire_thinking
 from .rows import FileReport, Progress, compare_segments, compare_texts, read_rows
 
@@ -58,11 +59,11 @@ def _stated_count(data: Any, key: str, expected: int, display: str, what: str) -
 
 
 def _split_manifest_problems(version: DataVersion, split: str, rows: int, locate: Locate) -> list[Problem]:
-    display = f"{version.version}/dataset/{split}/{SPLIT_MANIFEST}"
-    data, problems = _json(locate, f"dataset/{split}/{SPLIT_MANIFEST}", display)
+    display = f"{version.version}/{SPLIT_PARENT}/{split}/{SPLIT_MANIFEST}"
+    data, problems = _json(locate, f"{SPLIT_PARENT}/{split}/{SPLIT_MANIFEST}", display)
     if problems:
         return problems
-    problems = _stated_count(data, "rows", rows, display, f"dataset/{split}/{ROWS_NAME} holds")
+    problems = _stated_count(data, "rows", rows, display, f"{SPLIT_PARENT}/{split}/{ROWS_NAME} holds")
     stated = data.get("wire_hash") if isinstance(data, dict) else None
     if isinstance(stated, str) and stated != version.wire.hash:
         problems.append(Problem("version.wire-mismatch", display, f"says wire_hash {stated[:12]}… but the version's is {version.wire.hash[:12]}…", RESTATE))
@@ -76,7 +77,7 @@ def _count(display: str, found: int, stated: int, option: str) -> list[Problem]:
 
 
 def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], locate: Locate, progress: Progress | None) -> list[Problem]:
-    folder = f"dataset/{split}"
+    folder = f"{SPLIT_PARENT}/{split}"
     rows_rel = f"{folder}/{ROWS_NAME}"
     if rows_rel not in files:
         return []  # reported as a missing required file
@@ -105,10 +106,10 @@ def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], 
 def version_problems(version: DataVersion, files: Mapping[str, str], locate: Locate, progress: Progress | None = None) -> list[Problem]:
     """Everything wrong with a version's files (``files``: path inside the version -> sha256)."""
     name = version.version
-    problems = [Problem("version.missing-file", f"{name}/{rel}", "a version folder needs this file", "restore it (seed 002's layout: docs/formats.md)") for rel in REQUIRED if rel not in files]
+    problems = [Problem("version.missing-file", f"{name}/{rel}", "a version folder needs this file", "restore it (seed 002's layout: docs/formats.md)") for rel in VERSION_REQUIRED if rel not in files]
     trained = version.trained_file
     actual = files.get(trained.path)
-    if not trained.path.startswith("dataset/train/") or not (is_segments(trained.name) or trained.name == ROWS_NAME):
+    if not trained.path.startswith(f"{SPLIT_PARENT}/train/") or not (is_segments(trained.name) or trained.name == ROWS_NAME):
         problems.append(Problem("version.trained-file-form", f"{name}/{trained.path}", "the trained file must be the train split's rows.jsonl or a segments*.jsonl", "pass the file the trainer read with --trained-file"))
     if actual is None:
         problems.append(Problem("version.trained-file-missing", f"{name}/{trained.path}", "the file the weights were trained on is not in the version", "restore it"))

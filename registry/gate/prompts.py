@@ -14,11 +14,11 @@ from pathlib import Path
 
 from ..atomic import atomic_write
 from ..hashing.digest import sha256_hex
+from ..names import VOCAB_NAME
 from ..resources import user_cache
 
 STOP_TOKEN = 0
 STOP_TEXT = "\n\nUser:"
-VOCAB = "rwkv_vocab_v20230424.txt"
 
 PROMPTS: dict[str, str] = {
     "seed000-scene-boundary": (
@@ -52,7 +52,7 @@ class Tokenizer:
 def _vocab_path() -> Path:
     import rwkv  # noqa: PLC0415
 
-    return Path(rwkv.__file__).parent / VOCAB
+    return Path(rwkv.__file__).parent / VOCAB_NAME
 
 
 @cache

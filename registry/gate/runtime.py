@@ -30,7 +30,7 @@ from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import merge_delta
 from ..artifacts.safetensors_header import read_shard_index
 from ..errors import RegistryError
-from ..layout import SHARD_INDEX
+from ..names import SHARD_INDEX, SINGLE_SAFETENSORS
 from .kernel import wkv7
 from .reference import wkv7_reference
 
@@ -83,7 +83,7 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
     """Tensors of a ``.pth``, a ``.safetensors``, a sharded index, or a directory holding one."""
     path = Path(path)
     if path.is_dir():
-        candidates = [path / SHARD_INDEX, path / "model.safetensors"]
+        candidates = [path / SHARD_INDEX, path / SINGLE_SAFETENSORS]
         path = next((c for c in candidates if c.is_file()), candidates[0])
     if not path.is_file():
         raise RegistryError("gate.weights-missing", path, "no such weights file", "pass a .pth, .safetensors or model.safetensors.index.json")

@@ -20,6 +20,7 @@ from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import SAFETENSORS_DTYPES, safetensors_bytes
 from ..hashing.engine import Progress
 from ..models import StopRules
+from ..names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME, CONFIG_NAME, GENERATION_CONFIG_NAME, STATE_WEIGHTS_NAME, TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
 from ..pinned import Pinned
 from . import files as hf_files
 from . import peft
@@ -72,11 +73,11 @@ def convert_to_fla(
 def json_files(converted: Converted, stop: StopRules | None) -> dict[str, bytes]:
     """config.json, generation_config.json and the tokenizer's files of a converted checkpoint."""
     return {
-        hf_files.CONFIG_NAME: hf_files.render(hf_files.config_json(converted.plan.config, converted.dtype)),
-        hf_files.GENERATION_CONFIG_NAME: hf_files.render(hf_files.generation_config_json(stop)),
-        hf_files.TOKENIZER_NAME: tokenizer_json(read_vocab(world_vocab_file())),
-        hf_files.TOKENIZER_CONFIG_NAME: tokenizer_config_json(),
-        hf_files.VOCAB_NAME: world_vocab_file().read_bytes(),
+        CONFIG_NAME: hf_files.render(hf_files.config_json(converted.plan.config, converted.dtype)),
+        GENERATION_CONFIG_NAME: hf_files.render(hf_files.generation_config_json(stop)),
+        TOKENIZER_NAME: tokenizer_json(read_vocab(world_vocab_file())),
+        TOKENIZER_CONFIG_NAME: tokenizer_config_json(),
+        VOCAB_NAME: world_vocab_file().read_bytes(),
     }
 
 
@@ -103,8 +104,8 @@ def _peft_files(source: ExportSource, handle: Pinned, base_folder: str) -> dict[
     verify_adapter(handle.path, tensors, manifest)
     metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "peft-miss"}
     return {
-        peft.ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, [peft.fla_module(t) for t in tensors], base_folder)),
-        peft.ADAPTER_WEIGHTS_NAME: safetensors_bytes(peft.peft_tensors(tensors, manifest.scale), metadata),
+        ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, [peft.fla_module(t) for t in tensors], base_folder)),
+        ADAPTER_WEIGHTS_NAME: safetensors_bytes(peft.peft_tensors(tensors, manifest.scale), metadata),
     }
 
 
@@ -112,7 +113,7 @@ def _state_files(source: ExportSource, handle: Pinned) -> tuple[dict[str, bytes]
     """initial_state.safetensors of the State read from ``handle``, and the State's tensors."""
     time_state = load_tensor_map(handle.stable)
     metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "fla-rwkv7-state"}
-    return {fla_state.STATE_WEIGHTS_NAME: safetensors_bytes(fla_state.fla_state(time_state), metadata)}, time_state
+    return {STATE_WEIGHTS_NAME: safetensors_bytes(fla_state.fla_state(time_state), metadata)}, time_state
 
 
 def adapter_files(source: ExportSource, handle: Pinned, base_folder: str, base_config: dict[str, Any]) -> dict[str, bytes]:

@@ -23,11 +23,21 @@ from ..artifacts.shapes import shape_differences
 from ..errors import Problem, RegistryError
 from ..layout import export_folder, export_path
 from ..models import HfExport, Index
+from ..names import (
+    ADAPTER_CONFIG_NAME,
+    ADAPTER_WEIGHTS_NAME,
+    CONFIG_NAME,
+    GENERATION_CONFIG_NAME,
+    SHARD_INDEX,
+    STATE_WEIGHTS_NAME,
+    TOKENIZER_CONFIG_NAME,
+    TOKENIZER_NAME,
+    VOCAB_NAME,
+)
 from ..schemas import DEFAULT_MAX_JSON_BYTES, read_bounded, read_json
 from . import peft
 from . import state as fla_state
-from .expected import SHARD_INDEX, expected_names, small_file_problems, vocab_problem
-from .files import CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
+from .expected import expected_names, small_file_problems, vocab_problem
 from .mapping import fla_shapes
 
 FIX = "export it again with `registry export-hf --force` (or remove the folder and its entry in exports)"
@@ -97,7 +107,7 @@ def _on_base_export_problems(root: Path, index: Index, export: HfExport, method:
     if not any(e.path == base_folder for e in index.exports):
         yield f"its base has no export at {base_folder}/ to be used with"
         return
-    weights = fla_state.STATE_WEIGHTS_NAME if method == "state" else peft.ADAPTER_WEIGHTS_NAME
+    weights = STATE_WEIGHTS_NAME if method == "state" else ADAPTER_WEIGHTS_NAME
     header = read_safetensors_header(root / export.path / weights)
     if (header.metadata or {}).get("source_sha256") != export.source_sha256:
         yield f"{weights} does not record source_sha256 {export.source_sha256[:12]}…"
@@ -106,7 +116,7 @@ def _on_base_export_problems(root: Path, index: Index, export: HfExport, method:
     if method == "state":
         problem = fla_state.misfit(base_config, found)
     else:
-        problem = peft.misfit(read_json(root / export.path / peft.ADAPTER_CONFIG_NAME, f"{export.path}/{peft.ADAPTER_CONFIG_NAME}"), base_config, found)
+        problem = peft.misfit(read_json(root / export.path / ADAPTER_CONFIG_NAME, f"{export.path}/{ADAPTER_CONFIG_NAME}"), base_config, found)
     if problem:
         yield problem
 
@@ -138,7 +148,7 @@ def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[
     listed = {ref.path.removeprefix(f"{export.path}/") for ref in export.files}
     if source is not None and source.method in ("miss", "state"):
         yield from _on_base_export_problems(root, index, export, source.method)
-        config = read_json(root / export.path / peft.ADAPTER_CONFIG_NAME, f"{export.path}/{peft.ADAPTER_CONFIG_NAME}") if source.method == "miss" else {}
+        config = read_json(root / export.path / ADAPTER_CONFIG_NAME, f"{export.path}/{ADAPTER_CONFIG_NAME}") if source.method == "miss" else {}
         dtypes: set[str] = set()
     else:
         config = read_json(root / export.path / CONFIG_NAME, f"{export.path}/{CONFIG_NAME}")
@@ -150,9 +160,9 @@ def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[
         if SHARD_INDEX in listed:
             yield from _weight_map_problems(root / export.path / SHARD_INDEX, f"{export.path}/{SHARD_INDEX}", headers)
     if not isinstance(config, dict):
-        yield f"{CONFIG_NAME if source is None or source.method == 'full' else peft.ADAPTER_CONFIG_NAME} is not a JSON object"
+        yield f"{CONFIG_NAME if source is None or source.method == 'full' else ADAPTER_CONFIG_NAME} is not a JSON object"
         return
-    small = [n for n in (CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, peft.ADAPTER_CONFIG_NAME) if n in listed]
+    small = [n for n in (CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, ADAPTER_CONFIG_NAME) if n in listed]
     files = {n: read_bounded(root / export.path / n, DEFAULT_MAX_JSON_BYTES, f"{export.path}/{n}") for n in small}
     tokenizer_sha256 = digests.get(f"{export.path}/{TOKENIZER_NAME}") if TOKENIZER_NAME in listed else None
     yield from small_file_problems(files, tokenizer_sha256, export, source, config, dtypes, base_folder)

@@ -24,9 +24,20 @@ from typing import Any
 
 from ..hashing.digest import sha256_hex
 from ..models import Entry, HfExport
+from ..names import (
+    ADAPTER_CONFIG_NAME,
+    ADAPTER_WEIGHTS_NAME,
+    CONFIG_NAME,
+    GENERATION_CONFIG_NAME,
+    SHARD_INDEX,
+    SINGLE_SAFETENSORS,
+    STATE_WEIGHTS_NAME,
+    TOKENIZER_CONFIG_NAME,
+    TOKENIZER_NAME,
+    VOCAB_NAME,
+)
 from . import peft
-from . import state as fla_state
-from .files import CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME, config_json, generation_config_json, render
+from .files import config_json, generation_config_json, render
 from .mapping import SHAPE_KEYS
 from .tokenizer import tokenizer_config_json
 
@@ -36,7 +47,6 @@ TOKENIZER_JSON_SHA256 = "f41c9eb77eba241a8ad042218baf6060273d6900c169131267d6f56
 # sha256 of rwkv_vocab_v20230424.txt as the rwkv package ships it (export-hf copies it byte for byte)
 VOCAB_TXT_SHA256 = "8324476023347dec2964625ccb2075c864d250a9c6d9a74f36daba628de8c008"
 SHARDED = re.compile(r"model-\d{5}-of-\d{5}\.safetensors")
-SHARD_INDEX = "model.safetensors.index.json"
 
 
 def _first_difference(expected: bytes, actual: bytes) -> str:
@@ -72,12 +82,12 @@ def expected_names(export: HfExport, source: Entry | None) -> str | None:
     """Why the export lists a file export-hf does not write for this kind of source, or None."""
     names = [ref.path.removeprefix(f"{export.path}/") for ref in export.files]
     if source is not None and source.method == "miss":
-        allowed = {peft.ADAPTER_CONFIG_NAME, peft.ADAPTER_WEIGHTS_NAME}
+        allowed = {ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME}
     elif source is not None and source.method == "state":
-        allowed = {fla_state.STATE_WEIGHTS_NAME}
+        allowed = {STATE_WEIGHTS_NAME}
     else:
         sharded = any(SHARDED.fullmatch(n) for n in names)
-        weights = {n for n in names if SHARDED.fullmatch(n)} | {SHARD_INDEX} if sharded else {"model.safetensors"}
+        weights = {n for n in names if SHARDED.fullmatch(n)} | {SHARD_INDEX} if sharded else {SINGLE_SAFETENSORS}
         allowed = {CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_NAME, TOKENIZER_CONFIG_NAME, VOCAB_NAME, *weights}
     extra = sorted(set(names) - allowed)
     if extra:
@@ -103,7 +113,7 @@ def small_file_problems(files: Mapping[str, bytes], tokenizer_sha256: str | None
     expected: dict[str, bytes] = {}
     if source is not None and source.method == "miss":
         modules = config.get("target_modules")
-        expected[peft.ADAPTER_CONFIG_NAME] = render(peft.adapter_config(config.get("r"), modules if isinstance(modules, list) else [], base_folder))  # type: ignore[arg-type]
+        expected[ADAPTER_CONFIG_NAME] = render(peft.adapter_config(config.get("r"), modules if isinstance(modules, list) else [], base_folder))  # type: ignore[arg-type]
     else:
         shape = {key: config.get(key) for key in SHAPE_KEYS}
         expected[CONFIG_NAME] = render(config_json(shape, next(iter(dtypes)) if len(dtypes) == 1 else "F32"))

@@ -8,13 +8,7 @@ from typing import Any
 from ..gate.prompts import STOP_TEXT, STOP_TOKEN
 from ..models import StopRules
 from .mapping import NORM_EPS
-from .tokenizer import WORLD_VOCAB
 
-CONFIG_NAME = "config.json"
-GENERATION_CONFIG_NAME = "generation_config.json"
-TOKENIZER_NAME = "tokenizer.json"
-TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
-VOCAB_NAME = f"{WORLD_VOCAB}.txt"  # the world vocabulary itself: llama.cpp's converter reads it from the folder
 # What a weight with no recorded stop rules stops on: seed 000's rules, the gate's.
 DEFAULT_STOP = StopRules(tokens=[STOP_TOKEN], texts=[STOP_TEXT])
 TORCH_DTYPE_NAMES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}

@@ -11,10 +11,10 @@ from ..errors import RegistryError
 from ..hashing.digest import sha256_hex
 from ..layout import export_path
 from ..models import Index
+from ..names import CONFIG_NAME
 from ..repo import Repo
 from ..safepath import check_dir
 from ..schemas import parse_json
-from .files import CONFIG_NAME
 from .source import ExportSource
 
 

@@ -17,13 +17,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME
 from .mapping import fla_shapes, rules, tensor_misfit
 
 if TYPE_CHECKING:
     import torch
 
-ADAPTER_CONFIG_NAME = "adapter_config.json"
-ADAPTER_WEIGHTS_NAME = "adapter_model.safetensors"
 PEFT_TYPE = "MISS"
 # PEFT's names for a saved adapter's tensors: the wrapped model's module path, then the adapter's
 # parameter (the adapter's own name, "default", is left out of saved files).

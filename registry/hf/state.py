@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..names import STATE_WEIGHTS_NAME
 from .mapping import tensor_misfit
 
 if TYPE_CHECKING:
     import torch
 
-STATE_WEIGHTS_NAME = "initial_state.safetensors"
 
 
 def tensor_name(layer: int) -> str:

@@ -13,8 +13,8 @@ from pathlib import Path
 import torch
 
 from ..errors import RegistryError
+from ..names import CONFIG_NAME
 from ..schemas import read_json
-from .files import CONFIG_NAME
 from .mapping import FlaPlan, Rule, rules
 
 

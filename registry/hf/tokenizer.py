@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import RegistryError
 from ..hashing.engine import hash_file
 from ..models import Base
+from ..names import INDEX_NAME, VOCAB_NAME
 
 WORLD_VOCAB = "rwkv_vocab_v20230424"
 WORLD_VOCAB_SHA256 = "8324476023347dec2964625ccb2075c864d250a9c6d9a74f36daba628de8c008"  # the file in rwkv==0.8.32
@@ -41,7 +42,7 @@ def world_vocab_file() -> Path:
     """The world vocabulary the ``rwkv`` package ships, checked to be the known bytes."""
     import rwkv
 
-    path = Path(rwkv.__file__).parent / f"{WORLD_VOCAB}.txt"
+    path = Path(rwkv.__file__).parent / VOCAB_NAME
     if not path.is_file() or hash_file(path) != WORLD_VOCAB_SHA256:
         raise RegistryError("export.vocab-file", path, f"is not the {WORLD_VOCAB} vocabulary this exporter knows", "pip install 'rwkv==0.8.32'")
     return path
@@ -81,7 +82,7 @@ def check_vocab(base: Base, vocab_size: int, source: str | Path) -> None:
     recorded = (base.vocab or WORLD_VOCAB).removesuffix(".txt")
     if recorded != WORLD_VOCAB:
         raise RegistryError(
-            "export.vocab-mismatch", "index.json", f"base {base.name} records vocabulary {base.vocab}, and the exporter writes tokenizer files for {WORLD_VOCAB} only",
+            "export.vocab-mismatch", INDEX_NAME, f"base {base.name} records vocabulary {base.vocab}, and the exporter writes tokenizer files for {WORLD_VOCAB} only",
             f"export a base built on {WORLD_VOCAB} (or correct the base's recorded vocab if it is wrong)",
         )  # fmt: skip
     if vocab_size < 65536:

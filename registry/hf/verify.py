@@ -26,10 +26,10 @@ from ..artifacts.dtypes import bit_equal
 from ..artifacts.safetensors_header import read_safetensors_header
 from ..errors import RegistryError
 from ..gate.prompts import PROMPTS
+from ..names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME, STATE_WEIGHTS_NAME, TOKENIZER_NAME
 from ..schemas import read_json
 from . import peft
 from . import state as fla_state
-from .files import TOKENIZER_NAME
 from .tokenizer import trie_tokenizer
 
 SAMPLES: dict[str, str] = {
@@ -116,7 +116,7 @@ def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
     holds exactly its ``miss_block`` tensors, float32 ``[r, out]`` for the base export's Linears."""
     from peft import MissConfig, PeftConfig
 
-    config_path, weights_path = folder / peft.ADAPTER_CONFIG_NAME, folder / peft.ADAPTER_WEIGHTS_NAME
+    config_path, weights_path = folder / ADAPTER_CONFIG_NAME, folder / ADAPTER_WEIGHTS_NAME
     parsed = PeftConfig.from_pretrained(str(folder))
     if not isinstance(parsed, MissConfig) or parsed.init_weights is not True:
         raise RegistryError("export.verify-failed", config_path, f"PEFT reads it as {type(parsed).__name__}, not the default MiSS", VERIFY_FIX)
@@ -132,7 +132,7 @@ def check_state(folder: Path, base_config: Mapping[str, Any], time_state: Mappin
     base export's layers, each bit-equal to the State's ``time_state`` transposed."""
     from safetensors.torch import load_file
 
-    path = folder / fla_state.STATE_WEIGHTS_NAME
+    path = folder / STATE_WEIGHTS_NAME
     header = read_safetensors_header(path)
     problem = fla_state.misfit(base_config, {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()})
     if problem:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from ..hashing.digest import sha256_hex
 from ..hashing.engine import git_blob_sha1
-from ..layout import SIGNATURE_NAME
+from ..names import UNLISTED_OK
 from ..repo import Repo
-from ..sums import SUMS_NAME, parse_sums
+from ..sums import parse_sums
 from .plan import LocalFile
 
 
@@ -33,7 +33,7 @@ def source(root: Path, rel: str, staged: Mapping[str, Path] | None = None) -> Pa
 def local_files(repo: Repo, sums: dict[str, str], staged: Mapping[str, Path] | None = None) -> dict[str, LocalFile]:
     """Every file publish would put on the Hub, by path, with its sha256 and size."""
     files = {path: LocalFile(path, sha, source(repo.root, path, staged).stat().st_size) for path, sha in sums.items()}
-    for name in (SUMS_NAME, SIGNATURE_NAME):
+    for name in sorted(UNLISTED_OK):  # SHA256SUMS, model.sig
         path = source(repo.root, name, staged)
         if path.is_file():
             data = path.read_bytes()

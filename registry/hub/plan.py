@@ -16,7 +16,8 @@ from typing import Literal
 
 from ..errors import Problem
 from ..models import Rewrite
-from ..published import MUTABLE, unrecorded_change  # MUTABLE: the files the tool renders, .gitattributes and model.sig
+from ..names import MUTABLE
+from ..published import unrecorded_change
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
 RESTORE_FIX = "the Hub changed behind the registry, which holds the bytes it published there: put them back with `registry publish --restore`"

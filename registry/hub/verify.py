@@ -18,15 +18,13 @@ from collections.abc import Iterator, Mapping
 
 from ..dataset.models import DatasetIndex
 from ..errors import Problem
-from ..layout import SIGNATURE_NAME
 from ..models import Index
-from ..sums import SUMS_NAME
+from ..names import UNLISTED_OK
 from .content import REDACTED
 from .gates import entry_files
 from .plan import RemoteFile
 
 REPUBLISH = "put the registry's bytes back with `registry publish --restore`, run from the registry that holds them"
-UNLISTED_OK = {SUMS_NAME, SIGNATURE_NAME}  # .gitattributes is listed like every file the registry publishes
 
 
 def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Problem]:

@@ -16,12 +16,13 @@ from pathlib import Path
 from ..arguments import require_name, require_sha
 from ..artifacts.inspect import Inspection, check_fits, inspect_weights
 from ..atomic import naming, transaction
+from ..collisions import collisions, shown
 from ..derived import stage_derived
 from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import CHUNK, HashingWriter, Progress
 from ..index_rules import index_to_change, weight_path_problem
-from ..layout import GGUF_DIR, HF_DIR, TRAIN_JSON, WEIGHT_SUFFIXES, canonical_path, scan_tree
+from ..layout import canonical_path
 from ..models import (
     DATA_VERSION_PATTERN,
     Base,
@@ -30,11 +31,12 @@ from ..models import (
     Index,
     TrainJson,
 )
-from ..names import collisions, shown
+from ..names import GGUF_DIR, HF_DIR, INDEX_NAME, TRAIN_JSON, WEIGHT_SUFFIXES
 from ..pinned import Pinned, pinned
-from ..repo import INDEX_NAME, Repo, render_index
+from ..repo import Repo, render_index
 from ..schemas import load_model
 from ..sums import parse_sums
+from ..tree import scan_tree
 
 
 @dataclass
@@ -186,7 +188,7 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         base = _check_request(request, index)
-        with pinned(request.train_json, "train.json") as train_source:
+        with pinned(request.train_json, TRAIN_JSON) as train_source:
             train = _check_train_json(request, train_source.stable)
             train_bytes = train_source.read_bytes()
         _check_data_sums(request, train.data_sha256)

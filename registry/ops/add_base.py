@@ -14,10 +14,10 @@ from ..errors import RegistryError
 from ..hashing import hash_file
 from ..hashing.engine import Progress
 from ..index_rules import index_to_change
-from ..layout import DOCS_DIR
 from ..models import Base, Index
+from ..names import DOCS_DIR, INDEX_NAME
 from ..pinned import pinned
-from ..repo import INDEX_NAME, Repo, render_index
+from ..repo import Repo, render_index
 
 
 @dataclass

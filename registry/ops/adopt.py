@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..arguments import require_sha
-from ..atomic import JOURNAL_NAME, PRIVATE_DIR, registry_lock, transaction
+from ..atomic import registry_lock, transaction
 from ..card import stage_rendered
 from ..card.handwritten import split_front_matter
 from ..card.render import decode_card
@@ -41,17 +41,19 @@ from ..handmade import HandIndex, read_hand_index
 from ..hashing import hash_files
 from ..hashing.engine import Progress
 from ..index_rules import index_problems
-from ..layout import DOCS_DIR, SHARD_INDEX, TRAIN_JSON, Placement, export_folder, is_excluded, is_weight, place, scan_tree
+from ..layout import Placement, export_folder, is_excluded, is_weight, place
 from ..lfs import refuse_pointers
 from ..models import METHODS, Base, DataRef, Entry, Index, RegistryInfo, TrainJson, path_problem
-from ..repo import CARD_NAME, EVALUATION_NAME, INDEX_NAME, Repo, find_root, render_index
+from ..names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
+from ..repo import Repo, find_root, render_index
 from ..schemas import load_model, read_json
-from ..sums import SUMS_NAME, parse_sums
+from ..sums import parse_sums
+from ..tree import scan_tree
 from .add import accept_weight, content_version, set_recommended
 from .add_base import BaseRequest, fingerprint_base
 from .init import git_file_changes, stage_git_files, stage_kept_card
 
-ADOPTED_DIR = f"{PRIVATE_DIR}/adopted"  # the originals adopt replaced, never published
+SAVED_DIR = f"{PRIVATE_DIR}/{ADOPTED_DIR}"  # the originals adopt replaced, never published
 TRUST_FILES = "--trust-files"
 _CJK = re.compile("[\u3400-\u9fff]")
 
@@ -129,7 +131,7 @@ def adopt(root: Path, options: AdoptOptions, catalog: Index | None = None, progr
         _require_unchanged(root, plan.identities)
         txn.write(INDEX_NAME, render_index(plan.report.index))
         for name, data in plan.originals.items():
-            txn.write(f"{ADOPTED_DIR}/{name}", data)
+            txn.write(f"{SAVED_DIR}/{name}", data)
         stage_git_files(repo, txn)
         stage_kept_card(repo, txn)
         stage_rendered(repo, txn, plan.report.index)
@@ -182,12 +184,12 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     originals = {name: repo.read_bytes(root / name) for name in (INDEX_NAME, CARD_NAME, SUMS_NAME) if (root / name).is_file() or (root / name).is_symlink()}
     _check_sums(root, originals.get(SUMS_NAME), digests)
     hand = read_hand_index(read_json(root / INDEX_NAME, INDEX_NAME)) if INDEX_NAME in originals else HandIndex()
-    report = AdoptReport(root, options.dry_run, Index(), unmapped=list(hand.unmapped), saved=sorted(f"{ADOPTED_DIR}/{n}" for n in originals))
+    report = AdoptReport(root, options.dry_run, Index(), unmapped=list(hand.unmapped), saved=sorted(f"{SAVED_DIR}/{n}" for n in originals))
     bases = _bases(root, scan.files, options, catalog, hand, report, progress)
     entries = _entries(root, scan.files, bases, digests, hand, report)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report)
     _claims(report, options)
-    report.writes = sorted({INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME, *git_file_changes(repo), *report.saved})
+    report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})
     return _Plan(report, digests, identities, originals)
 
 

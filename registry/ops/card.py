@@ -15,7 +15,8 @@ from ..dataset import card as dataset_card
 from ..dataset import store
 from ..derived import stage_derived
 from ..index_rules import index_to_change
-from ..repo import CARD_NAME, Repo
+from ..names import CARD_NAME
+from ..repo import Repo
 
 
 def write_card(root: Path) -> bool:

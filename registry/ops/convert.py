@@ -17,8 +17,9 @@ from ..hashing import StatCache
 from ..hashing.engine import Progress, hash_in_background
 from ..index_rules import index_to_change
 from ..models import Entry, FileRef, Index
+from ..names import INDEX_NAME
 from ..pinned import registered
-from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
+from ..repo import Repo, render_index, resolve_entry
 from ..sigbus import reading
 
 

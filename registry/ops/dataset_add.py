@@ -25,8 +25,9 @@ from ..editing import build
 from ..errors import Problem, RegistryError
 from ..hashing.engine import Progress
 from ..models import Localized, path_problem
+from ..names import INDEX_NAME
 from ..pinned import pinned
-from ..repo import INDEX_NAME, Repo, render_index
+from ..repo import Repo, render_index
 from .add import copy_hashing
 
 OPTIONS = {

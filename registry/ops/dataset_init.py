@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import PRIVATE_DIR, Transaction
+from ..atomic import Transaction
 from ..dataset import store
 from ..dataset.layout import GITATTRIBUTES
 from ..dataset.models import DatasetIndex, DatasetInfo
-from ..layout import PRE_COMMIT_CONFIG
-from ..repo import INDEX_NAME, Repo, render_index
+from ..names import DATASET_INIT_KEPT, INDEX_NAME
+from ..repo import Repo, render_index
 from .init import create_registry, stage_git_files
 
 
@@ -25,4 +25,4 @@ def init_dataset(root: Path, title: str | None = None, license: str | None = Non
 
     # the dataset card has no hand-written section and the dataset layout no LICENSE/docs: a folder
     # holding them is refused, never overwritten
-    return create_registry(root, stage, frozenset({PRE_COMMIT_CONFIG, PRIVATE_DIR}))
+    return create_registry(root, stage, DATASET_INIT_KEPT)

@@ -17,7 +17,8 @@ from ..dataset.models import ModelSource
 from ..dataset.remote import fetch_index
 from ..errors import Problem, RegistryError
 from ..models import Index
-from ..repo import INDEX_NAME, Repo, render_index
+from ..names import INDEX_NAME
+from ..repo import Repo, render_index
 from .validate_dataset import local_models
 
 

@@ -11,7 +11,8 @@ from ..dataset.models import DatasetInfo
 from ..editing import build, check_language
 from ..errors import RegistryError
 from ..hub.remote import check_repo_id
-from ..repo import INDEX_NAME, Repo, render_index
+from ..names import INDEX_NAME
+from ..repo import Repo, render_index
 
 LISTS = {"languages", "data-languages", "tags", "task-categories"}
 SCALARS = {"title", "license", "repo-id"}

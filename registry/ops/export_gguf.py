@@ -32,7 +32,8 @@ from ..hf.tokenizer import check_vocab
 from ..index_rules import index_to_change
 from ..layout import gguf_path
 from ..models import GgufFile, Index
-from ..repo import INDEX_NAME, Repo, render_index
+from ..names import INDEX_NAME
+from ..repo import Repo, render_index
 
 DEFAULT_TYPES = ("q8_0",)
 

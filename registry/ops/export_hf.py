@@ -32,7 +32,8 @@ from ..hf.tokenizer import WORLD_VOCAB
 from ..hf.verify import require_hf
 from ..index_rules import index_to_change
 from ..models import FileRef, HfExport, Index
-from ..repo import INDEX_NAME, Repo, render_index
+from ..names import INDEX_NAME
+from ..repo import Repo, render_index
 
 DEFAULT_SHARD_SIZE = 5 * 10**9
 

@@ -7,18 +7,15 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from ..atomic import PRIVATE_DIR, Transaction, transaction
+from ..atomic import Transaction, transaction
 from ..card.handwritten import keep_whole
 from ..card.render import decode_card
 from ..derived import stage_derived
 from ..errors import RegistryError
-from ..gitfiles import GITIGNORE_NAME, ignore_private, lfs_attributes
-from ..layout import KEPT_ROOT_FILES, PRE_COMMIT_CONFIG
+from ..gitfiles import ignore_private, lfs_attributes
 from ..models import Index, RegistryInfo
-from ..repo import CARD_NAME, GITATTRIBUTES, GITATTRIBUTES_NAME, INDEX_NAME, Repo, find_root, render_index
-
-# What init builds beside: kept as it is (the README becomes the card's hand-written section).
-KEPT = frozenset({CARD_NAME, PRE_COMMIT_CONFIG, PRIVATE_DIR, *KEPT_ROOT_FILES})
+from ..names import CARD_NAME, GITATTRIBUTES_NAME, GITIGNORE_NAME, INDEX_NAME, INIT_KEPT
+from ..repo import GITATTRIBUTES, Repo, find_root, render_index
 
 
 def _check_place(root: Path, kept: frozenset[str]) -> None:
@@ -69,7 +66,7 @@ def init_registry(root: Path, title: str | None = None, license: str | None = No
     return create_registry(root, stage)
 
 
-def create_registry(root: Path, stage: Callable[[Repo, Transaction], None], kept: frozenset[str] = KEPT) -> Repo:
+def create_registry(root: Path, stage: Callable[[Repo, Transaction], None], kept: frozenset[str] = INIT_KEPT) -> Repo:
     """Create a registry in ``root`` (new, empty, or holding only ``kept`` and git's files) with the
     files ``stage`` writes, in one transaction."""
     root = Path(root).absolute()

@@ -46,13 +46,13 @@ from ..hub.plan import (
 )
 from ..hub.remote import CommitResult, Hub
 from ..hub.upload import check_uploaded, operations
-from ..layout import SIGNATURE_NAME
 from ..models import Index
+from ..names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
 from ..progress import Echo
 from ..published import RemoteRecord, published_sums, record_remote, recorded_rewrite
-from ..repo import INDEX_NAME, Repo, render_index
+from ..repo import Repo, render_index
 from ..signature import SignaturePolicy
-from ..sums import SUMS_NAME, parse_sums
+from ..sums import parse_sums
 from .validate import validate
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..collisions import collision_problems
 from ..errors import Problem, RegistryError
 from ..hashing.engine import hash_file
 from ..hub.content import check_local_bytes, content_problems
@@ -27,18 +28,14 @@ from ..hub.plan import ExistingState, RemoteFile, plain_paths
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings
 from ..models import path_problem
-from ..names import collision_problems
+from ..names import HUB_DOWNLOAD_CACHE, INDEX_NAME, SUMS_NAME
 from ..progress import Echo
 from ..published import RemoteRecord, record_remote
-from ..repo import INDEX_NAME, Repo
+from ..repo import Repo
 from ..schemas import read_json
 from ..signature import SignaturePolicy
-from ..sums import SUMS_NAME
 from .adopt import AdoptOptions, AdoptReport, adopt
 from .validate import validate
-
-# snapshot_download(local_dir=...) keeps its bookkeeping here; it is no part of the registry.
-DOWNLOAD_METADATA = ".cache"
 
 
 def _check_target(target: Path) -> None:
@@ -137,7 +134,7 @@ def pull(
     try:
         say(f"downloading {len(state.files)} file(s) of {repo_id}@{state.head[:12]}")
         hub.snapshot(state.head, staging)
-        shutil.rmtree(staging / DOWNLOAD_METADATA, ignore_errors=True)
+        shutil.rmtree(staging / HUB_DOWNLOAD_CACHE, ignore_errors=True)
         if is_registry:
             say("verifying")
             sums = _check_download(staging, state.files, signature)

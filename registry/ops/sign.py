@@ -14,9 +14,9 @@ from pathlib import Path
 from ..atomic import transaction
 from ..derived import stage_derived
 from ..index_rules import index_to_change
-from ..layout import SIGNATURE_NAME
 from ..models import Signer
-from ..repo import INDEX_NAME, Repo, render_index
+from ..names import INDEX_NAME, SIGNATURE_NAME
+from ..repo import Repo, render_index
 from ..signature import fingerprint, public_pem, sign_files, signed_files
 from ..sums import render_sums
 

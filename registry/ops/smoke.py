@@ -40,9 +40,10 @@ from ..index_rules import index_to_change
 from ..lfs import refuse_pointer
 from ..libc import return_large_frees
 from ..models import Entry, Index
+from ..names import INDEX_NAME
 from ..pinned import open_registered, pinned, read_view
 from ..progress import Echo
-from ..repo import INDEX_NAME, Repo, render_index, resolve_entry
+from ..repo import Repo, render_index, resolve_entry
 from .add import accept_weight
 
 

@@ -8,8 +8,8 @@ from ..atomic import transaction
 from ..derived import stage_sums
 from ..errors import Problem
 from ..hashing.engine import Progress
+from ..names import SUMS_NAME
 from ..repo import Repo
-from ..sums import SUMS_NAME
 from .validate import validate
 
 

@@ -26,21 +26,15 @@ from ..hashing import StatCache
 from ..hashing.engine import Progress
 from ..hf.check import export_problems, listed_files
 from ..index_rules import base_problems, entry_problems, index_to_change, weight_paths
-from ..layout import (
-    NOT_COVERED,
-    TRAIN_JSON,
-    Placement,
-    TreeScan,
-    is_weight,
-    place,
-    scan_tree,
-)
+from ..layout import Placement, is_weight, place
 from ..lfs import pointer_problem, pointers
 from ..models import Entry, FileRef, Index, Rewrite, TrainJson
-from ..published import MUTABLE, immutability_findings, published_sums, record_rewrites
-from ..repo import GITATTRIBUTES_NAME, INDEX_NAME, Repo, no_registry, render_index
+from ..names import GITATTRIBUTES_NAME, INDEX_NAME, MUTABLE, NOT_COVERED, SUMS_NAME, TRAIN_JSON
+from ..published import immutability_findings, published_sums, record_rewrites
+from ..repo import Repo, no_registry, render_index
 from ..schemas import load_model, read_json, schema_errors
-from ..sums import SUMS_NAME, digest_tree, parse_sums, sums_problems
+from ..sums import digest_tree, parse_sums, sums_problems
+from ..tree import TreeScan, scan_tree
 from .add import accept_weight, content_version
 
 

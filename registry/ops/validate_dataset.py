@@ -26,12 +26,11 @@ from ..dataset.versions import version_problems
 from ..errors import Problem, RegistryError
 from ..hashing import StatCache, hash_file
 from ..hashing.engine import Progress
-from ..layout import scan_tree
 from ..models import Index
-from ..repo import INDEX_NAME, Repo
+from ..names import DATASET_CHECKED_NAME, INDEX_NAME
+from ..repo import Repo
 from ..schemas import read_json, schema_errors
-
-CHECKED_NAME = "dataset-checked.json"  # in .registry/: versions whose row check passed (registry.dataset.checked)
+from ..tree import scan_tree
 
 
 def _index(repo: Repo) -> tuple[list[Problem], DatasetIndex | None]:
@@ -63,7 +62,7 @@ def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path 
             findings.append(placed)
         elif isinstance(placed, VersionPath) and rel in ctx.digests:
             by_version[placed.version][placed.rel] = ctx.digests[rel]
-    checked = CheckedVersions(repo.private / CHECKED_NAME)
+    checked = CheckedVersions(repo.private / DATASET_CHECKED_NAME)
     for version in index.versions:
         files = by_version[version.version]
         key = check_key(version, files)

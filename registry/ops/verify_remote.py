@@ -15,12 +15,12 @@ from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
 from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, trained_file_findings
-from ..layout import SIGNATURE_NAME
 from ..models import Index
-from ..repo import INDEX_NAME, Repo
+from ..names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
+from ..repo import Repo
 from ..schemas import load_model
 from ..signature import SignaturePolicy
-from ..sums import SUMS_NAME, parse_sums
+from ..sums import parse_sums
 
 
 @dataclass(frozen=True)
