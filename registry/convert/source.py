@@ -20,14 +20,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from ..libc import mapped, unmap_pages
 
-if TYPE_CHECKING:
-    from .writer import OutputFile
+
+class ByteSink(Protocol):
+    """Where :meth:`SourceBytes.copy_to` puts bytes (``convert.writer.OutputFile``)."""
+
+    def copy_from(self, source_fd: int, source_offset: int, length: int, offset: int) -> None: ...
+
+    def write_at(self, data: bytes | memoryview, offset: int) -> None: ...
+
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
 
@@ -107,7 +113,7 @@ class SourceBytes:
         if tensor.untyped_storage().data_ptr() in self._mapped:
             unmap_touched(tensor)
 
-    def copy_to(self, name: str, offset: int, length: int, out: OutputFile, at: int) -> None:
+    def copy_to(self, name: str, offset: int, length: int, out: ByteSink, at: int) -> None:
         """Put the tensor's bytes [offset, offset + length) at ``at`` in ``out``."""
         start = self.offsets.get(name)
         if start is not None:
