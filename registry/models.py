@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -38,6 +38,9 @@ ASSISTANT_TURN = "Assistant:"
 
 INDEX_FORMAT_VERSION: Final = 1
 
+
+# index.json's "kind" of a dataset registry (registry/dataset/); a model registry has none
+DATASET_KIND: Final = "dataset"
 
 class _Strict(BaseModel):
     # No NaN or Infinity in any float field: JSON has no such numbers (see docs/formats.md).
@@ -365,6 +368,8 @@ def distinct_languages(value: list[str]) -> list[str]:
 class Index(_Strict):
     """index.json: bases and one entry per weight file."""
 
+    SCHEMA_KIND: ClassVar[str] = "index"  # its checked-in schema: schemas/index.schema.json
+
     format_version: Literal[1] = INDEX_FORMAT_VERSION
     registry: RegistryInfo = Field(default_factory=RegistryInfo)
     bases: list[Base] = Field(default_factory=list)
@@ -413,6 +418,8 @@ class TrainRun(_Strict):
 
 class TrainJson(_Strict):
     """train.json next to the weights: how they were trained, reproducibly."""
+
+    SCHEMA_KIND: ClassVar[str] = "train"  # its checked-in schema: schemas/train.schema.json
 
     trainer: Trainer
     hyperparameters: dict[str, Any]
@@ -488,9 +495,11 @@ class EvalResult(_Strict):
 class Evaluation(_Strict):
     """evaluation.json: every recorded result with its setup, derived from index.json like the card."""
 
+    SCHEMA_KIND: ClassVar[str] = "evaluation"  # its checked-in schema: schemas/evaluation.schema.json
+
     format_version: Literal[1] = 1
     setups: list[EvalSetup] = Field(default_factory=list)
     results: list[EvalResult] = Field(default_factory=list)
 
 
-MODELS: dict[str, type[BaseModel]] = {"index": Index, "train": TrainJson, "evaluation": Evaluation}
+MODELS: dict[str, type[BaseModel]] = {model.SCHEMA_KIND: model for model in (Index, TrainJson, Evaluation)}

@@ -11,9 +11,9 @@ from pydantic import BaseModel
 
 from .atomic import registry_lock
 from .errors import Problem, RegistryError
-from .models import Entry, Index
+from .models import DATASET_KIND, Entry, Index
 from .names import CARD_NAME, GATES_DIR, GIT_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
-from .schemas import load_model
+from .schemas import load_model, read_json
 
 # Weights go through LFS on the Hub; the card and JSON stay plain git blobs.
 GITATTRIBUTES = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
@@ -97,14 +97,25 @@ class Repo:
         try:
             return load_model(self.refuse_link(self.index_path), Index, INDEX_NAME)
         except RegistryError as err:
-            from .dataset.store import is_dataset
-
             if err.code == "schema.invalid" and is_dataset(self.root):
                 raise RegistryError("layout.dataset-registry", INDEX_NAME, 'this is a dataset registry ("kind": "dataset"), and the command works on model registries', "use the `registry dataset …` commands here, or pass the model registry with -C") from err
             raise
 
     def rel(self, path: Path) -> str:
         return path.absolute().relative_to(self.root).as_posix()
+
+
+def is_dataset(root: Path) -> bool:
+    """True when ``root/index.json`` declares ``"kind": "dataset"`` (anything unreadable: False,
+    and the model registry's checks say what is wrong with it)."""
+    path = Path(root) / INDEX_NAME
+    if not path.is_file() or path.is_symlink():
+        return False
+    try:
+        data = read_json(path, INDEX_NAME)
+    except RegistryError:
+        return False
+    return isinstance(data, dict) and data.get("kind") == DATASET_KIND
 
 
 def _holds_index(folder: Path) -> bool:

@@ -1,7 +1,7 @@
-"""JSON Schemas generated from the pydantic models, and validation that names the JSON path.
+"""Reading JSON files strictly, and validation against the checked-in JSON Schemas that names the JSON path.
 
 The schemas are checked in under ``schemas/`` so a registry can be validated by any JSON Schema
-tool; a test regenerates them and fails on drift.  Files on disk are checked with jsonschema
+tool (:mod:`registry.schema_files` writes them; a test regenerates them and fails on drift).  Files on disk are checked with jsonschema
 first, because its errors carry the JSON path (``$.entries[2].data.sha256``) a user can act on.
 """
 
@@ -19,50 +19,9 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
 from .errors import RegistryError
-from .models import MODELS
 from .resources import REINSTALL, schema_dir
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def extra_models() -> dict[str, type[BaseModel]]:
-    """Models defined outside models.py that also get a checked-in schema (e.g. gate receipts)."""
-    from .gate.receipt import Receipt  # noqa: PLC0415 — optional until the gate lands
-
-    return {"receipt": Receipt}
-
-
-def all_models() -> dict[str, type[BaseModel]]:
-    from .dataset.models import DatasetIndex  # a dataset registry's index.json (registry/dataset/)
-
-    models: dict[str, type[BaseModel]] = {**MODELS, "dataset-index": DatasetIndex}
-    try:
-        models.update(extra_models())
-    except ImportError:
-        pass
-    return models
-
-
-def generate_schema(kind: str) -> dict[str, Any]:
-    model = all_models()[kind]
-    schema = model.model_json_schema(mode="validation")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"https://rwkv-registry/schemas/{kind}.schema.json"
-    return schema
-
-
-def render_schema(kind: str) -> str:
-    return json.dumps(generate_schema(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def write_schemas(directory: Path | None = None) -> list[Path]:
-    directory = directory or schema_dir()
-    written = []
-    for kind in all_models():
-        path = directory / f"{kind}.schema.json"
-        path.write_text(render_schema(kind), encoding="utf-8")
-        written.append(path)
-    return written
 
 
 @cache
@@ -197,8 +156,9 @@ def parse_json(raw: bytes | str, display: str) -> Any:
 
 
 def load_model(path: Path, model: type[M], display: str | None = None) -> M:
-    """Read, schema-check and parse a JSON file into ``model`` (one of :func:`all_models`); the first problem is raised."""
-    kind = next(name for name, known in all_models().items() if known is model)
+    """Read, schema-check (against ``schemas/<model.SCHEMA_KIND>.schema.json``) and parse a JSON file
+    into ``model``; the first problem is raised."""
+    kind: str = model.SCHEMA_KIND  # type: ignore[attr-defined]  # every model read here declares it
     display = display or str(path)
     data = read_json(path, display, MAX_JSON_BYTES.get(kind, DEFAULT_MAX_JSON_BYTES))
     problems = schema_errors(data, kind)
@@ -212,8 +172,3 @@ def load_model(path: Path, model: type[M], display: str | None = None) -> M:
         err = exc.errors()[0]
         where = _pydantic_path(err["loc"])
         raise RegistryError("schema.invalid", display, f"{where}: {err['msg']}", f"correct {where}") from exc
-
-
-if __name__ == "__main__":  # regenerate the checked-in schemas: python -m registry.schemas
-    for written in write_schemas():
-        print(written)

@@ -200,11 +200,11 @@ def test_hash_file_matches_sha256sum(tmp_path):
 
 def test_schemas_checked_in_match_models():
     from registry.resources import schema_dir
-    from registry.schemas import all_models, render_schema
+    from registry.schema_files import all_models, render_schema
 
     for kind in all_models():
         path = schema_dir() / f"{kind}.schema.json"
-        assert path.read_text(encoding="utf-8") == render_schema(kind), f"{path} drifted: run `python -m registry.schemas`"
+        assert path.read_text(encoding="utf-8") == render_schema(kind), f"{path} drifted: run `python -m registry.schema_files`"
 
 
 def test_project_catalog_is_valid_and_holds_the_seed_base():

@@ -47,10 +47,10 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     if repo_id:
         return repo_id
     from ..dataset import store
-    from ..repo import Repo
+    from ..repo import Repo, is_dataset
 
     repo = Repo.open(registry)
-    configured = store.load(repo).dataset.repo_id if store.is_dataset(repo.root) else repo.load_index().registry.repo_id
+    configured = store.load(repo).dataset.repo_id if is_dataset(repo.root) else repo.load_index().registry.repo_id
     if not configured:
         raise RegistryError("args.missing", "--repo-id", "no repo id given and index.json has no registry.repo_id", "pass --repo-id NAMESPACE/NAME")
     return configured

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Annotated, Final, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
@@ -16,6 +16,7 @@ from ..hashing.digest import sha256_hex
 from ..models import (
     BILINGUAL,
     DATA_VERSION_PATTERN,
+    DATASET_KIND,
     GIT_COMMIT_PATTERN,
     SHA256_PATTERN,
     Language,
@@ -26,7 +27,6 @@ from ..models import (
     path_problem,
 )
 
-DATASET_KIND: Final = "dataset"
 Thinking = Literal["off", "full"]
 # The wire canonical's thinking field (seed 002: "format=xml;…;thinking=off;…").
 _THINKING_FIELD = re.compile(r"(?:^|;)thinking=([^;]*)")
@@ -130,6 +130,8 @@ class DatasetInfo(_Strict):
 
 class DatasetIndex(_Strict):
     """index.json of a dataset registry: its versions and the weights trained on them."""
+
+    SCHEMA_KIND: ClassVar[str] = "dataset-index"  # its checked-in schema: schemas/dataset-index.schema.json
 
     kind: Literal["dataset"] = DATASET_KIND
     format_version: Literal[1] = 1

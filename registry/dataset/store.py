@@ -5,28 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Set
-from pathlib import Path
 
 from ..atomic import Transaction
 from ..derived import stage_sums
 from ..errors import Problem, RegistryError
 from ..names import CARD_NAME, INDEX_NAME
-from ..repo import Repo
-from ..schemas import load_model, read_json
-from .models import DATASET_KIND, DatasetIndex
-
-
-def is_dataset(root: Path) -> bool:
-    """True when ``root/index.json`` declares ``"kind": "dataset"`` (anything unreadable: False,
-    and the model registry's checks say what is wrong with it)."""
-    path = Path(root) / INDEX_NAME
-    if not path.is_file() or path.is_symlink():
-        return False
-    try:
-        data = read_json(path, INDEX_NAME)
-    except RegistryError:
-        return False
-    return isinstance(data, dict) and data.get("kind") == DATASET_KIND
+from ..repo import Repo, is_dataset
+from ..schemas import load_model
+from .models import DatasetIndex
 
 
 def load(repo: Repo) -> DatasetIndex:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Final, Literal
+from typing import ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +60,8 @@ class Timings(_Strict):
 
 class Receipt(_Strict):
     """Everything a reviewer needs to trust (or re-run) one gate."""
+
+    SCHEMA_KIND: ClassVar[str] = "receipt"  # its checked-in schema: schemas/receipt.schema.json
 
     format: Literal["rwkv-registry-gate-receipt"] = RECEIPT_FORMAT
     format_version: Literal[1] = 1

@@ -16,14 +16,14 @@ from ..dataset import store
 from ..derived import stage_derived
 from ..index_rules import index_to_change
 from ..names import CARD_NAME
-from ..repo import Repo
+from ..repo import Repo, is_dataset
 
 
 def write_card(root: Path) -> bool:
     """Render README.md and evaluation.json (and refresh SHA256SUMS) in one transaction; True when either changed.
     A dataset registry has only README.md, its dataset card."""
     repo = Repo.open(root)
-    if store.is_dataset(repo.root):
+    if is_dataset(repo.root):
         with transaction(repo.root) as txn:
             dataset = store.index_to_change(repo)
             changed = not dataset_card.rendered(dataset, store.current_card(repo)).fresh
@@ -39,6 +39,6 @@ def write_card(root: Path) -> bool:
 def compare_card(root: Path) -> list[Rendered]:
     """The rendered files on disk next to those index.json renders; changes nothing."""
     repo = Repo.open(root)
-    if store.is_dataset(repo.root):
+    if is_dataset(repo.root):
         return [dataset_card.rendered(store.load(repo), store.current_card(repo))]
     return rendered(repo, repo.load_index())

@@ -50,7 +50,7 @@ from ..models import Index
 from ..names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
 from ..progress import Echo
 from ..published import RemoteRecord, published_sums, record_remote, recorded_rewrite
-from ..repo import Repo, render_index
+from ..repo import Repo, is_dataset, render_index
 from ..signature import SignaturePolicy
 from ..sums import parse_sums
 from .validate import validate
@@ -191,7 +191,7 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
     say = say or (lambda _line: None)
     _check_options(options)
     repo = Repo.open(root)
-    dataset = store.is_dataset(repo.root)  # a dataset repo on the Hub: no weights, so nothing to gate
+    dataset = is_dataset(repo.root)  # a dataset repo on the Hub: no weights, so nothing to gate
     hub = hub or Hub(options.repo_id, options.revision, repo_type="dataset" if dataset else "model")
     # A real publish holds the lock throughout, so no registry command changes a file mid-upload.
     with nullcontext() if options.dry_run else registry_lock(repo.root):

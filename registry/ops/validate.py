@@ -31,7 +31,7 @@ from ..lfs import pointer_problem, pointers
 from ..models import Entry, FileRef, Index, Rewrite, TrainJson
 from ..names import GITATTRIBUTES_NAME, INDEX_NAME, MUTABLE, NOT_COVERED, SUMS_NAME, TRAIN_JSON
 from ..published import immutability_findings, published_sums, record_rewrites
-from ..repo import Repo, no_registry, render_index
+from ..repo import Repo, is_dataset, no_registry, render_index
 from ..schemas import load_model, read_json, schema_errors
 from ..sums import digest_tree, parse_sums, sums_problems
 from ..tree import TreeScan, scan_tree
@@ -278,8 +278,6 @@ def validate(root: Path, progress: Progress | None = None, **options: Any) -> li
     repo = Repo.open(root, must_exist=False)
     if not repo.index_path.is_file():
         return [no_registry(repo.root).problem()]
-    from ..dataset.store import is_dataset
-
     if is_dataset(repo.root):  # "kind": "dataset": seed 002's repo shape (registry/dataset/)
         from .validate_dataset import validate_dataset
 
@@ -392,8 +390,6 @@ def allow_rewrite(root: Path, reason: str) -> Adopted:
     ``registry add``), then refresh the derived files (index.json, card, evaluation.json,
     SHA256SUMS) in one transaction.  A refusal changes nothing."""
     repo = Repo.open(root)
-    from ..dataset.store import is_dataset
-
     if is_dataset(repo.root):
         raise RegistryError("dataset.no-rewrite", INDEX_NAME, "a dataset's published files are not rewritten in place", "restore the published bytes: changed data is a new version (`registry dataset add`), trained into new weights")
     with transaction(repo.root) as txn:

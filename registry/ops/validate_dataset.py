@@ -28,7 +28,7 @@ from ..hashing import StatCache, hash_file
 from ..hashing.engine import Progress
 from ..models import Index
 from ..names import DATASET_CHECKED_NAME, INDEX_NAME
-from ..repo import Repo
+from ..repo import Repo, is_dataset
 from ..schemas import read_json, schema_errors
 from ..tree import scan_tree
 
@@ -98,14 +98,14 @@ def _no_rewrite(problem: Problem) -> Problem:
 
 def local_models(path: Path) -> Index:
     repo = Repo.open(path)
-    if store.is_dataset(repo.root):
+    if is_dataset(repo.root):
         raise RegistryError("link.not-a-model-registry", path, "is a dataset registry", "pass the model registry trained on this dataset to --linked")
     return repo.load_index()
 
 
 def local_dataset(path: Path) -> tuple[Repo, DatasetIndex]:
     repo = Repo.open(path)
-    if not store.is_dataset(repo.root):
+    if not is_dataset(repo.root):
         raise RegistryError("link.not-a-dataset", path, 'is not a dataset registry (its index.json has no "kind": "dataset")', "pass the dataset registry's folder")
     return repo, store.load(repo)
 
