@@ -23,11 +23,17 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .atomic import PRIVATE_DIR
 from .errors import Problem, RegistryError
 from .layout import PRE_COMMIT_CONFIG, SIGNATURE_NAME
 from .models import Signer
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
+    from model_signing.manifest import Manifest
 from .repo import Repo
 from .sums import SUMS_NAME
 
@@ -46,7 +52,7 @@ def signed_files(sums: Mapping[str, str], sums_bytes: bytes) -> dict[str, str]:
     return {**listed, SUMS_NAME: hashlib.sha256(sums_bytes).hexdigest()}
 
 
-def _model_signing():
+def _model_signing() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType, ModuleType]:
     try:
         from model_signing import manifest
         from model_signing._hashing import hashing
@@ -56,14 +62,14 @@ def _model_signing():
     return manifest, hashing, sign_ec_key, sign_sigstore_pb, signing
 
 
-def _manifest(files: Mapping[str, str], name: str):
+def _manifest(files: Mapping[str, str], name: str) -> Manifest:
     manifest, hashing, *_ = _model_signing()
     serialization = manifest._FileSerialization("sha256", allow_symlinks=False, ignore_paths=[Path(p) for p in IGNORED])
     items = [manifest.FileManifestItem(path=PurePosixPath(path), digest=hashing.Digest("sha256", bytes.fromhex(sha))) for path, sha in sorted(files.items())]
     return manifest.Manifest(name, items, serialization)
 
 
-def _private_key(key: Path):
+def _private_key(key: Path) -> EllipticCurvePrivateKey:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
