@@ -1,9 +1,10 @@
 """The ``registry`` command: a thin shell over the core, and its one contract.
 
-Each command parses options, calls its function in :mod:`registry.ops`, and prints a human
-summary or, with ``--json``, one JSON document on stdout.  Failures are handled here, once, for
-every command (see :class:`RegistryGroup`): a refusal, a usage error, a missing extra, a failing
-machine each become ``error: <file>: <what>; fix: <how>`` lines on stderr, under ``--json`` also
+Each command parses options, calls its function in :mod:`registry.ops`, and hands the result to
+the output sink (:mod:`registry.cli.output`): a human summary or, with ``--json``, one JSON
+document on stdout.  Failures are handled here, once, for every command (see
+:class:`RegistryGroup`): a refusal, a usage error, a missing extra, a failing machine each become
+``error: <file>: <what>; fix: <how>`` lines on stderr, under ``--json`` also
 ``{"ok": false, "problems": [...]}`` on stdout, and the exit code of :class:`~registry.errors.Exit`.
 ``REGISTRY_DEBUG=1`` adds the full traceback, causes included.
 """
