@@ -41,16 +41,17 @@ _LIBC.madvise.restype = ctypes.c_int
 _LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 MADV_DONTNEED = 4
 PAGE = mmap.PAGESIZE
+ByteBuffer = bytes | bytearray | memoryview | mmap.mmap  # what the byte helpers here take
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux only; elsewhere pages fault in on access
 
 
-def _address(buffer) -> int:
+def _address(buffer: ByteBuffer) -> int:
     import numpy as np  # ctypes alone cannot take the address of a read-only buffer; only convert needs it
 
     return np.frombuffer(buffer, np.uint8).ctypes.data
 
 
-def same_bytes(a, b) -> bool:
+def same_bytes(a: ByteBuffer, b: ByteBuffer) -> bool:
     """True when two byte buffers (writable or not) hold the same bytes."""
     n = len(a)
     if n != len(b):

@@ -249,3 +249,62 @@ def test_the_catalog_note_points_at_nothing_a_wheel_user_lacks(empty_registry, s
     result = invoke("add-base", small_base, "-C", empty_registry)
     note = result.stderr.strip()
     assert result.exit_code == 0 and note.startswith(f"note: {small_base.name} is not in the known-bases catalog; ") and "docs/" not in note
+
+
+# ----------------------------------------------------------------------------------------------
+# The output sink (registry/cli/output.py): --json is an option like any other, no side channel
+
+
+def test_the_cli_leaves_the_environment_as_it_found_it(empty_registry, monkeypatch):
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    before = dict(os.environ)
+    assert invoke("list", "-C", empty_registry, "--json").exit_code == 0
+    assert invoke("validate", "--bogus", "--json").exit_code == 2
+    assert dict(os.environ) == before  # the Hub client's bars are switched by an argument (Hub(progress=...)), not by a variable
+
+
+def test_the_hub_client_s_bars_follow_the_argument():
+    from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
+
+    from registry.hub.remote import Hub
+
+    enable_progress_bars()
+    Hub("ns/name")
+    assert not are_progress_bars_disabled()
+    Hub("ns/name", progress=False)
+    assert are_progress_bars_disabled()
+    enable_progress_bars()
+
+
+@pytest.mark.parametrize(
+    "args,json_mode",
+    [
+        (["validate", "--bogus", "--json"], True),  # an unknown option before the flag: the flag is still read
+        (["validate", "--json", "--bogus"], True),
+        (["nope", "--json"], True),  # no such command
+        (["validate", "--bogus", "--", "--json"], False),  # after `--` it is an argument, as click reads it
+        (["validate", "--bogus", "-C", "--json"], False),  # the value of -C, as click reads it
+    ],
+    ids=lambda a: " ".join(a) if isinstance(a, list) else str(a),
+)
+def test_a_refused_command_line_reads_the_json_flag_as_click_parses_it(args, json_mode):
+    result = invoke(*args)
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
+    if json_mode:
+        assert json.loads(result.stdout)["problems"][0]["code"] == "usage"
+    else:
+        assert result.stdout == ""
+
+
+def test_list_and_card_check_are_ops_functions(empty_registry):
+    from registry.ops.card import check_card
+    from registry.ops.list import list_registry
+
+    listing = list_registry(empty_registry)
+    assert listing.as_dict() == json.loads(invoke("list", "-C", empty_registry, "--json").stdout) == {"bases": [], "entries": []}
+    assert check_card(empty_registry).problems == [] and check_card(empty_registry).diff == ""
+    readme = empty_registry / "README.md"
+    readme.write_text(readme.read_text() + "edited\n")
+    stale = check_card(empty_registry)
+    assert [p.file for p in stale.problems] == ["README.md"] and "-edited" in (stale.diff or "")
+    assert stale.diff == json.loads(invoke("card", "--check", "-C", empty_registry, "--json").stdout)["diff"]

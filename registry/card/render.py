@@ -43,7 +43,7 @@ class _Utf8Loader(jinja2.BaseLoader):
     def __init__(self, directory: Path):
         self.directory = directory
 
-    def get_source(self, environment: jinja2.Environment, template: str):
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str | None, Callable[[], bool] | None]:
         path = self.directory.joinpath(*split_template_path(template))
         if not path.is_file():
             raise jinja2.TemplateNotFound(template)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..progress import byte_progress
-from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, registry_dir
+from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir
+from .output import Text, json_option, output
+
+if TYPE_CHECKING:
+    from ..ops.adopt import AdoptReport
 
 
 @main.command()
@@ -20,8 +24,8 @@ from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, registry_dir
 @click.option("--vocab", help="The bases' vocabulary file, where the catalog does not say.")
 @click.option("--trust-files", is_flag=True, help="Where the hand-written index.json and the files disagree, record what the files say (listed in the report).")
 @click.option("--dry-run", is_flag=True, help="Check everything and print the plan; write nothing.")
-@JSON_OPT
-def adopt(directory: Path | None, registry: Path, base_files: tuple[Path, ...], sha256: str | None, metadata_only: bool, source: str | None, vocab: str | None, trust_files: bool, dry_run: bool, as_json: bool) -> None:
+@json_option
+def adopt(directory: Path | None, registry: Path, base_files: tuple[Path, ...], sha256: str | None, metadata_only: bool, source: str | None, vocab: str | None, trust_files: bool, dry_run: bool) -> None:
     """Make the hand-made repo in DIR (a clone or download) a registry, in place, in one transaction.
 
     SHA256SUMS is checked first; each weight is inspected as `registry add` inspects it; a
@@ -31,25 +35,25 @@ def adopt(directory: Path | None, registry: Path, base_files: tuple[Path, ...], 
     from ..ops.adopt import AdoptOptions
     from ..ops.adopt import adopt as adopt_folder
 
+    out = output()
     options = AdoptOptions(base_files=base_files, sha256=sha256, metadata_only=metadata_only, source=source, vocab=vocab, trust_files=trust_files, dry_run=dry_run)
-    with byte_progress("hashing", enabled=not as_json) as bar:
+    with out.bar("hashing") as bar:
         report = adopt_folder(registry_dir(directory, registry), options, progress=bar.advance)
-    if as_json:
-        emit_json(report.as_dict())
-        return
+    out.result(report.as_dict(), _report_text(report, dry_run))
+
+
+def _report_text(report: AdoptReport, dry_run: bool) -> Text:
     index = report.index
-    click.echo(f"{'would adopt' if dry_run else 'adopted'} {report.root}: {len(index.bases)} base(s), {len(index.entries)} entr{'y' if len(index.entries) == 1 else 'ies'}")
+    yield f"{'would adopt' if dry_run else 'adopted'} {report.root}: {len(index.bases)} base(s), {len(index.entries)} entr{'y' if len(index.entries) == 1 else 'ies'}"
     for entry in index.entries:
-        click.echo(f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}")
-    click.echo(f"README.md: {report.readme}")
-    click.echo(f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}")
+        yield f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}"
+    yield f"README.md: {report.readme}"
+    yield f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}"
     sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped (kept in .registry/adopted/index.json; record them with the commands below or by hand)", report.unmapped),
                 ("the files won over index.json (--trust-files)", report.overridden))  # fmt: skip
     for title, lines in sections:
         if lines:
-            click.echo(f"{title}:")
-            for line in lines:
-                click.echo(f"  {line}")
-    click.echo("still to do:")
-    for step in report.next_steps:
-        click.echo(f"  {step}")
+            yield f"{title}:"
+            yield from (f"  {line}" for line in lines)
+    yield "still to do:"
+    yield from (f"  {step}" for step in report.next_steps)

@@ -1,9 +1,10 @@
 """The ``registry`` command: a thin shell over the core, and its one contract.
 
-Each command parses options, calls its function in :mod:`registry.ops`, and prints a human
-summary or, with ``--json``, one JSON document on stdout.  Failures are handled here, once, for
-every command (see :class:`RegistryGroup`): a refusal, a usage error, a missing extra, a failing
-machine each become ``error: <file>: <what>; fix: <how>`` lines on stderr, under ``--json`` also
+Each command parses options, calls its function in :mod:`registry.ops`, and hands the result to
+the output sink (:mod:`registry.cli.output`): a human summary or, with ``--json``, one JSON
+document on stdout.  Failures are handled here, once, for every command (see
+:class:`RegistryGroup`): a refusal, a usage error, a missing extra, a failing machine each become
+``error: <file>: <what>; fix: <how>`` lines on stderr, under ``--json`` also
 ``{"ok": false, "problems": [...]}`` on stdout, and the exit code of :class:`~registry.errors.Exit`.
 ``REGISTRY_DEBUG=1`` adds the full traceback, causes included.
 """
@@ -11,12 +12,11 @@ machine each become ``error: <file>: <what>; fix: <how>`` lines on stderr, under
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from click.core import ParameterSource
 
 from .. import __version__, sigbus
 from ..errors import Exit, Problem, RegistryError
-from ..progress import Echo
+from .output import Output, SinkCommand, flag_given
 
 TORCH_MODULES = {"torch", "numpy", "safetensors", "rwkv", "ninja"}
 HF_MODULES = {"transformers", "tokenizers", "fla", "peft", "triton", "einops", "accelerate"}
@@ -39,7 +39,6 @@ def registry_option(help_text: str = "The registry directory (env RWKV_REGISTRY)
 
 REGISTRY_OPT = registry_option()
 DIR_ARG = click.argument("directory", type=click.Path(file_okay=False, path_type=Path), required=False)
-JSON_OPT = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout (also when the command refuses).")
 
 
 def registry_dir(directory: Path | None, registry: Path) -> Path:
@@ -55,30 +54,6 @@ def registry_dir(directory: Path | None, registry: Path) -> Path:
 def usage_error(option: str, what: str, fix: str) -> RegistryError:
     """A command line the command cannot run (options that exclude each other, one missing): exit 2."""
     return RegistryError("usage", option, what, fix, Exit.USAGE)
-
-
-def progress_echo(as_json: bool) -> Echo | None:
-    """Step-by-step lines on stderr for humans; nothing with --json (stdout carries the JSON)."""
-    from ..progress import say
-
-    return None if as_json else say
-
-
-def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-def report(problems: Sequence[Problem], as_json: bool, ok_message: str, extra: Mapping[str, Any] | None = None) -> None:
-    """The result of a check: exit 0 when clean, Exit.PROBLEMS with one line per problem otherwise
-    (``extra``: more keys of the JSON document)."""
-    if as_json:
-        emit_json({"ok": not problems, "problems": [p.as_dict() for p in problems], **(extra or {})})
-    else:
-        for problem in problems:
-            click.echo(f"{problem.code} {problem.one_line()}")
-        click.echo(ok_message if not problems else f"{len(problems)} problem(s) found", err=bool(problems))
-    if problems:
-        sys.exit(Exit.PROBLEMS)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -156,32 +131,22 @@ def _debug(exc: BaseException) -> None:
         click.echo(_TOKEN_SHAPED.sub("hf_***", text), err=True, nl=False)
 
 
-def _fail(problems: Sequence[Problem], exit_code: int, as_json: bool, payload: dict | None = None) -> None:
-    if as_json:
-        emit_json({"ok": False, **(payload or {}), "problems": [p.as_dict() for p in problems]})
-    for problem in problems:
-        click.echo(f"error: {problem.one_line()}", err=True)
-    sys.exit(exit_code)
-
-
 class RegistryGroup(click.Group):
     """The group that turns every failure into the CLI contract (see the module docstring)."""
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
-        as_json = "--json" in argv
-        sigbus.install()
-        from ..progress import progress_enabled
+    command_class = SinkCommand
+    group_class = type  # `registry dataset …`: the same handling of its commands' command lines
 
-        if not progress_enabled(not as_json):  # the Hub's own bars follow our rule
-            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        sigbus.install()
+        sink = Output()
         try:
-            result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, obj=sink, **extra)
         except click.exceptions.Exit as done:
             sys.exit(done.exit_code)
         except click.ClickException as usage:
             _debug(usage)
-            _fail([_usage_problem(usage)], Exit.USAGE, as_json)
+            sink.fail([_usage_problem(usage)], Exit.USAGE)
         except click.exceptions.Abort:
             click.echo("aborted", err=True)
             sys.exit(Exit.REFUSED)
@@ -190,10 +155,18 @@ class RegistryGroup(click.Group):
             if error is None:
                 raise
             _debug(exc)
-            _fail(error.problems, error.exit_code, as_json, error.payload)
+            sink.fail(error.problems, error.exit_code, error.payload)
         if not standalone_mode:
             return result
         sys.exit(result if isinstance(result, int) else Exit.OK)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:  # no such command: no command's --json was read
+            if flag_given(self, ctx, args):
+                ctx.ensure_object(Output).json = True
+            raise
 
 
 @click.group(cls=RegistryGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..progress import byte_progress
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
+from .app import REGISTRY_OPT, main, usage_error
+from .output import Line, json_option, output
+
+if TYPE_CHECKING:
+    from ..models import Method
+    from ..ops.list import Listing
 
 
 @main.command("add-base")
@@ -18,24 +24,19 @@ from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
 @click.option("--vocab", help="Vocabulary file name, e.g. rwkv_vocab_v20230424.txt.")
 @click.option("--sha256", "sha256", help="Published sha256 (checked against the file; required with --metadata-only).")
 @click.option("--metadata-only", is_flag=True, help="Declare the base by its hash without the file.")
-@JSON_OPT
-def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_only: bool, as_json: bool) -> None:
+@json_option
+def add_base_cmd(base: Path, registry: Path, source: str | None, vocab: str | None, sha256: str | None, metadata_only: bool) -> None:
     """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/."""
     from ..ops.add_base import BaseRequest, add_base
 
     request = BaseRequest(path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256)
+    out = output()
     total = base.stat().st_size if not metadata_only and base.is_file() else None
-    with byte_progress(f"hashing {base.name}", total=total, enabled=not as_json) as bar:
+    with out.bar(f"hashing {base.name}", total=total) as bar:
         added = add_base(registry, request, bar.advance)
-    if as_json:
-        emit_json({**added.base.model_dump(mode="json"), "in_catalog": added.in_catalog})
-        return
-    click.echo(f"added base {added.base.name} (sha256 {added.base.sha256})")
-    if not added.in_catalog:
-        click.echo(
-            f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself: compare its sha256 above with the one on the page it was published on (a Hub file's page shows it)",
-            err=True,
-        )
+    note = f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself: compare its sha256 above with the one on the page it was published on (a Hub file's page shows it)"
+    text: list[str | Line] = [f"added base {added.base.name} (sha256 {added.base.sha256})", *([] if added.in_catalog else [Line(note, err=True)])]
+    out.result({**added.base.model_dump(mode="json"), "in_catalog": added.in_catalog}, text)
 
 
 @main.command("add")
@@ -52,8 +53,11 @@ def add_base_cmd(base: Path, registry: Path, source, vocab, sha256, metadata_onl
 @click.option("--recommended", is_flag=True, help="Mark as the recommended file for this base and method.")
 @click.option("--notes", default="", help="Free text shown in the card.")
 @click.option("--move", is_flag=True, help="Move the file instead of copying it.")
-@JSON_OPT
-def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_json, data_sha256, dataset_repo, data_sums, recommended, notes, move, as_json) -> None:
+@json_option
+def add_cmd(
+    file: Path, registry: Path, base: str, method: str, data_version: str, run: str | None, train_json: Path, data_sha256: str | None, dataset_repo: str | None,
+    data_sums: Path | None, recommended: bool, notes: str, move: bool,
+) -> None:
     """Put weight FILE at its canonical path, refusing weights that do not fit the base."""
     from ..ops.add import AddRequest, add_weight
 
@@ -61,13 +65,11 @@ def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_j
         file=file, base=base, method=method, data_version=data_version, train_json=train_json, run=run,
         data_sha256=data_sha256, dataset_repo=dataset_repo, data_sums=data_sums, recommended=recommended, notes=notes, move=move,
     )
+    out = output()
     total = file.stat().st_size if file.is_file() else None
-    with byte_progress(f"adding {file.name}", total=total, enabled=not as_json) as bar:
+    with out.bar(f"adding {file.name}", total=total) as bar:
         entry = add_weight(registry, request, bar.advance)
-    if as_json:
-        emit_json(entry.model_dump(mode="json"))
-    else:
-        click.echo(f"added {entry.path} (sha256 {entry.sha256})")
+    out.result(entry.model_dump(mode="json"), f"added {entry.path} (sha256 {entry.sha256})")
 
 
 @main.command("score")
@@ -89,8 +91,11 @@ def add_cmd(file: Path, registry: Path, base, method, data_version, run, train_j
 @click.option("--notes", default="")
 @click.option("--footnote", default="", help="Why the comparison with the baseline is only indicative.")
 @click.option("--lang", metavar="zh|en", help="The language of --notes and --footnote (default: shown in every language).")
-@JSON_OPT
-def score_cmd(path: str | None, registry: Path, base, reference, ref_method, location, benchmark, value, unit, count, date_, backend, runs, setup, baseline, notes, footnote, lang, as_json) -> None:
+@json_option
+def score_cmd(
+    path: str | None, registry: Path, base: str | None, reference: str | None, ref_method: Method | None, location: str | None, benchmark: str, value: float, unit: str,
+    count: float | None, date_: str, backend: str, runs: int, setup: str | None, baseline: str | None, notes: str, footnote: str, lang: str | None,
+) -> None:
     """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference."""
     from ..arguments import parse_date, require_finite, require_text
     from ..editing import build, check_language
@@ -112,33 +117,34 @@ def score_cmd(path: str | None, registry: Path, base, reference, ref_method, loc
     fields = {"benchmark": benchmark, "value": value, "unit": unit, "count": count, "date": parse_date(date_), "backend": backend, "runs": runs, "setup": setup, "baseline": baseline, **in_lang}
     score = build(Score, fields, {k: f"--{k}" for k in fields})
     holder = add_score(registry, Subject(path, base, reference, ref_method, location), score, lang)
-    if as_json:
-        emit_json(holder.model_dump(mode="json"))
-    else:
-        click.echo(f"recorded {benchmark} = {value}{unit} for {path or (reference or base)}")
+    output().result(holder.model_dump(mode="json"), f"recorded {benchmark} = {value}{unit} for {path or (reference or base)}")
 
 
 @main.command("list")
 @REGISTRY_OPT
-@JSON_OPT
-def list_cmd(registry: Path, as_json: bool) -> None:
+@json_option
+def list_cmd(registry: Path) -> None:
     """Show bases and entries."""
+    from ..ops.list import list_registry
+
+    listing = list_registry(registry)
+    output().result(listing.as_dict(), _tables(listing))
+
+
+def _tables(listing: Listing) -> Iterator[Line]:
+    """The bases and the entries as two tables: on a terminal they fit its width; in a pipe or a
+    file every path is printed whole."""
     from rich.console import Console
     from rich.table import Table
 
-    from ..repo import Repo
-
-    index = Repo.open(registry).load_index()
-    if as_json:
-        emit_json({"bases": [b.model_dump(mode="json") for b in index.bases], "entries": [e.model_dump(mode="json") for e in index.entries]})
-        return
     bases = Table("base", "source", "sha256", "vocab", title="bases")
-    for b in index.bases:
+    for b in listing.bases:
         bases.add_row(b.name, b.source or "—", b.sha256[:16] + "…", b.vocab or "—")
     entries = Table("path", "method", "data", "sha256", "rec.", "scores", title="entries")
-    for e in index.entries:
+    for e in listing.entries:
         entries.add_row(e.path, e.method, e.data.version, e.sha256[:12] + "…", "★" if e.recommended else "", str(len(e.scores)))
-    # On a terminal the tables fit its width; in a pipe or a file every path is printed whole.
     console = Console() if sys.stdout.isatty() else Console(width=1 << 16)
-    console.print(bases)
-    console.print(entries)
+    with console.capture() as tables:
+        console.print(bases)
+        console.print(entries)
+    yield Line(tables.get(), nl=False)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
 
-from ..progress import byte_progress
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
+from .app import REGISTRY_OPT, main
+from .output import json_option, output
 
 
 @main.command("convert")
@@ -16,8 +17,8 @@ from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
 @REGISTRY_OPT
 @click.option("--shard-size", default="5GB", show_default=True, help="Split checkpoints larger than this into model-0000i-of-0000N.safetensors.")
 @click.option("--force", is_flag=True, help="Overwrite existing outputs whose content differs.")
-@JSON_OPT
-def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: bool, as_json: bool) -> None:
+@json_option
+def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: bool) -> None:
     """Convert registered .pth files (or standalone .pth files outside the registry) to safetensors.
 
     Each output is re-read and compared bit-exactly with the source before it gets its final
@@ -38,11 +39,11 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
     from ..convert.shards import parse_size
     from ..ops.convert import convert_entry, convert_standalone
 
-    size = parse_size(shard_size)
-    results = []
+    out, size = output(), parse_size(shard_size)
+    results: list[dict[str, Any]] = []
     for raw, (absolute, inside) in zip(paths, targets, strict=True):
         total = absolute.stat().st_size if absolute.is_file() else None
-        with byte_progress(f"converting {absolute.name}", total=total, enabled=not as_json) as bar:
+        with out.bar(f"converting {absolute.name}", total=total) as bar:
             if inside:
                 entry = convert_entry(root, absolute.relative_to(root).as_posix(), size, force, progress=bar.advance)
                 results.append(entry.model_dump(mode="json"))
@@ -52,10 +53,8 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
                 result = convert_standalone(absolute, size, force, progress=bar.advance, source_sha256=digest)
                 results.append({"source": str(absolute), "outputs": [str(f.final) for f in result.files]})
                 message = f"{raw} -> {', '.join(f.final.name for f in result.files)}"
-        if not as_json:
-            click.echo(message)
-    if as_json:
-        emit_json(results)
+        out.text_now(message)  # as each file is done: a long conversion shows what it has finished
+    out.result(results, ())
 
 
 def _target(raw: str, root: Path, in_a_registry: bool) -> tuple[Path, bool]:

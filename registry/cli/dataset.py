@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, registry_dir
+from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir
+from .output import json_option, output
 
 
 @main.group("dataset")
@@ -33,16 +34,13 @@ def dataset_group() -> None:
 @REGISTRY_OPT
 @click.option("--title", help="Title shown on the dataset card.")
 @click.option("--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen).")
-@JSON_OPT
-def init_cmd(directory: Path | None, registry: Path, title: str | None, license_: str | None, as_json: bool) -> None:
+@json_option
+def init_cmd(directory: Path | None, registry: Path, title: str | None, license_: str | None) -> None:
     """Create an empty dataset registry in DIR (default: -C, else the current directory)."""
     from ..ops.dataset_init import init_dataset
 
     repo = init_dataset(registry_dir(directory, registry), title=title, license=license_)
-    if as_json:
-        emit_json({"ok": True, "registry": str(repo.root), "kind": "dataset"})
-    else:
-        click.echo(f"initialised dataset registry at {repo.root}")
+    output().result({"ok": True, "registry": str(repo.root), "kind": "dataset"}, f"initialised dataset registry at {repo.root}")
 
 
 def _day(_ctx: click.Context, _param: click.Parameter, value: str) -> date:
@@ -72,14 +70,13 @@ def _day(_ctx: click.Context, _param: click.Parameter, value: str) -> date:
 @click.option("--known-issue", "known_issues", multiple=True, help="A known issue, in --lang (repeatable).")
 @click.option("--lang", type=click.Choice(["zh", "en"]), default="zh", show_default=True, help="The language of --summary, --composition and --known-issue.")
 @click.option("--known-issue-en", "known_issues_en", multiple=True, help="A known issue in English, beside --known-issue in Chinese (repeatable).")
-@JSON_OPT
+@json_option
 def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str, profile: str | None, teachers: tuple[str, ...], trained_file: str, trained_sha256: str,
             train_rows: int, validation_rows: int, wire_canonical: str, wire_hash: str, vocabulary: str, summary: tuple[str, ...], composition: tuple[str, ...],
-            known_issues: tuple[str, ...], lang: str, known_issues_en: tuple[str, ...], as_json: bool) -> None:  # fmt: skip
+            known_issues: tuple[str, ...], lang: str, known_issues_en: tuple[str, ...]) -> None:  # fmt: skip
     """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction."""
     from ..models import Localized
     from ..ops.dataset_add import VersionRequest, add_version
-    from ..progress import byte_progress
 
     def text(items: tuple[str, ...], english: tuple[str, ...] = ()) -> Localized:
         return Localized.model_validate({lang: list(items), **({"en": list(english)} if english else {})})
@@ -89,12 +86,11 @@ def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str
         train_rows=train_rows, validation_rows=validation_rows, wire_canonical=wire_canonical, wire_hash=wire_hash, vocabulary=vocabulary, profile=profile,
         summary=text(summary), composition=text(composition), known_issues=text(known_issues, known_issues_en),
     )  # fmt: skip
-    with byte_progress("checking", enabled=not as_json) as bar:
+    out = output()
+    with out.bar("checking") as bar:
         added = add_version(registry, request, bar.advance)
-    if as_json:
-        emit_json({"ok": True, "version": added.model_dump(mode="json")})
-    else:
-        click.echo(f"added {added.version}: {added.train_rows} / {added.validation_rows} rows, trained file {added.trained_file.path} sha256 {added.trained_file.sha256[:12]}…")
+    line = f"added {added.version}: {added.train_rows} / {added.validation_rows} rows, trained file {added.trained_file.path} sha256 {added.trained_file.sha256[:12]}…"
+    out.result({"ok": True, "version": added.model_dump(mode="json")}, line)
 
 
 @dataset_group.command("link")
@@ -102,16 +98,15 @@ def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str
 @click.option("--models", type=click.Path(file_okay=False, path_type=Path), help="A local model registry trained on this dataset.")
 @click.option("--repo-id", metavar="NS/NAME", help="A model repo on the Hub, read through the Hub client.")
 @click.option("--revision", default="main", show_default=True, help="With --repo-id: the branch or commit to read (the commit it resolves to is recorded).")
-@JSON_OPT
-def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision: str, as_json: bool) -> None:
+@json_option
+def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision: str) -> None:
     """Derive the card's table of weights trained on each version from a model registry, matched by data sha256."""
     from ..ops.dataset_link import link_models
 
-    source = link_models(registry, models, repo_id, revision)
-    if as_json:
-        emit_json({"ok": True, "source": source.model_dump(mode="json")})
-    else:
-        click.echo(f"linked {len(source.weights)} weight(s) from {source.repo_id or models}" + (f"@{source.revision[:12]}" if source.revision else ""))
+    out = output()
+    source = link_models(registry, models, repo_id, revision, hub_progress=out.progress)
+    text = f"linked {len(source.weights)} weight(s) from {source.repo_id or models}" + (f"@{source.revision[:12]}" if source.revision else "")
+    out.result({"ok": True, "source": source.model_dump(mode="json")}, text)
 
 
 @dataset_group.command("set")
@@ -119,13 +114,10 @@ def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision:
 @click.argument("values", nargs=-1, metavar="[VALUE]...")
 @REGISTRY_OPT
 @click.option("--lang", metavar="zh|en", help="The language of summary and attribution.")
-@JSON_OPT
-def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | None, as_json: bool) -> None:
+@json_option
+def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | None) -> None:
     """Set a card-level FIELD: title, license, repo-id, languages (the card's), data-languages, tags, task-categories, summary, attribution (--lang)."""
     from ..ops.dataset_set import set_dataset_field
 
     info = set_dataset_field(registry, field, values, lang)
-    if as_json:
-        emit_json({"ok": True, "dataset": info.model_dump(mode="json")})
-    else:
-        click.echo(f"set {field}")
+    output().result({"ok": True, "dataset": info.model_dump(mode="json")}, f"set {field}")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..progress import byte_progress
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
+from .app import REGISTRY_OPT, main, usage_error
+from .output import json_option, output
 
 
 @main.command("export-hf")
@@ -17,8 +17,8 @@ from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
 @click.option("--base-file", type=click.Path(dir_okay=False, path_type=Path), help="The base's .pth (checked against its recorded sha256).")
 @click.option("--shard-size", default="5GB", show_default=True, help="Split the weights into model-0000i-of-0000N.safetensors shards of at most this size.")
 @click.option("--force", is_flag=True, help="Replace an existing export folder whose content differs; files of the earlier export that the new one does not write are removed.")
-@JSON_OPT
-def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, shard_size: str, force: bool, as_json: bool) -> None:
+@json_option
+def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, shard_size: str, force: bool) -> None:
     """Export a full entry (ENTRY, its .pth) or a base (--base NAME --base-file BASE.pth) as a folder
     that `AutoModelForCausalLM.from_pretrained` loads with flash-linear-attention's RWKV-7; a
     MiSS adapter (ENTRY, its .pth) as a PEFT adapter that loads onto its base's export; or a State
@@ -42,13 +42,11 @@ def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base
     from ..ops.export_hf import ExportRequest, export_hf
 
     request = ExportRequest(entry=entry, base=base_name, base_file=base_file, shard_size=parse_size(shard_size), force=force)
+    out = output()
     total = base_file.stat().st_size if base_file is not None and base_file.is_file() else None
-    with byte_progress(f"exporting {entry or base_name}", total=total, enabled=not as_json) as bar:
+    with out.bar(f"exporting {entry or base_name}", total=total) as bar:
         export = export_hf(registry, request, progress=bar.advance)
-    if as_json:
-        emit_json(export.model_dump(mode="json"))
-    else:
-        click.echo(f"{export.source} -> {export.path}/ ({len(export.files)} files)")
+    out.result(export.model_dump(mode="json"), f"{export.source} -> {export.path}/ ({len(export.files)} files)")
 
 
 @main.command("export-gguf")
@@ -58,8 +56,8 @@ def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base
 @click.option("--base-file", type=click.Path(dir_okay=False, path_type=Path), help="The base's .pth (checked against its recorded sha256); a MiSS adapter is merged into it.")
 @click.option("--type", "types", multiple=True, type=click.Choice(["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"]), help="A GGUF type to make (repeatable; q8_0 when none is given).")
 @click.option("--force", is_flag=True, help="Replace an existing GGUF file of the same name whose content differs.")
-@JSON_OPT
-def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, types: tuple[str, ...], force: bool, as_json: bool) -> None:
+@json_option
+def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, types: tuple[str, ...], force: bool) -> None:
     """GGUF files for llama.cpp and Ollama of a base (--base NAME --base-file BASE.pth), a full
     entry (ENTRY, its .pth), or a MiSS adapter (ENTRY) merged into its base (--base-file BASE.pth).
 
@@ -77,12 +75,9 @@ def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, ba
     from ..ops.export_gguf import DEFAULT_TYPES, GgufRequest, export_gguf
 
     request = GgufRequest(entry=entry, base=base_name, base_file=base_file, types=types or DEFAULT_TYPES, force=force)
+    out = output()
     total = base_file.stat().st_size * len(request.types) if base_file is not None and base_file.is_file() else None
-    with byte_progress(f"exporting {entry or base_name} to GGUF", total=total, enabled=not as_json) as bar:
+    with out.bar(f"exporting {entry or base_name} to GGUF", total=total) as bar:
         made = export_gguf(registry, request, progress=bar.advance)
-    if as_json:
-        emit_json({"ggufs": [g.model_dump(mode="json") for g in made]})
-    else:
-        for g in made:
-            gate = g.gate
-            click.echo(f"{g.source} -> {g.path} ({g.type}, {g.size} bytes, gate {'passed' if gate and gate.passed else 'not run'})")
+    text = (f"{g.source} -> {g.path} ({g.type}, {g.size} bytes, gate {'passed' if g.gate and g.gate.passed else 'not run'})" for g in made)
+    out.result({"ggufs": [g.model_dump(mode="json") for g in made]}, text)

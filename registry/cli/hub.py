@@ -6,17 +6,24 @@ itself, so it cannot end up in shell history, CI logs or ``--json`` output.
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import Exit, Problem, RegistryError
-from .app import DIR_ARG, JSON_OPT, REGISTRY_OPT, emit_json, main, progress_echo, registry_dir, registry_option
+from ..errors import RegistryError
+from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir, registry_option
+from .output import Line, Text, check_text, json_option, output
 from .sign import PUBLIC_KEY_OPT, REQUIRE_SIGNATURE_OPT
 
+if TYPE_CHECKING:
+    from ..hub.content import ContentCheck
+    from ..hub.plan import Plan
+    from ..ops.publish import Outcome
 
-def revision_option(help_text: str):
+
+def revision_option(help_text: str) -> Callable[[Any], Any]:
     return click.option("--revision", default="main", show_default=True, help=help_text)
 
 
@@ -24,22 +31,29 @@ REVISION_OPT = revision_option("Branch to publish to.")
 REPO_TYPE_OPT = click.option("--repo-type", type=click.Choice(["model", "dataset"]), default="model", show_default=True, help="A model repo, or a dataset repo (a dataset registry: `registry dataset`).")
 
 
-def _error_line(problem: Problem) -> None:
-    click.echo(f"error: {problem.one_line()}", err=True)
-
-
-def _print_plan(plan) -> None:
+def _plan_text(plan: Plan) -> Text:
     from rich.filesize import decimal
 
     where = f"head {plan.head[:12]}" if plan.head else "new repo"
-    click.echo(f"plan for {plan.repo_id}@{plan.revision} ({where}):")
+    yield f"plan for {plan.repo_id}@{plan.revision} ({where}):"
     for f in plan.files:
         if f.status == "unchanged":
             continue
         note = decimal(f.local.size) if f.local else ("delete" if plan.delete_extra else "kept; --delete-remote-extra deletes it")
-        click.echo(f"  {f.status:<12} {f.path}  ({note})")
-    click.echo(f"  {len(plan.with_status('unchanged'))} file(s) unchanged")
-    click.echo(f"upload {len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}; delete {len(plan.deletions)}")
+        yield f"  {f.status:<12} {f.path}  ({note})"
+    yield f"  {len(plan.with_status('unchanged'))} file(s) unchanged"
+    yield f"upload {len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}; delete {len(plan.deletions)}"
+
+
+def _outcome_text(outcome: Outcome, dry_run: bool) -> Text:
+    yield from _plan_text(outcome.plan)
+    yield from (Line(f"error: {blocker.one_line()}", err=True) for blocker in outcome.blockers)
+    if outcome.commit:
+        yield f"published commit {outcome.commit.oid} ({outcome.commit.pr_url or outcome.commit.url})"
+    elif not dry_run:
+        yield "nothing to publish"
+    if outcome.tagged:
+        yield f"tagged {outcome.tagged}"
 
 
 def _repo_id(repo_id: str | None, registry: Path) -> str:
@@ -56,13 +70,11 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     return configured
 
 
-def _print_content(checks) -> None:
+def _content_text(checks: Iterable[ContentCheck]) -> Text:
     """How each LFS file was compared: by the Hub's Xet hash, or (said so) by sha256 only."""
-    by_xet = sum(c.xet == "match" for c in checks)
-    for check in checks:
-        if check.xet in ("lfs-only", "not-compared"):
-            click.echo(f"note: {check.path}: {check.note}")
-    click.echo(f"{by_xet} file(s) verified by the Hub's Xet hash against the local bytes")
+    checks = list(checks)
+    yield from (f"note: {check.path}: {check.note}" for check in checks if check.xet in ("lfs-only", "not-compared"))
+    yield f"{sum(c.xet == 'match' for c in checks)} file(s) verified by the Hub's Xet hash against the local bytes"
 
 
 @main.command("publish")
@@ -78,8 +90,11 @@ def _print_content(checks) -> None:
 @click.option("--restore", is_flag=True, help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.")
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
-@JSON_OPT
-def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote, create_pr, tag, allow_cpu_gate, delete_remote_extra, restore, require_signature, public_key, as_json) -> None:
+@json_option
+def publish_cmd(
+    repo_id: str | None, registry: Path, revision: str, dry_run: bool, assume_empty_remote: bool, create_pr: bool, tag: str | None, allow_cpu_gate: bool,
+    delete_remote_extra: bool, restore: bool, require_signature: bool, public_key: Path | None,
+) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
     from ..ops.publish import PublishOptions, publish
     from ..signature import SignaturePolicy
@@ -89,21 +104,9 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
         allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote, restore=restore,
         signature=SignaturePolicy(public_key, require_signature),
     )  # fmt: skip
-    outcome = publish(registry, options, say=progress_echo(as_json))
-    if as_json:
-        emit_json(outcome.as_dict())
-    else:
-        _print_plan(outcome.plan)
-        for blocker in outcome.blockers:
-            _error_line(blocker)
-        if outcome.commit:
-            click.echo(f"published commit {outcome.commit.oid} ({outcome.commit.pr_url or outcome.commit.url})")
-        elif not dry_run:
-            click.echo("nothing to publish")
-        if outcome.tagged:
-            click.echo(f"tagged {outcome.tagged}")
-    if outcome.blockers:
-        sys.exit(Exit.PROBLEMS)
+    out = output()
+    outcome = publish(registry, options, say=out.say, hub_progress=out.progress)
+    out.result(outcome.as_dict(), _outcome_text(outcome, dry_run), found_problems=bool(outcome.blockers))
 
 
 @main.command("pull")
@@ -116,7 +119,7 @@ def publish_cmd(repo_id, registry: Path, revision, dry_run, assume_empty_remote,
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @REPO_TYPE_OPT
-@JSON_OPT
+@json_option
 def pull_cmd(
     repo_id: str,
     directory: Path | None,
@@ -127,7 +130,6 @@ def pull_cmd(
     require_signature: bool,
     public_key: Path | None,
     repo_type: str,
-    as_json: bool,
 ) -> None:
     """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place.
     A hand-made repo that is not a registry yet is adopted on the way (`registry adopt`)."""
@@ -137,14 +139,15 @@ def pull_cmd(
 
     signature = SignaturePolicy(public_key, require_signature)
     options = AdoptOptions(base_files=base_files, trust_files=trust_files)
-    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=progress_echo(as_json), signature=signature, adopt_options=options, repo_type=repo_type)
+    out = output()
+    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=out.say, signature=signature, adopt_options=options, repo_type=repo_type, hub_progress=out.progress)
     adopted = pulled.adopted
-    if as_json:
-        emit_json({"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump(), "adopted": adopted.as_dict() if adopted else None})
-    else:
-        click.echo(f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} ({'adopted: it was not a registry yet' if adopted else 'verified'})")
-        for step in adopted.next_steps if adopted else ():
-            click.echo(f"  still to do: {step}")
+    document = {"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump(), "adopted": adopted.as_dict() if adopted else None}
+    text = [
+        f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} ({'adopted: it was not a registry yet' if adopted else 'verified'})",
+        *(f"  still to do: {step}" for step in (adopted.next_steps if adopted else ())),
+    ]
+    out.result(document, text)
 
 
 @main.command("verify-remote")
@@ -154,22 +157,15 @@ def pull_cmd(
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @REPO_TYPE_OPT
-@JSON_OPT
-def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, repo_type: str, as_json: bool) -> None:
+@json_option
+def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, repo_type: str) -> None:
     """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights."""
     from ..ops.verify_remote import verify_remote
     from ..repo import find_root
     from ..signature import SignaturePolicy
 
+    out = output()
     signature = SignaturePolicy(public_key, require_signature)
-    report = verify_remote(repo_id, revision, find_root(registry), signature=signature, repo_type=repo_type)
-    if as_json:
-        emit_json(report.as_dict())
-    else:
-        for problem in report.problems:
-            click.echo(f"{problem.code} {problem.one_line()}")
-        _print_content(report.content)
-        summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
-        click.echo(summary if not report.problems else f"{len(report.problems)} problem(s) found", err=bool(report.problems))
-    if report.problems:
-        sys.exit(Exit.PROBLEMS)
+    report = verify_remote(repo_id, revision, find_root(registry), signature=signature, repo_type=repo_type, hub_progress=out.progress)
+    summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
+    out.result(report.as_dict(), check_text(report.problems, summary, _content_text(report.content)), found_problems=bool(report.problems))

@@ -6,10 +6,12 @@ Each only parses options and prints; the logic is in ``registry/ops/<command>.py
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main, usage_error
+from .app import REGISTRY_OPT, main, usage_error
+from .output import json_option, output
 
 LANG_OPT = click.option("--lang", metavar="zh|en", help="The language the text options are in (default: the card's only language).")
 
@@ -19,8 +21,8 @@ LANG_OPT = click.option("--lang", metavar="zh|en", help="The language the text o
 @click.argument("values", nargs=-1, metavar="[VALUE]...")
 @REGISTRY_OPT
 @LANG_OPT
-@JSON_OPT
-def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | None, as_json: bool) -> None:
+@json_option
+def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | None) -> None:
     """Set a registry-level FIELD of index.json and re-render the card.
 
     \b
@@ -37,10 +39,7 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
     from ..ops.set import set_field
 
     info = set_field(registry, field, values, lang)
-    if as_json:
-        emit_json({"ok": True, "registry": info.model_dump(mode="json")})
-    else:
-        click.echo(f"set {field}")
+    output().result({"ok": True, "registry": info.model_dump(mode="json")}, f"set {field}")
 
 
 @main.command("describe")
@@ -63,8 +62,8 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
 @click.option("--dtype", help="Inference dtype for the VRAM hint and the snippet: bf16, fp16 or fp32.")
 @click.option("--dataset-repo", help="The dataset repo the training data came from.")
 @click.option("--dataset-revision", help="The dataset repo's 40-hex commit the data was taken at.")
-@JSON_OPT
-def describe_cmd(path: str | None, registry: Path, method: str | None, base: str | None, lang: str | None, as_json: bool, **fields) -> None:
+@json_option
+def describe_cmd(path: str | None, registry: Path, method: str | None, base: str | None, lang: str | None, **fields: Any) -> None:
     """Set metadata of the weight at PATH, of every weight of --method, or of --base."""
     from ..ops.describe import Description, Target, describe
 
@@ -72,10 +71,7 @@ def describe_cmd(path: str | None, registry: Path, method: str | None, base: str
         raise usage_error("PATH", "name exactly one of PATH, --method or --base", "pass a weight's PATH, or --method METHOD, or --base NAME (one of the three)")
     fields = {k: (v or None) if isinstance(v, tuple) else v for k, v in fields.items()}
     described = describe(registry, Target(path=path, method=method, base=base), Description(**fields), lang)
-    if as_json:
-        emit_json({"ok": True, "described": described})
-    else:
-        click.echo(f"described {', '.join(described)}")
+    output().result({"ok": True, "described": described}, f"described {', '.join(described)}")
 
 
 @main.command("train-stage")
@@ -97,8 +93,8 @@ def describe_cmd(path: str | None, registry: Path, method: str | None, base: str
 @click.option("--tokens", type=click.IntRange(min=0), help="Tokens in the training stream.")
 @click.option("--supervised-tokens", type=click.IntRange(min=0), help="Tokens that count for the loss.")
 @click.option("--caveat", "caveats", multiple=True, help="A caveat about the numbers (e.g. packing; repeatable; in --lang).")
-@JSON_OPT
-def train_stage_cmd(path: str, name: str, registry: Path, lang: str | None, describe: tuple[str, ...], caveats: tuple[str, ...], as_json: bool, **facts) -> None:
+@json_option
+def train_stage_cmd(path: str, name: str, registry: Path, lang: str | None, describe: tuple[str, ...], caveats: tuple[str, ...], **facts: Any) -> None:
     """Record (or replace) training stage NAME of the weight at PATH."""
     from ..arguments import require_finite
     from ..ops.train_stage import set_stage
@@ -107,10 +103,7 @@ def train_stage_cmd(path: str, name: str, registry: Path, lang: str | None, desc
         if facts[option] is not None:
             require_finite(facts[option], f"--{option.replace('_', '-')}")
     stage = set_stage(registry, path, name, facts, describe, caveats, lang)
-    if as_json:
-        emit_json({"ok": True, "stage": stage.model_dump(mode="json")})
-    else:
-        click.echo(f"recorded training stage {name!r} of {path}")
+    output().result({"ok": True, "stage": stage.model_dump(mode="json")}, f"recorded training stage {name!r} of {path}")
 
 
 @main.command("eval-setup")
@@ -125,13 +118,10 @@ def train_stage_cmd(path: str, name: str, registry: Path, lang: str | None, desc
 @click.option("--decoding", help="e.g. greedy (temperature=0, top_p=0).")
 @click.option("--gpu", help="e.g. NVIDIA A800 80 GB.")
 @click.option("--metric", "metrics", multiple=True, metavar="NAME=DEFINITION", help="A metric's exact definition (repeatable).")
-@JSON_OPT
-def eval_setup_cmd(name: str, registry: Path, lang: str | None, describe: tuple[str, ...], metrics: tuple[str, ...], as_json: bool, **facts) -> None:
+@json_option
+def eval_setup_cmd(name: str, registry: Path, lang: str | None, describe: tuple[str, ...], metrics: tuple[str, ...], **facts: Any) -> None:
     """Record (or update) evaluation setup NAME; results name it with `registry score --setup NAME`."""
     from ..ops.eval_setup import set_setup
 
     setup = set_setup(registry, name, facts, describe, metrics, lang)
-    if as_json:
-        emit_json({"ok": True, "setup": setup.model_dump(mode="json")})
-    else:
-        click.echo(f"recorded evaluation setup {name}")
+    output().result({"ok": True, "setup": setup.model_dump(mode="json")}, f"recorded evaluation setup {name}")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from .app import JSON_OPT, REGISTRY_OPT, emit_json, main
+from .app import REGISTRY_OPT, main
+from .output import json_option, output
 
 EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 PUBLIC_KEY_OPT = click.option("--public-key", type=EXISTING_FILE, metavar="SIGNER.pub", help="The signer's PEM public key: model.sig is checked against it.")
@@ -16,13 +17,10 @@ REQUIRE_SIGNATURE_OPT = click.option("--require-signature", is_flag=True, help="
 @main.command("sign")
 @click.option("--key", required=True, type=EXISTING_FILE, metavar="KEY.pem", help="The signer's unencrypted EC private key (PEM).")
 @REGISTRY_OPT
-@JSON_OPT
-def sign_cmd(key: Path, registry: Path, as_json: bool) -> None:
+@json_option
+def sign_cmd(key: Path, registry: Path) -> None:
     """Sign every published file into model.sig (OpenSSF Model Signing), recording the signer in index.json."""
     from ..ops.sign import sign
 
     signed = sign(registry, key)
-    if as_json:
-        emit_json(signed.as_dict())
-    else:
-        click.echo(f"signed {signed.files} file(s) into {signed.path} (key sha256:{signed.fingerprint})")
+    output().result(signed.as_dict(), f"signed {signed.files} file(s) into {signed.path} (key sha256:{signed.fingerprint})")

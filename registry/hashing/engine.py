@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import RegistryError
-from ..libc import mapped
+from ..libc import ByteBuffer, mapped
 from .digest import Hasher
 
 CHUNK = 1 << 20
@@ -118,7 +118,7 @@ class HashingWriter:
         self._hasher = ThreadPoolExecutor(max_workers=1)
         self._pending: Future | None = None
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:
+    def write(self, data: ByteBuffer) -> None:
         self._wait()
         self._pending = self._hasher.submit(self.digest.update, data)
         self.sink.write(data)

@@ -8,10 +8,9 @@ a one-line :class:`RegistryError` naming the repo and the fix.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,15 +95,15 @@ class CommitResult:
 class Hub:
     """One repo at one revision on the Hub."""
 
-    def __init__(self, repo_id: str, revision: str = "main", api: HfApi | None = None, repo_type: str = "model"):
+    def __init__(self, repo_id: str, revision: str = "main", api: HfApi | None = None, repo_type: str = "model", progress: bool = True) -> None:
         self.repo_id = check_repo_id(repo_id)
         self.revision = revision
         self.repo_type = repo_type  # "dataset" for a dataset registry (registry/dataset/)
         self.api = api or HfApi(library_name="rwkv-registry", library_version=__version__)
-        if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1":  # set by the CLI: no terminal, or --json
+        if not progress:  # the CLI's rule for bars: only on a terminal, never under --json
             disable_progress_bars()
 
-    def _errors(self):
+    def _errors(self) -> AbstractContextManager[None]:
         return hub_errors(self.repo_id, self.revision)
 
     def existing_state(self) -> ExistingState:

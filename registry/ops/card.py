@@ -1,5 +1,5 @@
 """What ``registry card`` does: re-render README.md and evaluation.json under the lock, or only
-compare them.
+compare them (``--check``).
 
 Kept apart from the rest of the package because it goes through ``stage_derived`` (so SHA256SUMS
 follows the new files), and ``stage_derived`` itself imports the card package.
@@ -7,6 +7,7 @@ follows the new files), and ``stage_derived`` itself imports the card package.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic import transaction
@@ -14,6 +15,7 @@ from ..card.sync import Rendered, rendered
 from ..dataset import card as dataset_card
 from ..dataset import store
 from ..derived import stage_derived
+from ..errors import Problem, RegistryError
 from ..index_rules import index_to_change
 from ..names import CARD_NAME
 from ..repo import Repo, is_dataset
@@ -42,3 +44,24 @@ def compare_card(root: Path) -> list[Rendered]:
     if is_dataset(repo.root):
         return [dataset_card.rendered(store.load(repo), store.current_card(repo))]
     return rendered(repo, repo.load_index())
+
+
+@dataclass(frozen=True)
+class CardCheck:
+    """What ``registry card --check`` found: the stale files, and the diff that would freshen them
+    (None when the card could not be rendered to compare, e.g. a broken template)."""
+
+    problems: list[Problem]
+    diff: str | None
+
+
+def check_card(root: Path) -> CardCheck:
+    """Compare README.md and evaluation.json with what index.json renders; changes nothing.
+    A card that cannot be compared (a ``card.*`` refusal) is a finding of the check, not a refusal."""
+    try:
+        states = compare_card(root)
+    except RegistryError as err:
+        if not err.code.startswith("card."):
+            raise
+        return CardCheck(list(err.problems), None)
+    return CardCheck([p for state in states for p in state.problems()], "".join(state.diff() for state in states))

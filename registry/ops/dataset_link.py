@@ -22,8 +22,9 @@ from ..repo import Repo, render_index
 from .validate_dataset import local_models
 
 
-def link_models(root: Path, models: Path | None = None, repo_id: str | None = None, revision: str = "main") -> ModelSource:
-    """Record the weights of ``models`` (local) or ``repo_id``@``revision`` (Hub) trained on this dataset's versions."""
+def link_models(root: Path, models: Path | None = None, repo_id: str | None = None, revision: str = "main", hub_progress: bool = True) -> ModelSource:
+    """Record the weights of ``models`` (local) or ``repo_id``@``revision`` (Hub) trained on this dataset's versions
+    (``hub_progress``: the Hub client's bars)."""
     if (models is None) == (repo_id is None):
         raise RegistryError("args.conflict", "--models", "give either a local model registry or --repo-id", "pass --models DIR, or --repo-id NS/NAME [--revision REV]")
     index: Index
@@ -32,7 +33,7 @@ def link_models(root: Path, models: Path | None = None, repo_id: str | None = No
         source_repo, commit = index.registry.repo_id, None
     else:
         assert repo_id is not None
-        index, commit, _ = fetch_index(repo_id, revision, "model", Index)
+        index, commit, _ = fetch_index(repo_id, revision, "model", Index, progress=hub_progress)
         source_repo, where = repo_id, f"{repo_id}@{commit[:12]}"
     repo = Repo.open(root)
     with transaction(repo.root) as txn:

@@ -186,13 +186,14 @@ def _require_clear(draft: _Draft) -> None:
         raise RegistryError.of(draft.blockers, {"plan": draft.plan.as_dict()})
 
 
-def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, say: Echo | None = None) -> Outcome:
-    """Plan (``dry_run``) or publish the registry at ``root``; see the module docstring for the steps."""
+def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, say: Echo | None = None, hub_progress: bool = True) -> Outcome:
+    """Plan (``dry_run``) or publish the registry at ``root``; see the module docstring for the steps
+    (``hub_progress``: the Hub client's bars)."""
     say = say or (lambda _line: None)
     _check_options(options)
     repo = Repo.open(root)
     dataset = is_dataset(repo.root)  # a dataset repo on the Hub: no weights, so nothing to gate
-    hub = hub or Hub(options.repo_id, options.revision, repo_type="dataset" if dataset else "model")
+    hub = hub or Hub(options.repo_id, options.revision, repo_type="dataset" if dataset else "model", progress=hub_progress)
     # A real publish holds the lock throughout, so no registry command changes a file mid-upload.
     with nullcontext() if options.dry_run else registry_lock(repo.root):
         say("validating the registry")

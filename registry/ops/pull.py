@@ -117,14 +117,16 @@ def pull(
     signature: SignaturePolicy = SignaturePolicy(),
     adopt_options: AdoptOptions | None = None,
     repo_type: str = "model",
+    hub_progress: bool = True,
 ) -> Pulled:
     """Download, verify (model.sig too, when present or required) and atomically place the
     registry at ``directory`` (``repo_type`` "dataset": a dataset registry); a repo that is not a
-    registry yet is adopted on the way (``adopt_options``: its --base-file and --trust-files)."""
+    registry yet is adopted on the way (``adopt_options``: its --base-file and --trust-files;
+    ``hub_progress``: the Hub client's bars)."""
     say = say or (lambda _line: None)
     target = Path(directory).absolute()
     _check_target(target)
-    hub = hub or Hub(repo_id, revision, repo_type=repo_type)
+    hub = hub or Hub(repo_id, revision, repo_type=repo_type, progress=hub_progress)
     state = hub.existing_state()
     _check_tree_paths(repo_id, state.files)
     is_registry, adopted = _is_registry(hub, state), None

@@ -47,7 +47,7 @@ class Context:
     digests: dict[str, str] = field(default_factory=dict)  # actual sha256 of every file
     listed_sums: dict[str, str] | None = None
     progress: Progress | None = None
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # linked, linked_hub, hub_progress: see validate()
 
     @property
     def root(self) -> Path:
@@ -273,19 +273,21 @@ def validate_index_file(path: Path) -> list[Problem]:
     return findings
 
 
-def validate(root: Path, progress: Progress | None = None, **options: Any) -> list[Problem]:
-    """All findings for the registry at ``root`` (empty when clean)."""
+def validate(root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True) -> list[Problem]:
+    """All findings for the registry at ``root`` (empty when clean); with ``linked`` (a local
+    registry) or ``linked_hub`` its data links too (``hub_progress``: the Hub client's bars)."""
     repo = Repo.open(root, must_exist=False)
     if not repo.index_path.is_file():
         return [no_registry(repo.root).problem()]
     if is_dataset(repo.root):  # "kind": "dataset": seed 002's repo shape (registry/dataset/)
         from .validate_dataset import validate_dataset
 
-        return validate_dataset(repo, progress, options.get("linked"), bool(options.get("linked_hub")))
+        return validate_dataset(repo, progress, linked, linked_hub, hub_progress)
     scan = scan_tree(repo.root)
     findings, index = check_index(repo)
     if index is None:
         return findings
+    options = {"linked": linked, "linked_hub": linked_hub, "hub_progress": hub_progress}
     ctx = Context(repo=repo, scan=scan, index=index, progress=progress, options=options)
     for check in CHECKS:
         findings.extend(check(ctx))

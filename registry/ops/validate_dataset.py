@@ -12,9 +12,10 @@ each entry's ``dataset_repo`` at its ``dataset_revision``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..dataset import store
 from ..dataset.card import card_problems
@@ -32,6 +33,10 @@ from ..repo import Repo, is_dataset
 from ..schemas import read_json, schema_errors
 from ..tree import scan_tree
 
+if TYPE_CHECKING:
+    from ..hub.plan import RemoteFile
+
+
 
 def _index(repo: Repo) -> tuple[list[Problem], DatasetIndex | None]:
     try:
@@ -42,7 +47,7 @@ def _index(repo: Repo) -> tuple[list[Problem], DatasetIndex | None]:
         return [err.problem.about(INDEX_NAME)], None
 
 
-def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False) -> list[Problem]:
+def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True) -> list[Problem]:
     """All findings for the dataset registry ``repo`` (empty when clean)."""
     from .validate import Context, check_immutable, check_sums  # the model registry's checks of the same files
 
@@ -83,7 +88,7 @@ def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path 
 
         for source in index.models:
             if source.repo_id and source.revision:
-                remote, _, _ = fetch_index(source.repo_id, source.revision, "model", Index)
+                remote, _, _ = fetch_index(source.repo_id, source.revision, "model", Index, progress=hub_progress)
                 findings += listed_problems(index, source, remote, f"{source.repo_id}@{source.revision[:12]}")
     return findings
 
@@ -119,7 +124,7 @@ def _trained_sha(repo: Repo, version: DataVersion) -> str | None:
     return StatCache(repo.stat_cache_path).lookup(rel, path.stat()) or hash_file(path)
 
 
-def model_link_findings(index: Index, options: dict) -> Iterator[Problem]:
+def model_link_findings(index: Index, options: dict[str, Any]) -> Iterator[Problem]:
     """A model registry's entries against the dataset registries they cite (see the module docstring)."""
     linked = options.get("linked")
     if linked is not None:
@@ -131,10 +136,10 @@ def model_link_findings(index: Index, options: dict) -> Iterator[Problem]:
         pinned = sorted({(e.data.dataset_repo, e.data.dataset_revision) for e in index.entries if e.data.dataset_repo and e.data.dataset_revision})
         for repo_id, revision in pinned:
             assert repo_id is not None and revision is not None
-            dataset, _, tree = fetch_index(repo_id, revision, "dataset", DatasetIndex)
+            dataset, _, tree = fetch_index(repo_id, revision, "dataset", DatasetIndex, progress=options.get("hub_progress", True))
             citing = Index(entries=[e for e in index.entries if (e.data.dataset_repo, e.data.dataset_revision) == (repo_id, revision)])
 
-            def remote_sha(version: DataVersion, tree=tree) -> str | None:
+            def remote_sha(version: DataVersion, tree: Mapping[str, RemoteFile] = tree) -> str | None:
                 remote = tree.get(f"{version.version}/{version.trained_file.path}")
                 return remote.lfs_sha256 if remote else None
 

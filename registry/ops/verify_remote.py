@@ -45,11 +45,13 @@ class RemoteReport:
 
 
 def verify_remote(
-    repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None, signature: SignaturePolicy = SignaturePolicy(), repo_type: str = "model"
+    repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None, signature: SignaturePolicy = SignaturePolicy(), repo_type: str = "model",
+    hub_progress: bool = True,
 ) -> RemoteReport:
     """Check the remote against its SHA256SUMS, index.json and model.sig (and the local registry's
-    SHA256SUMS); a dataset repo's index.json against its SHA256SUMS by each version's trained file."""
-    hub = hub or Hub(repo_id, revision, repo_type=repo_type)
+    SHA256SUMS); a dataset repo's index.json against its SHA256SUMS by each version's trained file
+    (``hub_progress``: the Hub client's bars)."""
+    hub = hub or Hub(repo_id, revision, repo_type=repo_type, progress=hub_progress)
     state = hub.existing_state()
     with tempfile.TemporaryDirectory(prefix="registry-verify-") as tmp:
         sums_bytes = hub.download(SUMS_NAME, state.head, Path(tmp)).read_bytes()
