@@ -284,6 +284,7 @@ def test_the_hub_client_s_bars_follow_the_argument():
         (["nope", "--json"], True),  # no such command
         (["validate", "--bogus", "--", "--json"], False),  # after `--` it is an argument, as click reads it
         (["validate", "--bogus", "-C", "--json"], False),  # the value of -C, as click reads it
+        (["validate", "--json", "--index-only"], True),  # an option missing its value: the flag before it still counts
     ],
     ids=lambda a: " ".join(a) if isinstance(a, list) else str(a),
 )
