@@ -142,8 +142,7 @@ def flag_given(command: click.Command, ctx: click.Context, args: Sequence[str]) 
         values, _, _ = parser.parse_args(args=list(args))
     except click.UsageError:  # the line fails even so (an option without its value): read it as
         # a parser that knows --json alone does, every other option unknown
-        alone = click.OptionParser(ctx)
-        click.Option(_FLAG_DECLS, **_FLAG_ATTRS).add_to_parser(alone, ctx)
+        alone = click.Command(command.name, params=[click.Option(_FLAG_DECLS, **_FLAG_ATTRS)]).make_parser(ctx)
         alone.ignore_unknown_options = True
         alone.allow_interspersed_args = True
         try:
