@@ -8,10 +8,9 @@ register more checks in :data:`CHECKS`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..artifacts.inspect import check_fits, inspect_weights
 from ..atomic import transaction
@@ -26,35 +25,18 @@ from ..hashing import StatCache
 from ..hashing.engine import Progress
 from ..hf.check import export_problems, listed_files
 from ..index_rules import base_problems, entry_problems, index_to_change, weight_paths
-from ..layout import Placement, is_weight, place
+from ..layout import is_weight, place
 from ..lfs import pointer_problem, pointers
 from ..models import Entry, FileRef, Index, Rewrite, TrainJson
-from ..names import GITATTRIBUTES_NAME, INDEX_NAME, MUTABLE, NOT_COVERED, SUMS_NAME, TRAIN_JSON
-from ..published import immutability_findings, published_sums, record_rewrites
+from ..names import GITATTRIBUTES_NAME, INDEX_NAME, NOT_COVERED, TRAIN_JSON
+from ..published import record_rewrites
 from ..repo import Repo, is_dataset, no_registry, render_index
 from ..schemas import load_model, read_json, schema_errors
-from ..sums import digest_tree, parse_sums, sums_problems
+from ..sums import digest_tree
 from ..tree import TreeScan, scan_tree
+from ..validation import ACCEPT_BYTES, Check, Context, check_immutable, check_sums
 from .add import accept_weight, content_version
-
-
-@dataclass
-class Context:
-    repo: Repo
-    scan: TreeScan
-    index: Index
-    placements: dict[str, Placement] = field(default_factory=dict)
-    digests: dict[str, str] = field(default_factory=dict)  # actual sha256 of every file
-    listed_sums: dict[str, str] | None = None
-    progress: Progress | None = None
-    options: dict[str, Any] = field(default_factory=dict)  # linked, linked_hub, hub_progress: see validate()
-
-    @property
-    def root(self) -> Path:
-        return self.repo.root
-
-
-Check = Callable[[Context], Iterator[Problem]]
+from .validate_dataset import model_link_findings, validate_dataset
 
 
 def check_index(repo: Repo) -> tuple[list[Problem], Index | None]:
@@ -138,25 +120,6 @@ def check_entries(ctx: Context) -> Iterator[Problem]:
 
 # Where a changed weight or published file leads: `registry sums` alone would leave the entry's
 # sha256 (or the immutability record) disagreeing, and `registry add` refuses a registered path.
-ACCEPT_BYTES = "restore the original bytes, or accept the new ones with `registry validate --allow-rewrite REASON` (updates the entry and records why)"
-
-
-def check_sums(ctx: Context) -> Iterator[Problem]:
-    """SHA256SUMS lists exactly the files on disk, with their real hashes."""
-    ctx.digests = digest_tree(ctx.root, ctx.scan.files, StatCache(ctx.repo.stat_cache_path), ctx.progress)
-    if not ctx.repo.sums_path.is_file():
-        yield Problem("sums.missing", SUMS_NAME, "SHA256SUMS is missing", "run `registry sums`")
-        return
-    try:
-        ctx.listed_sums = parse_sums(ctx.repo.read_bytes(ctx.repo.sums_path))
-    except RegistryError as err:
-        yield err.problem.about(SUMS_NAME)
-        return
-    pinned = set(weight_paths(ctx.index)) | (set(published_sums(ctx.repo)) - MUTABLE)
-    for problem in sums_problems(ctx.listed_sums, ctx.digests):
-        yield replace(problem, fix=ACCEPT_BYTES) if problem.code == "sums.mismatch" and problem.file in pinned else problem
-
-
 def check_twins(ctx: Context) -> Iterator[Problem]:
     """Single-file safetensors entries pass add's acceptance rule (headers only: no torch).
 
@@ -219,10 +182,6 @@ def check_ggufs(ctx: Context) -> Iterator[Problem]:
     yield from gguf_problems(ctx.root, ctx.index, ctx.scan.files, ctx.digests)
 
 
-def check_immutable(ctx: Context) -> Iterator[Problem]:
-    yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
-
-
 def check_card(ctx: Context) -> Iterator[Problem]:
     yield from check_rendered(ctx.repo, ctx.index)
 
@@ -231,8 +190,6 @@ def check_dataset_links(ctx: Context) -> Iterator[Problem]:
     """Every entry's data sha256 against a linked dataset registry (``--linked``, ``--linked-hub``)."""
     if not (ctx.options.get("linked") or ctx.options.get("linked_hub")):
         return  # the pre-commit hook's plain validate: no link, nothing more to import
-    from .validate_dataset import model_link_findings
-
     yield from model_link_findings(ctx.index, ctx.options)
 
 
@@ -280,8 +237,6 @@ def validate(root: Path, progress: Progress | None = None, linked: Path | None =
     if not repo.index_path.is_file():
         return [no_registry(repo.root).problem()]
     if is_dataset(repo.root):  # "kind": "dataset": seed 002's repo shape (registry/dataset/)
-        from .validate_dataset import validate_dataset
-
         return validate_dataset(repo, progress, linked, linked_hub, hub_progress)
     scan = scan_tree(repo.root)
     findings, index = check_index(repo)

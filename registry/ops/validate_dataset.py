@@ -32,6 +32,7 @@ from ..names import DATASET_CHECKED_NAME, INDEX_NAME
 from ..repo import Repo, is_dataset
 from ..schemas import read_json, schema_errors
 from ..tree import scan_tree
+from ..validation import Context, check_immutable, check_sums  # the model registry's checks of the same files
 
 if TYPE_CHECKING:
     from ..hub.plan import RemoteFile
@@ -49,7 +50,6 @@ def _index(repo: Repo) -> tuple[list[Problem], DatasetIndex | None]:
 
 def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True) -> list[Problem]:
     """All findings for the dataset registry ``repo`` (empty when clean)."""
-    from .validate import Context, check_immutable, check_sums  # the model registry's checks of the same files
 
     findings, index = _index(repo)
     if index is None:

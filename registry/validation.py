@@ -1,0 +1,63 @@
+"""validate's run over one registry (:class:`Context`) and the checks a model registry and a dataset
+registry share: SHA256SUMS against the files on disk, and published files unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem, RegistryError
+from .hashing import StatCache
+from .hashing.engine import Progress
+from .index_rules import weight_paths
+from .layout import Placement
+from .models import Index
+from .names import MUTABLE, SUMS_NAME
+from .published import immutability_findings, published_sums
+from .repo import Repo
+from .sums import digest_tree, parse_sums, sums_problems
+from .tree import TreeScan
+
+
+@dataclass
+class Context:
+    repo: Repo
+    scan: TreeScan
+    index: Index
+    placements: dict[str, Placement] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # actual sha256 of every file
+    listed_sums: dict[str, str] | None = None
+    progress: Progress | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # linked, linked_hub, hub_progress: see validate()
+
+    @property
+    def root(self) -> Path:
+        return self.repo.root
+
+
+Check = Callable[[Context], Iterator[Problem]]
+
+
+ACCEPT_BYTES = "restore the original bytes, or accept the new ones with `registry validate --allow-rewrite REASON` (updates the entry and records why)"
+
+
+def check_sums(ctx: Context) -> Iterator[Problem]:
+    """SHA256SUMS lists exactly the files on disk, with their real hashes."""
+    ctx.digests = digest_tree(ctx.root, ctx.scan.files, StatCache(ctx.repo.stat_cache_path), ctx.progress)
+    if not ctx.repo.sums_path.is_file():
+        yield Problem("sums.missing", SUMS_NAME, "SHA256SUMS is missing", "run `registry sums`")
+        return
+    try:
+        ctx.listed_sums = parse_sums(ctx.repo.read_bytes(ctx.repo.sums_path))
+    except RegistryError as err:
+        yield err.problem.about(SUMS_NAME)
+        return
+    pinned = set(weight_paths(ctx.index)) | (set(published_sums(ctx.repo)) - MUTABLE)
+    for problem in sums_problems(ctx.listed_sums, ctx.digests):
+        yield replace(problem, fix=ACCEPT_BYTES) if problem.code == "sums.mismatch" and problem.file in pinned else problem
+
+
+def check_immutable(ctx: Context) -> Iterator[Problem]:
+    yield from immutability_findings(ctx.repo, ctx.index, ctx.digests)
