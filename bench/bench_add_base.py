@@ -30,7 +30,7 @@ print("ELAPSED", time.perf_counter() - start)
 HASH = """
 import time
 from pathlib import Path
-from registry.hashing import hash_file
+from registry.core.hashing import hash_file
 start = time.perf_counter()
 hash_file(Path(sys.argv[1]))
 print("ELAPSED", time.perf_counter() - start)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from common import GIB, report, run_timed
 
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 from registry.ops.validate import validate
-from registry.synthetic import TinySpec, make_base_checkpoint
 
 BASE = "rwkv7-bench-20260930"
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 from common import GIB, child_peak_rss, report, run_timed
 
-from registry.synthetic import TinySpec, checkpoint_shapes
+from registry.artifacts.synthetic import TinySpec, checkpoint_shapes
 
 CLI = """
 from registry.cli import main

@@ -38,7 +38,7 @@ CHECK = """
 from pathlib import Path
 from registry.dataset.models import DatasetIndex
 from registry.dataset.versions import version_problems
-from registry.hashing import hash_file
+from registry.core.hashing import hash_file
 folder, index = Path(sys.argv[1]), DatasetIndex.model_validate_json(Path(sys.argv[2]).read_text())
 version = index.versions[0]
 files = {p.relative_to(folder).as_posix(): version.trained_file.sha256 if p.relative_to(folder).as_posix() == version.trained_file.path else "" for p in folder.rglob("*") if p.is_file()}

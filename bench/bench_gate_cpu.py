@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 BUILD_BIG = """
 import json, sys, torch
 from pathlib import Path
-from registry.synthetic import TinySpec, make_base_checkpoint, save_checkpoint
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, save_checkpoint
 from registry.ops.init import init_registry
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.add import AddRequest, add_weight

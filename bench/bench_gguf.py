@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from common import GIB, child_peak_rss, report, run_timed
 
-from registry.synthetic import TinySpec, checkpoint_shapes
+from registry.artifacts.synthetic import TinySpec, checkpoint_shapes
 
 SETUP = """
 from pathlib import Path
@@ -53,7 +53,7 @@ from registry.convert.source import locate_tensors
 from registry.gate.prompts import PROMPTS, tokenizer
 from registry.gguf import gate, llama, mapping, writer
 from registry.hf.tokenizer import read_vocab, world_vocab_file
-from registry.synthetic import TinySpec, make_base_checkpoint
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 import json
 out = Path(sys.argv[1]); spec = TinySpec(**json.loads(sys.argv[2])); kinds = sys.argv[3].split(",")
 path = make_base_checkpoint(out / "gate.pth", spec, shared=True)
@@ -98,7 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-gguf-", dir=args.dir))
     try:
-        from registry.synthetic import make_base_checkpoint
+        from registry.artifacts.synthetic import make_base_checkpoint
 
         spec = spec_for(args.gib)
         source = make_base_checkpoint(work / "rwkv7-bench-20260101.pth", spec, shared=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from common import GIB, MIB, report, run_timed, timed, write_random_file
 
-from registry.hashing import hash_file, hash_files
+from registry.core.hashing import hash_file, hash_files
 from registry.ops.init import init_registry
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate

@@ -24,9 +24,9 @@ from common import GIB, child_peak_rss, report, run_timed, timed, write_random_f
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from registry.hashing import hash_file
-from registry.hashing.xet import hash_xet_files
-from registry.names import UNSIGNED
+from registry.core.hashing import hash_file
+from registry.core.hashing.xet import hash_xet_files
+from registry.core.names import UNSIGNED
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.init import init_registry
@@ -47,7 +47,7 @@ def bench_hashes(directory: Path) -> dict:
 # A random bf16 RWKV-7 checkpoint of the given shape, made in a child (torch's memory is not the bench's).
 MAKE = """
 from pathlib import Path
-from registry.synthetic import TinySpec, make_base_checkpoint
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 make_base_checkpoint(Path(sys.argv[1]), TinySpec(n_layer=int(sys.argv[2]), n_embd=int(sys.argv[3])))
 """
 SHAPES = {"small": (2, 256), "big": (6, 2048)}  # about 35 MB and 1.09 GiB in bf16

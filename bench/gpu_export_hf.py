@@ -41,6 +41,7 @@ from pathlib import Path
 import torch
 
 from registry.artifacts.miss import default_targets, write_adapter
+from registry.artifacts.synthetic import TinySpec, checkpoint_shapes, make_adapter_tensors, make_base_state_dict, save_checkpoint
 from registry.gate.checks import BF16_FLOOR, BF16_RATIO, TOPK_MIN_OVERLAP, Logits, compare_logits, official_logits
 from registry.gate.official import load_official
 from registry.gate.prompts import PROMPTS
@@ -52,7 +53,6 @@ from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.export_hf import ExportRequest, export_hf
 from registry.ops.init import init_registry
-from registry.synthetic import TinySpec, checkpoint_shapes, make_adapter_tensors, make_base_state_dict, save_checkpoint
 
 SPECS = {
     "7.2b": TinySpec(n_layer=32, n_embd=4096, vocab_size=65536, seed=73),

@@ -27,16 +27,16 @@ from pathlib import Path
 
 import torch
 
-from registry.ops.add import AddRequest, add_weight
-from registry.ops.add_base import BaseRequest, add_base
-from registry.ops.init import init_registry
-from registry.synthetic import (
+from registry.artifacts.synthetic import (
     TinySpec,
     make_adapter_file,
     make_base_state_dict,
     make_state_file,
     save_checkpoint,
 )
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.init import init_registry
 
 SHAPES = {"7b": TinySpec(n_layer=32, n_embd=4096, vocab_size=65536, seed=72), "13b": TinySpec(n_layer=61, n_embd=4096, vocab_size=65536, seed=133)}
 NAMES = {"7b": "rwkv7-random-7.2b-shape-20261203", "13b": "rwkv7-random-13.3b-shape-20261203"}

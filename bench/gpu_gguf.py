@@ -34,9 +34,9 @@ from pathlib import Path
 import torch
 from gpu_gate import SHAPES, build_base
 
+from registry.artifacts.synthetic import TinySpec, checkpoint_shapes
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.init import init_registry
-from registry.synthetic import TinySpec, checkpoint_shapes
 
 TINY = TinySpec(n_layer=2, n_embd=256, vocab_size=65536, seed=3)
 

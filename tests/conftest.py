@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from registry.synthetic import TinySpec, make_base_checkpoint
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 
 # fla's kernels are Triton kernels: without CUDA the tests run them in Triton's interpreter, on CPU
 # tensors (tests/test_export_hf_fla.py). Triton reads this when fla's kernels are defined, at import.

@@ -160,12 +160,12 @@ def lfs_pointer(path: Path) -> bytes:
 
 
 def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empty_registry, small_base, tmp_path):
+    from registry.artifacts.synthetic import make_state_file
+    from registry.core.published import record_published
+    from registry.core.repo import Repo
+    from registry.core.sums import parse_sums
     from registry.ops.add import AddRequest, add_weight
     from registry.ops.add_base import BaseRequest, add_base
-    from registry.published import record_published
-    from registry.repo import Repo
-    from registry.sums import parse_sums
-    from registry.synthetic import make_state_file
 
     from .conftest import SMALL
     from .test_ops_artifacts import train_json
@@ -238,7 +238,7 @@ def parts(tmp_path_factory) -> Path:
     import torch
 
     from registry.artifacts.inspect import inspect_weights
-    from registry.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
+    from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
 
     from .conftest import SMALL, sha256_of
 
@@ -481,7 +481,7 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
     assert all(str(tmp_path / "p") in step for step in pulled["adopted"]["next_steps"] if " -C " in step)
     assert codes(tmp_path / "p") == set()
     # The Hub's weights are recorded as published: changing one is an immutability finding.
-    published = (tmp_path / "p" / ".registry/published/SHA256SUMS").read_text()
+    published = (tmp_path / "p" / ".registry/core/published/SHA256SUMS").read_text()
     assert STATE in published
 
 
@@ -516,7 +516,7 @@ def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(pa
 
 
 def test_catalog_and_metadata_only_bases_need_the_base_file_to_check_weights(parts, tmp_path):
-    from registry.catalog import load_catalog
+    from registry.index.catalog import load_catalog
 
     known = load_catalog().bases[0]
     folder = tmp_path / "catalog"

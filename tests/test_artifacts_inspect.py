@@ -17,9 +17,7 @@ from registry.artifacts.inspect import (
     check_state_fits,
     inspect_weights,
 )
-from registry.errors import RegistryError
-from registry.models import Architecture
-from registry.synthetic import (
+from registry.artifacts.synthetic import (
     TinySpec,
     make_adapter_file,
     make_base_checkpoint,
@@ -27,6 +25,8 @@ from registry.synthetic import (
     make_state_tensors,
     save_checkpoint,
 )
+from registry.core.errors import RegistryError
+from registry.core.models import Architecture
 
 from .conftest import SMALL, sha256_of
 from .test_artifacts_miss import MarkerPayload, append_manifest, manifest_for

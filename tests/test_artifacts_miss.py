@@ -23,14 +23,14 @@ from registry.artifacts.miss import (
     verify_adapter,
     write_adapter,
 )
-from registry.errors import RegistryError
-from registry.models import Architecture
-from registry.synthetic import (
+from registry.artifacts.synthetic import (
     checkpoint_shapes,
     make_adapter_file,
     make_adapter_tensors,
     share_storage,
 )
+from registry.core.errors import RegistryError
+from registry.core.models import Architecture
 
 from .conftest import SMALL, sha256_of
 

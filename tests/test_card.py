@@ -21,11 +21,11 @@ from registry.card import handwritten, render_card
 from registry.card.markdown import md_cell, md_code
 from registry.card.metadata import base_model_relation
 from registry.cli import main
-from registry.errors import RegistryError
-from registry.models import Base, DataRef, Entry, Index, RegistryInfo, Score, Serving
+from registry.core.errors import RegistryError
+from registry.core.models import Base, DataRef, Entry, Index, RegistryInfo, Score, Serving
+from registry.core.repo import render_index
+from registry.core.resources import template_dir
 from registry.ops.validate import validate
-from registry.repo import render_index
-from registry.resources import template_dir
 
 from .conftest import snapshot
 
@@ -502,7 +502,7 @@ def _markdown_shape(card: str) -> tuple[list[str], list[str], int]:
 
 def _typed_everywhere(text: str) -> Index:
     """seed 001's index with ``text`` in every field a user types that the card shows."""
-    from registry.models import Localized
+    from registry.core.models import Localized
 
     index = seed001_index()
     index.registry.title = text

@@ -167,8 +167,8 @@ def test_a_full_disk_names_the_file_it_could_not_write(empty_registry, small_bas
 
 
 def test_a_full_disk_during_add_and_init_names_a_file(empty_registry, small_base, tmp_path, monkeypatch):
+    from registry.artifacts.synthetic import make_state_file
     from registry.ops.add_base import BaseRequest, add_base
-    from registry.synthetic import make_state_file
 
     from .conftest import SMALL
 
@@ -185,7 +185,7 @@ def test_a_full_disk_during_add_and_init_names_a_file(empty_registry, small_base
 SHRINK_DURING_CONVERT = """
 import mmap, os, sys
 from pathlib import Path
-from registry import sigbus
+from registry.core import sigbus
 from registry.ops import convert
 
 sigbus.install()
@@ -225,9 +225,9 @@ def test_the_action_annotates_a_json_error_at_its_line_and_column(empty_registry
 
 
 def test_list_prints_whole_paths_when_not_on_a_terminal(empty_registry, small_base, tmp_path):
+    from registry.artifacts.synthetic import make_state_file
     from registry.ops.add import AddRequest, add_weight
     from registry.ops.add_base import BaseRequest, add_base
-    from registry.synthetic import make_state_file
 
     from .conftest import SMALL
 

@@ -14,23 +14,23 @@ import torch
 from safetensors import safe_open
 
 from registry.artifacts.safetensors_header import read_safetensors_header
-from registry.convert.pipeline import convert_file
-from registry.convert.writer import OutputFile
-from registry.errors import RegistryError
-from registry.models import Index
-from registry.names import INDEX_NAME
-from registry.ops.add import AddRequest, add_weight
-from registry.ops.add_base import BaseRequest, add_base
-from registry.ops.convert import convert_entry, convert_standalone
-from registry.ops.validate import validate
-from registry.repo import render_index
-from registry.synthetic import (
+from registry.artifacts.synthetic import (
     make_adapter_file,
     make_base_state_dict,
     make_state_file,
     save_checkpoint,
     share_storage,
 )
+from registry.convert.pipeline import convert_file
+from registry.convert.writer import OutputFile
+from registry.core.errors import RegistryError
+from registry.core.models import Index
+from registry.core.names import INDEX_NAME
+from registry.core.repo import render_index
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.convert import convert_entry, convert_standalone
+from registry.ops.validate import validate
 
 from .conftest import SMALL, sha256_of, snapshot
 from .test_ops_artifacts import train_json
@@ -384,7 +384,7 @@ def test_writer_waits_for_the_read_back_and_finishes(populated, monkeypatch):
 
 
 def test_outputs_get_the_mode_of_a_plain_new_file(populated):
-    from registry.atomic import FILE_MODE
+    from registry.core.atomic import FILE_MODE
 
     root, entries = populated
     derived = convert_entry(root, entries["state"].path, BIG)

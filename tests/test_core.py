@@ -13,15 +13,15 @@ import pytest
 from click.testing import CliRunner
 
 from registry.cli import main
-from registry.errors import RegistryError
-from registry.hashing import StatCache, hash_file
-from registry.libc import same_bytes
-from registry.models import Base, Index
+from registry.core.errors import RegistryError
+from registry.core.hashing import StatCache, hash_file
+from registry.core.libc import same_bytes
+from registry.core.models import Base, Index
+from registry.core.repo import render_index
+from registry.core.sums import parse_sums, render_sums
 from registry.ops.init import init_registry
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate, validate_index_file
-from registry.repo import render_index
-from registry.sums import parse_sums, render_sums
 
 from .conftest import sha256_of, snapshot
 
@@ -165,7 +165,7 @@ def test_failed_command_leaves_registry_byte_identical(empty_registry):
 
 
 def test_stat_cache_skips_unchanged_and_rehashes_changed(tmp_path, monkeypatch):
-    from registry import sums as sums_module
+    from registry.core import sums as sums_module
 
     root = tmp_path
     f = root / "a.bin"
@@ -199,12 +199,12 @@ def test_hash_file_matches_sha256sum(tmp_path):
 
 
 def test_schemas_checked_in_match_models():
-    from registry.resources import schema_dir
-    from registry.schema_files import all_models, render_schema
+    from registry.core.resources import schema_dir
+    from registry.index.schema_files import all_models, render_schema
 
     for kind in all_models():
         path = schema_dir() / f"{kind}.schema.json"
-        assert path.read_text(encoding="utf-8") == render_schema(kind), f"{path} drifted: run `python -m registry.schema_files`"
+        assert path.read_text(encoding="utf-8") == render_schema(kind), f"{path} drifted: run `python -m registry.index.schema_files`"
 
 
 def test_project_catalog_is_valid_and_holds_the_seed_base():
@@ -281,7 +281,7 @@ def test_same_bytes_sees_any_difference_and_length():
 def test_mapped_reads_any_range_and_lets_go(tmp_path):
     import mmap
 
-    from registry.libc import mapped
+    from registry.core.libc import mapped
 
     data = os.urandom(3 * mmap.ALLOCATIONGRANULARITY + 123)
     path = tmp_path / "f"
@@ -320,7 +320,7 @@ def test_console_entry_flushes_output_and_keeps_exit_codes(tmp_path):
 
 
 def test_mapped_and_background_hashes_agree_with_sha256sum(tmp_path):
-    from registry.hashing.engine import MAPPED_WINDOW, hash_in_background, hash_mapped
+    from registry.core.hashing.engine import MAPPED_WINDOW, hash_in_background, hash_mapped
 
     for size in (0, 1, MAPPED_WINDOW + 4097):
         path = tmp_path / f"f{size}"
@@ -330,7 +330,7 @@ def test_mapped_and_background_hashes_agree_with_sha256sum(tmp_path):
 
 
 def test_background_hash_of_a_missing_file_is_a_clear_error(tmp_path):
-    from registry.hashing.engine import hash_in_background
+    from registry.core.hashing.engine import hash_in_background
 
     with pytest.raises(RegistryError) as err:
         hash_in_background(tmp_path / "gone.pth").result(timeout=60)

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_state_file
+from registry.core.names import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
+from registry.core.published import record_published
+from registry.core.repo import Repo
+from registry.core.sums import parse_sums
 from registry.dataset.models import wire_hash
 from registry.dataset.synthetic import SEED_002, build_version
-from registry.names import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
-from registry.published import record_published
-from registry.repo import Repo
-from registry.sums import parse_sums
-from registry.synthetic import TinySpec, make_base_checkpoint, make_state_file
 
 from .conftest import SMALL, snapshot
 

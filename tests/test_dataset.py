@@ -19,11 +19,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from registry.artifacts.synthetic import make_adapter_file, make_base_checkpoint, make_state_file
 from registry.cli import main
+from registry.core.hashing import hash_file
 from registry.dataset.models import DatasetIndex, wire_hash
 from registry.dataset.rows import RowError, check_spans, cut
 from registry.dataset.synthetic import SEED_002, BuiltVersion, build_version
-from registry.hashing import hash_file
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.dataset_add import VersionRequest, add_version
@@ -32,7 +33,6 @@ from registry.ops.dataset_link import link_models
 from registry.ops.init import init_registry
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
-from registry.synthetic import make_adapter_file, make_base_checkpoint, make_state_file
 
 from .conftest import SMALL, snapshot
 from .test_ops_artifacts import train_json

@@ -12,8 +12,8 @@ import click
 from click.testing import CliRunner
 
 from registry.cli import main
+from registry.core.models import Index
 from registry.dataset.models import DatasetIndex
-from registry.models import Index
 from registry.ops.validate import validate
 
 PROJECT = Path(__file__).resolve().parent.parent

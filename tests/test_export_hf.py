@@ -23,25 +23,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from registry.convert.writer import safetensors_bytes
-from registry.errors import RegistryError
-from registry.gate.prompts import PROMPTS
-from registry.gate.runtime import Rwkv7
-from registry.hf.mapping import fla_plan, rules
-from registry.hf.tensors import read_export
-from registry.hf.tokenizer import END_OF_TEXT, longest_match_pattern, trie_tokenizer, world_vocab_file
-from registry.hf.verify import SAMPLES
-from registry.hub.local import local_files, local_sums
-from registry.names import SUMS_NAME
-from registry.ops.add import AddRequest, add_weight
-from registry.ops.add_base import BaseRequest, add_base
-from registry.ops.describe import Description, Target, describe
-from registry.ops.export_hf import ExportRequest, export_hf
-from registry.ops.sums import write_sums
-from registry.ops.validate import validate
-from registry.repo import Repo
-from registry.sums import parse_sums
-from registry.synthetic import (
+from registry.artifacts.synthetic import (
     TinySpec,
     checkpoint_shapes,
     make_adapter_file,
@@ -52,6 +34,24 @@ from registry.synthetic import (
     save_checkpoint,
     share_storage,
 )
+from registry.convert.writer import safetensors_bytes
+from registry.core.errors import RegistryError
+from registry.core.names import SUMS_NAME
+from registry.core.repo import Repo
+from registry.core.sums import parse_sums
+from registry.gate.prompts import PROMPTS
+from registry.gate.runtime import Rwkv7
+from registry.hf.mapping import fla_plan, rules
+from registry.hf.tensors import read_export
+from registry.hf.tokenizer import END_OF_TEXT, longest_match_pattern, trie_tokenizer, world_vocab_file
+from registry.hf.verify import SAMPLES
+from registry.hub.local import local_files, local_sums
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.describe import Description, Target, describe
+from registry.ops.export_hf import ExportRequest, export_hf
+from registry.ops.sums import write_sums
+from registry.ops.validate import validate
 
 from .conftest import SMALL, sha256_of, snapshot, user_environment
 from .test_ops_artifacts import train_json

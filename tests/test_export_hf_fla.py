@@ -16,6 +16,7 @@ import warnings
 import pytest
 import torch
 
+from registry.artifacts.synthetic import make_state_tensors, save_checkpoint
 from registry.gate.checks import BF16_FLOOR, BF16_RATIO, TOPK_MIN_OVERLAP, scaled_error, topk_overlap
 from registry.gate.prompts import PROMPTS
 from registry.gate.runtime import Rwkv7
@@ -23,7 +24,6 @@ from registry.hf.tokenizer import trie_tokenizer
 from registry.hf.verify import fla_notices_hidden
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.export_hf import ExportRequest, export_hf
-from registry.synthetic import make_state_tensors, save_checkpoint
 
 from .interpreted_triton import as_compiled
 from .test_export_hf import WORLD, hf_registry, world_base  # noqa: F401  (fixtures)

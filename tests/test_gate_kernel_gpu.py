@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from registry.errors import RegistryError
+from registry.artifacts.synthetic import TinySpec, make_base_state_dict
+from registry.core.errors import RegistryError
+from registry.core.resources import kernel_dir
 from registry.gate.kernel import (
     BUILD_LOG,
     KERNEL_SOURCES,
@@ -25,8 +27,6 @@ from registry.gate.kernel import (
 )
 from registry.gate.reference import make_wkv7_inputs
 from registry.gate.runtime import Rwkv7
-from registry.resources import kernel_dir
-from registry.synthetic import TinySpec, make_base_state_dict
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from registry.resources import kernel_dir
-from registry.synthetic import TinySpec
+from registry.artifacts.synthetic import TinySpec
+from registry.core.resources import kernel_dir
 
 from .test_gate_smoke import state_registry
 
@@ -43,7 +43,7 @@ kernel.kernel_dir = lambda: Path(sys.argv[1])
 if len(sys.argv) > 5:
     import torch
     torch.cuda.set_per_process_memory_fraction(float(sys.argv[5]))
-from registry.errors import RegistryError
+from registry.core.errors import RegistryError
 from registry.ops.smoke import smoke
 try:
     receipts = smoke(Path(sys.argv[2]), [sys.argv[3]], Path(sys.argv[4]), "cuda")

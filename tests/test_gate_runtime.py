@@ -15,7 +15,13 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from registry.errors import RegistryError
+from registry.artifacts.synthetic import (
+    TinySpec,
+    make_base_state_dict,
+    make_state_tensors,
+    save_checkpoint,
+)
+from registry.core.errors import RegistryError
 from registry.gate.kernel import wkv7
 from registry.gate.reference import make_wkv7_inputs, wkv7_reference
 from registry.gate.runtime import (
@@ -24,12 +30,6 @@ from registry.gate.runtime import (
     load_tensors,
     merged_weights,
     to_package_state,
-)
-from registry.synthetic import (
-    TinySpec,
-    make_base_state_dict,
-    make_state_tensors,
-    save_checkpoint,
 )
 
 SPEC = TinySpec(n_layer=2, n_embd=128)

@@ -13,26 +13,26 @@ import torch
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
-from registry.cli import main
-from registry.errors import RegistryError
-from registry.gate.receipt import Receipt
-from registry.gate.seal import sealed_here
-from registry.models import Index
-from registry.names import INDEX_NAME, VOCAB_NAME
-from registry.ops.add import AddRequest, add_weight
-from registry.ops.add_base import BaseRequest, add_base
-from registry.ops.smoke import smoke
-from registry.ops.sums import write_sums
-from registry.ops.validate import validate
-from registry.repo import render_index
-from registry.resources import schema_dir
-from registry.synthetic import (
+from registry.artifacts.synthetic import (
     TinySpec,
     make_adapter_file,
     make_base_checkpoint,
     make_state_file,
     save_checkpoint,
 )
+from registry.cli import main
+from registry.core.errors import RegistryError
+from registry.core.models import Index
+from registry.core.names import INDEX_NAME, VOCAB_NAME
+from registry.core.repo import render_index
+from registry.core.resources import schema_dir
+from registry.gate.receipt import Receipt
+from registry.gate.seal import sealed_here
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.smoke import smoke
+from registry.ops.sums import write_sums
+from registry.ops.validate import validate
 
 from .conftest import sha256_of, snapshot
 from .test_ops_artifacts import train_json
@@ -256,9 +256,9 @@ def test_the_base_is_hashed_once_then_known_until_it_changes(tmp_path, monkeypat
 
 
 def test_a_file_that_changes_while_it_loads_is_refused(tmp_path):
+    from registry.core.hashing import StatCache
+    from registry.core.pinned import pinned
     from registry.gate.loading import ToHash, load_hashed
-    from registry.hashing import StatCache
-    from registry.pinned import pinned
 
     path = tmp_path / "base.pth"
     path.write_bytes(b"x" * 4096)

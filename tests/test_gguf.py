@@ -19,20 +19,20 @@ import pytest
 import torch
 
 from registry.artifacts.miss import merge_delta, read_miss_json
-from registry.errors import RegistryError
+from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_base_state_dict, make_state_file, save_checkpoint, share_storage
+from registry.core.errors import RegistryError
+from registry.core.layout import gguf_path
+from registry.core.names import SUMS_NAME
+from registry.core.repo import Repo
+from registry.core.sums import parse_sums
 from registry.gate.receipt import receipt_path
 from registry.gguf import gate, mapping
 from registry.hub.gates import gate_findings
 from registry.hub.local import local_sums
-from registry.layout import gguf_path
-from registry.names import SUMS_NAME
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.export_gguf import GgufRequest, export_gguf
 from registry.ops.validate import validate
-from registry.repo import Repo
-from registry.sums import parse_sums
-from registry.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_base_state_dict, make_state_file, save_checkpoint, share_storage
 
 from .conftest import sha256_of, snapshot
 from .test_ops_artifacts import train_json
@@ -271,8 +271,8 @@ def test_publish_refuses_a_gguf_without_a_passing_receipt_and_validate_a_changed
 
 @pytest.mark.parametrize("spec", [WORLD, TinySpec(n_layer=3, n_embd=256, vocab_size=512, with_layer0_v=False)], ids=["world", "no-layer0-v"])
 def test_the_mapping_makes_exactly_the_tensors_validate_expects_for_its_metadata(spec):
+    from registry.artifacts.synthetic import checkpoint_shapes
     from registry.gguf.check import expected_shapes
-    from registry.synthetic import checkpoint_shapes
 
     shapes = checkpoint_shapes(spec)
     plan = mapping.gguf_plan(shapes)

@@ -20,12 +20,12 @@ from huggingface_hub import ModelCard
 from jsonschema import Draft202012Validator
 
 from registry.cli import main
-from registry.models import Index
+from registry.core.models import Index
+from registry.core.resources import schema_dir
+from registry.core.sums import parse_sums
 from registry.ops.demo import build_agent_registry, build_finetune_registry
 from registry.ops.publish import PublishOptions, publish
 from registry.ops.validate import validate
-from registry.resources import schema_dir
-from registry.sums import parse_sums
 
 from .conftest import snapshot
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from registry.artifacts.synthetic import make_base_checkpoint, make_state_file
 from registry.cli import main
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.validate import validate
-from registry.synthetic import make_base_checkpoint, make_state_file
 
 from .conftest import SMALL, snapshot
 from .test_export_hf import hf_registry, world_base  # noqa: F401  (fixtures)
@@ -161,7 +161,7 @@ def test_a_transformers_export_config_with_a_key_twice_fails_validate(hf_registr
     ],
 )
 def test_gitattributes_rules_follow_git(text, out_of_lfs):
-    from registry.gitattributes import lfs_problems
+    from registry.core.gitattributes import lfs_problems
 
     weights = ["b/state/v1/s.pth", "b/full/v1/r/big.pth", "b/state/v1/hf/s/initial_state.safetensors"]
     assert {p.file for p in lfs_problems(text, weights)} == out_of_lfs

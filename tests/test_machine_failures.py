@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from registry.names import PRIVATE_DIR, STAGING_NAME
-from registry.synthetic import make_base_checkpoint
+from registry.artifacts.synthetic import make_base_checkpoint
+from registry.core.names import PRIVATE_DIR, STAGING_NAME
 
 from .conftest import SMALL, snapshot
 from .test_crash import _base, inputs, registry, train_json  # noqa: F401  (fixture)
@@ -78,8 +78,8 @@ def test_a_private_folder_the_user_cannot_write_is_one_line(inputs, tmp_path, im
 
 SHRINK = """
 import mmap, os, sys
-from registry import sigbus
-from registry.pinned import pinned
+from registry.core import sigbus
+from registry.core.pinned import pinned
 sigbus.install()
 with pinned(sys.argv[1], "weight file") as source:
     mapping = mmap.mmap(source.fd, 0, prot=mmap.PROT_READ)
@@ -99,8 +99,8 @@ def test_a_file_that_shrinks_while_mapped_is_one_line_not_a_silent_death(tmp_pat
 def test_the_cli_installs_the_sigbus_handler(empty_registry):
     from click.testing import CliRunner
 
-    from registry import sigbus
     from registry.cli import main
+    from registry.core import sigbus
 
     assert CliRunner().invoke(main, ["list", "-C", str(empty_registry)]).exit_code == 0
     assert sigbus._installed

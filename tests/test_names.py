@@ -1,4 +1,4 @@
-"""registry/names.py is the one home of the registry's file and folder names (issue #28, item 1):
+"""registry/core/names.py is the one home of the registry's file and folder names (issue #28, item 1):
 it imports nothing of the package, no other module spells one of its names as a constant of its
 own, and layout.py stands on it, the models and the errors alone."""
 
@@ -8,11 +8,15 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import registry.names
+import registry.core.names
 
-PACKAGE = Path(registry.names.__file__).parent
+PACKAGE = Path(registry.__file__).parent
+NAMES = PACKAGE / "core" / "names.py"
 # Constants whose value is spelled like a name but means something else.
-OTHER_MEANING = {("dataset/models.py", "DATASET_KIND"): "index.json's kind value, not the split folder"}
+OTHER_MEANING = {
+    ("core/models.py", "DATASET_KIND"): "index.json's kind value, not the split folder",
+    ("core/models.py", "TrainJson.SCHEMA_KIND"): "the schema's kind (schemas/train.schema.json), not the split folder",
+}
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -29,7 +33,7 @@ def _imported_modules(path: Path) -> set[str]:
 def _name_values() -> set[str]:
     """Every name names.py defines: its str constants and the str members of its tuples and sets."""
     values: set[str] = set()
-    for key, value in vars(registry.names).items():
+    for key, value in vars(registry.core.names).items():
         if key.isupper() and isinstance(value, str):
             values.add(value)
         elif key.isupper() and isinstance(value, tuple | frozenset):
@@ -53,13 +57,13 @@ def _redefined(source: str, rel: str, names: set[str]) -> list[str]:
 
 
 def test_names_imports_nothing_of_the_package() -> None:
-    assert _imported_modules(PACKAGE / "names.py") <= {"__future__", "typing"}
+    assert _imported_modules(NAMES) <= {"__future__", "typing"}
 
 
 def test_no_module_defines_a_name_of_its_own() -> None:
     names = _name_values()
     assert {"index.json", "SHA256SUMS", ".registry", "journal.json", "release-manifest.json", "LICENSE"} <= names  # the set is read right
-    found = [hit for path in sorted(PACKAGE.rglob("*.py")) if path != PACKAGE / "names.py" for hit in _redefined(path.read_text(), path.relative_to(PACKAGE).as_posix(), names)]
+    found = [hit for path in sorted(PACKAGE.rglob("*.py")) if path != NAMES for hit in _redefined(path.read_text(), path.relative_to(PACKAGE).as_posix(), names)]
     assert found == []
 
 
@@ -72,6 +76,6 @@ def test_a_redefined_name_is_found() -> None:
 
 
 def test_layout_stands_on_names_models_and_errors() -> None:
-    package_imports = {m for m in _imported_modules(PACKAGE / "layout.py") if m.startswith(".") or m.startswith("registry")}
+    package_imports = {m for m in _imported_modules(PACKAGE / "core" / "layout.py") if m.startswith(".") or m.startswith("registry")}
     assert package_imports <= {".names", ".models", ".errors"}
     assert ".names" in package_imports

@@ -10,22 +10,22 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from registry.cli import main
-from registry.errors import RegistryError
-from registry.models import Index, Score
-from registry.ops.add import AddRequest, add_weight
-from registry.ops.add_base import BaseRequest, add_base
-from registry.ops.score import add_score
-from registry.ops.validate import validate
-from registry.published import record_published
-from registry.sums import parse_sums, render_sums
-from registry.synthetic import (
+from registry.artifacts.synthetic import (
     TinySpec,
     make_adapter_file,
     make_base_checkpoint,
     make_state_file,
     save_checkpoint,
 )
+from registry.cli import main
+from registry.core.errors import RegistryError
+from registry.core.models import Index, Score
+from registry.core.published import record_published
+from registry.core.sums import parse_sums, render_sums
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.score import add_score
+from registry.ops.validate import validate
 
 from .conftest import SMALL, sha256_of, snapshot
 
@@ -191,7 +191,7 @@ def test_score_unknown_entry_refused_and_known_recorded(registry_with_base, smal
 
 def test_published_file_rewrite_needs_recorded_reason(registry_with_base, small_base, tmp_path):
     state = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "s.pth", SMALL), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
-    from registry.repo import Repo
+    from registry.core.repo import Repo
 
     record_published(Repo(registry_with_base), parse_sums((registry_with_base / "SHA256SUMS").read_bytes()))
     target = registry_with_base / state.path
@@ -294,7 +294,7 @@ def test_added_weight_is_not_read_again_by_the_next_check(registry_with_base, sm
     import os
     import time
 
-    from registry import sums as sums_module
+    from registry.core import sums as sums_module
 
     state = make_state_file(tmp_path / "s.pth", SMALL)
     old = time.time() - 60

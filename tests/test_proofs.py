@@ -11,10 +11,10 @@ import os
 from huggingface_hub import HfApi, constants
 from huggingface_hub.hf_api import RepoFile
 
-from registry.hashing import xet
-from registry.hashing.xet import xet_digests
+from registry.core.hashing import xet
+from registry.core.hashing.xet import xet_digests
+from registry.core.repo import Repo
 from registry.hub import upload
-from registry.repo import Repo
 
 from .test_publish import REPO, assert_nothing_recorded, assert_published, publish_args, weight_path
 

@@ -18,7 +18,11 @@ import yaml
 from click.testing import CliRunner
 from huggingface_hub import HfApi
 
+from registry.artifacts.synthetic import make_state_file
 from registry.cli import main
+from registry.core.models import Entry, Index, Rewrite
+from registry.core.repo import Repo
+from registry.core.sums import parse_sums
 from registry.gate.receipt import (
     CheckResult,
     Environment,
@@ -28,7 +32,6 @@ from registry.gate.receipt import (
 )
 from registry.gate.seal import sealed
 from registry.hub.plan import LocalFile, RemoteFile, RemoteState, make_plan, verify_tree
-from registry.models import Entry, Index, Rewrite
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.card import write_card
@@ -36,9 +39,6 @@ from registry.ops.init import init_registry
 from registry.ops.publish import commit_message
 from registry.ops.sums import write_sums
 from registry.ops.validate import allow_rewrite
-from registry.repo import Repo
-from registry.sums import parse_sums
-from registry.synthetic import make_state_file
 
 from .conftest import SMALL, snapshot
 from .test_ops_artifacts import train_json
@@ -108,7 +108,7 @@ def cli() -> Cli:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
     """A registry with one base and one State entry, built once (receipts are added per test)."""
-    from registry.synthetic import make_base_checkpoint
+    from registry.artifacts.synthetic import make_base_checkpoint
 
     tmp = tmp_path_factory.mktemp("template")
     root = init_registry(tmp / "reg", title="Publish test").root
@@ -239,7 +239,7 @@ def test_publish_republish_add_pull_verify(hub_server, registry, tmp_path, cli):
     pulled = tmp_path / "pulled"
     cli("pull", "--repo-id", REPO, pulled)
     assert local_files(pulled) == local_files(registry)
-    assert json.loads((pulled / ".registry/published/remote.json").read_text())["commit"] == hub_server.head(REPO)
+    assert json.loads((pulled / ".registry/core/published/remote.json").read_text())["commit"] == hub_server.head(REPO)
     report = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--json")
     assert report["ok"] and report["files"] == len(hub_files(hub_server))
     assert hub_server.requests["resolve"] > 0 and not hub_server.internal_errors

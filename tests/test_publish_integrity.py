@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi
 
+from registry.core.repo import Repo
+from registry.core.sums import parse_sums, render_sums
 from registry.gate.receipt import Receipt
 from registry.gate.seal import sealed
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
-from registry.repo import Repo
-from registry.sums import parse_sums, render_sums
 
 from .conftest import snapshot
 from .test_publish import REPO, assert_nothing_recorded, assert_published, cli, hub_files, publish_args, registry, template  # noqa: F401  (fixtures)

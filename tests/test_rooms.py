@@ -41,19 +41,19 @@ def modules_importing(name: str) -> list[str]:
 
 def test_every_sha256_goes_through_the_hashing_package():
     users = modules_importing("hashlib")
-    assert any(u.startswith("registry/hashing/") for u in users), "the scan finds no hashlib import at all"
-    assert [u for u in users if not u.startswith("registry/hashing/")] == []
+    assert any(u.startswith("registry/core/hashing/") for u in users), "the scan finds no hashlib import at all"
+    assert [u for u in users if not u.startswith("registry/core/hashing/")] == []
 
 
 def test_the_progress_callback_module_is_the_ground_floor():
-    assert [module for _, module in imports(PACKAGE / "progress.py") if module.startswith("registry")] == []
+    assert [module for _, module in imports(PACKAGE / "core" / "progress.py") if module.startswith("registry")] == []
 
 
 def test_the_card_never_imports_a_command():
     assert [u for u in modules_importing("registry.ops") if u.startswith("registry/card/")] == []
 
 
-@pytest.mark.parametrize("module", ["registry.atomic", "registry.hashing", "registry.hashing.cache", "registry.published", "registry.card.sync"])
+@pytest.mark.parametrize("module", ["registry.core.atomic", "registry.core.hashing", "registry.core.hashing.cache", "registry.core.published", "registry.card.sync"])
 def test_a_module_imports_first_in_a_fresh_interpreter(module):
     """The hashing package sits below atomic (atomic takes its digests from it), so importing
     either first must work: a circle between them fails only in one order."""

@@ -24,10 +24,12 @@ from safetensors.torch import save_file
 
 from registry.artifacts.inspect import inspect_weights
 from registry.artifacts.safetensors_header import DTYPE_BITS, MAX_HEADER_SIZE, read_safetensors_header
+from registry.artifacts.synthetic import make_base_state_dict, make_state_file, make_state_tensors, save_checkpoint
 from registry.cli import main
-from registry.errors import RegistryError
-from registry.models import Index
-from registry.names import INDEX_NAME
+from registry.core.errors import RegistryError
+from registry.core.models import Index
+from registry.core.names import INDEX_NAME
+from registry.core.repo import render_index
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.card import write_card
@@ -35,8 +37,6 @@ from registry.ops.convert import convert_entry
 from registry.ops.smoke import smoke
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
-from registry.repo import render_index
-from registry.synthetic import make_base_state_dict, make_state_file, make_state_tensors, save_checkpoint
 
 from .conftest import SMALL, sha256_of, snapshot
 from .test_ops_artifacts import train_json

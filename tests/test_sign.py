@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from huggingface_hub import HfApi
 
-from registry.hashing import engine
-from registry.names import SIGNATURE_NAME
-from registry.repo import Repo
-from registry.signature import fingerprint
+from registry.artifacts.signature import fingerprint
+from registry.core.hashing import engine
+from registry.core.names import SIGNATURE_NAME
+from registry.core.repo import Repo
 
 from .conftest import snapshot
 from .test_publish import REPO, add_state, publish_args, weight_path

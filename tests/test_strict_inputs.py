@@ -18,17 +18,17 @@ import pytest
 from click.testing import CliRunner, Result
 from pydantic import ValidationError
 
+from registry.artifacts.synthetic import make_state_file
 from registry.card.handwritten import END, START
 from registry.cli import main
-from registry.errors import RegistryError
-from registry.models import MAX_NOTES_CHARS, Score
+from registry.core.errors import RegistryError
+from registry.core.models import MAX_NOTES_CHARS, Score
+from registry.core.repo import Repo, render_index
+from registry.core.schemas import MAX_JSON_BYTES, MAX_JSON_DEPTH, read_json
+from registry.core.sums import MAX_SUMS_BYTES, parse_sums, render_sums
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.score import add_score
-from registry.repo import Repo, render_index
-from registry.schemas import MAX_JSON_BYTES, MAX_JSON_DEPTH, read_json
-from registry.sums import MAX_SUMS_BYTES, parse_sums, render_sums
-from registry.synthetic import make_state_file
 
 from .conftest import SMALL, snapshot
 
@@ -483,7 +483,7 @@ def test_add_refuses_a_name_that_is_another_on_macos_and_windows(registry_with_b
 
 
 def test_add_refuses_a_run_that_differs_only_in_case(registry_with_base, small_base, tmp_path):
-    from registry.synthetic import make_adapter_file
+    from registry.artifacts.synthetic import make_adapter_file
 
     from .conftest import sha256_of
 
@@ -512,7 +512,7 @@ def test_validate_reports_twins_and_invisible_names(registry_with_entry, tmp_pat
 
 
 def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(registry_with_base, small_base, tmp_path):
-    from registry.synthetic import make_adapter_file
+    from registry.artifacts.synthetic import make_adapter_file
 
     from .conftest import sha256_of
 
@@ -526,8 +526,8 @@ def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(r
 
 
 def test_a_transaction_refuses_a_too_long_name_before_its_journal(registry_with_base):
-    from registry.atomic import transaction
-    from registry.names import JOURNAL_NAME
+    from registry.core.atomic import transaction
+    from registry.core.names import JOURNAL_NAME
 
     with pytest.raises(RegistryError) as refused, transaction(registry_with_base) as txn:
         txn.write(f"{'d' * 256}/x.json", b"{}")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from registry.atomic import registry_lock, transaction
-from registry.errors import RegistryError
-from registry.names import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
+from registry.core.atomic import registry_lock, transaction
+from registry.core.errors import RegistryError
+from registry.core.names import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
 
 from .conftest import snapshot
 

@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 from registry.artifacts.inspect import MAX_ZIP_SMALL_MEMBER_BYTES, MAX_ZIP_SMALL_MEMBERS
-from registry.synthetic import make_state_file
+from registry.artifacts.synthetic import make_state_file
 
 from .conftest import SMALL
 
@@ -17,7 +17,7 @@ from .conftest import SMALL
 PROBE = """
 import sys
 from registry.artifacts.inspect import inspect_weights
-from registry.errors import RegistryError
+from registry.core.errors import RegistryError
 try:
     inspect_weights(sys.argv[1])
     code = "accepted"

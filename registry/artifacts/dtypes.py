@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RegistryError
+from ..core.errors import RegistryError
 
 if TYPE_CHECKING:
     import torch

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ..errors import RegistryError
-from ..lfs import refuse_pointer
-from ..models import Architecture, Base
-from ..names import SHARD_INDEX
+from ..core.errors import RegistryError
+from ..core.lfs import refuse_pointer
+from ..core.models import Architecture, Base
+from ..core.names import SHARD_INDEX
 from .dtypes import ITEMSIZE, dtype_code
 from .miss import (
     MANIFEST_MEMBER,

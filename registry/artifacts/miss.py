@@ -42,10 +42,10 @@ from pydantic import (
     field_validator,
 )
 
-from ..errors import RegistryError
-from ..hashing.digest import sha256
-from ..models import SHA256_PATTERN, Architecture
-from ..schemas import parse_json
+from ..core.errors import RegistryError
+from ..core.hashing.digest import sha256
+from ..core.models import SHA256_PATTERN, Architecture
+from ..core.schemas import parse_json
 from .dtypes import dtype_code, little_endian_bytes
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: reading a manifest needs none

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..errors import RegistryError
+from ..core.errors import RegistryError
 
 MAX_HEADER_SIZE = 100_000_000  # tensor.rs: const MAX_HEADER_SIZE: usize = 100_000_000
 N_LEN = 8  # tensor.rs: const N_LEN: usize = size_of::<u64>()

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..artifacts.miss import MANIFEST_MEMBER, torch_zip_folder
-from ..errors import RegistryError
-from ..models import Index, TrainJson
-from ..names import TRAIN_JSON
-from ..repo import Repo
-from ..schemas import load_model
+from ..core.errors import RegistryError
+from ..core.models import Index, TrainJson
+from ..core.names import TRAIN_JSON
+from ..core.repo import Repo
+from ..core.schemas import load_model
 
 Locate = Callable[[str], Path | None]  # registry-relative path -> where its bytes are (None: nowhere to read)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import RegistryError
-from ..names import CARD_NAME
+from ..core.errors import RegistryError
+from ..core.names import CARD_NAME
 
 START = "<!-- registry:handwritten:start -->"
 END = "<!-- registry:handwritten:end -->"

@@ -10,7 +10,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCardData
 
-from ..models import Index
+from ..core.models import Index
 from .view import CardView
 
 LIBRARY = "rwkv"

@@ -18,11 +18,11 @@ import jinja2
 from jinja2.loaders import split_template_path
 from pydantic import BaseModel
 
-from ..errors import RegistryError
-from ..models import Index
-from ..names import CARD_NAME, INDEX_NAME
-from ..resources import REINSTALL, user_cache
-from ..resources import template_dir as bundled_templates
+from ..core.errors import RegistryError
+from ..core.models import Index
+from ..core.names import CARD_NAME, INDEX_NAME
+from ..core.resources import REINSTALL, user_cache
+from ..core.resources import template_dir as bundled_templates
 from . import handwritten
 from .facts import TreeFacts
 from .markdown import FILTERS

@@ -11,12 +11,12 @@ import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..atomic import Transaction
-from ..errors import Problem, RegistryError
-from ..evaluation import render_evaluation
-from ..models import Index
-from ..names import CARD_NAME, EVALUATION_NAME
-from ..repo import Repo
+from ..core.atomic import Transaction
+from ..core.errors import Problem, RegistryError
+from ..core.models import Index
+from ..core.names import CARD_NAME, EVALUATION_NAME
+from ..core.repo import Repo
+from ..index.evaluation import render_evaluation
 from .facts import Locate, on_disk, read_facts
 from .render import decode_card, render_card
 

@@ -5,7 +5,7 @@ the output sink (:mod:`registry.cli.output`): a human summary or, with ``--json`
 document on stdout.  Failures are handled here, once, for every command (see
 :class:`RegistryGroup`): a refusal, a usage error, a missing extra, a failing machine each become
 ``error: <file>: <what>; fix: <how>`` lines on stderr, under ``--json`` also
-``{"ok": false, "problems": [...]}`` on stdout, and the exit code of :class:`~registry.errors.Exit`.
+``{"ok": false, "problems": [...]}`` on stdout, and the exit code of :class:`~registry.core.errors.Exit`.
 ``REGISTRY_DEBUG=1`` adds the full traceback, causes included.
 """
 
@@ -23,8 +23,9 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from .. import __version__, sigbus
-from ..errors import Exit, Problem, RegistryError
+from .. import __version__
+from ..core import sigbus
+from ..core.errors import Exit, Problem, RegistryError
 from .output import Output, SinkCommand, flag_given
 
 TORCH_MODULES = {"torch", "numpy", "safetensors", "rwkv", "ninja"}

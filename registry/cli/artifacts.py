@@ -13,7 +13,7 @@ from .app import REGISTRY_OPT, main, usage_error
 from .output import Line, json_option, output
 
 if TYPE_CHECKING:
-    from ..models import Method
+    from ..core.models import Method
     from ..ops.list import Listing
 
 
@@ -97,9 +97,9 @@ def score_cmd(
     count: float | None, date_: str, backend: str, runs: int, setup: str | None, baseline: str | None, notes: str, footnote: str, lang: str | None,
 ) -> None:
     """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference."""
-    from ..arguments import parse_date, require_finite, require_text
-    from ..editing import build, check_language
-    from ..models import Localized, Score
+    from ..core.models import Localized, Score
+    from ..index.arguments import parse_date, require_finite, require_text
+    from ..index.editing import build, check_language
     from ..ops.score import Subject, add_score
 
     if (path is None) == (base is None) or (reference is None and (ref_method or location)):

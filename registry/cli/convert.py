@@ -25,8 +25,8 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
     name; registered sources get a derived entry in index.json (same base, data and scores).
     Run outside any registry (no -C, no index.json here), every file converts standalone.
     """
-    from ..hashing.engine import hash_in_background
-    from ..repo import Repo
+    from ..core.hashing.engine import hash_in_background
+    from ..core.repo import Repo
 
     repo = Repo.open(registry, must_exist=False)
     in_a_registry = repo.index_path.is_file() or click.get_current_context().get_parameter_source("registry") != ParameterSource.DEFAULT

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..progress import say
+from ..core.progress import say
 from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir
 from .output import json_option, output
 

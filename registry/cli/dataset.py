@@ -75,7 +75,7 @@ def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str
             train_rows: int, validation_rows: int, wire_canonical: str, wire_hash: str, vocabulary: str, summary: tuple[str, ...], composition: tuple[str, ...],
             known_issues: tuple[str, ...], lang: str, known_issues_en: tuple[str, ...]) -> None:  # fmt: skip
     """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction."""
-    from ..models import Localized
+    from ..core.models import Localized
     from ..ops.dataset_add import VersionRequest, add_version
 
     def text(items: tuple[str, ...], english: tuple[str, ...] = ()) -> Localized:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import RegistryError
+from ..core.errors import RegistryError
 from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir, registry_option
 from .output import Line, Text, check_text, json_option, output
 from .sign import PUBLIC_KEY_OPT, REQUIRE_SIGNATURE_OPT
@@ -60,8 +60,8 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     """--repo-id, else registry.repo_id from index.json."""
     if repo_id:
         return repo_id
+    from ..core.repo import Repo, is_dataset
     from ..dataset import store
-    from ..repo import Repo, is_dataset
 
     repo = Repo.open(registry)
     configured = store.load(repo).dataset.repo_id if is_dataset(repo.root) else repo.load_index().registry.repo_id
@@ -96,8 +96,8 @@ def publish_cmd(
     delete_remote_extra: bool, restore: bool, require_signature: bool, public_key: Path | None,
 ) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
+    from ..artifacts.signature import SignaturePolicy
     from ..ops.publish import PublishOptions, publish
-    from ..signature import SignaturePolicy
 
     options = PublishOptions(
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
@@ -133,9 +133,9 @@ def pull_cmd(
 ) -> None:
     """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place.
     A hand-made repo that is not a registry yet is adopted on the way (`registry adopt`)."""
+    from ..artifacts.signature import SignaturePolicy
     from ..ops.adopt import AdoptOptions
     from ..ops.pull import pull
-    from ..signature import SignaturePolicy
 
     signature = SignaturePolicy(public_key, require_signature)
     options = AdoptOptions(base_files=base_files, trust_files=trust_files)
@@ -160,9 +160,9 @@ def pull_cmd(
 @json_option
 def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, repo_type: str) -> None:
     """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights."""
+    from ..artifacts.signature import SignaturePolicy
+    from ..core.repo import find_root
     from ..ops.verify_remote import verify_remote
-    from ..repo import find_root
-    from ..signature import SignaturePolicy
 
     out = output()
     signature = SignaturePolicy(public_key, require_signature)

@@ -96,7 +96,7 @@ def describe_cmd(path: str | None, registry: Path, method: str | None, base: str
 @json_option
 def train_stage_cmd(path: str, name: str, registry: Path, lang: str | None, describe: tuple[str, ...], caveats: tuple[str, ...], **facts: Any) -> None:
     """Record (or replace) training stage NAME of the weight at PATH."""
-    from ..arguments import require_finite
+    from ..index.arguments import require_finite
     from ..ops.train_stage import set_stage
 
     for option in ("weight_decay", "grad_clip"):

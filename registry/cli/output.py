@@ -24,8 +24,8 @@ from typing import Any, NoReturn
 
 import click
 
-from ..errors import Exit, Problem
-from ..progress import ByteProgress, Echo, byte_progress, progress_enabled, say
+from ..core.errors import Exit, Problem
+from ..core.progress import ByteProgress, Echo, byte_progress, progress_enabled, say
 
 FLAG = "as_json"
 

@@ -24,12 +24,12 @@ from safetensors import safe_open
 
 from .. import __version__
 from ..artifacts.inspect import load_tensor_map
-from ..atomic import FILE_MODE, write_temp
-from ..errors import Exit, RegistryError
-from ..hashing import hash_file
-from ..hashing.digest import sha256_hex
-from ..hashing.engine import Progress
-from ..names import SHARD_INDEX, SINGLE_SAFETENSORS
+from ..core.atomic import FILE_MODE, write_temp
+from ..core.errors import Exit, RegistryError
+from ..core.hashing import hash_file
+from ..core.hashing.digest import sha256_hex
+from ..core.hashing.engine import Progress
+from ..core.names import SHARD_INDEX, SINGLE_SAFETENSORS
 from .readback import ReadBack
 from .shards import plan_shards
 from .source import SourceBytes
@@ -197,7 +197,7 @@ def convert_file(
     """Write verified safetensors twins of ``source`` to temp files in ``staging``.
 
     The bytes are read from ``read_from`` when given (a pinned open file of ``source``, see
-    :mod:`registry.pinned`); ``source`` names the outputs, which go beside it or ``into`` a folder.
+    :mod:`registry.core.pinned`); ``source`` names the outputs, which go beside it or ``into`` a folder.
 
     ``remap`` turns the loaded tensors into the ones to write, as views of them (the Transformers
     export: other names, ``[1, 1, C]`` viewed as ``[C]``, transposed matrices).  A contiguous view

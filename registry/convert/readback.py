@@ -19,8 +19,8 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..hashing.digest import sha256
-from ..libc import mapped, same_bytes
+from ..core.hashing.digest import sha256
+from ..core.libc import mapped, same_bytes
 
 MAX_LAG = 1 << 30  # the writer waits when it is this far ahead, so read-backs hit the page cache
 

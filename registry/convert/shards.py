@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ..artifacts.inspect import inspect_weights
 from ..artifacts.safetensors_header import read_shard_index
-from ..errors import RegistryError
-from ..names import SINGLE_SAFETENSORS
+from ..core.errors import RegistryError
+from ..core.names import SINGLE_SAFETENSORS
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 

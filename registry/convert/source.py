@@ -24,7 +24,7 @@ from typing import Protocol
 
 import torch
 
-from ..libc import mapped, unmap_pages
+from ..core.libc import mapped, unmap_pages
 
 
 class ByteSink(Protocol):

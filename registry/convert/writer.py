@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 
 from ..artifacts.dtypes import little_endian_bytes
-from ..errors import RegistryError
-from ..hashing.engine import Progress
-from ..libc import mapped, same_bytes, start_writeback
+from ..core.errors import RegistryError
+from ..core.hashing.engine import Progress
+from ..core.libc import mapped, same_bytes, start_writeback
 from .source import SourceBytes
 
 PIECE = 32 << 20  # bytes copied, then read back and compared, at a time

@@ -17,9 +17,9 @@ from ..card import handwritten
 from ..card.render import render_body, require_renderable
 from ..card.sync import Rendered
 from ..card.view import Languages
-from ..errors import Problem, RegistryError
-from ..evaluation import short_sha
-from ..names import CARD_NAME, ROWS_NAME, SPLIT_PARENT, SPLITS
+from ..core.errors import Problem, RegistryError
+from ..core.names import CARD_NAME, ROWS_NAME, SPLIT_PARENT, SPLITS
+from ..index.evaluation import short_sha
 from .models import DatasetIndex, DataVersion, ModelSource, TrainedWeight
 
 TEMPLATE = "dataset_card.md.j2"

@@ -14,8 +14,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..atomic import atomic_write
-from ..hashing.digest import sha256_hex
+from ..core.atomic import atomic_write
+from ..core.hashing.digest import sha256_hex
 from .models import DataVersion
 
 RULES_VERSION = 1  # bump when a check of registry.dataset.versions or .rows changes

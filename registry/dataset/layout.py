@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import Problem
-from ..models import DATA_VERSION_PATTERN
-from ..names import DATASET_ROOT_FILES, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, TEXT_NAME
+from ..core.errors import Problem
+from ..core.models import DATA_VERSION_PATTERN
+from ..core.names import DATASET_ROOT_FILES, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, TEXT_NAME
 
 GITATTRIBUTES = "*.jsonl filter=lfs diff=lfs merge=lfs -text\n*.log filter=lfs diff=lfs merge=lfs -text\n"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from ..errors import Problem
-from ..models import Index
-from ..names import INDEX_NAME
+from ..core.errors import Problem
+from ..core.models import Index
+from ..core.names import INDEX_NAME
 from .models import DatasetIndex, DataVersion, ModelSource, TrainedWeight
 
 RELINK = "run `registry dataset link` again in the dataset registry"

@@ -1,6 +1,6 @@
 """The typed model of a dataset registry's index.json (``"kind": "dataset"``).
 
-Like the model registry's :class:`registry.models.Index`, it is the one truth the card and the
+Like the model registry's :class:`registry.core.models.Index`, it is the one truth the card and the
 checks are derived from; ``schemas/dataset-index.schema.json`` is generated from it.
 """
 
@@ -12,8 +12,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
-from ..hashing.digest import sha256_hex
-from ..models import (
+from ..core.hashing.digest import sha256_hex
+from ..core.models import (
     BILINGUAL,
     DATA_VERSION_PATTERN,
     DATASET_KIND,

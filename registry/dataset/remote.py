@@ -9,10 +9,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from ..core.names import INDEX_NAME
+from ..core.schemas import load_model
 from ..hub.plan import RemoteFile
 from ..hub.remote import Hub
-from ..names import INDEX_NAME
-from ..schemas import load_model
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Problem
-from ..hashing.digest import sha256
+from ..core.errors import Problem
+from ..core.hashing.digest import sha256
 from .models import Wire, wire_hash
 
 MAX_LINE_BYTES = 256 << 20

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Set
 
-from ..atomic import Transaction
-from ..derived import stage_sums
-from ..errors import Problem, RegistryError
-from ..names import CARD_NAME, INDEX_NAME
-from ..repo import Repo, is_dataset
-from ..schemas import load_model
+from ..core.atomic import Transaction
+from ..core.errors import Problem, RegistryError
+from ..core.names import CARD_NAME, INDEX_NAME
+from ..core.repo import Repo, is_dataset
+from ..core.schemas import load_model
+from ..index.derived import stage_sums
 from .models import DatasetIndex
 
 

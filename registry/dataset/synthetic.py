@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..hashing.engine import hash_file
-from ..names import FINAL_STATS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, TEXT_NAME
+from ..core.hashing.engine import hash_file
+from ..core.names import FINAL_STATS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, TEXT_NAME
 from .models import wire_hash
 from .rows import cut
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import Problem, RegistryError
-from ..names import FINAL_STATS, PACKING_INPUTS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, TEXT_NAME, VERSION_REQUIRED
-from ..schemas import read_json
+from ..core.errors import Problem, RegistryError
+from ..core.names import FINAL_STATS, PACKING_INPUTS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, TEXT_NAME, VERSION_REQUIRED
+from ..core.schemas import read_json
 from .layout import is_segments
 from .models import DataVersion, wire_thinking
 from .rows import FileReport, Progress, compare_segments, compare_texts, read_rows

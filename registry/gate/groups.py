@@ -15,9 +15,9 @@ from pathlib import Path
 
 import torch
 
-from ..errors import RegistryError
-from ..models import Entry, Index
-from ..pinned import Pinned, check_registered
+from ..core.errors import RegistryError
+from ..core.models import Entry, Index
+from ..core.pinned import Pinned, check_registered
 from .loading import Hashed, ToHash, load_hashed, user_hash_cache
 from .memory import drop_pages, mapped, on_device
 from .run import Run

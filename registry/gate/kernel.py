@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
-from ..errors import RegistryError
-from ..hashing.digest import sha256, sha256_hex
-from ..resources import REINSTALL, kernel_dir, user_cache
+from ..core.errors import RegistryError
+from ..core.hashing.digest import sha256, sha256_hex
+from ..core.resources import REINSTALL, kernel_dir, user_cache
 from .reference import check_wkv7_args, make_wkv7_inputs, relative_error, wkv7_reference
 
 KERNEL_SOURCES = ("wkv7_fwd.cu", "wkv7_binding.cpp")

@@ -6,7 +6,7 @@ so several files hash in parallel) while the loader maps and copies the same pag
 runs on what was loaded until every hash is known.  A file hashed before is recognised by a stat
 cache (a registry's own for registered files; a per-user one, keyed by the real path, for base
 checkpoints), trusted only while device, inode, size, mtime and ctime are all unchanged and the
-file is older than the racy window (see :mod:`registry.hashing.cache`).
+file is older than the racy window (see :mod:`registry.core.hashing.cache`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..errors import RegistryError
-from ..hashing import StatCache, hash_file
-from ..pinned import Pinned, unchanged
-from ..resources import user_cache
+from ..core.errors import RegistryError
+from ..core.hashing import StatCache, hash_file
+from ..core.pinned import Pinned, unchanged
+from ..core.resources import user_cache
 
 T = TypeVar("T")
 

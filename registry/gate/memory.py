@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from ..errors import Exit, RegistryError
-from ..libc import unmap_pages
+from ..core.errors import Exit, RegistryError
+from ..core.libc import unmap_pages
 
 # What a group needs on the GPU, as a multiple of its bf16 weights: the pristine copy, the
 # running runtime's copy, and a layer converted to fp32 (checked: docs/gpu-gate.md).

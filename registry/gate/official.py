@@ -22,7 +22,7 @@ from unittest import mock
 
 import torch
 
-from ..errors import RegistryError
+from ..core.errors import RegistryError
 
 # The loader stores these weights transposed (x @ W form).
 _TRANSPOSED = ("key.weight", "value.weight", "receptance.weight", "output.weight", "head.weight")

@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
-from ..errors import RegistryError
-from ..libc import release_free_memory
-from ..models import Entry
-from ..pinned import Pinned
+from ..core.errors import RegistryError
+from ..core.libc import release_free_memory
+from ..core.models import Entry
+from ..core.pinned import Pinned
 from .checks import Logits, check_decoding, finite, official_logits, our_logits, parity_check_of, prefill_throughput, reference_logits
 from .groups import Group, base_group, entry_files, full_group, full_groups
 from .memory import drop_pages, out_of_memory_named

@@ -12,8 +12,8 @@ import torch
 
 from ..artifacts.dtypes import bit_equal
 from ..artifacts.miss import read_miss_json
-from ..errors import RegistryError
-from ..models import Entry
+from ..core.errors import RegistryError
+from ..core.models import Entry
 from .checks import WORLD_VOCAB_SIZE, check_finite_weights
 from .groups import Group, source_pth
 from .memory import on_device

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..atomic import atomic_write
-from ..hashing.digest import sha256_hex
-from ..names import VOCAB_NAME
-from ..resources import user_cache
+from ..core.atomic import atomic_write
+from ..core.hashing.digest import sha256_hex
+from ..core.names import VOCAB_NAME
+from ..core.resources import user_cache
 
 STOP_TOKEN = 0
 STOP_TEXT = "\n\nUser:"

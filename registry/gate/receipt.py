@@ -15,7 +15,7 @@ from typing import ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import SHA256_PATTERN, GateCheck, GateSummary
+from ..core.models import SHA256_PATTERN, GateCheck, GateSummary
 
 RECEIPT_FORMAT: Final = "rwkv-registry-gate-receipt"
 

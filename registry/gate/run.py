@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts.inspect import Inspection
-from ..errors import Problem
-from ..hashing import StatCache
-from ..models import Base, Index
-from ..pinned import Pinned
-from ..progress import Echo
+from ..core.errors import Problem
+from ..core.hashing import StatCache
+from ..core.models import Base, Index
+from ..core.pinned import Pinned
+from ..core.progress import Echo
 from .builds import built_kernel, environment
 from .checks import check_kernel
 from .receipt import CheckResult, Environment, Receipt

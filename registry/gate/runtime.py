@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import merge_delta
 from ..artifacts.safetensors_header import read_shard_index
-from ..errors import RegistryError
-from ..names import SHARD_INDEX, SINGLE_SAFETENSORS
+from ..core.errors import RegistryError
+from ..core.names import SHARD_INDEX, SINGLE_SAFETENSORS
 from .kernel import wkv7
 from .reference import wkv7_reference
 

@@ -15,8 +15,8 @@ import os
 import secrets
 from pathlib import Path
 
-from ..errors import RegistryError
-from ..hashing.digest import hmac_sha256_hex
+from ..core.errors import RegistryError
+from ..core.hashing.digest import hmac_sha256_hex
 from .receipt import Receipt
 
 KEY_NAME = "receipt-key"

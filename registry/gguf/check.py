@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..artifacts.shapes import shape_differences
-from ..errors import Problem
-from ..layout import gguf_folder, gguf_path
-from ..models import GgufFile, Index
+from ..core.errors import Problem
+from ..core.layout import gguf_folder, gguf_path
+from ..core.models import GgufFile, Index
 from . import mapping
 
 FIX = "make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)"

@@ -12,16 +12,16 @@ from typing import Literal
 
 import torch
 
-from ..atomic import FILE_MODE
-from ..errors import Exit, RegistryError
+from ..core.atomic import FILE_MODE
+from ..core.errors import Exit, RegistryError
+from ..core.hashing import hash_file
+from ..core.hashing.engine import Progress
+from ..core.models import Index
+from ..core.repo import Repo
+from ..core.safepath import check_dir
 from ..gate.prompts import tokenizer
 from ..gate.receipt import CheckResult, Receipt
-from ..hashing import hash_file
-from ..hashing.engine import Progress
 from ..hf.tokenizer import read_vocab, world_vocab_file
-from ..models import Index
-from ..repo import Repo
-from ..safepath import check_dir
 from . import gate, mapping, writer
 from .inputs import Inputs, reference_tensors
 

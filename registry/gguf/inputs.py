@@ -13,11 +13,11 @@ import torch
 from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import read_miss_json, verify_adapter
 from ..convert.source import locate_tensors
-from ..errors import RegistryError
+from ..core.errors import RegistryError
+from ..core.pinned import Pinned
+from ..core.repo import Repo
 from ..gate.runtime import check_miss_fits
 from ..hf.source import ExportSource, pinned_source
-from ..pinned import Pinned
-from ..repo import Repo
 from . import writer
 
 

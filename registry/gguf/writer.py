@@ -21,8 +21,8 @@ import torch
 
 from ..artifacts.miss import merge_delta
 from ..convert.source import unmap_touched
-from ..errors import RegistryError
-from ..hashing.engine import Progress
+from ..core.errors import RegistryError
+from ..core.hashing.engine import Progress
 from . import llama, mapping
 
 

@@ -18,10 +18,10 @@ from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import read_miss_json, verify_adapter
 from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import SAFETENSORS_DTYPES, safetensors_bytes
-from ..hashing.engine import Progress
-from ..models import StopRules
-from ..names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME, CONFIG_NAME, GENERATION_CONFIG_NAME, STATE_WEIGHTS_NAME, TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
-from ..pinned import Pinned
+from ..core.hashing.engine import Progress
+from ..core.models import StopRules
+from ..core.names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME, CONFIG_NAME, GENERATION_CONFIG_NAME, STATE_WEIGHTS_NAME, TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
+from ..core.pinned import Pinned
 from . import files as hf_files
 from . import peft
 from . import state as fla_state

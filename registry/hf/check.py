@@ -10,7 +10,7 @@ the base export's float32 recurrent states.  Files under an export folder that n
 An export lists only the files export-hf writes, and its small files are the bytes export-hf writes
 for its source (:mod:`registry.hf.expected`): a hand edit that index.json and SHA256SUMS were made to
 agree with (remote code in ``auto_map``, a ``.py`` file, another tokenizer or ``eos_token_id``) is a finding.
-JSON is read bounded (:func:`registry.schemas.read_json`), so a deeply nested file is one finding.
+JSON is read bounded (:func:`registry.core.schemas.read_json`), so a deeply nested file is one finding.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pathlib import Path
 
 from ..artifacts.safetensors_header import SafetensorsHeader, read_safetensors_header
 from ..artifacts.shapes import shape_differences
-from ..errors import Problem, RegistryError
-from ..layout import export_folder, export_path
-from ..models import HfExport, Index
-from ..names import (
+from ..core.errors import Problem, RegistryError
+from ..core.layout import export_folder, export_path
+from ..core.models import HfExport, Index
+from ..core.names import (
     ADAPTER_CONFIG_NAME,
     ADAPTER_WEIGHTS_NAME,
     CONFIG_NAME,
@@ -34,7 +34,7 @@ from ..names import (
     TOKENIZER_NAME,
     VOCAB_NAME,
 )
-from ..schemas import DEFAULT_MAX_JSON_BYTES, read_bounded, read_json
+from ..core.schemas import DEFAULT_MAX_JSON_BYTES, read_bounded, read_json
 from . import peft
 from . import state as fla_state
 from .expected import expected_names, small_file_problems, vocab_problem

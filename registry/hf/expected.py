@@ -22,9 +22,9 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from ..hashing.digest import sha256_hex
-from ..models import Entry, HfExport
-from ..names import (
+from ..core.hashing.digest import sha256_hex
+from ..core.models import Entry, HfExport
+from ..core.names import (
     ADAPTER_CONFIG_NAME,
     ADAPTER_WEIGHTS_NAME,
     CONFIG_NAME,

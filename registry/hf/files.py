@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.models import StopRules
 from ..gate.prompts import STOP_TEXT, STOP_TOKEN
-from ..models import StopRules
 from .mapping import NORM_EPS
 
 # What a weight with no recorded stop rules stops on: seed 000's rules, the gate's.

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..atomic import Transaction
-from ..errors import RegistryError
-from ..hashing.digest import sha256_hex
-from ..layout import export_path
-from ..models import Index
-from ..names import CONFIG_NAME
-from ..repo import Repo
-from ..safepath import check_dir
-from ..schemas import parse_json
+from ..core.atomic import Transaction
+from ..core.errors import RegistryError
+from ..core.hashing.digest import sha256_hex
+from ..core.layout import export_path
+from ..core.models import Index
+from ..core.names import CONFIG_NAME
+from ..core.repo import Repo
+from ..core.safepath import check_dir
+from ..core.schemas import parse_json
 from .source import ExportSource
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import RegistryError
+from ..core.errors import RegistryError
 
 HEAD_SIZE = 64  # fla's RWKV-7 kernels, and every published RWKV-7 checkpoint
 NORM_EPS = 1e-5  # x070's layer norms; fla's group norm uses head_dim * norm_eps = 64e-5, as x070

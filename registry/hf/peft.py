@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME
+from ..core.names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME
 from .mapping import fla_shapes, rules, tensor_misfit
 
 if TYPE_CHECKING:

@@ -9,12 +9,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RegistryError
-from ..hashing import StatCache, hash_file
-from ..layout import export_path
-from ..models import Base, Entry, Index
-from ..pinned import Pinned, pinned, registered
-from ..repo import INDEX_NAME, Repo, resolve_entry
+from ..core.errors import RegistryError
+from ..core.hashing import StatCache, hash_file
+from ..core.layout import export_path
+from ..core.models import Base, Entry, Index
+from ..core.pinned import Pinned, pinned, registered
+from ..core.repo import INDEX_NAME, Repo, resolve_entry
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..names import STATE_WEIGHTS_NAME
+from ..core.names import STATE_WEIGHTS_NAME
 from .mapping import tensor_misfit
 
 if TYPE_CHECKING:

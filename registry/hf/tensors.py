@@ -12,9 +12,9 @@ from pathlib import Path
 
 import torch
 
-from ..errors import RegistryError
-from ..names import CONFIG_NAME
-from ..schemas import read_json
+from ..core.errors import RegistryError
+from ..core.names import CONFIG_NAME
+from ..core.schemas import read_json
 from .mapping import FlaPlan, Rule, rules
 
 

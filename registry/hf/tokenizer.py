@@ -28,10 +28,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import RegistryError
-from ..hashing.engine import hash_file
-from ..models import Base
-from ..names import INDEX_NAME, VOCAB_NAME
+from ..core.errors import RegistryError
+from ..core.hashing.engine import hash_file
+from ..core.models import Base
+from ..core.names import INDEX_NAME, VOCAB_NAME
 
 WORLD_VOCAB = "rwkv_vocab_v20230424"
 WORLD_VOCAB_SHA256 = "8324476023347dec2964625ccb2075c864d250a9c6d9a74f36daba628de8c008"  # the file in rwkv==0.8.32

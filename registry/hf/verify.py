@@ -24,10 +24,10 @@ import torch
 
 from ..artifacts.dtypes import bit_equal
 from ..artifacts.safetensors_header import read_safetensors_header
-from ..errors import RegistryError
+from ..core.errors import RegistryError
+from ..core.names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME, STATE_WEIGHTS_NAME, TOKENIZER_NAME
+from ..core.schemas import read_json
 from ..gate.prompts import PROMPTS
-from ..names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME, STATE_WEIGHTS_NAME, TOKENIZER_NAME
-from ..schemas import read_json
 from . import peft
 from . import state as fla_state
 from .tokenizer import trie_tokenizer

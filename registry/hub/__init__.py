@@ -3,5 +3,5 @@
 :mod:`.plan` is the pure core (local files + remote tree -> plan), :mod:`.verify` the pure
 comparisons of a remote tree with its SHA256SUMS; :mod:`.remote` is the only module that calls
 huggingface_hub; :mod:`.local` and :mod:`.gates` tie them to a registry on disk.  What the registry
-remembers of the Hub is :mod:`registry.published`.
+remembers of the Hub is :mod:`registry.core.published`.
 """

@@ -3,7 +3,7 @@
 For a file uploaded through Xet, the tree's ``lfs.sha256`` is the value the *uploading client
 asserted*: hf_xet stores it without checking it.  The ``xetHash`` is different: the Hub computes it
 from the chunks it stores, so comparing it with the Xet hash of the local bytes
-(:mod:`registry.hashing.xet`) proves the Hub holds those bytes.  The sha256 comparison is kept as
+(:mod:`registry.core.hashing.xet`) proves the Hub holds those bytes.  The sha256 comparison is kept as
 a second label.  One verdict per file, used by publish's check after its commit, ``verify-remote``
 and ``pull``:
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..errors import Problem
-from ..hashing.xet import xet_digests
+from ..core.errors import Problem
+from ..core.hashing.xet import xet_digests
 from .plan import RemoteFile
 
 REDACTED = "*" * 64

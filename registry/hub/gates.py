@@ -11,12 +11,12 @@ from collections.abc import Iterable, Iterator
 
 from pydantic import ValidationError
 
-from ..errors import Problem, RegistryError
+from ..core.errors import Problem, RegistryError
+from ..core.models import Entry, Index
+from ..core.repo import Repo
+from ..core.schemas import read_json
 from ..gate.receipt import Receipt, receipt_path
 from ..gate.seal import sealed_here
-from ..models import Entry, Index
-from ..repo import Repo
-from ..schemas import read_json
 
 
 def entry_files(entry: Entry) -> list[str]:

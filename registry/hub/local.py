@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from ..hashing.digest import sha256_hex
-from ..hashing.engine import git_blob_sha1
-from ..names import UNLISTED_OK
-from ..repo import Repo
-from ..sums import parse_sums
+from ..core.hashing.digest import sha256_hex
+from ..core.hashing.engine import git_blob_sha1
+from ..core.names import UNLISTED_OK
+from ..core.repo import Repo
+from ..core.sums import parse_sums
 from .plan import LocalFile
 
 

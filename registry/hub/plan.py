@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..errors import Problem
-from ..models import Rewrite
-from ..names import MUTABLE
-from ..published import unrecorded_change
+from ..core.errors import Problem
+from ..core.models import Rewrite
+from ..core.names import MUTABLE
+from ..core.published import unrecorded_change
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
 RESTORE_FIX = "the Hub changed behind the registry, which holds the bytes it published there: put them back with `registry publish --restore`"

@@ -26,7 +26,7 @@ from huggingface_hub.hf_api import RepoFile
 from huggingface_hub.utils import HFValidationError, disable_progress_bars, validate_repo_id
 
 from .. import __version__
-from ..errors import Exit, RegistryError
+from ..core.errors import Exit, RegistryError
 from .plan import ExistingState, RemoteFile, RemoteState
 
 _TOKEN_SHAPED = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")  # user access tokens: hf_ + 34 letters and digits

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
-from ..errors import RegistryError
-from ..hashing.digest import sha256_hex
+from ..core.errors import RegistryError
+from ..core.hashing.digest import sha256_hex
 from .local import source
 from .plan import Plan, PlannedFile
 

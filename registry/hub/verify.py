@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from ..core.errors import Problem
+from ..core.models import Index
+from ..core.names import UNLISTED_OK
 from ..dataset.models import DatasetIndex
-from ..errors import Problem
-from ..models import Index
-from ..names import UNLISTED_OK
 from .content import REDACTED
 from .gates import entry_files
 from .plan import RemoteFile

@@ -13,17 +13,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..arguments import require_name, require_sha
 from ..artifacts.inspect import Inspection, check_fits, inspect_weights
-from ..atomic import naming, transaction
-from ..collisions import collisions, shown
-from ..derived import stage_derived
-from ..errors import RegistryError
-from ..hashing import hash_file
-from ..hashing.engine import CHUNK, HashingWriter, Progress
-from ..index_rules import index_to_change, weight_path_problem
-from ..layout import canonical_path
-from ..models import (
+from ..core.atomic import naming, transaction
+from ..core.collisions import collisions, shown
+from ..core.errors import RegistryError
+from ..core.hashing import hash_file
+from ..core.hashing.engine import CHUNK, HashingWriter, Progress
+from ..core.layout import canonical_path
+from ..core.models import (
     DATA_VERSION_PATTERN,
     Base,
     DataRef,
@@ -31,12 +28,15 @@ from ..models import (
     Index,
     TrainJson,
 )
-from ..names import GGUF_DIR, HF_DIR, INDEX_NAME, TRAIN_JSON, WEIGHT_SUFFIXES
-from ..pinned import Pinned, pinned
-from ..repo import Repo, render_index
-from ..schemas import load_model
-from ..sums import parse_sums
-from ..tree import scan_tree
+from ..core.names import GGUF_DIR, HF_DIR, INDEX_NAME, TRAIN_JSON, WEIGHT_SUFFIXES
+from ..core.pinned import Pinned, pinned
+from ..core.repo import Repo, render_index
+from ..core.schemas import load_model
+from ..core.sums import parse_sums
+from ..core.tree import scan_tree
+from ..index.arguments import require_name, require_sha
+from ..index.derived import stage_derived
+from ..index.rules import index_to_change, weight_path_problem
 
 
 @dataclass
@@ -56,7 +56,7 @@ class AddRequest:
 
 
 def _check_request(request: AddRequest, index: Index) -> Base:
-    from ..arguments import require_file_name, require_text
+    from ..index.arguments import require_file_name, require_text
 
     # Every name that becomes part of the entry's path, and the text the card shows, before anything is staged.
     require_name(request.base, "base name", "--base")
@@ -103,8 +103,8 @@ def _check_data_sums(request: AddRequest, data_sha: str) -> None:
     """The dataset repo's SHA256SUMS must list a file with exactly this training-data hash."""
     if request.data_sums is None:
         return
-    from ..schemas import read_bounded
-    from ..sums import MAX_SUMS_BYTES
+    from ..core.schemas import read_bounded
+    from ..core.sums import MAX_SUMS_BYTES
 
     # Not read_bytes(): /dev/zero would fill memory and a FIFO would block; anything but a regular
     # file of at most MAX_SUMS_BYTES is refused before it is read.

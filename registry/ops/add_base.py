@@ -5,19 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..arguments import require_name, require_sha
 from ..artifacts.inspect import inspect_weights
-from ..atomic import transaction
-from ..catalog import check_against_catalog, known_base, load_catalog
-from ..derived import stage_derived
-from ..errors import RegistryError
-from ..hashing import hash_file
-from ..hashing.engine import Progress
-from ..index_rules import index_to_change
-from ..models import Base, Index
-from ..names import DOCS_DIR, INDEX_NAME
-from ..pinned import pinned
-from ..repo import Repo, render_index
+from ..core.atomic import transaction
+from ..core.errors import RegistryError
+from ..core.hashing import hash_file
+from ..core.hashing.engine import Progress
+from ..core.models import Base, Index
+from ..core.names import DOCS_DIR, INDEX_NAME
+from ..core.pinned import pinned
+from ..core.repo import Repo, render_index
+from ..index.arguments import require_name, require_sha
+from ..index.catalog import check_against_catalog, known_base, load_catalog
+from ..index.derived import stage_derived
+from ..index.rules import index_to_change
 
 
 @dataclass

@@ -6,7 +6,7 @@ private folder, so a refusal leaves the folder exactly as it was:
 1. the tree: no links, special files or Git LFS pointers (``git lfs pull`` first);
 2. every file is hashed once, and an existing SHA256SUMS must agree with the files, each
    difference named;
-3. a hand-written index.json is read for what maps (:mod:`registry.handmade`);
+3. a hand-written index.json is read for what maps (:mod:`registry.index.handmade`);
 4. each ``<base>/`` folder gets its base from ``--base-file`` (read, as add-base reads it), the
    known-bases catalog, or ``--sha256 --metadata-only``; each weight is inspected exactly as
    ``registry add`` inspects it (:func:`registry.ops.add.accept_weight`), each train.json is read
@@ -29,26 +29,26 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..arguments import require_sha
-from ..atomic import registry_lock, transaction
 from ..card import stage_rendered
 from ..card.handwritten import split_front_matter
 from ..card.render import decode_card
-from ..catalog import check_against_catalog, known_base, load_catalog
-from ..derived import remember_digests, stage_sums
-from ..errors import Problem, RegistryError
-from ..handmade import HandIndex, read_hand_index
-from ..hashing import hash_files
-from ..hashing.engine import Progress
-from ..index_rules import index_problems
-from ..layout import Placement, export_folder, is_excluded, is_weight, place
-from ..lfs import refuse_pointers
-from ..models import METHODS, Base, DataRef, Entry, Index, RegistryInfo, TrainJson, path_problem
-from ..names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
-from ..repo import Repo, find_root, render_index
-from ..schemas import load_model, read_json
-from ..sums import parse_sums
-from ..tree import scan_tree
+from ..core.atomic import registry_lock, transaction
+from ..core.errors import Problem, RegistryError
+from ..core.hashing import hash_files
+from ..core.hashing.engine import Progress
+from ..core.layout import Placement, export_folder, is_excluded, is_weight, place
+from ..core.lfs import refuse_pointers
+from ..core.models import METHODS, Base, DataRef, Entry, Index, RegistryInfo, TrainJson, path_problem
+from ..core.names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
+from ..core.repo import Repo, find_root, render_index
+from ..core.schemas import load_model, read_json
+from ..core.sums import parse_sums
+from ..core.tree import scan_tree
+from ..index.arguments import require_sha
+from ..index.catalog import check_against_catalog, known_base, load_catalog
+from ..index.derived import remember_digests, stage_sums
+from ..index.handmade import HandIndex, read_hand_index
+from ..index.rules import index_problems
 from .add import accept_weight, content_version, set_recommended
 from .add_base import BaseRequest, fingerprint_base
 from .init import git_file_changes, stage_git_files, stage_kept_card

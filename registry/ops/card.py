@@ -10,15 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import transaction
 from ..card.sync import Rendered, rendered
+from ..core.atomic import transaction
+from ..core.errors import Problem, RegistryError
+from ..core.names import CARD_NAME
+from ..core.repo import Repo, is_dataset
 from ..dataset import card as dataset_card
 from ..dataset import store
-from ..derived import stage_derived
-from ..errors import Problem, RegistryError
-from ..index_rules import index_to_change
-from ..names import CARD_NAME
-from ..repo import Repo, is_dataset
+from ..index.derived import stage_derived
+from ..index.rules import index_to_change
 
 
 def write_card(root: Path) -> bool:

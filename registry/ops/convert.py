@@ -8,19 +8,19 @@ from pathlib import Path
 
 from ..artifacts.inspect import inspect_weights
 from ..artifacts.miss import MissManifest, manifest_metadata
-from ..atomic import ensure_writable, fsync_dir, transaction
 from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import OutputFile
-from ..derived import stage_derived
-from ..errors import RegistryError
-from ..hashing import StatCache
-from ..hashing.engine import Progress, hash_in_background
-from ..index_rules import index_to_change
-from ..models import Entry, FileRef, Index
-from ..names import INDEX_NAME
-from ..pinned import registered
-from ..repo import Repo, render_index, resolve_entry
-from ..sigbus import reading
+from ..core.atomic import ensure_writable, fsync_dir, transaction
+from ..core.errors import RegistryError
+from ..core.hashing import StatCache
+from ..core.hashing.engine import Progress, hash_in_background
+from ..core.models import Entry, FileRef, Index
+from ..core.names import INDEX_NAME
+from ..core.pinned import registered
+from ..core.repo import Repo, render_index, resolve_entry
+from ..core.sigbus import reading
+from ..index.derived import stage_derived
+from ..index.rules import index_to_change
 
 
 def _metadata(entry: Entry | None, manifest: MissManifest | None) -> dict[str, str]:

@@ -15,19 +15,19 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
-from ..arguments import require_name
-from ..atomic import transaction
+from ..core.atomic import transaction
+from ..core.errors import Problem, RegistryError
+from ..core.hashing.engine import Progress
+from ..core.models import Localized, path_problem
+from ..core.names import INDEX_NAME
+from ..core.pinned import pinned
+from ..core.repo import Repo, render_index
 from ..dataset import store
 from ..dataset.layout import place_in_version
 from ..dataset.models import DataVersion
 from ..dataset.versions import version_problems
-from ..editing import build
-from ..errors import Problem, RegistryError
-from ..hashing.engine import Progress
-from ..models import Localized, path_problem
-from ..names import INDEX_NAME
-from ..pinned import pinned
-from ..repo import Repo, render_index
+from ..index.arguments import require_name
+from ..index.editing import build
 from .add import copy_hashing
 
 OPTIONS = {

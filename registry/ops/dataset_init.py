@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import Transaction
+from ..core.atomic import Transaction
+from ..core.names import DATASET_INIT_KEPT, INDEX_NAME
+from ..core.repo import Repo, render_index
 from ..dataset import store
 from ..dataset.layout import GITATTRIBUTES
 from ..dataset.models import DatasetIndex, DatasetInfo
-from ..names import DATASET_INIT_KEPT, INDEX_NAME
-from ..repo import Repo, render_index
 from .init import create_registry, stage_git_files
 
 

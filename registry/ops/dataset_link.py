@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import transaction
+from ..core.atomic import transaction
+from ..core.errors import Problem, RegistryError
+from ..core.models import Index
+from ..core.names import INDEX_NAME
+from ..core.repo import Repo, render_index
 from ..dataset import store
 from ..dataset.links import citing_problems, trained_weights
 from ..dataset.models import ModelSource
 from ..dataset.remote import fetch_index
-from ..errors import Problem, RegistryError
-from ..models import Index
-from ..names import INDEX_NAME
-from ..repo import Repo, render_index
 from .validate_dataset import local_models
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..atomic import transaction
+from ..core.atomic import transaction
+from ..core.errors import RegistryError
+from ..core.names import INDEX_NAME
+from ..core.repo import Repo, render_index
 from ..dataset import store
 from ..dataset.models import DatasetInfo
-from ..editing import build, check_language
-from ..errors import RegistryError
 from ..hub.remote import check_repo_id
-from ..names import INDEX_NAME
-from ..repo import Repo, render_index
+from ..index.editing import build, check_language
 
 LISTS = {"languages", "data-languages", "tags", "task-categories"}
 SCALARS = {"title", "license", "repo-id"}

@@ -32,12 +32,12 @@ from typing import Any
 
 import torch
 
-from ..errors import RegistryError
-from ..hashing import hash_file
-from ..models import Entry, Score
-from ..progress import Echo
-from ..repo import Repo
-from ..synthetic import TinySpec, make_adapter_file, make_base_state_dict, make_state_file, save_checkpoint
+from ..artifacts.synthetic import TinySpec, make_adapter_file, make_base_state_dict, make_state_file, save_checkpoint
+from ..core.errors import RegistryError
+from ..core.hashing import hash_file
+from ..core.models import Entry, Score
+from ..core.progress import Echo
+from ..core.repo import Repo
 from .add import AddRequest, add_weight
 from .add_base import BaseRequest, add_base
 from .convert import convert_entry

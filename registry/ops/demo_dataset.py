@@ -8,8 +8,8 @@ from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
+from ..core.models import Localized
 from ..dataset.synthetic import VersionSpec, build_version
-from ..models import Localized
 from .dataset_add import VersionRequest, add_version
 from .dataset_init import init_dataset
 from .dataset_set import set_dataset_field

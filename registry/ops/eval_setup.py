@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..arguments import require_name, require_text
-from ..editing import build, card_language, edit_index, localized
-from ..errors import RegistryError
-from ..models import EvalSetup, Index, Localized
+from ..core.errors import RegistryError
+from ..core.models import EvalSetup, Index, Localized
+from ..index.arguments import require_name, require_text
+from ..index.editing import build, card_language, edit_index, localized
 
 OPTIONS = {
     "name": "NAME", "description": "--describe", "items": "--items", "runtime": "--runtime", "torch": "--torch",

@@ -18,22 +18,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import Transaction, atomic_write, transaction
-from ..derived import stage_derived
-from ..errors import RegistryError
+from ..core.atomic import Transaction, atomic_write, transaction
+from ..core.errors import RegistryError
+from ..core.hashing.engine import Progress
+from ..core.layout import gguf_path
+from ..core.models import GgufFile, Index
+from ..core.names import INDEX_NAME
+from ..core.repo import Repo, render_index
 from ..gate.receipt import gate_summary, receipt_path
 from ..gate.seal import sealed_json
 from ..gguf import mapping, writer
 from ..gguf.files import Made, check_place, gate_files, write_type
 from ..gguf.inputs import Inputs, open_inputs
-from ..hashing.engine import Progress
 from ..hf.source import ExportSource, export_source
 from ..hf.tokenizer import check_vocab
-from ..index_rules import index_to_change
-from ..layout import gguf_path
-from ..models import GgufFile, Index
-from ..names import INDEX_NAME
-from ..repo import Repo, render_index
+from ..index.derived import stage_derived
+from ..index.rules import index_to_change
 
 DEFAULT_TYPES = ("q8_0",)
 

@@ -19,21 +19,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import Transaction, transaction
 from ..convert.pipeline import Opener
 from ..convert.writer import OutputFile
-from ..derived import stage_derived
-from ..hashing.digest import sha256_hex
-from ..hashing.engine import Progress
+from ..core.atomic import Transaction, transaction
+from ..core.hashing.digest import sha256_hex
+from ..core.hashing.engine import Progress
+from ..core.models import FileRef, HfExport, Index
+from ..core.names import INDEX_NAME
+from ..core.repo import Repo, render_index
 from ..hf.build import adapter_files, convert_to_fla, json_files, verify_model_files
 from ..hf.folder import base_config, base_export, check_folder
 from ..hf.source import ExportSource, export_source, pinned_source
 from ..hf.tokenizer import WORLD_VOCAB
 from ..hf.verify import require_hf
-from ..index_rules import index_to_change
-from ..models import FileRef, HfExport, Index
-from ..names import INDEX_NAME
-from ..repo import Repo, render_index
+from ..index.derived import stage_derived
+from ..index.rules import index_to_change
 
 DEFAULT_SHARD_SIZE = 5 * 10**9
 

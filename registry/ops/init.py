@@ -7,15 +7,15 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from ..atomic import Transaction, transaction
 from ..card.handwritten import keep_whole
 from ..card.render import decode_card
-from ..derived import stage_derived
-from ..errors import RegistryError
-from ..gitfiles import ignore_private, lfs_attributes
-from ..models import Index, RegistryInfo
-from ..names import CARD_NAME, GITATTRIBUTES_NAME, GITIGNORE_NAME, INDEX_NAME, INIT_KEPT
-from ..repo import GITATTRIBUTES, Repo, find_root, render_index
+from ..core.atomic import Transaction, transaction
+from ..core.errors import RegistryError
+from ..core.gitfiles import ignore_private, lfs_attributes
+from ..core.models import Index, RegistryInfo
+from ..core.names import CARD_NAME, GITATTRIBUTES_NAME, GITIGNORE_NAME, INDEX_NAME, INIT_KEPT
+from ..core.repo import GITATTRIBUTES, Repo, find_root, render_index
+from ..index.derived import stage_derived
 
 
 def _check_place(root: Path, kept: frozenset[str]) -> None:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..models import Base, Entry
-from ..repo import Repo
+from ..core.models import Base, Entry
+from ..core.repo import Repo
 
 
 @dataclass(frozen=True)

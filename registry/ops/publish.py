@@ -28,10 +28,16 @@ from pathlib import Path
 
 from rich.filesize import decimal
 
-from ..atomic import Transaction, locked_transaction, registry_lock
+from ..artifacts.signature import SignaturePolicy
+from ..core.atomic import Transaction, locked_transaction, registry_lock
+from ..core.errors import Problem, RegistryError
+from ..core.models import Index
+from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
+from ..core.progress import Echo
+from ..core.published import RemoteRecord, published_sums, record_remote, recorded_rewrite
+from ..core.repo import Repo, is_dataset, render_index
+from ..core.sums import parse_sums
 from ..dataset import store
-from ..derived import stage_derived
-from ..errors import Problem, RegistryError
 from ..hub.content import check_local_bytes, content_problems
 from ..hub.gates import entries_touching, gate_findings
 from ..hub.local import local_files, local_sums, with_git_sha1
@@ -46,13 +52,7 @@ from ..hub.plan import (
 )
 from ..hub.remote import CommitResult, Hub
 from ..hub.upload import check_uploaded, operations
-from ..models import Index
-from ..names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
-from ..progress import Echo
-from ..published import RemoteRecord, published_sums, record_remote, recorded_rewrite
-from ..repo import Repo, is_dataset, render_index
-from ..signature import SignaturePolicy
-from ..sums import parse_sums
+from ..index.derived import stage_derived
 from .validate import validate
 
 

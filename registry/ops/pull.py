@@ -19,21 +19,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..collisions import collision_problems
-from ..errors import Problem, RegistryError
-from ..hashing.engine import hash_file
+from ..artifacts.signature import SignaturePolicy
+from ..core.collisions import collision_problems
+from ..core.errors import Problem, RegistryError
+from ..core.hashing.engine import hash_file
+from ..core.models import path_problem
+from ..core.names import HUB_DOWNLOAD_CACHE, INDEX_NAME, SUMS_NAME
+from ..core.progress import Echo
+from ..core.published import RemoteRecord, record_remote
+from ..core.repo import Repo
+from ..core.schemas import read_json
 from ..hub.content import check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import ExistingState, RemoteFile, plain_paths
 from ..hub.remote import Hub
 from ..hub.verify import remote_findings
-from ..models import path_problem
-from ..names import HUB_DOWNLOAD_CACHE, INDEX_NAME, SUMS_NAME
-from ..progress import Echo
-from ..published import RemoteRecord, record_remote
-from ..repo import Repo
-from ..schemas import read_json
-from ..signature import SignaturePolicy
 from .adopt import AdoptOptions, AdoptReport, adopt
 from .validate import validate
 

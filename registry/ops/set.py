@@ -7,10 +7,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..arguments import require_text
-from ..editing import build, card_language, edit_index, localized
-from ..errors import RegistryError
-from ..models import LANGUAGES, Index, RegistryInfo
+from ..core.errors import RegistryError
+from ..core.models import LANGUAGES, Index, RegistryInfo
+from ..index.arguments import require_text
+from ..index.editing import build, card_language, edit_index, localized
 
 REPO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*"
 LICENSE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9.+\-]*"  # an SPDX-like id (apache-2.0, mit, cc-by-4.0) or the Hub's "other"

@@ -1,4 +1,4 @@
-"""``registry sign --key KEY.pem``: sign the release, writing ``model.sig`` (see :mod:`registry.signature`).
+"""``registry sign --key KEY.pem``: sign the release, writing ``model.sig`` (see :mod:`registry.artifacts.signature`).
 
 The signer's fingerprint goes into index.json (and so the card and SHA256SUMS) and the signature
 covers those new bytes: index.json, the card, SHA256SUMS and ``model.sig`` are written in one
@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import transaction
-from ..derived import stage_derived
-from ..index_rules import index_to_change
-from ..models import Signer
-from ..names import INDEX_NAME, SIGNATURE_NAME
-from ..repo import Repo, render_index
-from ..signature import fingerprint, public_pem, sign_files, signed_files
-from ..sums import render_sums
+from ..artifacts.signature import fingerprint, public_pem, sign_files, signed_files
+from ..core.atomic import transaction
+from ..core.models import Signer
+from ..core.names import INDEX_NAME, SIGNATURE_NAME
+from ..core.repo import Repo, render_index
+from ..core.sums import render_sums
+from ..index.derived import stage_derived
+from ..index.rules import index_to_change
 
 
 @dataclass(frozen=True)

@@ -26,24 +26,24 @@ from pathlib import Path
 
 import torch
 
-from ..atomic import atomic_write, transaction
-from ..derived import stage_derived
-from ..errors import Exit, RegistryError
+from ..core.atomic import atomic_write, transaction
+from ..core.errors import Exit, RegistryError
+from ..core.hashing import StatCache
+from ..core.lfs import refuse_pointer
+from ..core.libc import return_large_frees
+from ..core.models import Entry, Index
+from ..core.names import INDEX_NAME
+from ..core.pinned import open_registered, pinned, read_view
+from ..core.progress import Echo
+from ..core.repo import Repo, render_index, resolve_entry
 from ..gate.builds import background_builds
 from ..gate.groups import gate_files
 from ..gate.phases import gate_entries
 from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.run import Run
 from ..gate.seal import sealed_json
-from ..hashing import StatCache
-from ..index_rules import index_to_change
-from ..lfs import refuse_pointer
-from ..libc import return_large_frees
-from ..models import Entry, Index
-from ..names import INDEX_NAME
-from ..pinned import open_registered, pinned, read_view
-from ..progress import Echo
-from ..repo import Repo, render_index, resolve_entry
+from ..index.derived import stage_derived
+from ..index.rules import index_to_change
 from .add import accept_weight
 
 

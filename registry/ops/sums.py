@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..atomic import transaction
-from ..derived import stage_sums
-from ..errors import Problem
-from ..hashing.engine import Progress
-from ..names import SUMS_NAME
-from ..repo import Repo
+from ..core.atomic import transaction
+from ..core.errors import Problem
+from ..core.hashing.engine import Progress
+from ..core.names import SUMS_NAME
+from ..core.repo import Repo
+from ..index.derived import stage_sums
 from .validate import validate
 
 

@@ -13,28 +13,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..artifacts.inspect import check_fits, inspect_weights
-from ..atomic import transaction
 from ..card import check_rendered
 from ..convert.shards import shard_set_problems
-from ..derived import stage_derived
-from ..errors import Problem, RegistryError
-from ..evaluation import reference_problems
+from ..core.atomic import transaction
+from ..core.errors import Problem, RegistryError
+from ..core.gitattributes import lfs_problems
+from ..core.hashing import StatCache
+from ..core.hashing.engine import Progress
+from ..core.layout import is_weight, place
+from ..core.lfs import pointer_problem, pointers
+from ..core.models import Entry, FileRef, Index, Rewrite, TrainJson
+from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, NOT_COVERED, TRAIN_JSON
+from ..core.published import record_rewrites
+from ..core.repo import Repo, is_dataset, no_registry, render_index
+from ..core.schemas import load_model, read_json, schema_errors
+from ..core.sums import digest_tree
+from ..core.tree import TreeScan, scan_tree
 from ..gguf.check import gguf_problems
-from ..gitattributes import lfs_problems
-from ..hashing import StatCache
-from ..hashing.engine import Progress
 from ..hf.check import export_problems, listed_files
-from ..index_rules import base_problems, entry_problems, index_to_change, weight_paths
-from ..layout import is_weight, place
-from ..lfs import pointer_problem, pointers
-from ..models import Entry, FileRef, Index, Rewrite, TrainJson
-from ..names import GITATTRIBUTES_NAME, INDEX_NAME, NOT_COVERED, TRAIN_JSON
-from ..published import record_rewrites
-from ..repo import Repo, is_dataset, no_registry, render_index
-from ..schemas import load_model, read_json, schema_errors
-from ..sums import digest_tree
-from ..tree import TreeScan, scan_tree
-from ..validation import ACCEPT_BYTES, Check, Context, check_immutable, check_sums
+from ..index.derived import stage_derived
+from ..index.evaluation import reference_problems
+from ..index.rules import base_problems, entry_problems, index_to_change, weight_paths
+from ..index.validation import ACCEPT_BYTES, Check, Context, check_immutable, check_sums
 from .add import accept_weight, content_version
 from .validate_dataset import model_link_findings, validate_dataset
 

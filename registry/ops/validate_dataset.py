@@ -17,6 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import Problem, RegistryError
+from ..core.hashing import StatCache, hash_file
+from ..core.hashing.engine import Progress
+from ..core.models import Index
+from ..core.names import DATASET_CHECKED_NAME, INDEX_NAME
+from ..core.repo import Repo, is_dataset
+from ..core.schemas import read_json, schema_errors
+from ..core.tree import scan_tree
 from ..dataset import store
 from ..dataset.card import card_problems
 from ..dataset.checked import CheckedVersions, check_key
@@ -24,15 +32,7 @@ from ..dataset.layout import VersionPath, place
 from ..dataset.links import citing_problems, listed_problems
 from ..dataset.models import DatasetIndex, DataVersion
 from ..dataset.versions import version_problems
-from ..errors import Problem, RegistryError
-from ..hashing import StatCache, hash_file
-from ..hashing.engine import Progress
-from ..models import Index
-from ..names import DATASET_CHECKED_NAME, INDEX_NAME
-from ..repo import Repo, is_dataset
-from ..schemas import read_json, schema_errors
-from ..tree import scan_tree
-from ..validation import Context, check_immutable, check_sums  # the model registry's checks of the same files
+from ..index.validation import Context, check_immutable, check_sums  # the model registry's checks of the same files
 
 if TYPE_CHECKING:
     from ..hub.plan import RemoteFile

@@ -7,20 +7,20 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..artifacts.signature import SignaturePolicy
+from ..core.errors import Problem
+from ..core.hashing.engine import hash_file
+from ..core.models import Index
+from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
+from ..core.repo import Repo
+from ..core.schemas import load_model
+from ..core.sums import parse_sums
 from ..dataset.models import DatasetIndex
-from ..errors import Problem
-from ..hashing.engine import hash_file
 from ..hub.content import ContentCheck, check_content, check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
 from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, trained_file_findings
-from ..models import Index
-from ..names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
-from ..repo import Repo
-from ..schemas import load_model
-from ..signature import SignaturePolicy
-from ..sums import parse_sums
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """sha256 of bytes in memory: a whole buffer, a stream of pieces, an HMAC.
 
 Imports nothing from the registry, so every module can take its digests from here
-(:mod:`registry.hashing.engine` hashes files).  The one place, with the engine, that names
+(:mod:`registry.core.hashing.engine` hashes files).  The one place, with the engine, that names
 ``hashlib``: a test keeps it so.
 """
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from .errors import Problem, RegistryError
+from ..core.errors import Problem, RegistryError
+from ..core.layout import Placement, place
+from ..core.models import Index
+from ..core.names import INDEX_NAME, TRAIN_JSON
+from ..core.repo import Repo
 from .evaluation import reference_problems
-from .layout import Placement, place
-from .models import Index
-from .names import INDEX_NAME, TRAIN_JSON
-from .repo import Repo
 
 
 def weight_paths(index: Index) -> Iterator[str]:

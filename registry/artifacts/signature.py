@@ -7,7 +7,7 @@ manifest is built from the hashes the registry already holds (SHA256SUMS, kept t
 and the stat cache) and no weight is read to sign.  The files covered are what publish uploads:
 everything SHA256SUMS lists, plus SHA256SUMS itself; ``.gitattributes`` is one of the git files
 model_signing ignores, and the manifest records the paths verification must ignore
-(:data:`registry.names.UNSIGNED`).
+(:data:`registry.core.names.UNSIGNED`).
 
 The key hint in the bundle is the sha256 of the signer's PEM public key; index.json records it
 (``registry.signer.fingerprint``) and the card shows it with the verify command.  Checking a
@@ -25,11 +25,11 @@ from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from .errors import Problem, RegistryError
-from .hashing.digest import sha256_hex
-from .models import Signer
-from .names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME, UNSIGNED
-from .repo import Repo
+from ..core.errors import Problem, RegistryError
+from ..core.hashing.digest import sha256_hex
+from ..core.models import Signer
+from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME, UNSIGNED
+from ..core.repo import Repo
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey

@@ -8,17 +8,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem, RegistryError
-from .hashing import StatCache
-from .hashing.engine import Progress
-from .index_rules import weight_paths
-from .layout import Placement
-from .models import Index
-from .names import MUTABLE, SUMS_NAME
-from .published import immutability_findings, published_sums
-from .repo import Repo
-from .sums import digest_tree, parse_sums, sums_problems
-from .tree import TreeScan
+from ..core.errors import Problem, RegistryError
+from ..core.hashing import StatCache
+from ..core.hashing.engine import Progress
+from ..core.layout import Placement
+from ..core.models import Index
+from ..core.names import MUTABLE, SUMS_NAME
+from ..core.published import immutability_findings, published_sums
+from ..core.repo import Repo
+from ..core.sums import digest_tree, parse_sums, sums_problems
+from ..core.tree import TreeScan
+from .rules import weight_paths
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The checked-in JSON Schemas (``schemas/<kind>.schema.json``), generated from every pydantic
-model that has one: ``python -m registry.schema_files`` writes them; a test fails on drift."""
+model that has one: ``python -m registry.index.schema_files`` writes them; a test fails on drift."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .dataset.models import DatasetIndex
-from .gate.receipt import Receipt
-from .models import MODELS
-from .resources import schema_dir
+from ..core.models import MODELS
+from ..core.resources import schema_dir
+from ..dataset.models import DatasetIndex
+from ..gate.receipt import Receipt
 
 
 def all_models() -> dict[str, type[BaseModel]]:
@@ -24,7 +24,7 @@ def generate_schema(kind: str) -> dict[str, Any]:
     model = all_models()[kind]
     schema = model.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"https://rwkv-registry/schemas/{kind}.schema.json"
+    schema["$id"] = f"https://rwkv-registry/core/schemas/{kind}.schema.json"
     return schema
 
 
@@ -42,6 +42,6 @@ def write_schemas(directory: Path | None = None) -> list[Path]:
     return written
 
 
-if __name__ == "__main__":  # regenerate the checked-in schemas: python -m registry.schema_files
+if __name__ == "__main__":  # regenerate the checked-in schemas: python -m registry.index.schema_files
     for written in write_schemas():
         print(written)

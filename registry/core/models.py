@@ -2,7 +2,7 @@
 
 index.json is the one machine-readable truth of a registry: the card, the checksums and the
 publish plan are all derived from it.  These models are the single definition of its shape;
-``schemas/*.schema.json`` are generated from them (see :mod:`registry.schemas`) so that other
+``schemas/*.schema.json`` are generated from them (see :mod:`registry.core.schemas`) so that other
 tools can validate a registry without importing this package.
 """
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 
-from .atomic import Transaction
-from .card import stage_rendered
-from .errors import Problem, RegistryError
-from .hashing import StatCache
-from .hashing.engine import Progress
-from .layout import is_excluded
-from .lfs import refuse_pointers
-from .models import Index
-from .names import CARRIED, SUMS_NAME
-from .repo import Repo
-from .sums import digest_tree, parse_sums, render_sums, sums_problems
-from .tree import scan_tree
+from ..card import stage_rendered
+from ..core.atomic import Transaction
+from ..core.errors import Problem, RegistryError
+from ..core.hashing import StatCache
+from ..core.hashing.engine import Progress
+from ..core.layout import is_excluded
+from ..core.lfs import refuse_pointers
+from ..core.models import Index
+from ..core.names import CARRIED, SUMS_NAME
+from ..core.repo import Repo
+from ..core.sums import digest_tree, parse_sums, render_sums, sums_problems
+from ..core.tree import scan_tree
 
 
 def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
@@ -37,7 +37,7 @@ def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, a
     file must still be what SHA256SUMS says, or the command refuses with validate's findings: an
     unrelated write must never launder a change made behind the tool's back into the registry's
     own checksums.  The same holds for the files a command rewrites from their own old bytes
-    (:data:`registry.names.CARRIED`): their bytes on disk are checked before the new ones replace them,
+    (:data:`registry.core.names.CARRIED`): their bytes on disk are checked before the new ones replace them,
     since a hand edit would be carried into SHA256SUMS by the rewrite.
     ``absorb``: True takes the tree as it is (``registry sums``, ``init``, ``adopt``); a set of
     paths accepts their new bytes (``validate --allow-rewrite``, which records why; ``card``, the

@@ -54,7 +54,7 @@ def unchanged(handle: Pinned) -> bool:
 def pinned(path: Path, what: str = "file", opener: Callable[[], int] | None = None) -> Iterator[Pinned]:
     """Open ``path`` (a regular file) once for the block; refusals name ``path``, not the fd.
 
-    ``opener`` opens it instead (e.g. :func:`~registry.safepath.open_file` inside a registry).
+    ``opener`` opens it instead (e.g. :func:`~registry.core.safepath.open_file` inside a registry).
     """
     path = Path(path)
     try:

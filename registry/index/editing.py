@@ -15,13 +15,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .atomic import transaction
+from ..core.atomic import transaction
+from ..core.errors import Problem, RegistryError
+from ..core.models import LANGUAGES, Index, Localized
+from ..core.names import INDEX_NAME
+from ..core.repo import Repo, render_index
 from .derived import stage_derived
-from .errors import Problem, RegistryError
-from .index_rules import index_problems, index_to_change
-from .models import LANGUAGES, Index, Localized
-from .names import INDEX_NAME
-from .repo import Repo, render_index
+from .rules import index_problems, index_to_change
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

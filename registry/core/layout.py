@@ -2,7 +2,7 @@
 
 ``<base>/<method>/<data-version>/<file>`` for State and full weights, with one more directory
 level for a run (``miss/v2.1/r16-lr2e-5-e2/adapter-final.pth``).  The names come from
-:mod:`registry.names`; the walk of the tree on disk is :mod:`registry.tree`.
+:mod:`registry.core.names`; the walk of the tree on disk is :mod:`registry.core.tree`.
 """
 
 from __future__ import annotations

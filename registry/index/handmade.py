@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import RegistryError
-from .models import Score
-from .names import INDEX_NAME
+from ..core.errors import RegistryError
+from ..core.models import Score
+from ..core.names import INDEX_NAME
 
 # The keys people use, by the fact they state (aliases seen in hand-made indexes first).
 TOP = {"title": "title", "license": "license", "licence": "license"}

@@ -4,7 +4,7 @@ Reading a memory-mapped file past its current end raises SIGBUS, which Python ca
 an exception: the process would die with no word.  Weights are mapped (``torch.load(mmap=True)``,
 the hashing and convert windows), so another process truncating a source mid-command is enough.
 :func:`install` (done by the CLI) puts a handler in place that writes ``error: <file>: …; fix: …``
-for the input being read (:func:`reading`) and exits with :data:`~registry.errors.Exit.MACHINE`.
+for the input being read (:func:`reading`) and exits with :data:`~registry.core.errors.Exit.MACHINE`.
 Nothing has been committed at that point; the next command removes what was staged.
 """
 

@@ -37,7 +37,7 @@ HUB_DOWNLOAD_CACHE = ".cache"
 # --- the tool's private folder: never listed, never published ------------------------------
 PRIVATE_DIR = ".registry"
 LOCK_NAME = "lock"
-JOURNAL_NAME = "journal.json"  # the renames of a commit in flight (registry.atomic)
+JOURNAL_NAME = "journal.json"  # the renames of a commit in flight (registry.core.atomic)
 STAGING_NAME = "staging"  # new bytes before a commit, and debris after a crash
 STAT_CACHE_NAME = "statcache.json"
 XET_CACHE_NAME = "xetcache.json"

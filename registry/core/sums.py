@@ -3,7 +3,7 @@
 The file lets anyone check a downloaded registry with ``sha256sum -c SHA256SUMS`` and no other
 tool.  It covers every file except itself, git's files (``.git/``, ``.gitignore``, ``.gitmodules``,
 ``.github/``; ``.gitattributes`` is covered), ``.pre-commit-config.yaml`` and the tool's private
-``.registry/`` (:func:`registry.layout.is_excluded`).
+``.registry/`` (:func:`registry.core.layout.is_excluded`).
 """
 
 from __future__ import annotations

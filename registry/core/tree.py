@@ -1,6 +1,6 @@
 """The registry's files on disk: one walk that never follows a symlink and reports any path that
 could leave the root, break the SHA256SUMS line format, or land as another file on macOS and
-Windows.  What the paths mean is :mod:`registry.layout`'s."""
+Windows.  What the paths mean is :mod:`registry.core.layout`'s."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import RegistryError
-from .models import Base, Index
-from .resources import catalog_path
-from .schemas import load_model
+from ..core.errors import RegistryError
+from ..core.models import Base, Index
+from ..core.resources import catalog_path
+from ..core.schemas import load_model
 
 
 def load_catalog(path: Path | None = None) -> Index:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .artifacts.miss import default_targets, write_adapter
+from .miss import default_targets, write_adapter
 
 HEAD_SIZE = 64
 

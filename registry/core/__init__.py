@@ -1,0 +1,1 @@
+"""The ground floor: what a registry is on disk."""

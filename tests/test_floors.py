@@ -1,0 +1,131 @@
+"""The package's floors (README, "Project layout"): a module imports only from its own floor or
+below, and no import circle exists, typing-only and function-level imports included (a module's
+own packages, which Python imports before it, are not counted as its imports).
+
+    floor 0  registry/core/     names, models, errors, the registry folder on disk, hashing
+    floor 1  the libraries      artifacts, convert, gate, hf, gguf, dataset, card, hub, index
+    floor 2  registry/ops/      one module per command
+    floor 3  registry/cli/      the click shell (and ``python -m registry``)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import registry
+
+PACKAGE = Path(registry.__file__).parent
+FLOORS: dict[str, int] = {
+    "core": 0,
+    **dict.fromkeys(("artifacts", "convert", "gate", "hf", "gguf", "dataset", "card", "hub", "index"), 1),
+    "ops": 2,
+    "cli": 3,
+    "__main__": 3,
+}
+
+
+def _module(path: Path) -> str:
+    parts = ["registry", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _exists(dotted: str) -> bool:
+    path = PACKAGE.parent.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every registry module → the registry modules it imports, wherever the import statement is."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _module(path)
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                if base == "registry" or base.startswith("registry."):
+                    targets.add(base)
+                    targets.update(f"{base}.{a.name}" for a in node.names if _exists(f"{base}.{a.name}"))
+            elif isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names if a.name.startswith("registry."))
+        # a module's own packages are imported before it by Python itself: not an edge to count
+        ancestors = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+        graph[name] = {t for t in targets if t != name and t not in ancestors and _exists(t)}
+    return graph
+
+
+def floor(module: str) -> int:
+    parts = module.split(".")
+    return 0 if len(parts) == 1 else FLOORS[parts[1]]
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_every_module_sits_on_a_named_floor():
+    assert {m.split(".")[1] for m in import_graph() if "." in m} <= set(FLOORS)
+
+
+def test_no_module_imports_from_a_floor_above_its_own():
+    upward = sorted(f"{a} -> {b}" for a, targets in import_graph().items() for b in targets if floor(b) > floor(a))
+    assert upward == []
+
+
+def test_no_import_circle_typing_only_included():
+    assert circles(import_graph()) == []
+
+
+def test_the_names_module_is_the_ground_floor():
+    assert import_graph()["registry.core.names"] == set()
+
+
+def test_the_checks_see_an_upward_import_and_a_circle():
+    graph = import_graph()
+    planted = {**graph, "registry.core.names": {"registry.ops.validate"}}
+    assert any(floor(b) > floor(a) for a, targets in planted.items() for b in targets)
+    assert circles(planted)
