@@ -18,7 +18,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -30,6 +30,7 @@ from .output import Output, SinkCommand, flag_given
 
 TORCH_MODULES = {"torch", "numpy", "safetensors", "rwkv", "ninja"}
 HF_MODULES = {"transformers", "tokenizers", "fla", "peft", "triton", "einops", "accelerate"}
+F = TypeVar("F", bound=Callable[..., Any])
 _TOKEN_SHAPED = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")
 
 
@@ -40,6 +41,16 @@ def registry_option(help_text: str = "The registry directory (env RWKV_REGISTRY)
 
 REGISTRY_OPT = registry_option()
 DIR_ARG = click.argument("directory", type=click.Path(file_okay=False, path_type=Path), required=False)
+
+
+def card_front_options(card: str) -> Callable[[F], F]:
+    """``--title`` and ``--license`` of a new registry's ``card`` (the model card, the dataset card)."""
+
+    def apply(command: F) -> F:
+        command = click.option("--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen).")(command)
+        return click.option("--title", help=f"Title shown on the {card}.")(command)
+
+    return apply
 
 
 def registry_dir(directory: Path | None, registry: Path) -> Path:

@@ -7,15 +7,14 @@ from pathlib import Path
 import click
 
 from ..core.progress import say
-from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir
+from .app import DIR_ARG, REGISTRY_OPT, card_front_options, main, registry_dir
 from .output import json_option, output
 
 
 @main.command()
 @DIR_ARG
 @REGISTRY_OPT
-@click.option("--title", help="Title shown on the model card.")
-@click.option("--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen).")
+@card_front_options("model card")
 @json_option
 def init(directory: Path | None, registry: Path, title: str | None, license_: str | None) -> None:
     """Create an empty registry in DIR (default: -C, else the current directory)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir
+from .app import DIR_ARG, REGISTRY_OPT, card_front_options, main, registry_dir
 from .output import json_option, output
 
 
@@ -32,8 +32,7 @@ def dataset_group() -> None:
 @dataset_group.command("init")
 @DIR_ARG
 @REGISTRY_OPT
-@click.option("--title", help="Title shown on the dataset card.")
-@click.option("--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen).")
+@card_front_options("dataset card")
 @json_option
 def init_cmd(directory: Path | None, registry: Path, title: str | None, license_: str | None) -> None:
     """Create an empty dataset registry in DIR (default: -C, else the current directory)."""

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..artifacts.shapes import shape_differences
+from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem
 from ..core.layout import gguf_folder, gguf_path
 from ..core.models import GgufFile, Index
@@ -110,14 +110,10 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
             yield f"has {n_vocab} tokens but the base's vocabulary is {arch_facts.vocab_size}"
     want = expected_shapes(meta, n_vocab)
     found = {t.name: tuple(int(d) for d in reversed(t.shape.tolist())) for t in reader.tensors}
-    differ = shape_differences(want, found)
-    if differ.missing:
-        yield f"lacks {differ.missing[0]} ({len(differ.missing)} of llama.cpp's rwkv7 tensors for its metadata)"
-    if differ.unexpected:
-        yield f"holds {differ.unexpected[0]}, which llama.cpp's rwkv7 has no place for"
-    if differ.wrong:
-        name = differ.wrong[0]
-        yield f"{name} is {found[name]} but its metadata makes it {want[name]}"
+    yield from shape_findings(
+        want, found, missing="lacks {name} ({count} of llama.cpp's rwkv7 tensors for its metadata)",
+        unexpected="holds {name}, which llama.cpp's rwkv7 has no place for", wrong="{name} is {found} but its metadata makes it {want}",
+    )  # fmt: skip
     lineage = mapping.lineage_metadata(record.source_sha256, record.base_sha256, record.type, record.merged)
     for key, text in lineage.items():
         if _field(reader, key) != text:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..artifacts.safetensors_header import SafetensorsHeader, read_safetensors_header
-from ..artifacts.shapes import shape_differences
+from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem, RegistryError
 from ..core.layout import export_folder, export_path
 from ..core.models import HfExport, Index
@@ -86,14 +86,10 @@ def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str
         for name, tensor in header.tensors.items():
             found[name] = tensor.shape
             dtypes.add(tensor.dtype)
-    differ = shape_differences(want, found)
-    if differ.missing:
-        yield f"its safetensors lack {differ.missing[0]} ({len(differ.missing)} of fla's tensors for config.json)"
-    if differ.unexpected:
-        yield f"its safetensors hold {differ.unexpected[0]}, which fla's model for config.json has no place for"
-    if differ.wrong:
-        name = differ.wrong[0]
-        yield f"{name} is {found[name]} but config.json makes it {want[name]}"
+    yield from shape_findings(
+        want, found, missing="its safetensors lack {name} ({count} of fla's tensors for config.json)",
+        unexpected="its safetensors hold {name}, which fla's model for config.json has no place for", wrong="{name} is {found} but config.json makes it {want}",
+    )  # fmt: skip
     if len(dtypes) > 1:
         yield f"its tensors mix dtypes {sorted(dtypes)}"
 
