@@ -384,7 +384,7 @@ def test_writer_waits_for_the_read_back_and_finishes(populated, monkeypatch):
 
 
 def test_outputs_get_the_mode_of_a_plain_new_file(populated):
-    from registry.core.atomic import FILE_MODE
+    from registry.core.files import FILE_MODE
 
     root, entries = populated
     derived = convert_entry(root, entries["state"].path, BIG)

@@ -120,6 +120,22 @@ def test_no_import_circle_typing_only_included():
     assert circles(import_graph()) == []
 
 
+def room(module: str) -> str:
+    """A room: a package of the libraries or the commands (``registry.hub``), and inside the ground
+    floor and ``index/`` each module or sub-package (``registry.core.repo``, ``registry.core.hashing``)."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if len(parts) > 2 and parts[1] in ("core", "index") else parts[:2])
+
+
+def test_no_circle_between_rooms():
+    """Modules may not circle, and neither may the packages they sit in: two packages importing
+    each other, by any of their modules, are one concept in two places."""
+    rooms: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        rooms.setdefault(room(module), set()).update(room(t) for t in targets if room(t) != room(module))
+    assert circles(rooms) == []
+
+
 def test_the_names_module_is_the_ground_floor():
     assert import_graph()["registry.core.names"] == set()
 
@@ -129,3 +145,4 @@ def test_the_checks_see_an_upward_import_and_a_circle():
     planted = {**graph, "registry.core.names": {"registry.ops.validate"}}
     assert any(floor(b) > floor(a) for a, targets in planted.items() for b in targets)
     assert circles(planted)
+    assert circles({"registry.hub": {"registry.dataset"}, "registry.dataset": {"registry.hub"}})

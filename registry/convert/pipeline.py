@@ -24,8 +24,8 @@ from safetensors import safe_open
 
 from .. import __version__
 from ..artifacts.inspect import load_tensor_map
-from ..core.atomic import FILE_MODE, write_temp
 from ..core.errors import Exit, RegistryError
+from ..core.files import FILE_MODE, write_temp
 from ..core.hashing import hash_file
 from ..core.hashing.digest import sha256_hex
 from ..core.hashing.engine import Progress

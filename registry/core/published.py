@@ -16,8 +16,8 @@ from datetime import date
 
 from pydantic import BaseModel, ConfigDict
 
-from .atomic import atomic_write
 from .errors import Problem
+from .files import atomic_write
 from .models import Index, Rewrite
 from .names import MUTABLE, REMOTE_NAME, SUMS_NAME
 from .repo import Repo

@@ -9,12 +9,10 @@ tool.  It covers every file except itself, git's files (``.git/``, ``.gitignore`
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from .errors import Problem, RegistryError
-from .hashing import StatCache, hash_files
-from .hashing.engine import Progress
 from .names import SUMS_NAME
 
 # The most of a SHA256SUMS from outside the registry (a dataset's) that is read: ~100,000 lines.
@@ -58,40 +56,6 @@ def parse_sums(data: bytes, file: Path | str = SUMS_NAME) -> dict[str, str]:
         if path in digests:
             raise RegistryError("sums.duplicate", f"{file}:{number}", f"{path} listed twice", "regenerate it with `registry sums`")
         digests[path] = sha
-    return digests
-
-
-def digest_tree(
-    root: Path,
-    relpaths: list[str],
-    cache: StatCache | None = None,
-    progress: Progress | None = None,
-    on_total: Callable[[int], None] | None = None,
-    hasher: Callable[[list[Path], Progress | None], dict[Path, str]] | None = None,
-) -> dict[str, str]:
-    """sha256 (or ``hasher``'s digest) of each relpath under root, hashing only files the stat cache cannot vouch for."""
-    digests: dict[str, str] = {}
-    stats = {}
-    todo: list[Path] = []
-    for rel in relpaths:
-        st = (root / rel).stat()
-        cached = cache.lookup(rel, st) if cache else None
-        if cached:
-            digests[rel] = cached
-        else:
-            stats[rel] = st
-            todo.append(root / rel)
-    if on_total:
-        on_total(sum(stats[rel].st_size for rel in stats))
-    hashed = (hasher or hash_files)(todo, progress)
-    for path, sha in hashed.items():
-        rel = path.relative_to(root).as_posix()
-        digests[rel] = sha
-        if cache:
-            cache.store(rel, stats[rel], sha)
-    if cache:
-        cache.prune(set(relpaths))
-        cache.save()
     return digests
 
 

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..core.atomic import atomic_write
+from ..core.files import atomic_write
 from ..core.hashing.digest import sha256_hex
 from .models import DataVersion
 

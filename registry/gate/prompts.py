@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..core.atomic import atomic_write
+from ..core.files import atomic_write
 from ..core.hashing.digest import sha256_hex
 from ..core.names import VOCAB_NAME
 from ..core.resources import user_cache

@@ -12,8 +12,8 @@ from typing import Literal
 
 import torch
 
-from ..core.atomic import FILE_MODE
 from ..core.errors import Exit, RegistryError
+from ..core.files import FILE_MODE
 from ..core.hashing import hash_file
 from ..core.hashing.engine import Progress
 from ..core.models import Index

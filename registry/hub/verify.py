@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping
 from ..core.errors import Problem
 from ..core.models import Index
 from ..core.names import UNLISTED_OK
-from ..dataset.models import DatasetIndex
 from .content import REDACTED
 from .gates import entry_files
 from .plan import RemoteFile
@@ -49,14 +48,6 @@ def index_findings(index: Index, sums: Mapping[str, str]) -> Iterator[Problem]:
         for path in entry_files(entry):
             if sums.get(path) != expected[path]:
                 yield Problem("remote.index-mismatch", path, "index.json and SHA256SUMS on the Hub disagree", REPUBLISH)
-
-
-def trained_file_findings(index: DatasetIndex, sums: Mapping[str, str]) -> Iterator[Problem]:
-    """A dataset repo: every version's trained file is listed in SHA256SUMS with the sha256 weights cite."""
-    for version in index.versions:
-        path = f"{version.version}/{version.trained_file.path}"
-        if sums.get(path) != version.trained_file.sha256:
-            yield Problem("remote.index-mismatch", path, "index.json and SHA256SUMS on the Hub disagree", REPUBLISH)
 
 
 def compare_findings(local: Mapping[str, str], remote: Mapping[str, str]) -> Iterator[Problem]:

@@ -10,12 +10,13 @@ from ..core.atomic import Transaction
 from ..core.errors import Problem, RegistryError
 from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
+from ..core.hashing.tree import digest_tree
 from ..core.layout import is_excluded
 from ..core.lfs import refuse_pointers
 from ..core.models import Index
 from ..core.names import CARRIED, SUMS_NAME
 from ..core.repo import Repo
-from ..core.sums import digest_tree, parse_sums, render_sums, sums_problems
+from ..core.sums import parse_sums, render_sums, sums_problems
 from ..core.tree import scan_tree
 
 

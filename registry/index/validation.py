@@ -11,12 +11,13 @@ from typing import Any
 from ..core.errors import Problem, RegistryError
 from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
+from ..core.hashing.tree import digest_tree
 from ..core.layout import Placement
 from ..core.models import Index
 from ..core.names import MUTABLE, SUMS_NAME
 from ..core.published import immutability_findings, published_sums
 from ..core.repo import Repo
-from ..core.sums import digest_tree, parse_sums, sums_problems
+from ..core.sums import parse_sums, sums_problems
 from ..core.tree import TreeScan
 from .rules import weight_paths
 

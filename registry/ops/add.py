@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..artifacts.inspect import Inspection, check_fits, inspect_weights
-from ..core.atomic import naming, transaction
+from ..core.atomic import transaction
 from ..core.collisions import collisions, shown
 from ..core.errors import RegistryError
+from ..core.files import naming
 from ..core.hashing import hash_file
 from ..core.hashing.engine import CHUNK, HashingWriter, Progress
 from ..core.layout import canonical_path

@@ -10,8 +10,9 @@ from ..artifacts.inspect import inspect_weights
 from ..artifacts.miss import MissManifest, manifest_metadata
 from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import OutputFile
-from ..core.atomic import ensure_writable, fsync_dir, transaction
+from ..core.atomic import ensure_writable, transaction
 from ..core.errors import RegistryError
+from ..core.files import fsync_dir
 from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress, hash_in_background
 from ..core.models import Entry, FileRef, Index

@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.atomic import Transaction, atomic_write, transaction
+from ..core.atomic import Transaction, transaction
 from ..core.errors import RegistryError
+from ..core.files import atomic_write
 from ..core.hashing.engine import Progress
 from ..core.layout import gguf_path
 from ..core.models import GgufFile, Index

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import torch
 
-from ..core.atomic import atomic_write, transaction
+from ..core.atomic import transaction
 from ..core.errors import Exit, RegistryError
+from ..core.files import atomic_write
 from ..core.hashing import StatCache
 from ..core.lfs import refuse_pointer
 from ..core.libc import return_large_frees

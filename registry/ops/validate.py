@@ -20,6 +20,7 @@ from ..core.errors import Problem, RegistryError
 from ..core.gitattributes import lfs_problems
 from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
+from ..core.hashing.tree import digest_tree
 from ..core.layout import is_weight, place
 from ..core.lfs import pointer_problem, pointers
 from ..core.models import Entry, FileRef, Index, Rewrite, TrainJson
@@ -27,7 +28,6 @@ from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, NOT_COVERED, TRAIN_JSON
 from ..core.published import record_rewrites
 from ..core.repo import Repo, is_dataset, no_registry, render_index
 from ..core.schemas import load_model, read_json, schema_errors
-from ..core.sums import digest_tree
 from ..core.tree import TreeScan, scan_tree
 from ..gguf.check import gguf_problems
 from ..hf.check import export_problems, listed_files

@@ -16,11 +16,12 @@ from ..core.repo import Repo
 from ..core.schemas import load_model
 from ..core.sums import parse_sums
 from ..dataset.models import DatasetIndex
+from ..dataset.remote import trained_file_findings
 from ..hub.content import ContentCheck, check_content, check_local_bytes, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import plain_paths
 from ..hub.remote import Hub
-from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings, trained_file_findings
+from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ import stat
 import time
 from pathlib import Path
 
+from ..files import atomic_write
+
 CACHE_VERSION = 2
 RACY_SECONDS = 2.0
 
@@ -58,9 +60,6 @@ class StatCache:
 
     def save(self) -> None:
         """Persist if changed; a read-only registry simply keeps no cache."""
-        # Imported here: atomic takes its digests from .digest, so the package imports below it.
-        from ..atomic import atomic_write
-
         if not self._dirty or self.path is None:
             return
         try:

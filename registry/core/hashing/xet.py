@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .cache import StatCache
 from .engine import Progress
+from .tree import digest_tree
 
 
 def xet_available() -> bool:
@@ -37,8 +38,6 @@ def hash_xet_files(paths: list[Path], progress: Progress | None = None) -> dict[
 def xet_digests(root: Path, relpaths: list[str], cache_path: Path | None) -> dict[str, str] | None:
     """Xet file hash of each relpath under ``root``, chunking only files the cache cannot vouch for;
     None without hf_xet."""
-    from ..sums import digest_tree
-
     if not xet_available():
         return None
     return digest_tree(root, relpaths, StatCache(cache_path), hasher=hash_xet_files)
