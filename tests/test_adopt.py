@@ -481,7 +481,7 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
     assert all(str(tmp_path / "p") in step for step in pulled["adopted"]["next_steps"] if " -C " in step)
     assert codes(tmp_path / "p") == set()
     # The Hub's weights are recorded as published: changing one is an immutability finding.
-    published = (tmp_path / "p" / ".registry/core/published/SHA256SUMS").read_text()
+    published = (tmp_path / "p" / ".registry/published/SHA256SUMS").read_text()
     assert STATE in published
 
 

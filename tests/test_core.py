@@ -165,7 +165,7 @@ def test_failed_command_leaves_registry_byte_identical(empty_registry):
 
 
 def test_stat_cache_skips_unchanged_and_rehashes_changed(tmp_path, monkeypatch):
-    from registry.core import sums as sums_module
+    from registry.core.hashing import tree as tree_module
 
     root = tmp_path
     f = root / "a.bin"
@@ -174,20 +174,20 @@ def test_stat_cache_skips_unchanged_and_rehashes_changed(tmp_path, monkeypatch):
     os.utime(f, (old, old))
     cache_path = root / ".registry" / "statcache.json"
     hashed: list[Path] = []
-    real = sums_module.hash_files
+    real = tree_module.hash_files
 
     def counting(paths, progress=None, workers=None):
         paths = list(paths)
         hashed.extend(paths)
         return real(paths, progress, workers)
 
-    monkeypatch.setattr(sums_module, "hash_files", counting)
-    first = sums_module.digest_tree(root, ["a.bin"], StatCache(cache_path))
+    monkeypatch.setattr(tree_module, "hash_files", counting)
+    first = tree_module.digest_tree(root, ["a.bin"], StatCache(cache_path))
     assert hashed == [f]
     hashed.clear()
-    assert sums_module.digest_tree(root, ["a.bin"], StatCache(cache_path)) == first and hashed == []
+    assert tree_module.digest_tree(root, ["a.bin"], StatCache(cache_path)) == first and hashed == []
     f.write_bytes(b"2" * 1000)  # same size, rewritten now: must be re-hashed
-    second = sums_module.digest_tree(root, ["a.bin"], StatCache(cache_path))
+    second = tree_module.digest_tree(root, ["a.bin"], StatCache(cache_path))
     assert hashed == [f] and second != first
 
 

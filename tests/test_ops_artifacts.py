@@ -294,14 +294,14 @@ def test_added_weight_is_not_read_again_by_the_next_check(registry_with_base, sm
     import os
     import time
 
-    from registry.core import sums as sums_module
+    from registry.core.hashing import tree as tree_module
 
     state = make_state_file(tmp_path / "s.pth", SMALL)
     old = time.time() - 60
     os.utime(state, (old, old))
     entry = add_weight(registry_with_base, AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"), move=True))
     hashed: list = []
-    real = sums_module.hash_files
-    monkeypatch.setattr(sums_module, "hash_files", lambda paths, progress=None, workers=None: hashed.extend(paths) or real(paths, progress, workers))
+    real = tree_module.hash_files
+    monkeypatch.setattr(tree_module, "hash_files", lambda paths, progress=None, workers=None: hashed.extend(paths) or real(paths, progress, workers))
     assert validate(registry_with_base) == []
     assert registry_with_base / entry.path not in hashed

@@ -239,7 +239,7 @@ def test_publish_republish_add_pull_verify(hub_server, registry, tmp_path, cli):
     pulled = tmp_path / "pulled"
     cli("pull", "--repo-id", REPO, pulled)
     assert local_files(pulled) == local_files(registry)
-    assert json.loads((pulled / ".registry/core/published/remote.json").read_text())["commit"] == hub_server.head(REPO)
+    assert json.loads((pulled / ".registry/published/remote.json").read_text())["commit"] == hub_server.head(REPO)
     report = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--json")
     assert report["ok"] and report["files"] == len(hub_files(hub_server))
     assert hub_server.requests["resolve"] > 0 and not hub_server.internal_errors

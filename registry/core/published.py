@@ -1,8 +1,8 @@
-"""What the registry remembers of the Hub (``.registry/core/published/``), and immutability: files once
+"""What the registry remembers of the Hub (``.registry/published/``), and immutability: files once
 published stay byte-identical.
 
-``.registry/core/published/SHA256SUMS`` is the SHA256SUMS of the last publish, and
-``.registry/core/published/remote.json`` says which repo, revision and commit it describes; publish
+``.registry/published/SHA256SUMS`` is the SHA256SUMS of the last publish, and
+``.registry/published/remote.json`` says which repo, revision and commit it describes; publish
 writes both after verifying the remote, ``registry pull`` after verifying the download.  A
 published file whose bytes changed, or that disappeared, is a finding unless a rewrite was
 recorded in index.json with a reason (:func:`unrecorded_change`, the one rule, used by validate

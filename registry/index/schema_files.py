@@ -24,7 +24,7 @@ def generate_schema(kind: str) -> dict[str, Any]:
     model = all_models()[kind]
     schema = model.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"https://rwkv-registry/core/schemas/{kind}.schema.json"
+    schema["$id"] = f"https://rwkv-registry/schemas/{kind}.schema.json"
     return schema
 
 
