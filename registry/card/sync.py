@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from ..core.atomic import Transaction
 from ..core.errors import Problem, RegistryError
+from ..core.evaluation import render_evaluation
 from ..core.models import Index
 from ..core.names import CARD_NAME, EVALUATION_NAME
 from ..core.repo import Repo
-from ..index.evaluation import render_evaluation
 from .facts import Locate, on_disk, read_facts
 from .render import decode_card, render_card
 

@@ -15,10 +15,10 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..core.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from ..core.layout import export_path
 from ..core.models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage, TrainJson, TrainRun
 from ..core.names import STATE_WEIGHTS_NAME
-from ..index.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from .facts import TreeFacts, version_dir
 from .markdown import escaped, md_code, md_text
 

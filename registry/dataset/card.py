@@ -18,8 +18,8 @@ from ..card.render import render_body, require_renderable
 from ..card.sync import Rendered
 from ..card.view import Languages
 from ..core.errors import Problem, RegistryError
+from ..core.evaluation import short_sha
 from ..core.names import CARD_NAME, ROWS_NAME, SPLIT_PARENT, SPLITS
-from ..index.evaluation import short_sha
 from .models import DatasetIndex, DataVersion, ModelSource, TrainedWeight
 
 TEMPLATE = "dataset_card.md.j2"

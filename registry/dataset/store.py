@@ -11,7 +11,7 @@ from ..core.errors import Problem, RegistryError
 from ..core.names import CARD_NAME, INDEX_NAME
 from ..core.repo import Repo, is_dataset
 from ..core.schemas import load_model
-from ..index.derived import stage_sums
+from ..core.staged_sums import stage_sums
 from .models import DatasetIndex
 
 

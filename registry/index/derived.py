@@ -3,21 +3,14 @@ into a writing command's transaction after its own writes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Set
 
 from ..card import stage_rendered
 from ..core.atomic import Transaction
-from ..core.errors import Problem, RegistryError
-from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
-from ..core.hashing.tree import digest_tree
-from ..core.layout import is_excluded
-from ..core.lfs import refuse_pointers
 from ..core.models import Index
-from ..core.names import CARRIED, SUMS_NAME
 from ..core.repo import Repo
-from ..core.sums import parse_sums, render_sums, sums_problems
-from ..core.tree import scan_tree
+from ..core.staged_sums import stage_sums
 
 
 def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
@@ -29,53 +22,3 @@ def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress
     """
     stage_rendered(repo, txn, index)
     return stage_sums(repo, txn, progress, absorb)
-
-
-def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, absorb: bool | Set[str] = False, known: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Stage SHA256SUMS for the tree as it will be once ``txn`` commits.
-
-    Only the files ``txn`` writes get new lines, and those it removes lose theirs.  Every other
-    file must still be what SHA256SUMS says, or the command refuses with validate's findings: an
-    unrelated write must never launder a change made behind the tool's back into the registry's
-    own checksums.  The same holds for the files a command rewrites from their own old bytes
-    (:data:`registry.core.names.CARRIED`): their bytes on disk are checked before the new ones replace them,
-    since a hand edit would be carried into SHA256SUMS by the rewrite.
-    ``absorb``: True takes the tree as it is (``registry sums``, ``init``, ``adopt``); a set of
-    paths accepts their new bytes (``validate --allow-rewrite``, which records why; ``card``, the
-    hand-written section of README.md).  ``known``: sha256 the caller computed, under this lock, of
-    files it checked are unchanged since (adopt: not hashed twice).
-    """
-    staged = {rel: sha for rel, sha in txn.staged_files().items() if not is_excluded(rel)}
-    removed = txn.removed_files()
-    on_disk = [rel for rel in scan_tree(repo.root).files if rel not in removed and (rel not in staged or rel in CARRIED)]
-    refuse_pointers(repo.root, on_disk)  # a pointer's hash is not the weight's: never into SHA256SUMS
-    known = known or {}
-    digests = digest_tree(repo.root, [rel for rel in on_disk if rel not in known], StatCache(repo.stat_cache_path), progress)
-    digests.update({rel: known[rel] for rel in on_disk if rel in known})
-    if absorb is not True:
-        _require_unchanged(repo, digests, (set(staged) - CARRIED) | removed | set(absorb or ()))
-    digests.update(staged)
-    txn.write(SUMS_NAME, render_sums(digests))
-    txn.after_commit(lambda: remember_digests(repo, staged))
-    return digests
-
-
-def _require_unchanged(repo: Repo, digests: dict[str, str], written: set[str]) -> None:
-    if not repo.sums_path.is_file() and not repo.sums_path.is_symlink():
-        raise RegistryError("sums.missing", SUMS_NAME, "SHA256SUMS is missing, so the files cannot be checked before this change", "run `registry sums` (after checking the files), then this command again")
-    listed = {rel: sha for rel, sha in parse_sums(repo.read_bytes(repo.sums_path)).items() if rel not in written}
-    problems = sums_problems(listed, {rel: sha for rel, sha in digests.items() if rel not in written})
-    if problems:
-        headline = Problem("sums.changed", SUMS_NAME, f"{len(problems)} file(s) differ from SHA256SUMS: changed outside the tool's commands; nothing was changed", "restore them, or run `registry sums` if the changes are intended (`registry validate` lists them)")
-        raise RegistryError.of([headline, *problems])
-
-
-def remember_digests(repo: Repo, digests: dict[str, str]) -> None:
-    """Put files the tool just wrote or moved in the stat cache: their hashes are known, so the
-    next command need not read a freshly added multi-GB weight again."""
-    cache = StatCache(repo.stat_cache_path)
-    for rel, sha in digests.items():
-        cache.store(rel, (repo.root / rel).stat(), sha)
-    cache.save()
-
-

@@ -11,11 +11,11 @@ from collections import Counter
 from collections.abc import Iterator
 
 from ..core.errors import Problem, RegistryError
+from ..core.evaluation import reference_problems
 from ..core.layout import Placement, place
 from ..core.models import Index
 from ..core.names import INDEX_NAME, TRAIN_JSON
 from ..core.repo import Repo
-from .evaluation import reference_problems
 
 
 def weight_paths(index: Index) -> Iterator[str]:

@@ -42,11 +42,11 @@ from ..core.models import METHODS, Base, DataRef, Entry, Index, RegistryInfo, Tr
 from ..core.names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
 from ..core.repo import Repo, find_root, render_index
 from ..core.schemas import load_model, read_json
+from ..core.staged_sums import remember_digests, stage_sums
 from ..core.sums import parse_sums
 from ..core.tree import scan_tree
 from ..index.arguments import require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
-from ..index.derived import remember_digests, stage_sums
 from ..index.handmade import HandIndex, read_hand_index
 from ..index.rules import index_problems
 from .add import accept_weight, content_version, set_recommended

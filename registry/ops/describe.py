@@ -15,11 +15,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..core.errors import RegistryError
+from ..core.evaluation import source_of
 from ..core.models import GIT_COMMIT_PATTERN, METHODS, Base, DataRef, Entry, Index, Localized, PromptFormat, Serving, StopRules
 from ..core.repo import Repo, resolve_entry
 from ..index.arguments import require_text
 from ..index.editing import build, card_language, edit_index, localized
-from ..index.evaluation import source_of
 
 OPTIONS = {
     "notes": "--notes", "known_issues": "--known-issue", "prompt_format": "--prompt-format", "prompt_example": "--prompt-example",

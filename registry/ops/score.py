@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import RegistryError
+from ..core.evaluation import BASELINE_FIX, base_name, baseline_problem, baseline_scores, source_of
 from ..core.models import Base, Entry, Index, Localized, Method, Reference, Score
 from ..core.repo import Repo, resolve_entry
 from ..index.editing import edit_index, localized
-from ..index.evaluation import BASELINE_FIX, base_name, baseline_problem, baseline_scores, source_of
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from ..core.errors import Problem
 from ..core.hashing.engine import Progress
 from ..core.names import SUMS_NAME
 from ..core.repo import Repo
-from ..index.derived import stage_sums
+from ..core.staged_sums import stage_sums
 from .validate import validate
 
 

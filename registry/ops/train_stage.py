@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.evaluation import source_of
 from ..core.models import Index, Localized, TrainingStage
 from ..core.repo import Repo, resolve_entry
 from ..index.arguments import require_text
 from ..index.editing import build, card_language, edit_index, localized
-from ..index.evaluation import source_of
 
 OPTIONS = {
     "name": "NAME", "description": "--describe", "gpus": "--gpus", "precision": "--precision", "deepspeed_stage": "--deepspeed-stage",

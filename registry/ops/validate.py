@@ -17,6 +17,7 @@ from ..card import check_rendered
 from ..convert.shards import shard_set_problems
 from ..core.atomic import transaction
 from ..core.errors import Problem, RegistryError
+from ..core.evaluation import reference_problems
 from ..core.gitattributes import lfs_problems
 from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
@@ -32,7 +33,6 @@ from ..core.tree import TreeScan, scan_tree
 from ..gguf.check import gguf_problems
 from ..hf.check import export_problems, listed_files
 from ..index.derived import stage_derived
-from ..index.evaluation import reference_problems
 from ..index.rules import base_problems, entry_problems, index_to_change, weight_paths
 from ..index.validation import ACCEPT_BYTES, Check, Context, check_immutable, check_sums
 from .add import accept_weight, content_version

@@ -15,9 +15,9 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 
-from ..core.errors import Problem
-from ..core.models import Base, Entry, EvalBaseline, EvalResult, EvalSubject, Evaluation, Index, Score
-from ..core.names import INDEX_NAME
+from .errors import Problem
+from .models import Base, Entry, EvalBaseline, EvalResult, EvalSubject, Evaluation, Index, Score
+from .names import INDEX_NAME
 
 
 def short_sha(sha256: str) -> str:
