@@ -285,6 +285,8 @@ def test_the_hub_client_s_bars_follow_the_argument():
         (["validate", "--bogus", "--", "--json"], False),  # after `--` it is an argument, as click reads it
         (["validate", "--bogus", "-C", "--json"], False),  # the value of -C, as click reads it
         (["validate", "--json", "--index-only"], True),  # an option missing its value: the flag before it still counts
+        (["--json", "validate"], True),  # given to the group, which has no such option
+        (["dataset", "--json"], True),
     ],
     ids=lambda a: " ".join(a) if isinstance(a, list) else str(a),
 )

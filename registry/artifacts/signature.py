@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import Problem, RegistryError
 from ..core.hashing.digest import sha256_hex
 from ..core.models import Signer
-from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME, UNSIGNED
+from ..core.names import GIT_DIR, INDEX_NAME, SIGNATURE_NAME, SUMS_NAME, UNSIGNED
 from ..core.repo import Repo
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def signed_files(sums: Mapping[str, str], sums_bytes: bytes) -> dict[str, str]:
     """Every file a signature covers, with its sha256: SHA256SUMS's list and SHA256SUMS itself,
     less git's files (``.gitattributes``), which stock verify skips by default: SHA256SUMS, which
     the signature covers, lists their sha256."""
-    listed = {path: sha for path, sha in sums.items() if not path.split("/", 1)[0].startswith(".git")}
+    listed = {path: sha for path, sha in sums.items() if not path.split("/", 1)[0].startswith(GIT_DIR)}
     return {**listed, SUMS_NAME: sha256_hex(sums_bytes)}
 
 

@@ -26,7 +26,7 @@ from click.core import ParameterSource
 from .. import __version__
 from ..core import sigbus
 from ..core.errors import Exit, Problem, RegistryError
-from .output import Output, SinkCommand, flag_given
+from .output import Output, ReadsFlagOnRefusal, flag_given
 
 TORCH_MODULES = {"torch", "numpy", "safetensors", "rwkv", "ninja"}
 HF_MODULES = {"transformers", "tokenizers", "fla", "peft", "triton", "einops", "accelerate"}
@@ -143,10 +143,10 @@ def _debug(exc: BaseException) -> None:
         click.echo(_TOKEN_SHAPED.sub("hf_***", text), err=True, nl=False)
 
 
-class RegistryGroup(click.Group):
+class RegistryGroup(ReadsFlagOnRefusal, click.Group):
     """The group that turns every failure into the CLI contract (see the module docstring)."""
 
-    command_class = SinkCommand
+    command_class = ReadsFlagOnRefusal
     group_class = type  # `registry dataset …`: the same handling of its commands' command lines
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:

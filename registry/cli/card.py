@@ -35,8 +35,7 @@ def card(directory: Path | None, registry: Path, check: bool) -> None:
     if found.diff is None:  # not compared: the findings as a check's
         out.check(found.problems, "")
         return
-    document = {"ok": not found.problems, "problems": [p.as_dict() for p in found.problems], "diff": found.diff}
-    out.result(document, _check_text(found), found_problems=bool(found.problems))
+    out.result(found.as_dict(), _check_text(found), found_problems=bool(found.problems))
 
 
 def _check_text(found: CardCheck) -> Text:

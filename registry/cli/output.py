@@ -3,14 +3,14 @@
 A command's function in ``registry/ops`` returns its result; the command hands the sink the
 result's JSON document and its human text once (:meth:`Output.result`, :meth:`Output.check` for a
 check's findings).  The sink prints one of them: with ``--json`` exactly one JSON document on
-stdout (also when the command fails: :meth:`Output.fail`), else the text.  Progress (bars, step
-lines) goes to stderr, only on a terminal and never under ``--json``.
+stdout (also when the command fails: :meth:`Output.fail`), else the text.  Progress goes to stderr
+and never under ``--json``: bars only on a terminal, step lines (:attr:`Output.say`) also in a log.
 
 The sink owns ``--json`` (``json_option``, on every command): the flag sets the mode of the
 :class:`Output` on the click context, eagerly, so that a refusal of any other option is already
 printed as a document.  Where click refuses the command line before it reads any value (an
-unknown option, an option missing its value), :class:`SinkCommand` reads the flag once more, as
-the command parses, ignoring the rest.
+unknown option, an option missing its value, ``--json`` given to the group), the command or the
+group (:class:`ReadsFlagOnRefusal`) reads the flag once more, as it parses, ignoring the rest.
 """
 
 from __future__ import annotations
@@ -152,8 +152,9 @@ def flag_given(command: click.Command, ctx: click.Context, args: Sequence[str]) 
     return bool(values.get(FLAG))
 
 
-class SinkCommand(click.Command):
-    """A command whose refused command line still reaches the sink's mode (see the module docstring)."""
+class ReadsFlagOnRefusal(click.Command):
+    """A command (or group) whose refused command line still reaches the sink's mode (see the
+    module docstring): ``registry validate --bogus --json``, ``registry --json validate``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         given = list(args)  # click's parser consumes the list
@@ -163,3 +164,4 @@ class SinkCommand(click.Command):
             if flag_given(self, ctx, given):
                 ctx.ensure_object(Output).json = True
             raise
+

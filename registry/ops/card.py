@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..card.sync import Rendered, rendered
 from ..core.atomic import transaction
@@ -53,6 +54,9 @@ class CardCheck:
 
     problems: list[Problem]
     diff: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ok": not self.problems, "problems": [p.as_dict() for p in self.problems], "diff": self.diff}
 
 
 def check_card(root: Path) -> CardCheck:

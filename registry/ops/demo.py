@@ -36,6 +36,7 @@ from ..artifacts.synthetic import TinySpec, make_adapter_file, make_base_state_d
 from ..core.errors import RegistryError
 from ..core.hashing import hash_file
 from ..core.models import Entry, Score
+from ..core.names import VOCAB_NAME
 from ..core.progress import Echo
 from ..core.repo import Repo
 from .add import AddRequest, add_weight
@@ -141,7 +142,7 @@ def build_agent_registry(directory: Path, step: Step, data: Mapping[str, str] | 
         "State（state tuning）：只训练模型的初始状态，7.2B 上单文件 16MB，配不带思考的 g1k 格式。MiSS 适配器：一种低秩适配器，7.2B r16 约 36MB，配带思考的 g1k-think 格式。",
     ])  # fmt: skip
     step("init", f"{root} (zh card)")
-    base = add_base(root, BaseRequest(path=files["base"], filename=files["base"].name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt")).base
+    base = add_base(root, BaseRequest(path=files["base"], filename=files["base"].name, source="BlinkDL/rwkv7-g1", vocab=VOCAB_NAME)).base
     step("add-base", f"{base.name} sha256 {base.sha256[:12]}…")
     state = add_weight(root, AddRequest(files["state"], AGENT_BASE, "state", "v1.41", files["train_state"], recommended=True, dataset_repo=AGENT_DATASET, notes="lr 0.01→0.00167，第 1224 步（共 1374 步）。State 推荐"))
     miss = {
@@ -234,7 +235,7 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
     for field, texts in NOVEL_TEXTS.items():
         set_field(root, field, texts)
     step("init", f"{root} (en card)")
-    add_base(root, BaseRequest(path=base_file, filename=base_file.name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt"))
+    add_base(root, BaseRequest(path=base_file, filename=base_file.name, source="BlinkDL/rwkv7-g1", vocab=VOCAB_NAME))
     entry: Entry = add_weight(root, AddRequest(weight, NOVEL_BASE, "full", "v1.0", train, recommended=True, dataset_repo=NOVEL_DATASET, notes="Full-pass checkpoint after one nominal packed-data pass"))
     step("add", entry.path)
     describe(root, Target(path=entry.path), Description(

@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 
 from ..core.models import Localized
+from ..core.names import VOCAB_NAME
 from ..dataset.synthetic import VersionSpec, build_version
 from .dataset_add import VersionRequest, add_version
 from .dataset_init import init_dataset
@@ -56,7 +57,7 @@ def build_dataset_registry(directory: Path, step: Callable[[str, str], None]) ->
         version = add_version(root, VersionRequest(
             source=built.folder, version=spec.version, date=day, thinking=spec.thinking, profile=profile, teachers=teachers,
             trained_file=built.trained_path, trained_sha256=built.trained_sha256, train_rows=spec.train_rows, validation_rows=spec.validation_rows,
-            wire_canonical=spec.wire_canonical, wire_hash=built.wire_hash, vocabulary="rwkv_vocab_v20230424.txt",
+            wire_canonical=spec.wire_canonical, wire_hash=built.wire_hash, vocabulary=VOCAB_NAME,
             summary=Localized(zh=[summary]), composition=Localized(zh=composition), known_issues=Localized(zh=issues),
         ))  # fmt: skip
         data[version.version] = version.trained_file.sha256

@@ -13,7 +13,7 @@ from ..core.atomic import Transaction, transaction
 from ..core.errors import RegistryError
 from ..core.gitfiles import ignore_private, lfs_attributes
 from ..core.models import Index, RegistryInfo
-from ..core.names import CARD_NAME, GITATTRIBUTES_NAME, GITIGNORE_NAME, INDEX_NAME, INIT_KEPT
+from ..core.names import CARD_NAME, GIT_DIR, GITATTRIBUTES_NAME, GITIGNORE_NAME, INDEX_NAME, INIT_KEPT
 from ..core.repo import GITATTRIBUTES, Repo, find_root, render_index
 from ..index.derived import stage_derived
 
@@ -21,7 +21,7 @@ from ..index.derived import stage_derived
 def _check_place(root: Path, kept: frozenset[str]) -> None:
     if (root / INDEX_NAME).exists():
         raise RegistryError("init.exists", root / INDEX_NAME, "an index.json already exists here", f"use the existing registry, or run `registry adopt {root}` if the index.json was written by hand")
-    others = sorted(p.name for p in root.iterdir() if p.name not in kept and not p.name.startswith(".git"))
+    others = sorted(p.name for p in root.iterdir() if p.name not in kept and not p.name.startswith(GIT_DIR))
     if others:
         raise RegistryError("init.not-empty", root, f"the directory holds files init does not keep ({others[0]})", f"run `registry adopt {root}` to bring existing files in, or choose an empty directory")
 
