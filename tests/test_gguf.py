@@ -286,8 +286,9 @@ def test_the_mapping_makes_exactly_the_tensors_validate_expects_for_its_metadata
 def test_the_gate_bounds_scale_with_the_source_depth_not_its_width():
     """NMSE grows with depth (each layer adds its rounding; docs/gpu-gate.md run 11): a 32-layer
     source gets 8× the 4-layer NMSE bound, the same top-1 floor; up to 4 layers the bounds stand."""
-    for layers, width in ((2, 128), (4, 256), (32, 64)):
-        assert gate.depth(make_base_state_dict(TinySpec(n_layer=layers, n_embd=width, vocab_size=256))) == layers
+    for layers, width in ((2, 128), (4, 256), (32, 64)):  # the depth the gate is given: the GGUF plan's
+        shapes = {name: tuple(t.shape) for name, t in make_base_state_dict(TinySpec(n_layer=layers, n_embd=width, vocab_size=256)).items()}
+        assert mapping.gguf_plan(shapes, "x.pth").config["num_hidden_layers"] == layers
     for kind, (max_nmse, min_top1) in gate.BOUNDS.items():
         assert gate.bounds(kind, 2) == gate.bounds(kind, 4) == (max_nmse, min_top1)
         assert gate.bounds(kind, 32) == pytest.approx((8 * max_nmse, min_top1))

@@ -112,10 +112,10 @@ def _said(check: CheckResult) -> str:
     return f"{check.name}: NMSE {float(f['nmse'] or 0):.2e} (at most {t['nmse_max']}), top-1 agreement {float(f['top1_agreement'] or 0):.3f} (at least {t['top1_min']})"
 
 
-def gate_files(inputs: Inputs, made: list[Made]) -> None:
-    """Gate every file; refuse them all (exit 1, nothing changed) when one fails."""
-    tensors = reference_tensors(inputs)
-    reference, n_layer = gate.reference_logits(tensors, tokenizer().prompt_ids), gate.depth(tensors)
+def gate_files(inputs: Inputs, plan: mapping.GgufPlan, made: list[Made]) -> None:
+    """Gate every file (of ``plan``'s model); refuse them all (exit 1, nothing changed) when one fails."""
+    reference = gate.reference_logits(reference_tensors(inputs), tokenizer().prompt_ids)
+    n_layer = int(plan.config["num_hidden_layers"])
     method: Literal["full", "miss"] = "miss" if inputs.adapter is not None else "full"
     for item in made:
         files = {**inputs.files, item.rel: item.sha256}

@@ -55,11 +55,6 @@ def bounds(gguf_type: str, n_layer: int) -> tuple[float, float]:
     return max_nmse * max(1.0, n_layer / REFERENCE_DEPTH), min_top1
 
 
-def depth(tensors: Mapping[str, torch.Tensor]) -> int:
-    """The number of layers of an x070 checkpoint (``blocks.<i>.…``)."""
-    return len({name.split(".")[1] for name in tensors if name.startswith("blocks.")})
-
-
 def reference_logits(tensors: Mapping[str, torch.Tensor], prompts: Mapping[str, list[int]]) -> dict[str, np.ndarray]:
     """Our fp32 runtime's logits at every position of each prompt."""
     model = Rwkv7(tensors, dtype=torch.float32, device="cpu")

@@ -114,7 +114,7 @@ def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = No
                 for item in made:
                     check_place(repo, index, item, request.force)
                 if request.gate:
-                    gate_files(inputs, made)
+                    gate_files(inputs, plan, made)
                 for item in made:
                     item.discard(keep_file=True)
             _write_receipts(repo, made)
