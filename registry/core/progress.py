@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 Echo = Callable[[str], None]
 
 
+def silent(_line: str) -> None:
+    """The :data:`Echo` of a caller that wants no step lines."""
+
+
 def progress_enabled(wanted: bool = True) -> bool:
     """The one rule for our bars and the Hub's: only on a terminal, and never under --json."""
     return wanted and sys.stderr.isatty()

@@ -33,7 +33,7 @@ from ..core.atomic import Transaction, locked_transaction, registry_lock
 from ..core.errors import Problem, RegistryError
 from ..core.models import Index
 from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
-from ..core.progress import Echo
+from ..core.progress import Echo, silent
 from ..core.published import RemoteRecord, published_sums, record_remote, recorded_rewrite
 from ..core.repo import Repo, is_dataset, render_index
 from ..core.sums import parse_sums
@@ -189,7 +189,7 @@ def _require_clear(draft: _Draft) -> None:
 def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, say: Echo | None = None, hub_progress: bool = True) -> Outcome:
     """Plan (``dry_run``) or publish the registry at ``root``; see the module docstring for the steps
     (``hub_progress``: the Hub client's bars)."""
-    say = say or (lambda _line: None)
+    say = say or silent
     _check_options(options)
     repo = Repo.open(root)
     dataset = is_dataset(repo.root)  # a dataset repo on the Hub: no weights, so nothing to gate

@@ -25,7 +25,7 @@ from ..core.errors import Problem, RegistryError
 from ..core.hashing.engine import hash_file
 from ..core.models import path_problem
 from ..core.names import HUB_DOWNLOAD_CACHE, INDEX_NAME, SUMS_NAME
-from ..core.progress import Echo
+from ..core.progress import Echo, silent
 from ..core.published import RemoteRecord, record_remote
 from ..core.repo import Repo
 from ..core.schemas import read_json
@@ -123,7 +123,7 @@ def pull(
     registry at ``directory`` (``repo_type`` "dataset": a dataset registry); a repo that is not a
     registry yet is adopted on the way (``adopt_options``: its --base-file and --trust-files;
     ``hub_progress``: the Hub client's bars)."""
-    say = say or (lambda _line: None)
+    say = say or silent
     target = Path(directory).absolute()
     _check_target(target)
     hub = hub or Hub(repo_id, revision, repo_type=repo_type, progress=hub_progress)

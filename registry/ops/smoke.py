@@ -35,7 +35,7 @@ from ..core.libc import return_large_frees
 from ..core.models import Entry, Index
 from ..core.names import INDEX_NAME
 from ..core.pinned import open_registered, pinned, read_view
-from ..core.progress import Echo
+from ..core.progress import Echo, silent
 from ..core.repo import Repo, render_index, resolve_entry
 from ..gate.builds import background_builds
 from ..gate.groups import gate_files
@@ -76,7 +76,7 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
     ``base_file`` is needed when a State or MiSS entry is chosen.  Entries that cannot be gated
     (they do not fit their base) are refused together at the end, after the others' receipts.
     """
-    say = echo or (lambda _line: None)
+    say = echo or silent
     repo = Repo.open(root)
     index = repo.load_index()
     if device == "cpu":
