@@ -22,6 +22,10 @@ What is modelled:
     checking the sha256 the client asserted (the real Hub does not either).  Tree listings carry ``xetHash`` for
     files stored through Xet; files uploaded through the LFS basic transfer stay LFS-only (no ``xetHash``).
     Downloads of Xet-stored files go through Xet too (``xet-read-token``, the same CAS folder).
+  * server-side copies (``CommitOperationCopy``): the client reads the source with ``paths-info`` at the source
+    revision and commits an ``lfsFile`` naming the oid the repo holds (no preupload, no upload); a plain file's bytes
+    come down through ``resolve`` and go back inline.  Every way content goes up is counted (``uploaded_objects``,
+    ``requests["xet_write_token"]``, :attr:`HubServer.xet_uploads`), so a test can assert that none happened.
 
 What is deliberately missing: multipart LFS, discussions, gating, and anything not on the upload/download/listing
 path.
@@ -416,7 +420,7 @@ class HubServer:
     Counters: ``requests`` (Counter per endpoint name, see ``ENDPOINTS``), ``commits_made`` (commits created through
     the commit endpoint), ``uploaded_objects`` / ``uploaded_bytes`` (LFS PUTs that were accepted), and
     ``internal_errors`` (tracebacks of bugs in this fake, answered as 500); :attr:`xet_uploaded_files` counts what the
-    client uploaded through Xet.
+    client uploaded through Xet, :attr:`xet_uploads` every Xet upload (a file sent again included).
     """
 
     def __init__(
@@ -525,6 +529,14 @@ class HubServer:
             repo = self._repos[(repo_type, repo_id)]
             tree = repo.resolve(revision).tree
             return {p: repo.lfs_objects[b.lfs_oid] if b.lfs_oid else b.data for p, b in sorted(tree.items())}
+
+    @property
+    def xet_uploads(self) -> int:
+        """How many shards clients have written through Xet: one per upload that sent anything, even bytes the
+        CAS holds already (a re-upload of a known file still writes its shard), so it counts what
+        :attr:`xet_uploaded_files` (distinct sha256s) cannot."""
+        with self._lock:
+            return self.xet.shard_count() if self.xet is not None else 0
 
     @property
     def xet_uploaded_files(self) -> int:

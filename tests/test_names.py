@@ -16,6 +16,7 @@ NAMES = PACKAGE / "core" / "names.py"
 OTHER_MEANING = {
     ("core/models.py", "DATASET_KIND"): "index.json's kind value, not the split folder",
     ("core/models.py", "TrainJson.SCHEMA_KIND"): "the schema's kind (schemas/train.schema.json), not the split folder",
+    ("ops/diff.py", "PUBLISHED"): "diff's word for the last published release, not the record's folder",
 }
 
 

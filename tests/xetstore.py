@@ -72,6 +72,10 @@ class XetStore:
             files = shard_files(shard.read_bytes()) | files  # the first shard that names a sha256 wins
         return files
 
+    def shard_count(self) -> int:
+        """Shards in the CAS: every upload session that sent anything wrote one."""
+        return len(list(self.root.glob("**/shards/*.mdb")))
+
     def find(self, sha256: str) -> XetFile | None:
         """The uploaded file the client asserted this sha256 for."""
         return self.uploaded().get(sha256)

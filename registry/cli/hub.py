@@ -1,4 +1,4 @@
-"""Hub commands: publish, pull, verify-remote.
+"""Hub commands: publish, pull, verify-remote, history, diff, rollback.
 
 The token is never an option: huggingface_hub reads HF_TOKEN or the ``hf auth login`` token
 itself, so it cannot end up in shell history, CI logs or ``--json`` output.
@@ -20,6 +20,7 @@ from .sign import PUBLIC_KEY_OPT, REQUIRE_SIGNATURE_OPT
 if TYPE_CHECKING:
     from ..hub.content import ContentCheck
     from ..hub.plan import Plan
+    from ..index.releases import ReleaseDiff
     from ..ops.publish import Outcome
 
 
@@ -169,3 +170,105 @@ def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signa
     report = verify_remote(repo_id, revision, find_root(registry), signature=signature, repo_type=repo_type, hub_progress=out.progress)
     summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
     out.result(report.as_dict(), check_text(report.problems, summary, _content_text(report.content)), found_problems=bool(report.problems))
+
+
+def _diff_lines(diff: ReleaseDiff) -> Text:
+    what = diff.what
+    verbs = {"added": "added", "removed": "removed", "changed": "replaced"}
+    for change in diff.artifacts:
+        a = change.artifact
+        facts = ", ".join(f for f in (a.method, a.base and f"base {a.base}", a.data_version and f"data {a.data_version}") if f)
+        shas = f"{change.old.sha256[:12]}… -> {change.new.sha256[:12]}…" if change.old and change.new else f"sha256 {a.sha256[:12]}…"
+        yield f"  {what} {verbs[change.status]:<8} {a.path}  ({facts}{'; ' if facts else ''}{shas})"
+    for score in diff.scores:
+        setup = f" [{score.setup}]" if score.setup else ""
+        yield f"  score {score.status:<8} {score.owner}: {score.benchmark}{setup} {score.backend} {score.date}: {score.old or '-'} -> {score.new or '-'}"
+    if diff.recommended:
+        before, after = diff.recommended
+        yield f"  recommended moved: {', '.join(before) or 'none'} -> {', '.join(after) or 'none'}"
+    yield from (f"  file {f.status:<8} {f.path}" for f in diff.files)
+    if diff.card:
+        yield f"  card {diff.card.line()}"
+    yield from (Line(f"note: {note}", err=True) for note in diff.notes)
+
+
+@main.command("history")
+@click.option("--repo-id", metavar="NS/NAME", help="Repo on the Hub (default: registry.repo_id, else the last publish's record).")
+@REGISTRY_OPT
+@revision_option("Branch whose commits are listed.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="List at most this many commits, newest first.")
+@json_option
+def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int) -> None:
+    """The releases of the registry, newest first: commit, date and one line of what each changed
+    (weights, scores, recommended); from the Hub's commits, else the local record."""
+    from ..ops.history import history
+
+    out = output()
+    found = history(registry, repo_id, revision, limit, say=out.say, hub_progress=out.progress)
+
+    def text() -> Text:
+        yield f"releases of {found.repo_id}@{found.revision}, newest first:" if found.repo_id else "the last publish or pull recorded here (no repo id known):"
+        for item in found.items:
+            marks = [*(f"tag {t}" for t in item.tags), *(["published here"] if item.published_here else [])]
+            mark = f" [{', '.join(marks)}]" if marks else ""
+            yield f"{item.commit[:12]}  {item.date[:19]}  {item.title}{mark}"
+            yield f"    {item.diff.summary() if item.diff else 'not a release of this registry (no SHA256SUMS)'}"
+        if found.more:
+            yield f"(older commits left out: pass --limit {limit * 2})"
+
+    out.result(found.as_dict(), text())
+
+
+@main.command("diff")
+@click.argument("old", default="published", required=False)
+@click.argument("new", default="working", required=False)
+@click.option("--repo-id", metavar="NS/NAME", help="Repo on the Hub whose revisions are named (default: registry.repo_id, else the last publish's record).")
+@REGISTRY_OPT
+@click.option("--offline", is_flag=True, help="Read no Hub: `published` is the local record's SHA256SUMS alone.")
+@json_option
+def diff_cmd(old: str, new: str, repo_id: str | None, registry: Path, offline: bool) -> None:
+    """What changed from OLD to NEW: weights added, removed or replaced (by sha256), scores,
+    the recommended weights, other files and the card.  Each is `working` (the registry on disk),
+    `published` (the last publish or pull) or a Hub revision (branch, tag, commit id); by default
+    `published` against `working`."""
+    from ..ops.diff import diff
+
+    out = output()
+    found = diff(registry, old, new, repo_id, offline, hub_progress=out.progress)
+    text = [f"{found.old} -> {found.new}: {found.summary()}", *_diff_lines(found)]
+    out.result({"ok": True, **found.as_dict()}, text)
+
+
+@main.command("rollback")
+@click.argument("rev")
+@click.option("--repo-id", metavar="NS/NAME", help="Repo on the Hub (default: registry.repo_id, else the last publish's record).")
+@REGISTRY_OPT
+@revision_option("Branch that is rolled back.")
+@click.option("--dry-run", is_flag=True, help="Say what the commit would copy and delete; commit nothing.")
+@click.option("--hub-only", is_flag=True, help="Leave the local registry as it is (the output says how to pull REV).")
+@json_option
+def rollback_cmd(rev: str, repo_id: str | None, registry: Path, revision: str, dry_run: bool, hub_only: bool) -> None:
+    """Make the branch hold REV's files again in one verified commit, copied on the Hub (no weight is
+    uploaded again); refused if the branch moved meanwhile.  The local registry follows when it held
+    exactly the branch's release."""
+    from ..ops.rollback import rollback
+
+    out = output()
+    done = rollback(registry, rev, repo_id, revision, dry_run, not hub_only, say=out.say, hub_progress=out.progress)
+
+    def text() -> Text:
+        head = f"{done.repo_id}@{done.revision}: {done.head[:12]} -> {done.target[:12]} ({len(done.copied)} file(s) copied on the Hub, {len(done.deleted)} deleted)"
+        yield head
+        yield from (f"  copy   {p}" for p in done.copied)
+        yield from (f"  delete {p}" for p in done.deleted)
+        if done.commit:
+            yield from (f"note: {c.path}: {c.note}" for c in done.content if c.xet == "lfs-only")
+            yield f"{sum(c.xet == 'match' for c in done.content)} file(s) verified by the Hub's Xet hash (against the local bytes where the registry holds them, else REV's)"
+            yield f"rolled back in commit {done.commit}"
+            yield done.local_note
+        elif not (done.copied or done.deleted):
+            yield "nothing to roll back: the branch already holds REV's files"
+        else:
+            yield "dry run: nothing committed"
+
+    out.result(done.as_dict(), text())

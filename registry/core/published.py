@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import date
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import Problem
+from .errors import Problem, RegistryError
 from .files import atomic_write
 from .models import Index, Rewrite
 from .names import MUTABLE, REMOTE_NAME, SUMS_NAME
 from .repo import Repo
+from .schemas import read_json
 from .sums import parse_sums, render_sums
 
 
@@ -37,6 +38,18 @@ class RemoteRecord(BaseModel):
 def published_sums(repo: Repo) -> dict[str, str]:
     path = repo.published_dir / SUMS_NAME
     return parse_sums(path.read_bytes(), path) if path.is_file() else {}
+
+
+def recorded_remote(repo: Repo) -> RemoteRecord | None:
+    """The repo, revision and commit of the last publish or pull, if one is recorded (read as the
+    untrusted input it is: a folder may arrive with its ``.registry/``)."""
+    path = repo.published_dir / REMOTE_NAME
+    if not path.is_file():
+        return None
+    try:
+        return RemoteRecord.model_validate(read_json(repo.refuse_link(path), repo.rel(path)))
+    except ValidationError as err:
+        raise RegistryError("published.bad-record", repo.rel(path), f"not a record of a publish ({err.error_count()} error(s))", "delete it; the next publish or pull writes it again") from err
 
 
 def record_published(repo: Repo, digests: dict[str, str]) -> None:

@@ -92,6 +92,13 @@ class CommitResult:
     pr_url: str | None
 
 
+@dataclass(frozen=True)
+class HubCommit:
+    oid: str
+    date: str
+    title: str
+
+
 class Hub:
     """One repo at one revision on the Hub."""
 
@@ -127,14 +134,32 @@ class Hub:
                 raise
             return RemoteState(self.repo_id, self.revision, None)
 
+    def resolve(self, revision: str) -> str:
+        """The commit id a branch, tag or (abbreviated) commit id names."""
+        with hub_errors(self.repo_id, revision):
+            sha = self.api.repo_info(self.repo_id, revision=revision, repo_type=self.repo_type).sha
+        if sha is None:
+            raise RegistryError("hub.no-head", self.repo_id, f"the endpoint did not name the commit at {revision!r}", "check HF_ENDPOINT: it must be a Hugging Face Hub")
+        return sha
+
+    def commits(self) -> list[HubCommit]:
+        """The revision's first-parent history, newest first."""
+        with self._errors():
+            listed = self.api.list_repo_commits(self.repo_id, revision=self.revision, repo_type=self.repo_type)
+        return [HubCommit(c.commit_id, c.created_at.isoformat(), c.title) for c in listed]
+
     def tree(self, commit: str) -> dict[str, RemoteFile]:
         with self._errors():
             items = self.api.list_repo_tree(self.repo_id, recursive=True, revision=commit, repo_type=self.repo_type)
             return {item.path: _remote_file(item) for item in items if isinstance(item, RepoFile)}
 
     def tags(self) -> set[str]:
+        return set(self.tag_targets())
+
+    def tag_targets(self) -> dict[str, str]:
+        """Every tag and the commit it points to."""
         with self._errors():
-            return {tag.name for tag in self.api.list_repo_refs(self.repo_id, repo_type=self.repo_type).tags}
+            return {tag.name: tag.target_commit for tag in self.api.list_repo_refs(self.repo_id, repo_type=self.repo_type).tags}
 
     def create_repo(self) -> None:
         with self._errors():

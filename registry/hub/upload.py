@@ -11,10 +11,10 @@ refused, and nothing is committed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub import CommitOperationAdd, CommitOperationCopy, CommitOperationDelete
 
 from ..core.errors import RegistryError
 from ..core.hashing.digest import sha256_hex
@@ -53,3 +53,11 @@ def check_uploaded(plan: Plan, ops: list[CommitOperationAdd | CommitOperationDel
     for op in ops:
         if isinstance(op, CommitOperationAdd) and op.upload_info.sha256.hex() != planned[op.path_in_repo]:
             raise _changed(op.path_in_repo)
+
+
+def copy_operations(source: str, copied: Iterable[str], deleted: Iterable[str]) -> list[CommitOperationCopy | CommitOperationDelete]:
+    """A commit putting ``copied`` back as they are at commit ``source``, copied on the Hub (an LFS
+    or Xet file is committed by the oid the Hub holds: nothing is uploaded; huggingface_hub sends
+    a plain git file's bytes in the commit itself), and deleting ``deleted``."""
+    ops: list[CommitOperationCopy | CommitOperationDelete] = [CommitOperationCopy(p, p, src_revision=source) for p in copied]
+    return ops + [CommitOperationDelete(path_in_repo=p) for p in deleted]
