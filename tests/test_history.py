@@ -161,3 +161,37 @@ def test_without_a_repo_id_or_record_the_commands_say_what_to_pass(registry, cli
     shutil.copytree(registry, fresh)
     result = cli(*command, "-C", fresh, "--json", code=3)
     assert json.loads(result.stdout)["ok"] is False and "fix" in json.loads(result.stdout)["problems"][0]
+
+
+def test_a_rollback_the_hub_stores_wrongly_is_caught_by_the_xet_hash(hub_server, registry, tmp_path, cli):
+    first, second, added = two_releases(hub_server, registry, tmp_path, cli)
+    cli("rollback", first, "-C", registry)
+    local = snapshot(registry)
+    hub_server.store_other_bytes(REPO, added)  # the copy's oid is REV's, the bytes the Hub keeps are not
+
+    result = cli("rollback", second, "-C", registry, "--json", code=3)
+
+    assert [(p["code"], p["file"]) for p in json.loads(result.stdout)["problems"]] == [("verify.xet-mismatch", added)]
+    assert snapshot(registry) == local  # the local registry does not follow a commit that failed verification
+
+
+def test_compare_names_replaced_weights_moved_recommendation_removed_scores_and_card_sections(registry, tmp_path):
+    from registry.core.models import Score
+    from registry.index.releases import Release, compare
+
+    index = Repo(registry).load_index()
+    entry = index.entries[0]
+    entry.scores = [Score(benchmark="agent-bench", value=61.5, date="2026-10-17", backend="rwkv-pip")]
+    sums = {entry.path: entry.sha256, "index.json": "1" * 64}
+    old = Release("old", sums, index.model_copy(deep=True), "# Title\n\n## Weights\n\n| a |\n\n## Scores\n\nnone\n")
+    entry.sha256, entry.recommended, entry.scores = "f" * 64, True, []
+    new = Release("new", {entry.path: entry.sha256, "index.json": "2" * 64}, index, "# Title\n\n## Weights\n\n| b |\n\n## Scores\n\nnone\n")
+
+    diff = compare(old, new)
+
+    assert [(c.status, c.artifact.path, c.old and c.old.sha256, c.artifact.method) for c in diff.artifacts] == [("changed", entry.path, sums[entry.path], "state")]
+    assert [(s.status, s.benchmark, s.old, s.new) for s in diff.scores] == [("removed", "agent-bench", "61.5 %", None)]
+    assert diff.recommended == ((), (entry.path,)) and [f.path for f in diff.files] == ["index.json"]
+    assert diff.card is not None and (diff.card.added, diff.card.removed, diff.card.sections) == (1, 1, ("Weights",))
+    assert f"1 weight(s) replaced ({entry.path})" in diff.summary() and f"recommended none -> {entry.path}" in diff.summary()
+    assert compare(new, new).summary() == "no change"

@@ -235,7 +235,7 @@ def diff_cmd(old: str, new: str, repo_id: str | None, registry: Path, offline: b
 
     out = output()
     found = diff(registry, old, new, repo_id, offline, hub_progress=out.progress)
-    text = [f"{found.old} -> {found.new}: {found.summary()}", *_diff_lines(found)]
+    text = [f"{found.old[:12]} -> {found.new[:12]}: {found.summary()}", *_diff_lines(found)]
     out.result({"ok": True, **found.as_dict()}, text)
 
 

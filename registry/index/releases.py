@@ -16,6 +16,7 @@ SHA256SUMS alone (said so in ``notes``), never a crash.
 from __future__ import annotations
 
 import difflib
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -272,6 +273,9 @@ def _recommended(index: Index | DatasetIndex | None) -> tuple[str, ...]:
     return tuple(sorted(e.path for e in index.entries if e.recommended)) if isinstance(index, Index) else ()
 
 
+_SECTION = re.compile(r"#{1,2} ")  # the card's sections; deeper headings are inside one
+
+
 def _card_change(old: str, new: str) -> CardChange | None:
     if old == new:
         return None
@@ -283,7 +287,7 @@ def _card_change(old: str, new: str) -> CardChange | None:
             continue
         removed += i2 - i1
         added += j2 - j1
-        heading = next((line.lstrip("#").strip() for line in reversed(b[: max(j1, 1)]) if line.startswith("#")), None)
+        heading = next((line.lstrip("#").strip() for line in reversed(b[: max(j1, 1)]) if _SECTION.match(line)), None)
         if heading:
             sections[heading] = None
     return CardChange(added, removed, tuple(sections))
