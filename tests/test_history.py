@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from huggingface_hub import HfApi
 
 from registry.core.repo import Repo
 from registry.ops.validate import validate
@@ -126,6 +127,15 @@ def test_rollback_refuses_what_is_not_a_release_and_spares_unpublished_work(hub_
     assert snapshot(registry) == local and (registry / unpublished).is_file()
     offline = cli.json("diff", "--offline", "-C", registry, "--json")  # the local record against the working registry, no Hub
     assert [(w["status"], w["path"]) for w in offline["weights"]] == [("added", unpublished)]
+    recorded = cli.json("history", "--offline", "-C", registry, "--json")  # the Hub is not read: the record is all there is
+    assert recorded["source"] == "local" and [r["commit"] for r in recorded["releases"]] == [second]
+    assert recorded["releases"][0]["summary"].startswith("2 weight(s) added")
+
+    HfApi().upload_file(path_or_fileobj=b"\0not the published bytes", path_in_repo=weight_path(registry), repo_id=REPO)
+    tampered = hub_server.head(REPO)
+    refused = cli.json("rollback", tampered, "-C", registry, "--json", code=3)  # a state whose files disagree with its SHA256SUMS
+    assert [(p["code"], p["file"]) for p in refused["problems"]] == [("remote.mismatch", weight_path(registry))]
+    assert hub_server.head(REPO) == tampered and snapshot(registry) == local
 
 
 def test_history_diff_and_rollback_of_a_dataset_registry(hub_server, tmp_path, cli):

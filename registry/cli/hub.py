@@ -197,17 +197,18 @@ def _diff_lines(diff: ReleaseDiff) -> Text:
 @REGISTRY_OPT
 @revision_option("Branch whose commits are listed.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="List at most this many commits, newest first.")
+@click.option("--offline", is_flag=True, help="Read no Hub: the release the last publish or pull recorded here.")
 @json_option
-def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int) -> None:
+def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int, offline: bool) -> None:
     """The releases of the registry, newest first: commit, date and one line of what each changed
     (weights, scores, recommended); from the Hub's commits, else the local record."""
     from ..ops.history import history
 
     out = output()
-    found = history(registry, repo_id, revision, limit, say=out.say, hub_progress=out.progress)
+    found = history(registry, repo_id, revision, limit, offline, say=out.say, hub_progress=out.progress)
 
     def text() -> Text:
-        yield f"releases of {found.repo_id}@{found.revision}, newest first:" if found.repo_id else "the last publish or pull recorded here (no repo id known):"
+        yield f"releases of {found.repo_id}@{found.revision}, newest first:" if found.repo_id else "the last publish or pull recorded here:"
         for item in found.items:
             marks = [*(f"tag {t}" for t in item.tags), *(["published here"] if item.published_here else [])]
             mark = f" [{', '.join(marks)}]" if marks else ""

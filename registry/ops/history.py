@@ -3,8 +3,8 @@ changed (:mod:`registry.index.releases`).
 
 Where the Hub repo is known (``--repo-id``, index.json's repo id, or the last publish's record),
 the releases are the commits of the branch: each one's SHA256SUMS, index.json and card are read
-(never its weights) and compared with its parent's.  Otherwise the local record of the last
-publish or pull is the only release known, compared with nothing.
+(never its weights) and compared with its parent's.  Offline (``--offline``, or no repo known), the
+local record of the last publish or pull is the only release known, compared with nothing.
 """
 
 from __future__ import annotations
@@ -32,16 +32,19 @@ class History:
         return {"ok": True, "repo_id": self.repo_id, "revision": self.revision, "source": "hub" if self.repo_id else "local", "releases": [i.as_dict() for i in self.items], "more": self.more}
 
 
-def history(root: Path | str, repo_id: str | None = None, revision: str = "main", limit: int = DEFAULT_LIMIT, say: Echo | None = None, hub_progress: bool = True) -> History:
-    """The last ``limit`` commits of ``revision`` (the Hub), or the local record."""
+def history(
+    root: Path | str, repo_id: str | None = None, revision: str = "main", limit: int = DEFAULT_LIMIT, offline: bool = False, say: Echo | None = None, hub_progress: bool = True,
+) -> History:  # fmt: skip
+    """The last ``limit`` commits of ``revision`` (the Hub), or the local record (``offline``, or no repo known)."""
     say = say or silent
     repo = Repo.open(root)
     record = recorded_remote(repo)
-    hub = registry_hub(repo, repo_id, revision, hub_progress)
+    hub = None if offline else registry_hub(repo, repo_id, revision, hub_progress)
     if hub is None:
         if record is None:
-            raise RegistryError("history.unknown", repo.rel(repo.published_dir), "no repo id is known and no publish or pull is recorded", "pass --repo-id NAMESPACE/NAME")
-        item = HistoryItem(record.commit, "", "recorded by the last publish or pull", compare(Release("nothing", {}), recorded_release(repo, record.commit)), (), True)
+            fix = "publish the registry first" if offline else "pass --repo-id NAMESPACE/NAME"
+            raise RegistryError("history.unknown", repo.rel(repo.published_dir), "no publish or pull is recorded here" + ("" if offline else ", and no repo id is known"), fix)
+        item = HistoryItem(record.commit, "", f"recorded by the last publish or pull of {record.repo_id}@{record.revision}", compare(Release("nothing", {}), recorded_release(repo, record.commit)), (), True)
         return History(None, record.revision, (item,))
     commits = hub.commits()
     shown = commits[: limit + 1]  # one more: the parent of the oldest shown

@@ -1,8 +1,8 @@
 """``registry rollback REV``: one Hub commit whose tree is REV's, with no weight sent again.
 
 1. the branch's head and tree are read, and REV's tree; REV must be a release of the registry
-   whose files agree with its own SHA256SUMS (the comparisons ``verify-remote`` makes), with no
-   path that could land outside the registry;
+   whose files agree with its own SHA256SUMS and index.json (the comparisons ``verify-remote``
+   makes), with no path that could land outside the registry;
 2. every path whose blob differs from REV's is a server-side copy from REV
    (``CommitOperationCopy``: an LFS or Xet file is committed by the oid the Hub already holds,
    so none is uploaded; a plain git file, small by definition, goes in the commit payload), and
@@ -37,13 +37,15 @@ from ..core.progress import Echo, silent
 from ..core.published import RemoteRecord, published_sums, record_remote, recorded_remote
 from ..core.repo import Repo
 from ..core.sums import parse_sums
+from ..dataset.models import DatasetIndex
+from ..dataset.remote import trained_file_findings
 from ..hub.content import ContentCheck, check_content, content_problems
 from ..hub.local import local_sums
 from ..hub.plan import ExistingState, LocalFile, RemoteFile, make_plan, verify_tree
 from ..hub.remote import Hub
 from ..hub.upload import copy_operations
-from ..hub.verify import remote_findings
-from ..index.releases import registry_hub
+from ..hub.verify import index_findings, remote_findings
+from ..index.releases import RELEASE_FILES, read_release, registry_hub
 
 FIX_MOVED = "run `registry history` to see what was pushed, then `registry rollback REV` again"
 
@@ -86,6 +88,11 @@ def _read_target(hub: Hub, target: str, tree: Mapping[str, RemoteFile], folder: 
         hub.download(path, target, folder)
     sums = parse_sums((folder / SUMS_NAME).read_bytes(), f"{hub.repo_id}@{target[:12]}/{SUMS_NAME}")
     findings = list(remote_findings(sums, tree, {p: hash_file(folder / p) for p in plain}))
+    index = read_release(target, {n: folder / n for n in RELEASE_FILES if n in tree}, target, f"{hub.repo_id}@{target[:12]}/").index
+    if isinstance(index, DatasetIndex):
+        findings += trained_file_findings(index, sums)
+    elif index is not None:
+        findings += index_findings(index, sums)
     if findings:
         raise RegistryError.of([Problem(f.code, f.file, f"at {target[:12]}: {f.message}", "roll back to a release whose files agree with its SHA256SUMS") for f in findings])
     return sums
