@@ -127,9 +127,15 @@ def test_rollback_refuses_what_is_not_a_release_and_spares_unpublished_work(hub_
     assert snapshot(registry) == local and (registry / unpublished).is_file()
     offline = cli.json("diff", "--offline", "-C", registry, "--json")  # the local record against the working registry, no Hub
     assert [(w["status"], w["path"]) for w in offline["weights"]] == [("added", unpublished)]
-    recorded = cli.json("history", "--offline", "-C", registry, "--json")  # the Hub is not read: the record is all there is
-    assert recorded["source"] == "local" and [r["commit"] for r in recorded["releases"]] == [second]
-    assert recorded["releases"][0]["summary"].startswith("2 weight(s) added")
+    kept = cli.json("history", "--offline", "-C", registry, "--json")  # the Hub is not read: the releases kept here
+    assert kept["source"] == "local" and [r["commit"] for r in kept["releases"]] == [second, first]
+    assert "scores 1 changed" in kept["releases"][0]["summary"] and kept["releases"][0]["published_here"]
+    between = cli.json("diff", first[:12], second, "--offline", "-C", registry, "--json")
+    assert [(s["status"], s["old"], s["new"]) for s in between["scores"]] == [("changed", "61.5 %", "63 %")] and len(between["weights"]) == 1
+    shutil.rmtree(Repo(registry).published_dir / "releases")  # a registry that published before releases were kept
+    assert [r["commit"] for r in cli.json("history", "--offline", "-C", registry, "--json")["releases"]] == [second]
+    sums_only = cli.json("diff", "--offline", "-C", registry, "--json")
+    assert [(w["status"], w["path"]) for w in sums_only["weights"]] == [("added", unpublished)] and "SHA256SUMS only" in sums_only["notes"][0]
 
     HfApi().upload_file(path_or_fileobj=b"\0not the published bytes", path_in_repo=weight_path(registry), repo_id=REPO)
     tampered = hub_server.head(REPO)

@@ -3,7 +3,9 @@ published stay byte-identical.
 
 ``.registry/published/SHA256SUMS`` is the SHA256SUMS of the last publish, and
 ``.registry/published/remote.json`` says which repo, revision and commit it describes; publish
-writes both after verifying the remote, ``registry pull`` after verifying the download.  A
+writes both after verifying the remote, ``registry pull`` after verifying the download, and keeps
+the release in ``.registry/published/releases/<commit>/`` (its SHA256SUMS, index.json and card,
+then ``release.json``), which ``registry history --offline`` and ``registry diff`` read.  A
 published file whose bytes changed, or that disappeared, is a finding unless a rewrite was
 recorded in index.json with a reason (:func:`unrecorded_change`, the one rule, used by validate
 here and by publish's plan in :mod:`registry.hub.plan`).
@@ -11,18 +13,22 @@ here and by publish's plan in :mod:`registry.hub.plan`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
-from datetime import date
+from datetime import UTC, date, datetime
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import Problem, RegistryError
 from .files import atomic_write
 from .models import Index, Rewrite
-from .names import MUTABLE, REMOTE_NAME, SUMS_NAME
+from .names import CARD_NAME, INDEX_NAME, MUTABLE, RELEASE_RECORD_NAME, RELEASES_DIR, REMOTE_NAME, SUMS_NAME
 from .repo import Repo
 from .schemas import read_json
 from .sums import parse_sums, render_sums
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
 class RemoteRecord(BaseModel):
@@ -33,6 +39,12 @@ class RemoteRecord(BaseModel):
     repo_id: str
     revision: str
     commit: str
+
+
+class ReleaseRecord(RemoteRecord):
+    """A release kept here, and when it was recorded (UTC, ISO 8601)."""
+
+    recorded: str
 
 
 def published_sums(repo: Repo) -> dict[str, str]:
@@ -61,6 +73,40 @@ def record_remote(repo: Repo, sums: dict[str, str], remote: RemoteRecord) -> Non
     """Remember ``sums`` as published, at ``remote`` (once the remote was seen holding them)."""
     record_published(repo, sums)
     atomic_write(repo.published_dir / REMOTE_NAME, (remote.model_dump_json(indent=2) + "\n").encode())
+    _keep_release(repo, sums, remote)
+
+
+def _keep_release(repo: Repo, sums: dict[str, str], remote: RemoteRecord) -> None:
+    """The release's SHA256SUMS, index.json and card as they are now (just published or pulled) in
+    ``releases/<commit>/``, then its record, last: a folder without one is debris, never read."""
+    if not _COMMIT.fullmatch(remote.commit):  # the Hub's answer names the folder: nothing else may
+        return
+    folder = repo.published_dir / RELEASES_DIR / remote.commit
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / SUMS_NAME, render_sums(sums))
+    for name in (INDEX_NAME, CARD_NAME):
+        if (repo.root / name).is_file():
+            atomic_write(folder / name, repo.read_bytes(repo.root / name))
+    record = ReleaseRecord(**remote.model_dump(), recorded=datetime.now(UTC).isoformat(timespec="microseconds"))
+    atomic_write(folder / RELEASE_RECORD_NAME, (record.model_dump_json(indent=2) + "\n").encode())
+
+
+def kept_releases(repo: Repo) -> list[tuple[ReleaseRecord, Path]]:
+    """Every release kept here with its folder, newest first (a record that does not parse, or
+    names another commit than its folder, is skipped: ``.registry/`` may arrive with a folder)."""
+    found = []
+    top = repo.published_dir / RELEASES_DIR
+    for folder in sorted(top.iterdir()) if top.is_dir() and not top.is_symlink() else ():
+        path = folder / RELEASE_RECORD_NAME
+        if folder.is_symlink() or not _COMMIT.fullmatch(folder.name) or not path.is_file() or path.is_symlink():
+            continue
+        try:
+            record = ReleaseRecord.model_validate(read_json(path, repo.rel(path)))
+        except (ValidationError, RegistryError):
+            continue
+        if record.commit == folder.name:
+            found.append((record, folder))
+    return sorted(found, key=lambda kept: kept[0].recorded, reverse=True)
 
 
 def recorded_rewrite(rewrites: Iterable[Rewrite], path: str, new_sha256: str | None) -> Rewrite | None:

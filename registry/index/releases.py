@@ -5,7 +5,9 @@ A :class:`Release` is what one state of a registry publishes, read from its own 
 (every file's sha256), index.json (weights, scores, the recommended ones; a dataset registry's
 versions) and the card.  It comes from a commit on the Hub (:func:`hub_release`), from the
 working registry (:func:`working_release`), or from the local record of the last publish or pull
-(:func:`recorded_release`, SHA256SUMS only: the record keeps no index.json).  :func:`compare` is
+(:func:`kept_release`: what publish and pull keep of each release in
+``.registry/published/releases/``; :func:`recorded_release`, the last publish's SHA256SUMS alone,
+for a registry that published before releases were kept).  :func:`compare` is
 pure: two releases in, a :class:`ReleaseDiff` out.
 
 Everything read from a Hub commit is untrusted input: index.json goes through the same schema and
@@ -26,7 +28,7 @@ from typing import Literal, TypeVar
 from ..core.errors import RegistryError
 from ..core.models import DATASET_KIND, Index
 from ..core.names import CARD_NAME, INDEX_NAME, SUMS_NAME, WEIGHT_SUFFIXES
-from ..core.published import published_sums, recorded_remote
+from ..core.published import ReleaseRecord, kept_releases, published_sums, recorded_remote
 from ..core.repo import Repo, is_dataset
 from ..core.schemas import load_model, read_json
 from ..core.sums import parse_sums
@@ -87,6 +89,20 @@ def working_release(repo: Repo) -> Release:
     """The working registry: its SHA256SUMS, index.json and card as they are on disk."""
     files = {name: repo.refuse_link(repo.root / name) for name in RELEASE_FILES if (repo.root / name).is_file()}
     return read_release("working", files)
+
+
+def kept_release(repo: Repo, revision: str) -> Release | None:
+    """The release kept here (``.registry/published/releases/``) whose commit is ``revision`` or
+    starts with it (at least 7 hex digits, one release only), if any."""
+    if len(revision) < 7:
+        return None
+    matches = [(record, folder) for record, folder in kept_releases(repo) if record.commit.startswith(revision.lower())]
+    return read_kept(repo, *matches[0]) if len(matches) == 1 else None
+
+
+def read_kept(repo: Repo, record: ReleaseRecord, folder: Path) -> Release:
+    files = {name: folder / name for name in RELEASE_FILES if (folder / name).is_file() and not (folder / name).is_symlink()}
+    return read_release(record.commit, files, record.commit, f"{repo.rel(folder)}/")
 
 
 def recorded_release(repo: Repo, commit: str | None) -> Release:
