@@ -211,3 +211,22 @@ def test_compare_names_replaced_weights_moved_recommendation_removed_scores_and_
     assert diff.card is not None and (diff.card.added, diff.card.removed, diff.card.sections) == (1, 1, ("Weights",))
     assert f"1 weight(s) replaced ({entry.path})" in diff.summary() and f"recommended none -> {entry.path}" in diff.summary()
     assert compare(new, new).summary() == "no change"
+
+
+def test_kept_releases_are_read_as_untrusted_input(registry):
+    from registry.core.published import RemoteRecord, kept_releases, record_remote
+    from registry.hub.local import local_sums
+
+    repo = Repo(registry)
+    record_remote(repo, local_sums(repo), RemoteRecord(repo_id=REPO, revision="main", commit="a" * 40))
+    kept = repo.published_dir / "releases"
+    shutil.copytree(kept / ("a" * 40), kept / ("b" * 40))  # its record names another commit than its folder
+    (kept / ("c" * 40)).mkdir()  # no record: debris of a crash
+    (kept / ("c" * 40) / "index.json").write_text("{}")
+    (kept / ("d" * 40)).symlink_to(kept / ("a" * 40))  # a link to a release
+    (kept / ("e" * 40)).mkdir()
+    (kept / ("e" * 40) / "release.json").write_text('{"repo_id": 1}')  # does not parse as a record
+
+    assert [(r.commit, folder.name) for r, folder in kept_releases(repo)] == [("a" * 40, "a" * 40)]
+    record_remote(repo, local_sums(repo), RemoteRecord(repo_id=REPO, revision="main", commit="../../../escape"))
+    assert not (registry / "escape").exists() and len(kept_releases(repo)) == 1  # a commit id that is not one names no folder
