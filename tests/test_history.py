@@ -230,3 +230,15 @@ def test_kept_releases_are_read_as_untrusted_input(registry):
     assert [(r.commit, folder.name) for r, folder in kept_releases(repo)] == [("a" * 40, "a" * 40)]
     record_remote(repo, local_sums(repo), RemoteRecord(repo_id=REPO, revision="main", commit="../../../escape"))
     assert not (registry / "escape").exists() and len(kept_releases(repo)) == 1  # a commit id that is not one names no folder
+
+
+def test_rollback_spares_a_file_edited_by_hand_that_sha256sums_does_not_know_of(hub_server, registry, tmp_path, cli):
+    first, _, _ = two_releases(hub_server, registry, tmp_path, cli)
+    card = registry / "README.md"
+    card.write_bytes(card.read_bytes() + b"\nedited by hand\n")  # SHA256SUMS still names the published card
+    local = snapshot(registry)
+
+    done = cli.json("rollback", first, "-C", registry, "--json")
+
+    assert hub_server.files(REPO) == hub_server.files(REPO, first) and done["local"] == "unchanged" and "unpublished changes" in done["local_note"]
+    assert snapshot(registry) == local

@@ -29,7 +29,9 @@ from pathlib import Path
 
 from ..core.atomic import locked_transaction, registry_lock
 from ..core.errors import Exit, Problem, RegistryError
+from ..core.hashing import StatCache
 from ..core.hashing.engine import hash_file
+from ..core.hashing.tree import digest_tree
 from ..core.hashing.xet import xet_digests
 from ..core.models import path_problem
 from ..core.names import SUMS_NAME, UNLISTED_OK
@@ -37,6 +39,7 @@ from ..core.progress import Echo, silent
 from ..core.published import RemoteRecord, published_sums, record_remote, recorded_remote
 from ..core.repo import Repo
 from ..core.sums import parse_sums
+from ..core.tree import scan_tree
 from ..dataset.models import DatasetIndex
 from ..dataset.remote import trained_file_findings
 from ..hub.content import ContentCheck, check_content, content_problems
@@ -123,7 +126,8 @@ def _local_state(repo: Repo, hub: Hub, head: str) -> str | None:
     record = recorded_remote(repo)
     if record is None or record.repo_id != hub.repo_id or record.commit != head:
         return f"the local record is not of {hub.repo_id}@{head[:12]}"
-    if not repo.sums_path.is_file() or published_sums(repo) != local_sums(repo):
+    on_disk = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))  # the bytes, not what SHA256SUMS says
+    if not repo.sums_path.is_file() or not published_sums(repo) == local_sums(repo) == on_disk:
         return "the local registry holds unpublished changes"
     return None
 
