@@ -237,6 +237,7 @@ def test_rollback_spares_a_file_edited_by_hand_that_sha256sums_does_not_know_of(
     card = registry / "README.md"
     card.write_bytes(card.read_bytes() + b"\nedited by hand\n")  # SHA256SUMS still names the published card
     local = snapshot(registry)
+    assert "README.md" in cli.json("diff", "-C", registry, "--json")["notes"][0]  # diff says what SHA256SUMS does not
 
     done = cli.json("rollback", first, "-C", registry, "--json")
 

@@ -21,17 +21,20 @@ import difflib
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, TypeVar
 
 from ..core.errors import RegistryError
+from ..core.hashing import StatCache
+from ..core.hashing.tree import digest_tree
 from ..core.models import DATASET_KIND, Index
 from ..core.names import CARD_NAME, INDEX_NAME, SUMS_NAME, WEIGHT_SUFFIXES
 from ..core.published import ReleaseRecord, kept_releases, published_sums, recorded_remote
 from ..core.repo import Repo, is_dataset
 from ..core.schemas import load_model, read_json
 from ..core.sums import parse_sums
+from ..core.tree import scan_tree
 from ..dataset import store
 from ..dataset.models import DatasetIndex
 from ..hub.plan import RemoteFile
@@ -86,9 +89,16 @@ def read_release(label: str, files: Mapping[str, Path], commit: str | None = Non
 
 
 def working_release(repo: Repo) -> Release:
-    """The working registry: its SHA256SUMS, index.json and card as they are on disk."""
+    """The working registry: its SHA256SUMS, index.json and card as they are on disk (a note when
+    the files' bytes are not what SHA256SUMS says)."""
     files = {name: repo.refuse_link(repo.root / name) for name in RELEASE_FILES if (repo.root / name).is_file()}
-    return read_release("working", files)
+    release = read_release("working", files)
+    on_disk = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))
+    stale = sorted(p for p in set(on_disk) | set(release.sums) if on_disk.get(p) != release.sums.get(p))
+    if not stale:
+        return release
+    note = f"the working registry's files are not what its SHA256SUMS says ({', '.join(stale[:3])}{', …' if len(stale) > 3 else ''}): compared by SHA256SUMS; run `registry validate`"
+    return replace(release, notes=(*release.notes, note))
 
 
 def kept_release(repo: Repo, revision: str) -> Release | None:
