@@ -61,6 +61,7 @@ def test_history_diff_and_rollback_of_two_releases(hub_server, registry, tmp_pat
     text = cli("diff", first, second, "-C", registry).output
     assert f"weight added    {added}" in text and "61.5 % -> 63 %" in text
     assert cli.json("diff", "-C", registry, "--json")["summary"] == "no change"  # the last release against the working registry
+    assert "no branch, tag or commit 'v9'" in cli("diff", "v9", "-C", registry, code=3).output
 
     before = uploads(hub_server)
     commits = hub_server.commits_made

@@ -136,8 +136,13 @@ class Hub:
 
     def resolve(self, revision: str) -> str:
         """The commit id a branch, tag or (abbreviated) commit id names."""
-        with hub_errors(self.repo_id, revision):
-            sha = self.api.repo_info(self.repo_id, revision=revision, repo_type=self.repo_type).sha
+        try:
+            with hub_errors(self.repo_id, revision):
+                sha = self.api.repo_info(self.repo_id, revision=revision, repo_type=self.repo_type).sha
+        except RegistryError as err:
+            if err.problems[0].code != "hub.revision-missing":
+                raise
+            raise RegistryError("hub.revision-missing", self.repo_id, f"no branch, tag or commit {revision!r}", "name one of `registry history`'s commits, a tag or a branch") from err
         if sha is None:
             raise RegistryError("hub.no-head", self.repo_id, f"the endpoint did not name the commit at {revision!r}", "check HF_ENDPOINT: it must be a Hugging Face Hub")
         return sha
