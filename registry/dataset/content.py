@@ -27,7 +27,7 @@ import hmac
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -241,7 +241,7 @@ class VersionContent:
         found = world_tokenizer(self.version.vocabulary)
         if isinstance(found, Problem):
             if not any(p.code == found.code for p in self.problems):
-                self.problems.append(found.about(f"{self.version.version}"))
+                self.problems.append(replace(found, file=self.version.version))
             return None
         return found
 

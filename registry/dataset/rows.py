@@ -151,6 +151,7 @@ def parse_row(line: bytes, wire: Wire | None) -> tuple[str, Layout, dict[str, An
     spans = check_spans(text, row.get("loss_spans"))
     meta = row.get("meta")
     check_wire(meta, wire)
+    assert isinstance(meta, dict)  # check_wire refuses any other
     return text, layout(len(text), spans), meta
 
 

@@ -24,8 +24,8 @@ from ..core.names import DATASET_TOKENS_NAME, INDEX_NAME
 from ..core.pinned import pinned
 from ..core.repo import Repo, render_index
 from ..dataset import store
-from ..dataset.layout import place_in_version
 from ..dataset.content import TokenCache
+from ..dataset.layout import place_in_version
 from ..dataset.models import PROFILES, SPLIT_RULE, DataVersion
 from ..dataset.versions import version_problems
 from ..index.arguments import require_name
