@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import registry.dataset.synthetic as synthetic
 from registry.cli import main
 from registry.core.hashing.digest import hmac_sha256_hex, sha256_hex
-from registry.dataset import content
+from registry.dataset import checked, content
 from registry.dataset.content import TokenCache, TokenStats, world_tokenizer
 from registry.dataset.models import DatasetIndex
 from registry.dataset.synthetic import SEED_002, BuiltVersion, build_version
@@ -106,7 +106,7 @@ def test_the_stated_facts_are_recorded_checked_clean_and_the_flagged_rows_are_on
     assert (versions["v1.41"].stop_text, versions["v1.41"].context, versions["v1.41"].flagged_rows) == ("\n\nUser:", 8128, V141.flagged)
     assert (versions["v2.1"].family_key, versions["v2.1"].split_rule) == ("family", "sha256(family) mod 32 == 0")
     card = (registry_copy / "README.md").read_text()
-    assert f"{V141.flagged} 行的 `meta.seeded_from_test` 为 true" in card
+    assert f"- {V141.flagged} 行的 meta.seeded_from_test 为 true（注册表逐行统计）。 / {V141.flagged} row(s) have meta.seeded_from_test true" in card
     manifest = json.loads((built["v2.1"].folder / "dataset" / "train" / "manifest.json").read_text())
     assert manifest["max_tokens"] > manifest["token_quantiles"]["p50"] > 0
 
@@ -218,7 +218,9 @@ def test_a_forged_cache_entry_never_makes_a_check_pass(registry_copy):
         canonical = json.dumps(facts, sort_keys=True, separators=(",", ":")).encode()
         entries[sha256_hex(canonical)] = {"stats": forged, "mac": hmac_sha256_hex(key, canonical + b"\n" + json.dumps(forged, sort_keys=True, separators=(",", ":")).encode())}
     (registry_copy / ".registry" / "dataset-tokens.json").write_text(json.dumps(entries))
-    (registry_copy / ".registry" / "dataset-checked.json").write_text(json.dumps({"v1.41": "0" * 64}))
+    # the clean-check record as anyone could compute it from public bytes (before #46: a sha256 of these)
+    state = {"rules": checked.RULES_VERSION, "version": v141.model_dump(mode="json"), "files": {k.removeprefix("v1.41/"): v for k, v in sorted(sums.items()) if k.startswith("v1.41/")}}
+    (registry_copy / ".registry" / "dataset-checked.json").write_text(json.dumps({"v1.41": sha256_hex(json.dumps(state, sort_keys=True, ensure_ascii=False).encode())}))
     assert any(p.code == "content.over-context" and p.file.startswith("v1.41/dataset/train/rows.jsonl:") for p in validate(registry_copy))
 
 

@@ -100,7 +100,7 @@ class DatasetCardView(Languages):
         counted = []
         if version.flag_key is not None and version.flagged_rows:
             key, n = f"meta.{version.flag_key}", version.flagged_rows  # an identifier (META_KEY)
-            counted.append(self.t(f"{n} 行的 `{key}` 为 true（由注册表逐行统计）。", f"{n} row(s) have `{key}` true (counted row by row by the registry).", " / "))
+            counted.append(self.t(f"{n} 行的 {key} 为 true（注册表逐行统计）。", f"{n} row(s) have {key} true (counted row by row by the registry).", " / "))
         return counted + self.items(version.known_issues)
 
     def thinking(self, version: DataVersion) -> str:

@@ -37,7 +37,7 @@ from ..core.errors import Problem, RegistryError
 from ..core.files import atomic_write
 from ..core.hashing.digest import hmac_sha256_hex, sha256_hex
 from ..core.names import SPLIT_PARENT
-from .models import SPLIT_RULE, DataVersion
+from .models import SPLIT_RULE, VOCABULARY_FILE, DataVersion
 from .rows import MAX_FINDINGS, FileReport, Layout, Observer
 
 TOKEN_RULES = 1  # bump when what TokenStats holds, or how it is computed, changes
@@ -91,8 +91,9 @@ def world_tokenizer(vocabulary: str) -> WorldTokenizer | Problem:
         from rwkv import rwkv_tokenizer  # the torch extra's package; its tokenizer imports nothing heavy
     except ImportError:
         return Problem("content.no-tokenizer", vocabulary, "the token checks (context, manifest token counts, segment boundaries) need the rwkv package's World tokenizer, which is not installed; they were not run", NEEDS_TORCH_EXTRA)
-    path = Path(rwkv_tokenizer.__file__).parent / vocabulary
-    if "/" in vocabulary or not path.is_file():
+    name = vocabulary if vocabulary.endswith(".txt") else f"{vocabulary}.txt"
+    path = Path(rwkv_tokenizer.__file__).parent / name
+    if not re.fullmatch(VOCABULARY_FILE, name) or not path.is_file():
         return Problem("content.unknown-vocabulary", vocabulary, "the rwkv package ships no vocabulary of that name", "state the vocabulary the rows were checked against (--vocab rwkv_vocab_v20230424.txt)")
     return WorldTokenizer(rwkv_tokenizer.TRIE_TOKENIZER(str(path)))
 

@@ -45,7 +45,7 @@ PROFILES = {"g1k": Profile("off", STOP_USER), "g1k-think": Profile("full", STOP_
 # How a version's validation split was chosen: the rows whose family hashes to the remainder (seed 002).
 SPLIT_RULE = re.compile(r"^sha256\((?P<key>[A-Za-z_][A-Za-z0-9_]*)\) mod (?P<modulus>[1-9][0-9]{0,5}) == (?P<remainder>[0-9]{1,6})$")
 META_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"
-VOCABULARY_FILE = r"^[A-Za-z0-9_.-]+\.txt$"
+VOCABULARY_FILE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # a file name the rwkv package ships (.txt may be left out)
 # The wire canonical's thinking field (seed 002: "format=xml;…;thinking=off;…").
 _THINKING_FIELD = re.compile(r"(?:^|;)thinking=([^;]*)")
 
