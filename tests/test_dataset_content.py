@@ -38,6 +38,8 @@ from .conftest import SMALL, snapshot
 from .test_dataset import DATASET_REPO, add_args, request
 from .test_ops_artifacts import train_json
 
+pytest_plugins = ["tests.hubserver"]
+
 V141, V21 = SEED_002
 STATED = {  # the facts seed 002 states, as `dataset add` options
     "v1.41": {"--profile": "g1k", "--context": 8128, "--family-key": "family", "--flag-key": "seeded_from_test", "--flagged-rows": V141.flagged},
@@ -311,3 +313,19 @@ def test_a_stop_text_the_rows_do_not_end_with_is_caught_both_ways(linked):
     describe(models, Target(path=state), Description(stop_texts=("\n\nQ:",)))
     for problems in (validate(models, linked=dataset), validate(dataset, linked=models)):
         assert [p.code for p in problems if p.code.startswith("link.")] == ["link.stop-mismatch"]
+
+
+def test_the_pairs_are_checked_against_a_dataset_on_the_hub(hub_server, linked):
+    dataset, models, miss = linked
+    assert CliRunner().invoke(main, ["publish", "--repo-id", DATASET_REPO, "-C", str(dataset)]).exit_code == 0
+    revision = hub_server.head(DATASET_REPO, repo_type="dataset")
+    for method in ("state", "miss"):
+        describe(models, Target(method=method), Description(dataset_repo=DATASET_REPO, dataset_revision=revision))
+    assert [p for p in validate(models, linked_hub=True) if p.code.startswith("link.")] == []
+    describe(models, Target(path=miss), Description(profile="g1k"))
+    index = json.loads((models / "index.json").read_text())
+    index["bases"][0]["vocab"] = "rwkv_vocab_v20990101.txt"
+    (models / "index.json").write_text(json.dumps(index, ensure_ascii=False, indent=2))
+    write_sums(models)
+    found = sorted(p.code for p in validate(models, linked_hub=True) if p.code.startswith("link."))
+    assert found == ["link.thinking-mismatch", "link.vocabulary-mismatch", "link.vocabulary-mismatch"]

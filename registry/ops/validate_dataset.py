@@ -139,7 +139,7 @@ def model_link_findings(index: Index, options: dict[str, Any]) -> Iterator[Probl
         for repo_id, revision in pinned:
             assert repo_id is not None and revision is not None
             dataset, _, tree = fetch_index(repo_id, revision, "dataset", DatasetIndex, progress=options.get("hub_progress", True))
-            citing = Index(entries=[e for e in index.entries if (e.data.dataset_repo, e.data.dataset_revision) == (repo_id, revision)])
+            citing = Index(bases=index.bases, entries=[e for e in index.entries if (e.data.dataset_repo, e.data.dataset_revision) == (repo_id, revision)])
 
             def remote_sha(version: DataVersion, tree: Mapping[str, RemoteFile] = tree) -> str | None:
                 remote = tree.get(f"{version.version}/{version.trained_file.path}")
