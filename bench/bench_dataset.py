@@ -75,7 +75,7 @@ def main() -> None:
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
     train = max(10, int(args.gb * 1e9 / BYTES_PER_TRAIN_ROW))
-    spec = VersionSpec("v2.1", "full", train_rows=train, validation_rows=max(2, train // 40), trained_name="segments-shuffled.jsonl", row_chars=ROW_CHARS, dropped_rows=0)
+    spec = VersionSpec("v2.1", "full", train_rows=train, validation_rows=max(2, train // 40), trained_name="segments-shuffled.jsonl", row_chars=ROW_CHARS, dropped_rows=0, token_stats=False)
     built = build_version(args.dir / "final-20261018", spec)
     size = folder_bytes(built.folder)
     files = sorted(str(p) for p in built.folder.rglob("*") if p.is_file())
@@ -108,7 +108,7 @@ def main() -> None:
     })  # fmt: skip
     shutil.rmtree(args.dir)
     args.dir.mkdir()
-    many = VersionSpec("v1.41", "off", train_rows=args.many_rows, validation_rows=2, trained_name="segments-1-41.jsonl", row_chars=60, dropped_rows=0)
+    many = VersionSpec("v1.41", "off", train_rows=args.many_rows, validation_rows=2, trained_name="segments-1-41.jsonl", row_chars=60, dropped_rows=0, token_stats=False)
     short = build_version(args.dir / "final-20261013", many)
     many_registry = args.dir / "distill"
     child_peak_rss(ADD, str(many_registry), json.dumps({**request, "source": str(short.folder), "version": many.version, "thinking": many.thinking, "trained_file": short.trained_path,

@@ -25,7 +25,7 @@ SEED002_FACTS = (
     "## 与基模的关系", "训练数据不绑定某个基模", "meta.wire_canonical", "thinking=off", "thinking=full", "nudge=think", "rwkv_vocab_v20230424.txt",
     "## 目录", "dataset/train/segments-1-41.jsonl", "dataset/train/segments-shuffled.jsonl", "train-rows.jsonl, validation-rows.jsonl",
     "final-stats.json, release-manifest.json", "## 数据格式", "**rows.jsonl**", "**segments\\*.jsonl**", "**train.jsonl**",
-    "### v1.41（3780 行）", "### v2.1（5660 行）", "base700（80 行）", "打乱种子 20261017", "## 已知问题", "meta.seeded_from_test 为 true",
+    "### v1.41（3780 行）", "### v2.1（5660 行）", "base700（80 行）", "打乱种子 20261017", "## 已知问题", "80 行的 meta.seeded_from_test 为 true",
     "「我是 Qwen」", "本仓库尚未指定许可证。", "请自行确认各家服务条款", "`No-22/rwkv-agent-weights`", "sha256sum -c SHA256SUMS",
 )
 

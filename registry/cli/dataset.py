@@ -64,6 +64,12 @@ def _day(_ctx: click.Context, _param: click.Parameter, value: str) -> date:
 @click.option("--wire-canonical", required=True, help="meta.wire_canonical of every row (checked on every row).")
 @click.option("--wire-hash", required=True, help="meta.wire_hash of every row: the sha256 of the wire canonical's UTF-8 bytes (checked).")
 @click.option("--vocab", "vocabulary", required=True, help="The vocabulary the rows were checked against, e.g. rwkv_vocab_v20230424.txt.")
+@click.option("--stop-text", help="The text every row ends with, e.g. $'\\n\\nUser:' (default: the profile's, for g1k and g1k-think). Checked on every row.")
+@click.option("--context", type=click.IntRange(min=1), help="The most tokens a row holds, e.g. 8128 (checked with the rwkv World tokenizer and --vocab).")
+@click.option("--family-key", help="The meta key naming a row's family (default: --split-rule's); no family may be in both splits.")
+@click.option("--split-rule", help="How the validation split was chosen, e.g. 'sha256(family) mod 32 == 0' (recomputed for every row).")
+@click.option("--flag-key", help="A meta flag the card warns about, e.g. seeded_from_test (with --flagged-rows).")
+@click.option("--flagged-rows", type=click.IntRange(min=0), help="How many rows (both splits) have the --flag-key flag true (counted; shown in the card's known issues).")
 @click.option("--summary", "summary", multiple=True, help="What the folder is, in --lang (repeatable).")
 @click.option("--composition", multiple=True, help="A line of the composition section, in --lang (repeatable).")
 @click.option("--known-issue", "known_issues", multiple=True, help="A known issue, in --lang (repeatable).")
@@ -72,7 +78,8 @@ def _day(_ctx: click.Context, _param: click.Parameter, value: str) -> date:
 @json_option
 def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str, profile: str | None, teachers: tuple[str, ...], trained_file: str, trained_sha256: str,
             train_rows: int, validation_rows: int, wire_canonical: str, wire_hash: str, vocabulary: str, summary: tuple[str, ...], composition: tuple[str, ...],
-            known_issues: tuple[str, ...], lang: str, known_issues_en: tuple[str, ...]) -> None:  # fmt: skip
+            known_issues: tuple[str, ...], lang: str, known_issues_en: tuple[str, ...], stop_text: str | None, context: int | None, family_key: str | None,
+            split_rule: str | None, flag_key: str | None, flagged_rows: int | None) -> None:  # fmt: skip
     """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction."""
     from ..core.models import Localized
     from ..ops.dataset_add import VersionRequest, add_version
@@ -84,6 +91,7 @@ def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str
         source=folder, version=version, date=day, thinking=thinking, teachers=list(teachers), trained_file=trained_file, trained_sha256=trained_sha256,
         train_rows=train_rows, validation_rows=validation_rows, wire_canonical=wire_canonical, wire_hash=wire_hash, vocabulary=vocabulary, profile=profile,
         summary=text(summary), composition=text(composition), known_issues=text(known_issues, known_issues_en),
+        stop_text=stop_text, context=context, family_key=family_key, split_rule=split_rule, flag_key=flag_key, flagged_rows=flagged_rows,
     )  # fmt: skip
     out = output()
     with out.bar("checking") as bar:

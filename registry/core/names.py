@@ -48,6 +48,7 @@ RELEASE_RECORD_NAME = "release.json"  # in a release's folder: its repo, revisio
 GATES_DIR = "gates"  # one receipt per gated file, named by its sha256
 ADOPTED_DIR = "adopted"  # the originals `registry adopt` replaced
 DATASET_CHECKED_NAME = "dataset-checked.json"  # a dataset registry's versions whose row check passed
+DATASET_TOKENS_NAME = "dataset-tokens.json"  # token counts of a dataset's rows files, by sha256 (HMAC-bound)
 
 # --- a model registry's weights and what lies beside them ----------------------------------
 WEIGHT_SUFFIXES = (".pth", ".safetensors")

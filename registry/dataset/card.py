@@ -94,6 +94,15 @@ class DatasetCardView(Languages):
     def total_rows(self) -> int:
         return sum(v.rows for v in self.versions)
 
+    def issues(self, version: DataVersion) -> list[str]:
+        """The version's known issues: the flagged rows first (counted by `dataset add` and
+        `validate`, never typed in), then the stated ones."""
+        counted = []
+        if version.flag_key is not None and version.flagged_rows:
+            key, n = f"meta.{version.flag_key}", version.flagged_rows  # an identifier (META_KEY)
+            counted.append(self.t(f"{n} 行的 {key} 为 true（注册表逐行统计）。", f"{n} row(s) have {key} true (counted row by row by the registry).", " / "))
+        return counted + self.items(version.known_issues)
+
     def thinking(self, version: DataVersion) -> str:
         profile = f"（{version.profile}）" if version.profile else ""
         words = {"off": ("不带思考", "without thinking"), "full": ("带思考", "with thinking")}[version.thinking]

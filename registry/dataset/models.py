@@ -7,10 +7,11 @@ checks are derived from; ``schemas/dataset-index.schema.json`` is generated from
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from ..core.hashing.digest import sha256_hex
 from ..core.models import (
@@ -28,6 +29,23 @@ from ..core.models import (
 )
 
 Thinking = Literal["off", "full"]
+STOP_USER = "\n\nUser:"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A chat format profile (seed 001: rwkv-cli's ``--profile``): its thinking mode and the text a turn stops at."""
+
+    thinking: str
+    stop_text: str
+
+
+# The profiles seeds 001 and 002 name: State on g1k (no thinking), MiSS on g1k-think; rows end in \n\nUser:.
+PROFILES = {"g1k": Profile("off", STOP_USER), "g1k-think": Profile("full", STOP_USER)}
+# How a version's validation split was chosen: the rows whose family hashes to the remainder (seed 002).
+SPLIT_RULE = re.compile(r"^sha256\((?P<key>[A-Za-z_][A-Za-z0-9_]*)\) mod (?P<modulus>[1-9][0-9]{0,5}) == (?P<remainder>[0-9]{1,6})$")
+META_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"
+VOCABULARY_FILE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # a file name the rwkv package ships (.txt may be left out)
 # The wire canonical's thinking field (seed 002: "format=xml;…;thinking=off;…").
 _THINKING_FIELD = re.compile(r"(?:^|;)thinking=([^;]*)")
 
@@ -89,10 +107,38 @@ class DataVersion(_Strict):
     train_rows: int = Field(ge=0)
     validation_rows: int = Field(ge=0)
     wire: Wire
-    vocabulary: str = Field(min_length=1, description="The vocabulary the rows were checked against, e.g. rwkv_vocab_v20230424.txt")
+    vocabulary: str = Field(pattern=VOCABULARY_FILE, max_length=200, description="The vocabulary the rows were checked against, e.g. rwkv_vocab_v20230424.txt: the rwkv package's file of that name tokenizes them")
+    stop_text: str | None = Field(default=None, min_length=1, max_length=256, description="Every row's text ends with it: the profile's stop text (seed 002: \\n\\nUser:)")
+    context: int | None = Field(default=None, ge=1, description="The most tokens a row holds (seed 002: 8128; longer rows were dropped at packing)")
+    family_key: str | None = Field(default=None, pattern=META_KEY, description="The meta key naming a row's family: no family is in both splits")
+    split_rule: str | None = Field(default=None, pattern=SPLIT_RULE.pattern, description="How the validation split was chosen, e.g. sha256(family) mod 32 == 0 (recomputed for every row)")
+    flag_key: str | None = Field(default=None, pattern=META_KEY, description="A meta flag marking rows the card warns about, e.g. seeded_from_test")
+    flagged_rows: int | None = Field(default=None, ge=0, description="How many rows (both splits) have the flag true: counted, and shown in the card's known issues")
     summary: Localized = Field(default_factory=Localized, description="What the folder is (seed 002: 原目录 final-20261013 原样)")
     composition: Localized = Field(default_factory=Localized)
     known_issues: Localized = Field(default_factory=Localized)
+
+    @model_validator(mode="after")
+    def _facts_agree(self) -> DataVersion:
+        profile = PROFILES.get(self.profile or "")
+        if profile and profile.thinking != self.thinking:
+            raise ValueError(f"profile {self.profile} is thinking={profile.thinking}, not {self.thinking}")
+        if profile and self.stop_text is not None and self.stop_text != profile.stop_text:
+            raise ValueError(f"profile {self.profile} stops at {profile.stop_text!r}, not {self.stop_text!r}")
+        rule = SPLIT_RULE.match(self.split_rule or "")
+        if rule and rule["key"] != self.family_key:
+            raise ValueError(f"the split rule hashes meta.{rule['key']} but the family key is {self.family_key}")
+        if rule and int(rule["remainder"]) >= int(rule["modulus"]):
+            raise ValueError(f"the split rule's remainder {rule['remainder']} is not below its modulus {rule['modulus']}")
+        if (self.flag_key is None) != (self.flagged_rows is None):
+            raise ValueError("a flag key and its flagged row count go together")
+        return self
+
+    @property
+    def stop(self) -> str | None:
+        """The text every row ends with: stated, or the known profile's."""
+        profile = PROFILES.get(self.profile or "")
+        return self.stop_text or (profile.stop_text if profile else None)
 
 
 class TrainedWeight(_Strict):

@@ -144,13 +144,15 @@ def check_wire(meta: Any, wire: Wire | None) -> None:
         raise RowError(f"meta.wire_canonical {canonical[:60]!r} is not the version's ({wire.canonical[:60]!r})")
 
 
-def parse_row(line: bytes, wire: Wire | None) -> tuple[str, Layout]:
-    """A rows.jsonl line: its text and how its loss spans cut it."""
+def parse_row(line: bytes, wire: Wire | None) -> tuple[str, Layout, dict[str, Any]]:
+    """A rows.jsonl line: its text, how its loss spans cut it, and its meta."""
     row = _object(line)
     text = _text(row.get("text"))
     spans = check_spans(text, row.get("loss_spans"))
-    check_wire(row.get("meta"), wire)
-    return text, layout(len(text), spans)
+    meta = row.get("meta")
+    check_wire(meta, wire)
+    assert isinstance(meta, dict)  # check_wire refuses any other
+    return text, layout(len(text), spans), meta
 
 
 def parse_segments(line: bytes) -> tuple[str, Layout]:
@@ -220,15 +222,22 @@ class RowsDigest:
     texts: Counter[bytes] = field(default_factory=Counter)
 
 
-def read_rows(path: Path, display: str, wire: Wire | None, progress: Progress | None = None, keep: bool = True) -> RowsDigest:
-    """Check every row (spans, wire) of a rows file; with ``keep``, its digests for the other forms."""
+# What a content check sees of each well-formed row: (line number, text, pieces, meta).
+Observer = Callable[[int, str, Layout, dict[str, Any]], None]
+
+
+def read_rows(path: Path, display: str, wire: Wire | None, progress: Progress | None = None, keep: bool = True, observe: Observer | None = None) -> RowsDigest:
+    """Check every row (spans, wire) of a rows file; with ``keep``, its digests for the other forms;
+    ``observe`` sees every well-formed row in the same pass (:mod:`.content`)."""
     summary = RowsDigest(FileReport(display))
     for number, line in _each(path, summary.report, progress):
         try:
-            text, pieces = parse_row(line, wire)
+            text, pieces, meta = parse_row(line, wire)
         except RowError as err:
             summary.report.add("rows.bad-row", number, str(err), FIX_ROW)
             continue
+        if observe:
+            observe(number, text, pieces, meta)
         if keep:
             text_hash = text_digest(text)
             summary.pieces[segments_digest(text_hash, pieces)] += 1

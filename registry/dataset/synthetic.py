@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import Problem
+from ..core.hashing.digest import sha256_hex
 from ..core.hashing.engine import hash_file
-from ..core.names import FINAL_STATS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, TEXT_NAME
+from ..core.names import FINAL_STATS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, TEXT_NAME, VOCAB_NAME
+from .content import TokenStats, world_tokenizer
 from .models import wire_hash
-from .rows import cut
+from .rows import cut, layout
 
 SYSTEM = "System: 你是本地工具 Agent，可以读写文件、跑 bash、查网页、算数、查天气。"
 QUESTIONS = ("把 notes.txt 里的待办整理成清单", "What is the weather in Hangzhou tomorrow?", "算一下 37 * 91 + 5", "List the files in ./src and count the lines of main.py")
@@ -37,6 +40,19 @@ class VersionSpec:
     seed: int = 0
     row_chars: int = 400  # about how long a row's text is
     dropped_rows: int = 2  # rows in the packing input that packing dropped (too long)
+    flagged: int = 0  # train rows seeded from test questions (meta.seeded_from_test, seed 002's base700)
+    context: int = 8128
+    token_stats: bool = True  # write each split manifest's max_tokens and token_quantiles (tokenizes every row)
+    family_key: str = "family"
+    modulus: int = 32  # the validation split: sha256(family) mod modulus == 0
+
+    @property
+    def split_rule(self) -> str:
+        return f"sha256({self.family_key}) mod {self.modulus} == 0"
+
+    @property
+    def profile(self) -> str:
+        return "g1k-think" if self.thinking == "full" else "g1k"
 
     @property
     def wire_canonical(self) -> str:
@@ -59,21 +75,49 @@ class BuiltVersion:
 
 
 def row(spec: VersionSpec, split: str, number: int) -> dict[str, Any]:
-    """Row ``number`` of a split: a multi-turn text ending in ``\\n\\nUser:`` with its loss spans on the model's turns."""
+    """Row ``number`` of a split: a multi-turn text ending in ``\\n\\nUser:`` with its loss spans on
+    the model's turns; its family (three rows a task) obeys the split rule, and the first
+    ``spec.flagged`` train rows are flagged ``seeded_from_test``."""
     rng = random.Random(f"{spec.seed}/{split}/{number}")
     text, spans = f"{SYSTEM}\n\n", []
     while True:
         text += f"User: {rng.choice(QUESTIONS)} #{number}\n\nAssistant:"
         thought = " <think>先看看需要哪个工具。</think>" if spec.thinking == "full" else ""
         answer = f"{thought} {rng.choice(ANSWERS)}"
+        answer += "\n\n"  # the turn's end is the model's to say
         spans.append([len(text), len(text) + len(answer)])
-        text += answer + "\n\n"
+        text += answer
         if len(text) >= spec.row_chars:
             break
         text += f"Tool: {FILLER * rng.randint(1, max(1, spec.row_chars // 200))}\n\n"
     text += "User:"
-    meta = {"task": f"t{number // 3:05d}", "batch": rng.choice(("b09", "b10a", "b12c")), "turn": number % 3, "passed": True, "wire_canonical": spec.wire_canonical, "wire_hash": wire_hash(spec.wire_canonical)}
+    meta = {"task": f"t{number // 3:05d}", spec.family_key: family(spec, split, number // 3), "batch": rng.choice(("b09", "b10a", "b12c")), "turn": number % 3, "passed": True}
+    if split == "train" and number < spec.flagged:
+        meta.update(source="base700", seeded_from_test=True)
+    meta.update(wire_canonical=spec.wire_canonical, wire_hash=wire_hash(spec.wire_canonical))
     return {"text": text, "loss_spans": spans, "meta": meta}
+
+
+def family(spec: VersionSpec, split: str, task: int) -> str:
+    """The family of a split's task: the first name the split rule puts in that split."""
+    validation = split == "validation"
+    for attempt in range(100 * spec.modulus):
+        name = f"{spec.version}/{split}/f{task:05d}.{attempt}"
+        if (int(sha256_hex(name.encode()), 16) % spec.modulus == 0) == validation:
+            return name
+    raise AssertionError("no family name found")  # (1 - 1/modulus) ** (100 * modulus) is never reached
+
+
+def token_facts(rows: Iterator[dict[str, Any]], vocabulary: str = VOCAB_NAME) -> dict[str, Any]:
+    """A split manifest's token facts of ``rows`` (the rwkv World tokenizer; none without it)."""
+    tokenizer = world_tokenizer(vocabulary)
+    if isinstance(tokenizer, Problem):
+        return {}
+    stats = TokenStats()
+    for number, value in enumerate(rows, 1):
+        text = value["text"]
+        stats.add(number, tokenizer.count(text, layout(len(text), [tuple(span) for span in value["loss_spans"]]))[0], None, None)
+    return {"max_tokens": stats.maximum, "token_quantiles": {f"p{q}": stats.quantile(q) for q in (50, 90, 99)}}
 
 
 def line(value: Any) -> bytes:
@@ -106,7 +150,7 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
             order = list(range(count))
             random.Random(spec.seed + 20261017).shuffle(order)
             _write(directory / spec.trained_name, (segments_line(row(spec, split, i)) for i in order))
-        manifest = {"rows": count, "wire_hash": wire_hash(spec.wire_canonical), "token_quantiles": {"p50": spec.row_chars // 3, "p99": spec.row_chars}}
+        manifest = {"rows": count, "wire_hash": wire_hash(spec.wire_canonical), **(token_facts(rows()) if spec.token_stats else {})}
         (directory / SPLIT_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         # the packer's input: these rows and the ones packing dropped as too long
         _write(folder / f"{split}-rows.jsonl", (line(row(spec, split, i)) for i in range(count + spec.dropped_rows)))
@@ -122,6 +166,6 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
 
 
 SEED_002 = (  # seed 002's two versions, with tiny row counts
-    VersionSpec("v1.41", "off", train_rows=36, validation_rows=4, trained_name="segments-1-41.jsonl", seed=141),
+    VersionSpec("v1.41", "off", train_rows=36, validation_rows=4, trained_name="segments-1-41.jsonl", seed=141, flagged=3),
     VersionSpec("v2.1", "full", train_rows=48, validation_rows=6, trained_name="segments-shuffled.jsonl", seed=21),
 )

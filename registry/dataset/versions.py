@@ -1,7 +1,8 @@
 """A version's files against what index.json states about them: computed, then compared.
 
 Row counts, the trained file's sha256 and size, the wire format of every row, the thinking mode
-against the wire canonical, ``release-manifest.json``'s hashes against the files, each split's
+against the wire canonical, what the rows hold against the version's facts (:mod:`.content`: stop
+text, token counts, segment boundaries, families and the split rule, flagged rows), ``release-manifest.json``'s hashes against the files, each split's
 ``manifest.json`` and ``final-stats.json`` where they state a count or a wire hash, and the three
 forms of every split (:mod:`.rows`).  The files are read through ``locate`` (the version folder,
 or the staged copies while ``registry dataset add`` is adding them), so what is checked is what
@@ -17,6 +18,7 @@ from typing import Any
 from ..core.errors import Problem, RegistryError
 from ..core.names import FINAL_STATS, PACKING_INPUTS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, TEXT_NAME, VERSION_REQUIRED
 from ..core.schemas import read_json
+from .content import TokenCache, VersionContent
 from .layout import is_segments
 from .models import DataVersion, wire_thinking
 from .rows import FileReport, Progress, compare_segments, compare_texts, read_rows
@@ -58,12 +60,13 @@ def _stated_count(data: Any, key: str, expected: int, display: str, what: str) -
     return []
 
 
-def _split_manifest_problems(version: DataVersion, split: str, rows: int, locate: Locate) -> list[Problem]:
+def _split_manifest_problems(version: DataVersion, split: str, rows: int, locate: Locate, content: VersionContent) -> list[Problem]:
     display = f"{version.version}/{SPLIT_PARENT}/{split}/{SPLIT_MANIFEST}"
     data, problems = _json(locate, f"{SPLIT_PARENT}/{split}/{SPLIT_MANIFEST}", display)
     if problems:
         return problems
     problems = _stated_count(data, "rows", rows, display, f"{SPLIT_PARENT}/{split}/{ROWS_NAME} holds")
+    problems += content.manifest_problems(split, data, display)
     stated = data.get("wire_hash") if isinstance(data, dict) else None
     if isinstance(stated, str) and stated != version.wire.hash:
         problems.append(Problem("version.wire-mismatch", display, f"says wire_hash {stated[:12]}… but the version's is {version.wire.hash[:12]}…", RESTATE))
@@ -76,12 +79,13 @@ def _count(display: str, found: int, stated: int, option: str) -> list[Problem]:
     return [Problem("version.count-mismatch", display, f"holds {found} rows but {option} says {stated}", f"pass {option} {found}, or restore the file")]
 
 
-def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], locate: Locate, progress: Progress | None) -> list[Problem]:
+def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], locate: Locate, progress: Progress | None, content: VersionContent) -> list[Problem]:
     folder = f"{SPLIT_PARENT}/{split}"
     rows_rel = f"{folder}/{ROWS_NAME}"
     if rows_rel not in files:
         return []  # reported as a missing required file
-    rows = read_rows(locate(rows_rel), f"{version.version}/{rows_rel}", version.wire, progress)
+    display = f"{version.version}/{rows_rel}"
+    rows = read_rows(locate(rows_rel), display, version.wire, progress, observe=content.split(split, display, files[rows_rel]))
     reports: list[FileReport] = [rows.report]
     for rel in sorted(files):
         parent, _, name = rel.rpartition("/")
@@ -99,12 +103,14 @@ def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], 
     if split == "train" and trained is not None and trained is not rows.report:
         problems += _count(trained.display, trained.rows, stated, option)
     if f"{folder}/{SPLIT_MANIFEST}" in files:
-        problems += _split_manifest_problems(version, split, rows.report.rows, locate)
+        problems += _split_manifest_problems(version, split, rows.report.rows, locate, content)
     return problems
 
 
-def version_problems(version: DataVersion, files: Mapping[str, str], locate: Locate, progress: Progress | None = None) -> list[Problem]:
-    """Everything wrong with a version's files (``files``: path inside the version -> sha256)."""
+def version_problems(version: DataVersion, files: Mapping[str, str], locate: Locate, progress: Progress | None = None, cache: TokenCache | None = None) -> list[Problem]:
+    """Everything wrong with a version's files (``files``: path inside the version -> sha256, as
+    the registry computed it); ``cache`` remembers token results (:class:`.content.TokenCache`)."""
+    content = VersionContent(version, cache or TokenCache(None))
     name = version.version
     problems = [Problem("version.missing-file", f"{name}/{rel}", "a version folder needs this file", "restore it (seed 002's layout: docs/formats.md)") for rel in VERSION_REQUIRED if rel not in files]
     trained = version.trained_file
@@ -119,7 +125,9 @@ def version_problems(version: DataVersion, files: Mapping[str, str], locate: Loc
     if thinking is not None and thinking != version.thinking:
         problems.append(Problem("version.thinking-mismatch", name, f"thinking is {version.thinking!r} but the wire canonical says thinking={thinking}", f"pass --thinking {thinking}, or the wire canonical the rows were rendered with"))
     for split in SPLITS:
-        problems += _split_problems(version, split, files, locate, progress)
+        problems += _split_problems(version, split, files, locate, progress, content)
+    problems += content.findings()
+    content.remember()
     for rel in PACKING_INPUTS:
         if rel in files:
             problems += read_rows(locate(rel), f"{name}/{rel}", version.wire, progress, keep=False).report.findings()

@@ -1,7 +1,8 @@
 """``registry dataset add``: copy a version folder into ``<version>/``, after checking every file.
 
 What the command states (row counts, the trained file and its sha256, the wire format, the
-thinking mode) is compared with what the copied files hold (:mod:`registry.dataset.versions`):
+thinking mode, and the content facts: stop text, context, vocabulary, family key and split rule,
+flagged rows; :mod:`registry.dataset.content`) is compared with what the copied files hold (:mod:`registry.dataset.versions`):
 the files are copied into staging while they are hashed, the copies are checked, and only then
 renamed into place with index.json, the card and SHA256SUMS in one transaction.  A refusal leaves
 the registry byte-identical.
@@ -19,12 +20,13 @@ from ..core.atomic import transaction
 from ..core.errors import Problem, RegistryError
 from ..core.hashing.engine import Progress
 from ..core.models import Localized, path_problem
-from ..core.names import INDEX_NAME
+from ..core.names import DATASET_TOKENS_NAME, INDEX_NAME
 from ..core.pinned import pinned
 from ..core.repo import Repo, render_index
 from ..dataset import store
+from ..dataset.content import TokenCache
 from ..dataset.layout import place_in_version
-from ..dataset.models import DataVersion
+from ..dataset.models import PROFILES, SPLIT_RULE, DataVersion
 from ..dataset.versions import version_problems
 from ..index.arguments import require_name
 from ..index.editing import build
@@ -34,6 +36,7 @@ OPTIONS = {
     "version": "--version", "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher",
     "trained_file": "--trained-file/--trained-sha256", "train_rows": "--train-rows", "validation_rows": "--validation-rows",
     "wire": "--wire-canonical/--wire-hash", "vocabulary": "--vocab", "summary": "--summary", "composition": "--composition", "known_issues": "--known-issue",
+    "stop_text": "--stop-text", "context": "--context", "family_key": "--family-key", "split_rule": "--split-rule", "flag_key": "--flag-key", "flagged_rows": "--flagged-rows",
 }  # fmt: skip
 
 
@@ -52,6 +55,12 @@ class VersionRequest:
     wire_hash: str
     vocabulary: str
     profile: str | None = None
+    stop_text: str | None = None  # default: the profile's (g1k, g1k-think: \n\nUser:)
+    context: int | None = None
+    family_key: str | None = None  # default: the split rule's
+    split_rule: str | None = None
+    flag_key: str | None = None
+    flagged_rows: int | None = None
     summary: Localized = field(default_factory=Localized)
     composition: Localized = field(default_factory=Localized)
     known_issues: Localized = field(default_factory=Localized)
@@ -79,6 +88,11 @@ def folder_files(source: Path) -> list[str]:
     return sorted(files)
 
 
+def _rule_key(rule: str | None) -> str | None:
+    match = SPLIT_RULE.match(rule or "")
+    return match["key"] if match else None
+
+
 def _version(request: VersionRequest, sizes: dict[str, int]) -> DataVersion:
     data = {
         "version": request.version, "date": request.date, "thinking": request.thinking, "profile": request.profile, "teachers": request.teachers,
@@ -86,6 +100,9 @@ def _version(request: VersionRequest, sizes: dict[str, int]) -> DataVersion:
         "train_rows": request.train_rows, "validation_rows": request.validation_rows,
         "wire": {"canonical": request.wire_canonical, "hash": request.wire_hash.lower()}, "vocabulary": request.vocabulary,
         "summary": request.summary, "composition": request.composition, "known_issues": request.known_issues,
+        "stop_text": request.stop_text or (PROFILES[request.profile].stop_text if request.profile in PROFILES else None), "context": request.context,
+        "family_key": request.family_key or _rule_key(request.split_rule), "split_rule": request.split_rule,
+        "flag_key": request.flag_key, "flagged_rows": request.flagged_rows,
     }  # fmt: skip
     return build(DataVersion, data, OPTIONS)
 
@@ -115,7 +132,8 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
                     digests[rel] = copy_hashing(source, staged[rel], progress)
                     sizes[rel] = source.stat.st_size
             version = _version(request, sizes)
-            problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress)]
+            tokens = TokenCache(repo.private / DATASET_TOKENS_NAME)
+            problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress, tokens)]
             if problems:
                 headline = Problem("dataset.refused", str(request.source), f"{len(problems)} problem(s) in the version folder; nothing was changed", problems[0].fix)
                 raise RegistryError.of([headline, *problems])

@@ -40,7 +40,7 @@ def link_models(root: Path, models: Path | None = None, repo_id: str | None = No
         dataset = store.index_to_change(repo)
         problems = list(citing_problems(index, dataset, "this dataset"))
         if problems:
-            headline = Problem("link.refused", where, f"{len(problems)} weight(s) cite data that is no version here; nothing was changed", problems[0].fix)
+            headline = Problem("link.refused", where, f"{len(problems)} problem(s) between the weights and the versions they cite; nothing was changed", problems[0].fix)
             raise RegistryError.of([headline, *problems])
         source = ModelSource(repo_id=source_repo, revision=commit, weights=trained_weights(index, dataset))
         dataset.models = [s for s in dataset.models if s.repo_id != source_repo] + [source]

@@ -1,6 +1,8 @@
 """The demo's dataset registry, shaped like seed 002 (No-22/rwkv-agent-distill): two versions with
 seed 002's row counts, dates, thinking modes, teachers, composition and known issues; the rows are
-generated (:mod:`registry.dataset.synthetic`), short, and checked like real ones."""
+generated (:mod:`registry.dataset.synthetic`), short, and checked like real ones: with the facts
+seed 002's author checked by hand (stop text by profile, context 8128, the vocabulary, families and
+v2.1's split rule ``sha256(family) mod 32 == 0``, the 80 rows ``seeded_from_test``)."""
 
 from __future__ import annotations
 
@@ -22,12 +24,12 @@ SUMMARY = [
 ]
 VERSIONS = (  # spec, date, profile, teachers, summary, composition, known issues
     (
-        VersionSpec("v1.41", "off", train_rows=3662, validation_rows=118, trained_name="segments-1-41.jsonl", seed=141, row_chars=160, dropped_rows=0),
+        VersionSpec("v1.41", "off", train_rows=3662, validation_rows=118, trained_name="segments-1-41.jsonl", seed=141, row_chars=160, dropped_rows=0, flagged=80),
         date(2026, 10, 13), "g1k", ["DeepSeek v4 Flash"], "v1.41 不带思考包（原目录 final-20261013 原样）",
         ["来源批次：b05–b08（v1.3 留存）、b09、b10-pilot、b10a–e、b11（机械构造的收尾恢复）、b12a–t（bash 与天气）、b13、base700（80 行）",
          "中文 47.6%，多轮对话 18.4%，零调用直接回答 16.5%，最长 8121 token",
          "训练参数：ctx 8192、bs 8、3 epoch，lr 0.01→0.00167（见模型仓库 state/v1.41/train.json）"],
-        ["v1.41 里有 80 行由测试题改编：meta.source == \"base700\" 的 80 行来自早期 700 条种子语料，种子是 workbank 考题，meta.seeded_from_test 为 true。用 v141b-s1224 在 workbank 上的分数因此不完全干净。",
+        ["v1.41 里有 80 行由测试题改编：meta.source == \"base700\" 的 80 行来自早期 700 条种子语料，种子是 workbank 考题。用 v141b-s1224 在 workbank 上的分数因此不完全干净。",
          "首步 list_files 偏多（52.4%）、data_query 用得少（5.6%）；部分旧行写文件后没有读回核对。"],
     ),
     (
@@ -57,7 +59,9 @@ def build_dataset_registry(directory: Path, step: Callable[[str, str], None]) ->
         version = add_version(root, VersionRequest(
             source=built.folder, version=spec.version, date=day, thinking=spec.thinking, profile=profile, teachers=teachers,
             trained_file=built.trained_path, trained_sha256=built.trained_sha256, train_rows=spec.train_rows, validation_rows=spec.validation_rows,
-            wire_canonical=spec.wire_canonical, wire_hash=built.wire_hash, vocabulary=VOCAB_NAME,
+            wire_canonical=spec.wire_canonical, wire_hash=built.wire_hash, vocabulary=VOCAB_NAME, context=spec.context,
+            split_rule=spec.split_rule if spec.version == "v2.1" else None, family_key=spec.family_key,  # seed 002 states v2.1's rule
+            flag_key="seeded_from_test" if spec.flagged else None, flagged_rows=spec.flagged or None,
             summary=Localized(zh=[summary]), composition=Localized(zh=composition), known_issues=Localized(zh=issues),
         ))  # fmt: skip
         data[version.version] = version.trained_file.sha256

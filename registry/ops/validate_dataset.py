@@ -21,13 +21,14 @@ from ..core.errors import Problem, RegistryError
 from ..core.hashing import StatCache, hash_file
 from ..core.hashing.engine import Progress
 from ..core.models import Index
-from ..core.names import DATASET_CHECKED_NAME, INDEX_NAME
+from ..core.names import DATASET_CHECKED_NAME, DATASET_TOKENS_NAME, INDEX_NAME
 from ..core.repo import Repo, is_dataset
 from ..core.schemas import read_json, schema_errors
 from ..core.tree import scan_tree
 from ..dataset import store
 from ..dataset.card import card_problems
 from ..dataset.checked import CheckedVersions, check_key
+from ..dataset.content import TokenCache
 from ..dataset.layout import VersionPath, place
 from ..dataset.links import citing_problems, listed_problems
 from ..dataset.models import DatasetIndex, DataVersion
@@ -68,12 +69,13 @@ def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path 
         elif isinstance(placed, VersionPath) and rel in ctx.digests:
             by_version[placed.version][placed.rel] = ctx.digests[rel]
     checked = CheckedVersions(repo.private / DATASET_CHECKED_NAME)
+    tokens = TokenCache(repo.private / DATASET_TOKENS_NAME)
     for version in index.versions:
         files = by_version[version.version]
         key = check_key(version, files)
         if checked.is_clean(version.version, key):
             continue  # these statements, these bytes, these rules: checked clean before
-        problems = version_problems(version, files, (repo.root / version.version).joinpath, progress)
+        problems = version_problems(version, files, (repo.root / version.version).joinpath, progress, tokens)
         checked.record(version.version, None if problems else key)
         findings += problems
     checked.save()
@@ -137,7 +139,7 @@ def model_link_findings(index: Index, options: dict[str, Any]) -> Iterator[Probl
         for repo_id, revision in pinned:
             assert repo_id is not None and revision is not None
             dataset, _, tree = fetch_index(repo_id, revision, "dataset", DatasetIndex, progress=options.get("hub_progress", True))
-            citing = Index(entries=[e for e in index.entries if (e.data.dataset_repo, e.data.dataset_revision) == (repo_id, revision)])
+            citing = Index(bases=index.bases, entries=[e for e in index.entries if (e.data.dataset_repo, e.data.dataset_revision) == (repo_id, revision)])
 
             def remote_sha(version: DataVersion, tree: Mapping[str, RemoteFile] = tree) -> str | None:
                 remote = tree.get(f"{version.version}/{version.trained_file.path}")
