@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 from ..core.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from ..core.layout import export_path
-from ..core.models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage, TrainJson, TrainRun
+from ..core.models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage
 from ..core.names import STATE_WEIGHTS_NAME
+from ..core.train import RunFacts, TrainFacts
 from .facts import TreeFacts, version_dir
 from .markdown import escaped, md_code, md_text
 
@@ -185,8 +186,8 @@ class TrainView:
     """One data-version directory's train.json, with the entries trained by it."""
 
     directory: str  # relative to the base directory
-    train: TrainJson
-    runs: list[tuple[str, TrainRun]]
+    train: TrainFacts
+    runs: list[tuple[str, RunFacts]]
 
 
 @dataclass(frozen=True)

@@ -351,6 +351,10 @@ class RegistryInfo(_Strict):
     attribution: Localized = Field(default_factory=Localized)
     setups: list[EvalSetup] = Field(default_factory=list)
     signer: Signer | None = Field(default=None, description="The key that signs model.sig; null: releases are not signed")
+    front_matter: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The author's own card metadata (a hand-written README's front matter, as written): every key stays in the card's; the author's values stand, lists the registry writes are merged in; model-index and base_model_relation are the registry's",
+    )
 
     @field_validator("languages")
     @classmethod

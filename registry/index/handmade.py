@@ -18,9 +18,10 @@ from pydantic import ValidationError
 from ..core.errors import RegistryError
 from ..core.models import Score
 from ..core.names import INDEX_NAME
+from .arguments import split_value
 
 # The keys people use, by the fact they state (aliases seen in hand-made indexes first).
-TOP = {"title": "title", "license": "license", "licence": "license"}
+TOP = {"title": "title", "license": "license", "licence": "license", "repo_id": "repo_id", "repo": "repo_id"}
 BASE = {"name": "name", "dir": "name", "directory": "name", "filename": "filename", "file": "filename", "source": "source", "repo": "source", "sha256": "sha256", "vocab": "vocab"}
 ENTRY = {
     "path": "path", "file": "path", "method": "method", "base_sha256": "base_sha256", "base": "base",
@@ -108,12 +109,17 @@ def _score(item: Any, where: str, out: HandIndex) -> HandScore:
     fields = {SCORE[k]: v for k, v in item.items() if k in SCORE}
     for key in sorted(set(item) - set(SCORE)):
         out.unmapped.append(f"{where}.{key}: {_shown(item[key])}")
+    if isinstance(fields.get("value"), str) and (parsed := split_value(fields["value"])):  # "41.0/60", "52.2%"
+        fields["value"] = parsed[0]
+        if parsed[1] is not None:
+            fields.setdefault("unit", parsed[1])
+    missing = [key for key in ("benchmark", "value", "date", "backend") if key not in fields]
     try:
-        score = Score.model_validate(fields) if {"benchmark", "value", "date", "backend"} <= set(fields) else None
-    except ValidationError:
-        score = None
+        score = Score.model_validate(fields) if not missing else None
+    except ValidationError as exc:
+        missing, score = [f"{'.'.join(map(str, exc.errors()[0]['loc']))} ({exc.errors()[0]['msg']})"], None
     if score is None:
-        out.unmapped.append(f"{where}: {_shown(item)} (a result needs benchmark, value, date and backend)")
+        out.unmapped.append(f"{where}: {_shown(item)} (a result needs benchmark, value, date and backend; this one lacks {', '.join(missing)})")
     return HandScore(where, fields, score)
 
 

@@ -147,7 +147,7 @@ def pull(
         record_remote(Repo(staging), sums, remote)
         os.replace(staging, target)  # an empty target directory is replaced too
         if adopted:
-            adopted.root = target
+            adopted.root, adopted.given = target, str(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
