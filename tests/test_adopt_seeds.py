@@ -296,3 +296,93 @@ def test_next_steps_use_the_paths_given_and_the_authors_repo_id(parts, tmp_path,
     # the result without a backend is named with what it lacks, not turned into a command with a blank
     assert any("lacks backend" in line for line in report["unmapped"])
     assert any("license" in line for line in report["advice"])
+
+
+# -- item 3: the author's front matter survives ------------------------------------------------------------------
+
+README_000_HUB = """---
+license: apache-2.0
+language:
+- zh
+base_model:
+- BlinkDL/rwkv7-g1
+pipeline_tag: text-generation
+library_name: rwkv
+datasets:
+- mikuhhn1239/novel-agent-sft-dataset
+tags:
+- rwkv
+- novel
+- chinese
+---
+
+# RWKV Novel Agent G1h (tiny)
+
+This is an experimental Chinese novel-agent supervised fine-tune of RWKV-7. Use it for research
+and evaluation rather than production.
+
+## Prompt format
+
+Use the fine-tuning prompt format below. Keep the single spaces after role labels.
+
+```
+System: 你是一个中文小说归因辅助助手。只能从候选角色中选择，并只输出 JSON。
+
+User: 候选角色：甲、乙
+上下文：……
+
+Assistant:
+```
+
+Generation should stop on token 0 (EOD) or the text sequence `\\n\\nUser:`.
+"""
+
+
+def card_front_matter(folder: Path) -> dict:
+    from huggingface_hub import ModelCard
+
+    return ModelCard((folder / "README.md").read_text()).data.to_dict()
+
+
+def make_seed_000_hub(parts: Path, folder: Path) -> Path:
+    """Seed 000's README with front matter as the Hub's metadata editor writes it."""
+    folder.mkdir(parents=True)
+    sh(f"mkdir -p {BASE}/full/v1 && cp {parts}/rwkv-final.pth {BASE}/full/v1/", folder)
+    heredoc(f"{BASE}/full/v1/train.json", json.dumps({"trainer": "RWKV-LM", "data": {"sha256": "ab" * 32}}) + "\n", folder)
+    heredoc("README.md", README_000_HUB, folder)
+    return folder
+
+
+def test_every_front_matter_key_the_author_wrote_stays_in_the_live_metadata(parts, tmp_path):
+    folder = make_seed_000_hub(parts, tmp_path / "novel-agent")
+    report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--source", "BlinkDL/rwkv7-g1")
+    meta = card_front_matter(folder)
+    assert meta["license"] == "apache-2.0" and meta["pipeline_tag"] == "text-generation" and meta["library_name"] == "rwkv"
+    assert meta["datasets"] == ["mikuhhn1239/novel-agent-sft-dataset"] and meta["base_model"] == ["BlinkDL/rwkv7-g1"]
+    assert meta["tags"][:3] == ["rwkv", "novel", "chinese"] and "rwkv-7" in meta["tags"]  # the author's first, nothing removed
+    assert meta["language"][0] == "zh" and meta["base_model_relation"] == "finetune"
+    assert "tags: rwkv-7" in report["front_matter"]["added"] and "base_model_relation: finetune" in report["front_matter"]["added"]
+    assert not any(line.startswith(("license", "pipeline_tag", "datasets")) for line in report["front_matter"]["added"])
+    # The English card quoting a Chinese prompt stays English.
+    index = json.loads((folder / "index.json").read_text())
+    assert index["registry"]["languages"] == ["en"]
+    assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0
+    # Every later render keeps them; a key a registry command sets is the registry's from then on.
+    run("set", "license", "mit", "-C", folder, code=0)
+    run("card", "-C", folder, code=0)
+    meta = card_front_matter(folder)
+    assert meta["license"] == "mit" and meta["pipeline_tag"] == "text-generation" and meta["datasets"] == ["mikuhhn1239/novel-agent-sft-dataset"]
+    assert codes(folder) == set()
+
+
+def test_a_chinese_card_stays_chinese(parts, tmp_path):
+    folder = make_seed_001_words(parts, tmp_path / "agent-weights")
+    adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+    assert json.loads((folder / "index.json").read_text())["registry"]["languages"] == ["zh"]
+
+
+def test_front_matter_the_hub_cannot_read_is_refused_and_nothing_changes(parts, tmp_path):
+    folder = make_seed_000_hub(parts, tmp_path / "novel-agent")
+    (folder / "README.md").write_text(README_000_HUB.replace("license: apache-2.0", "license: [apache-2.0"))
+    out = refused(folder, parts)
+    assert out.startswith("error: README.md: its front matter is not YAML the Hub reads") and out.count("\n") == 1
