@@ -386,3 +386,44 @@ def test_front_matter_the_hub_cannot_read_is_refused_and_nothing_changes(parts, 
     (folder / "README.md").write_text(README_000_HUB.replace("license: apache-2.0", "license: [apache-2.0"))
     out = refused(folder, parts)
     assert out.startswith("error: README.md: its front matter is not YAML the Hub reads") and out.count("\n") == 1
+
+
+# -- item 4: nothing the author wrote becomes git-ignored ---------------------------------------------------------
+
+
+def seed_001_index_in_full(parts: Path) -> dict:
+    """Seed 001's index.json with everything its card states: the repo, the dataset repo, the base's
+    own score, a run that was never uploaded, adapter ids and profiles, steps, rows, the update date."""
+    index = hand_index(parts)
+    index.update({"repo": "No-22/rwkv-agent-weights", "dataset_repo": DISTILL, "updated": "2026-10-18"})
+    index["bases"][0]["scores"] = [{"benchmark": "exam", "value": 21.4, "date": "2026-10-16", "backend": "App harness", "runs": 2}]
+    index["entries"][0].update({"profile": "g1k", "sampling": "g1k-agent", "step": 1224, "total_steps": 1374})
+    for item, adapter_id in zip(index["entries"][1:], ("v21-lr2e-5-e2", "v21-lr1e-5-e2", "v21-lr3e-5-e2"), strict=True):
+        item.update({"adapter_id": adapter_id, "profile": "g1k-think", "sampling": "g1k-agent"})
+    index["entries"].append(
+        {"name": "MiSS v2.0 r16 lr3e-5", "method": "miss", "uploaded": False,
+         "scores": [{"benchmark": "exam", "value": "46.0%", "count": 261.0, "date": "2026-10-17", "backend": "App harness", "runs": 2}]}
+    )  # fmt: skip
+    return index
+
+
+def test_unmapped_facts_are_published_in_index_json_and_shown_on_the_card(parts, tmp_path):
+    folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=seed_001_index_in_full(parts))
+    report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+    index = json.loads((folder / "index.json").read_text())
+    base = index["bases"][0]
+    assert [(s["benchmark"], s["value"]) for s in base["scores"]] == [("exam", 21.4)]
+    assert [(r["name"], r["location"], [s["value"] for s in r["scores"]]) for r in base["references"]] == [("MiSS v2.0 r16 lr3e-5", None, [46.0])]
+    serving = {e["path"]: e["serving"] for e in index["entries"]}
+    assert serving[MISS[0]] == {"profile": "g1k-think", "sampling": "g1k-agent", "adapter_id": "v21-lr2e-5-e2"}
+    assert serving[STATE]["profile"] == "g1k"
+    kept = index["kept_facts"]
+    assert kept["$.entries[0].step"] == 1224 and kept["$.entries[0].total_steps"] == 1374 and kept["$.updated"] == "2026-10-18"
+    assert kept["$.entries[0].data.rows"] == 3662 and kept["$.dataset_repo"] == DISTILL and kept["$.evaluations"] == "docs/evaluations/"
+    assert index["registry"]["repo_id"] == "No-22/rwkv-agent-weights"
+    assert set(kept) <= {line.split(": ", 1)[0] for line in report["unmapped"]}  # each one reported too
+    card = (folder / "README.md").read_text()
+    assert "21.4" in card and "MiSS v2.0 r16 lr3e-5" in card and "46.0" in card
+    assert "--adapter-id v21-lr2e-5-e2" in card and "v21-r16-lr2e-5-e2" not in card  # the author's id, not an invented one
+    assert "`$.entries[0].total_steps`: `1374`" in card and "`$.updated`: `2026-10-18`" in card
+    assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0

@@ -11,6 +11,7 @@ broken index never makes the card lose a file.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -255,6 +256,11 @@ class CardView:
 
     def note(self, note: Note) -> str:
         return self.languages.note(note)
+
+    @property
+    def kept_facts(self) -> list[tuple[str, str]]:
+        """What the hand-written index.json stated that no field holds: (its JSON path, the value as JSON)."""
+        return [(where, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)) for where, value in self.index.kept_facts.items()]
 
     def stage_rows(self, stage: TrainingStage) -> list[list[str]]:
         """(setting, value) rows for the facts a training stage records, in seed 000's order."""

@@ -56,7 +56,7 @@ def _report_text(report: AdoptReport, dry_run: bool) -> Text:
         yield f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}"
     yield f"README.md: {report.readme}"
     yield f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}"
-    sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped (kept in .registry/adopted/index.json; record them with the commands below or by hand)", report.unmapped),
+    sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped to a field (kept as written in index.json's kept_facts and shown on the card)", report.unmapped),
                 ("the files won over index.json (--trust-files)", report.overridden))  # fmt: skip
     for title, lines in sections:
         if lines:

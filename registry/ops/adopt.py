@@ -42,7 +42,7 @@ from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
 from ..core.layout import Placement, export_folder, gguf_folder, is_excluded, is_weight, place
 from ..core.lfs import refuse_pointers
-from ..core.models import METHODS, Base, DataRef, Entry, Index, Language, RegistryInfo, path_problem
+from ..core.models import METHODS, Base, DataRef, Entry, Index, Language, Reference, RegistryInfo, Serving, path_problem
 from ..core.names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
 from ..core.repo import Repo, find_root, render_index
 from ..core.schemas import load_model, read_json
@@ -52,7 +52,7 @@ from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..index.arguments import require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
-from ..index.handmade import HandIndex, read_hand_index
+from ..index.handmade import HandIndex, HandReference, read_hand_index
 from ..index.rules import index_problems
 from .add import accept_weight, content_version, set_recommended
 from .add_base import BaseRequest, fingerprint_base
@@ -292,6 +292,10 @@ def _with_hand_base(base: Base, hand: HandIndex, report: AdoptReport) -> Base:
         if facts.get(key) and getattr(base, key) is None:
             base = base.model_copy(update={key: facts[key]})
             report.mapped.append(f"{claim.where}.{key} -> bases[{base.name}].{key}")
+    for score in claim.scores:
+        if score.score is not None:
+            base.scores.append(score.score)
+            report.mapped.append(f"{score.where} -> bases[{base.name}].scores")
     if facts.get("sha256") not in (None, base.sha256):
         _dispute(report, Problem("adopt.disagrees", INDEX_NAME, f"{claim.where}.sha256: index.json says {facts['sha256']} but the base is {base.sha256}", f"correct index.json or pass the base file it names, or pass {TRUST_FILES} to record the base given"))
     elif facts.get("sha256"):
@@ -417,6 +421,7 @@ def _index(bases: dict[str, Base], entries: list[Entry], hand: HandIndex, readme
             report.mapped.append(f"$.repo_id -> registry.repo_id ({repo_id})")
         except RegistryError as err:
             report.unmapped.append(f"$.repo_id: {repo_id} ({err.message})")
+            hand.kept["$.repo_id"] = repo_id
     info.front_matter = read_front_matter(front, CARD_NAME) if front.strip() else {}
     written = info.front_matter.get("license")
     info.license = hand.facts.get("license") or (written if isinstance(written, str) else None)
@@ -429,6 +434,9 @@ def _index(bases: dict[str, Base], entries: list[Entry], hand: HandIndex, readme
         if _apply_hand_entry(index, entry, hand, report):
             claimed.append(entry)
     _recommend(index, claimed, report, options)
+    for reference in hand.references:
+        _apply_reference(index, reference, report)
+    index.kept_facts = dict(hand.kept)
     for claim in hand.entries:
         if index.entry_by_path(claim.path) is None:
             _dispute(
@@ -451,6 +459,22 @@ def _file_facts(entry: Entry, base: Base) -> dict[str, Any]:
         "sha256": entry.sha256, "size": entry.size, "method": entry.method, "data_version": entry.data.version,
         "data_sha256": entry.data.sha256, "base_sha256": entry.base_sha256, "base": base.name, "content_version": entry.content_version,
     }  # fmt: skip
+
+
+def _apply_reference(index: Index, claim: HandReference, report: AdoptReport) -> None:
+    """An item with a name and no file: weights compared against but not uploaded, a reference on its base."""
+    facts = claim.facts
+    named = facts.get("base_sha256") or facts.get("base")
+    base = next((b for b in index.bases if named in (b.sha256, b.name, b.filename)), None) if named else (index.bases[0] if len(index.bases) == 1 else None)
+    if base is None:
+        report.unmapped.append(f"{claim.where}: {facts['name']} (a reference, but on which base is not said)")
+        index.kept_facts[claim.where] = {**facts, "scores": [s.fields for s in claim.scores]}
+        return
+    location = None if facts.get("uploaded") is False else facts.get("location")
+    method = facts.get("method") if facts.get("method") in METHODS else None
+    reference = Reference(name=facts["name"], method=method, location=location, scores=[s.score for s in claim.scores if s.score is not None])
+    base.references.append(reference)
+    report.mapped.append(f"{claim.where} -> bases[{base.name}].references[{reference.name}]")
 
 
 def _dispute(report: AdoptReport, problem: Problem) -> None:
@@ -503,6 +527,9 @@ def _apply_hand_entry(index: Index, entry: Entry, hand: HandIndex, report: Adopt
             report.mapped.append(f"{where} -> entries[{entry.path}].recommended")
         elif key == "dataset_repo" and entry.data.dataset_repo not in (None, value):
             _dispute(report, Problem("adopt.disagrees", INDEX_NAME, f"{where}: index.json says {value} but train.json's data.repo is {entry.data.dataset_repo}", f"correct index.json or train.json, or pass {TRUST_FILES} to record train.json's"))
+        elif key in ("adapter_id", "profile", "sampling"):
+            entry.serving = (entry.serving or Serving()).model_copy(update={key: value})
+            report.mapped.append(f"{where} -> entries[{entry.path}].serving.{key}")
         elif key in ("notes", "dataset_repo"):
             if key == "notes":
                 entry.notes = value
