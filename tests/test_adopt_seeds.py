@@ -14,6 +14,7 @@ from .conftest import sha256_of, snapshot
 from .test_adopt import BASE, DATA_MISS, DATA_STATE, MISS, README_001, RUNS, STATE, adopt_json, codes, hand_index, parts, run, sh
 
 __all__ = ["parts"]  # the module fixture, shared with test_adopt
+pytest_plugins = ["tests.hubserver"]  # the hub_server fixture
 
 DISTILL = "No-22/rwkv-agent-distill"
 
@@ -427,3 +428,27 @@ def test_unmapped_facts_are_published_in_index_json_and_shown_on_the_card(parts,
     assert "--adapter-id v21-lr2e-5-e2" in card and "v21-r16-lr2e-5-e2" not in card  # the author's id, not an invented one
     assert "`$.entries[0].total_steps`: `1374`" in card and "`$.updated`: `2026-10-18`" in card
     assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0
+
+
+# -- item 8: pull of a hand-made repo that keeps its text files in Git LFS ----------------------------------------
+
+
+def test_pull_adopts_a_repo_whose_readme_and_index_are_lfs_files(parts, tmp_path, hub_server):
+    from huggingface_hub import HfApi
+
+    folder = make_seed_001_words(parts, tmp_path / "made-by-hand")
+    heredoc(".gitattributes", "*.pth filter=lfs diff=lfs merge=lfs -text\n*.md filter=lfs diff=lfs merge=lfs -text\n*.json filter=lfs diff=lfs merge=lfs -text\n", folder)
+    sums(folder)
+    api = HfApi()
+    api.create_repo("no-22/lfs-text")
+    api.upload_file(path_or_fileobj=str(folder / ".gitattributes"), path_in_repo=".gitattributes", repo_id="no-22/lfs-text")  # the Hub reads it before the upload
+    api.upload_folder(folder_path=str(folder), repo_id="no-22/lfs-text", ignore_patterns=[".git/*"])
+    tree = {f.path: f for f in api.list_repo_tree("no-22/lfs-text", recursive=True) if hasattr(f, "lfs")}
+    assert tree["README.md"].lfs is not None and tree["index.json"].lfs is not None  # stored in LFS on the Hub
+
+    target = tmp_path / "pulled"
+    pulled = json.loads(run("pull", "--repo-id", "no-22/lfs-text", target, "--base-file", parts / f"{BASE}.pth", "--json", code=0).stdout)
+    assert len(pulled["adopted"]["entries"]) == 4
+    assert (target / ".registry/adopted/README.md").read_bytes() == (folder / "README.md").read_bytes()
+    assert (target / ".registry/adopted/index.json").read_bytes() == (folder / "index.json").read_bytes()
+    assert codes(target) == set()

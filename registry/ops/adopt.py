@@ -105,6 +105,7 @@ class AdoptReport:
     given: str = ""  # the folder as the user named it, for the next steps
     base_paths: dict[str, str] = field(default_factory=dict)  # base name -> --base-file as the user gave it
     front_matter_added: list[str] = field(default_factory=list)  # what the card's metadata adds to the author's, "key: value"
+    read_digests: dict[str, str] = field(default_factory=dict, repr=False)  # sha256 of every file as adopt read it, before it rewrote any
 
     @property
     def next_steps(self) -> list[str]:
@@ -156,7 +157,7 @@ def adopt(root: Path, options: AdoptOptions, catalog: Index | None = None, progr
     given, root = str(root), Path(root).absolute()
     _check_folder(root)
     plan = _plan(root, options, catalog if catalog is not None else load_catalog(), progress)
-    plan.report.given = given
+    plan.report.given, plan.report.read_digests = given, dict(plan.digests)
     if options.dry_run:
         return plan.report
     repo = Repo(root)
