@@ -452,3 +452,29 @@ def test_pull_adopts_a_repo_whose_readme_and_index_are_lfs_files(parts, tmp_path
     assert (target / ".registry/adopted/README.md").read_bytes() == (folder / "README.md").read_bytes()
     assert (target / ".registry/adopted/index.json").read_bytes() == (folder / "index.json").read_bytes()
     assert codes(target) == set()
+
+
+# -- first time, in place, nothing lost: adopt -> validate -> card --check -> publish -> pull ---------------------
+
+
+def test_seed_001_in_its_authors_words_round_trips_through_the_hub(parts, tmp_path, hub_server):
+    from .test_publish import gate_all
+
+    folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=seed_001_index_in_full(parts))
+    heredoc("README.md", "---\nlicense: other\ntags:\n- rwkv\n- agent\npipeline_tag: text-generation\ndatasets:\n- No-22/rwkv-agent-distill\n---\n" + README_001, folder)
+    sums(folder)
+    originals = snapshot(folder)
+    report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+    assert report["next_steps"][-1] == f"registry publish -C {folder}"
+    assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0
+    for rel, data in originals.items():  # every weight, train.json and doc byte-identical
+        if rel not in ("index.json", "README.md", "SHA256SUMS"):
+            assert snapshot(folder)[rel] == data, rel
+    gate_all(folder)
+    run("publish", "-C", folder, "--allow-cpu-gate", code=0)  # the author's repo id, from index.json
+    pulled = tmp_path / "pulled"
+    run("pull", "--repo-id", "No-22/rwkv-agent-weights", pulled, code=0)
+    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}
+    meta = card_front_matter(pulled)
+    assert meta["license"] == "other" and meta["pipeline_tag"] == "text-generation" and meta["datasets"] == [DISTILL] and meta["tags"][:2] == ["rwkv", "agent"]
+    assert json.loads((pulled / "index.json").read_text())["kept_facts"]["$.entries[0].step"] == 1224

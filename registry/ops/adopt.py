@@ -10,8 +10,12 @@ private folder, so a refusal leaves the folder exactly as it was:
 4. each ``<base>/`` folder gets its base from ``--base-file`` (read, as add-base reads it), the
    known-bases catalog, or ``--sha256 --metadata-only``; each weight is inspected exactly as
    ``registry add`` inspects it (:func:`registry.ops.add.accept_weight`), each train.json is read
-   and validated;
-5. where the hand-written index and the files disagree, the files win only with ``--trust-files``.
+   as people write it (:mod:`registry.core.train`) and checked against its folder, once;
+5. where the hand-written index and the files disagree, or a file it lists is absent, the files
+   win only with ``--trust-files``; two recommended files need ``--recommended``, a
+   ``.safetensors`` beside a ``.pth`` of the same name with other tensors ``--not-a-twin``;
+6. what no field holds is kept as written in index.json's ``kept_facts``; the README's front
+   matter in ``registry.front_matter``; the card is rendered (so ``--dry-run`` refuses alike).
 
 Then one transaction (the lock, then the files re-checked unchanged since step 2) writes index.json,
 the card (the hand-written README kept whole as its hand-written section), evaluation.json,
