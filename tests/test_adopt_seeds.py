@@ -478,3 +478,12 @@ def test_seed_001_in_its_authors_words_round_trips_through_the_hub(parts, tmp_pa
     meta = card_front_matter(pulled)
     assert meta["license"] == "other" and meta["pipeline_tag"] == "text-generation" and meta["datasets"] == [DISTILL] and meta["tags"][:2] == ["rwkv", "agent"]
     assert json.loads((pulled / "index.json").read_text())["kept_facts"]["$.entries[0].step"] == 1224
+
+
+def test_the_dry_runs_plan_is_the_real_runs(parts, tmp_path):
+    folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=seed_001_index_in_full(parts))
+    dry = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--dry-run")
+    assert not (folder / ".registry").exists()
+    real = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+    assert (dry.pop("dry_run"), real.pop("dry_run")) == (True, False)
+    assert dry == real
