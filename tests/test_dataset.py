@@ -388,6 +388,28 @@ def test_publish_pull_verify_a_dataset_repo_and_link_through_the_hub(hub_server,
     assert hub_server.files(DATASET_REPO, repo_type="dataset") == {rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"}  # .gitignore stays local
 
 
+def test_a_local_registry_and_its_published_copy_are_one_source_and_can_be_unlinked(hub_server, dataset, models):
+    from .test_publish import gate_all
+
+    link_models(dataset, models)  # not published yet: no repo id
+    shown = (dataset / "README.md").read_text().count("State v141b-s1224 |")
+    gate_all(models)
+    run("publish", "--repo-id", MODEL_REPO, "-C", models, "--allow-cpu-gate")
+    run("dataset", "link", "--repo-id", MODEL_REPO, "-C", dataset)
+    index = json.loads((dataset / "index.json").read_text())
+    assert [s["repo_id"] for s in index["models"]] == [MODEL_REPO]  # replaced, not listed twice
+    assert (dataset / "README.md").read_text().count("State v141b-s1224 |") == shown > 0
+    link_models(dataset, models)  # the local copy again (it now records the repo id): still one
+    assert len(json.loads((dataset / "index.json").read_text())["models"]) == 1
+    before = snapshot(dataset)
+    assert "is not linked to this dataset" in run("dataset", "link", "--unlink", "--repo-id", "No-22/other", "-C", dataset, code=3).output
+    assert snapshot(dataset) == before
+    unlinked = json.loads(run("dataset", "link", "--unlink", "--models", models, "-C", dataset, "--json").stdout)["unlinked"]
+    assert [s["repo_id"] for s in unlinked] == [MODEL_REPO]
+    assert json.loads((dataset / "index.json").read_text())["models"] == [] and "State v141b-s1224 |" not in (dataset / "README.md").read_text()
+    assert validate(dataset) == []
+
+
 def test_a_dataset_repo_edited_on_the_hub_is_caught_from_the_model_side(hub_server, dataset, models):
     run("publish", "--repo-id", DATASET_REPO, "-C", dataset)
     trained = dataset / "v1.41" / "dataset" / "train" / "segments-1-41.jsonl"

@@ -15,17 +15,17 @@ from pathlib import Path
 
 from ..artifacts.miss import MANIFEST_MEMBER, torch_zip_folder
 from ..core.errors import RegistryError
-from ..core.models import Index, TrainJson
+from ..core.models import Index
 from ..core.names import TRAIN_JSON
 from ..core.repo import Repo
-from ..core.schemas import load_model
+from ..core.train import TrainFacts, read_train
 
 Locate = Callable[[str], Path | None]  # registry-relative path -> where its bytes are (None: nowhere to read)
 
 
 @dataclass(frozen=True)
 class TreeFacts:
-    trains: dict[str, TrainJson] = field(default_factory=dict)  # by data-version directory, e.g. base/miss/v2.1
+    trains: dict[str, TrainFacts] = field(default_factory=dict)  # by data-version directory, e.g. base/miss/v2.1
     manifests: dict[str, str] = field(default_factory=dict)  # MiSS .pth path -> its miss.json member, e.g. adapter-final/miss.json
 
 
@@ -34,11 +34,11 @@ def version_dir(path: str) -> str:
     return "/".join(path.split("/")[:3])
 
 
-def _train(path: Path | None, rel: str) -> TrainJson | None:
+def _train(path: Path | None, rel: str) -> TrainFacts | None:
     if path is None or not path.is_file():
         return None
     try:
-        return load_model(path, TrainJson, rel)
+        return read_train(path, rel)
     except RegistryError:
         return None
 

@@ -6,10 +6,12 @@ wrote: the same key names (``model-index``), the same eval-result layout, the sa
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from huggingface_hub import EvalResult, ModelCardData
 
+from ..core.errors import RegistryError
 from ..core.models import Index
 from .view import CardView
 
@@ -17,6 +19,8 @@ LIBRARY = "rwkv"
 TASK = "text-generation"
 # Front matter key order: what a reader looks for first; model-index (long) always comes last.
 KEY_ORDER = ["language", "license", "library_name", "tags", "base_model", "base_model_relation", "datasets"]
+# The keys the registry owns outright; for every other key the author's value stands.
+OWNED = ("model-index", "base_model_relation")
 
 
 def base_model_relation(index: Index) -> str | None:
@@ -67,7 +71,52 @@ def eval_results(view: CardView) -> list[EvalResult]:
 
 def front_matter(view: CardView) -> str:
     """The YAML between the ``---`` lines (no trailing newline)."""
-    return card_data(view).to_yaml(original_order=KEY_ORDER)
+    data = card_data(view)
+    with_author(data, view.index.registry.front_matter)
+    return data.to_yaml(original_order=[*KEY_ORDER, *view.index.registry.front_matter])
+
+
+def with_author(data: ModelCardData, author: dict[str, Any]) -> None:
+    """Lay the author's own front matter (``registry.front_matter``) over the registry's: every
+    key the author wrote stays; the author's value stands, a list the registry would write is
+    merged into the author's (nothing removed), and only ``model-index`` and
+    ``base_model_relation`` are the registry's."""
+    ours = data.to_dict()
+    for key, theirs in author.items():
+        if key in OWNED:
+            continue
+        mine = ours.get(key)
+        if isinstance(mine, list) and theirs is not None:
+            kept = list(theirs) if isinstance(theirs, list) else [theirs]
+            data[key] = [*kept, *(value for value in mine if value not in kept)]
+        else:
+            data[key] = theirs
+
+
+def added_keys(author: dict[str, Any], card: dict[str, Any]) -> list[str]:
+    """What a rendered card's front matter (``card``) adds to the author's, ``key: value`` each."""
+    added = []
+    for key, value in card.items():
+        if key == "model-index":
+            continue
+        if key not in author:
+            added.append(f"{key}: {value}")
+        elif isinstance(value, list):
+            theirs = author[key] if isinstance(author[key], list) else [author[key]]
+            added += [f"{key}: {item}" for item in value if item not in theirs]
+    return added
+
+
+def read_front_matter(text: str, file: str) -> dict[str, Any]:
+    """The YAML of a README's front matter (without the ``---`` lines) as the Hub reads it, as
+    JSON values (a date becomes its ISO text); YAML the Hub would reject is refused."""
+    from huggingface_hub import RepoCard
+
+    try:
+        data = RepoCard(f"---\n{text}---\n").data.to_dict()
+    except Exception as exc:  # the Hub's parser raises ValueError or PyYAML's own errors (not a dependency of ours)
+        raise RegistryError("card.front-matter", file, f"its front matter is not YAML the Hub reads ({str(exc).splitlines()[0]})", f"correct the YAML between the --- lines of {file}") from exc
+    return json.loads(json.dumps(data, default=str))
 
 
 def card_data(view: CardView) -> ModelCardData:

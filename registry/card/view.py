@@ -11,14 +11,16 @@ broken index never makes the card lose a file.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..core.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from ..core.layout import export_path
-from ..core.models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage, TrainJson, TrainRun
+from ..core.models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage
 from ..core.names import STATE_WEIGHTS_NAME
+from ..core.train import RunFacts, TrainFacts
 from .facts import TreeFacts, version_dir
 from .markdown import escaped, md_code, md_text
 
@@ -185,8 +187,8 @@ class TrainView:
     """One data-version directory's train.json, with the entries trained by it."""
 
     directory: str  # relative to the base directory
-    train: TrainJson
-    runs: list[tuple[str, TrainRun]]
+    train: TrainFacts
+    runs: list[tuple[str, RunFacts]]
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,11 @@ class CardView:
 
     def note(self, note: Note) -> str:
         return self.languages.note(note)
+
+    @property
+    def kept_facts(self) -> list[tuple[str, str]]:
+        """What the hand-written index.json stated that no field holds: (its JSON path, the value as JSON)."""
+        return [(where, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)) for where, value in self.index.kept_facts.items()]
 
     def stage_rows(self, stage: TrainingStage) -> list[list[str]]:
         """(setting, value) rows for the facts a training stage records, in seed 000's order."""

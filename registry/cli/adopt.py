@@ -23,9 +23,14 @@ if TYPE_CHECKING:
 @click.option("--source", help="Hub repo the base files come from (e.g. BlinkDL/rwkv7-g1), where the catalog does not say.")
 @click.option("--vocab", help="The bases' vocabulary file, where the catalog does not say.")
 @click.option("--trust-files", is_flag=True, help="Where the hand-written index.json and the files disagree, record what the files say (listed in the report).")
-@click.option("--dry-run", is_flag=True, help="Check everything and print the plan; write nothing.")
+@click.option("--recommended", "recommended", multiple=True, metavar="PATH", help="Where index.json marks two files of one base and method recommended: this one wins. Repeat per base and method.")
+@click.option("--not-a-twin", "not_twins", multiple=True, metavar="PATH", help="A .safetensors beside a .pth of the same name that holds other tensors: register it as a weight of its own.")
+@click.option("--dry-run", is_flag=True, help="Check everything and print the plan; write nothing. It refuses exactly what the real run refuses.")
 @json_option
-def adopt(directory: Path | None, registry: Path, base_files: tuple[Path, ...], sha256: str | None, metadata_only: bool, source: str | None, vocab: str | None, trust_files: bool, dry_run: bool) -> None:
+def adopt(
+    directory: Path | None, registry: Path, base_files: tuple[Path, ...], sha256: str | None, metadata_only: bool, source: str | None, vocab: str | None, trust_files: bool,
+    recommended: tuple[str, ...], not_twins: tuple[str, ...], dry_run: bool,
+) -> None:
     """Make the hand-made repo in DIR (a clone or download) a registry, in place, in one transaction.
 
     SHA256SUMS is checked first; each weight is inspected as `registry add` inspects it; a
@@ -36,7 +41,9 @@ def adopt(directory: Path | None, registry: Path, base_files: tuple[Path, ...], 
     from ..ops.adopt import adopt as adopt_folder
 
     out = output()
-    options = AdoptOptions(base_files=base_files, sha256=sha256, metadata_only=metadata_only, source=source, vocab=vocab, trust_files=trust_files, dry_run=dry_run)
+    options = AdoptOptions(
+        base_files=base_files, sha256=sha256, metadata_only=metadata_only, source=source, vocab=vocab, trust_files=trust_files, dry_run=dry_run, recommended=recommended, not_twins=not_twins
+    )
     with out.bar("hashing") as bar:
         report = adopt_folder(registry_dir(directory, registry), options, progress=bar.advance)
     out.result(report.as_dict(), _report_text(report, dry_run))
@@ -49,7 +56,7 @@ def _report_text(report: AdoptReport, dry_run: bool) -> Text:
         yield f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}"
     yield f"README.md: {report.readme}"
     yield f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}"
-    sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped (kept in .registry/adopted/index.json; record them with the commands below or by hand)", report.unmapped),
+    sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped to a field (kept as written in index.json's kept_facts and shown on the card)", report.unmapped),
                 ("the files won over index.json (--trust-files)", report.overridden))  # fmt: skip
     for title, lines in sections:
         if lines:
@@ -57,3 +64,4 @@ def _report_text(report: AdoptReport, dry_run: bool) -> Text:
             yield from (f"  {line}" for line in lines)
     yield "still to do:"
     yield from (f"  {step}" for step in report.next_steps)
+    yield from (f"  ({line})" for line in report.advice)

@@ -80,8 +80,8 @@ def add_cmd(
 @click.option("--method", "ref_method", type=click.Choice(["state", "miss", "full"]), help="With --reference: its method.")
 @click.option("--location", help="With --reference: where it is published (omit when it was never uploaded).")
 @click.option("--benchmark", required=True, help="Benchmark name, e.g. exam.")
-@click.option("--value", required=True, type=float)
-@click.option("--unit", default="%", show_default=True)
+@click.option("--value", "value_text", required=True, help="The result: 52.2, 52.2% or a score out of a total, 41.0/60 (value 41.0, unit /60).")
+@click.option("--unit", help="The unit, where --value does not carry one.  [default: %]")
 @click.option("--count", type=float, help="Items scored correct, e.g. 296.5 (shown as 296.5 题 / questions).")
 @click.option("--date", "date_", required=True, help="YYYY-MM-DD the evaluation ran.")
 @click.option("--backend", required=True, help="Inference backend and version; only same-date, same-backend scores compare.")
@@ -93,12 +93,12 @@ def add_cmd(
 @click.option("--lang", metavar="zh|en", help="The language of --notes and --footnote (default: shown in every language).")
 @json_option
 def score_cmd(
-    path: str | None, registry: Path, base: str | None, reference: str | None, ref_method: Method | None, location: str | None, benchmark: str, value: float, unit: str,
+    path: str | None, registry: Path, base: str | None, reference: str | None, ref_method: Method | None, location: str | None, benchmark: str, value_text: str, unit: str | None,
     count: float | None, date_: str, backend: str, runs: int, setup: str | None, baseline: str | None, notes: str, footnote: str, lang: str | None,
 ) -> None:
     """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference."""
     from ..core.models import Localized, Score
-    from ..index.arguments import parse_date, require_finite, require_text
+    from ..index.arguments import parse_date, parse_value, require_finite, require_text
     from ..index.editing import build, check_language
     from ..ops.score import Subject, add_score
 
@@ -106,6 +106,7 @@ def score_cmd(
         raise usage_error("--base" if path is None and base is None else "PATH", "name exactly one of PATH or --base; --reference, --method and --location go with --base", "record a result of PATH, of --base NAME alone, or of --base NAME --reference NAME [--method M --location URL] for weights not in this repository")
     if lang is not None:
         check_language(lang)
+    value, unit = parse_value(value_text, unit)
     for number, option in ((value, "--value"), (count, "--count")):
         if number is not None:
             require_finite(number, option)

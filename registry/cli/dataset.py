@@ -105,12 +105,19 @@ def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str
 @click.option("--models", type=click.Path(file_okay=False, path_type=Path), help="A local model registry trained on this dataset.")
 @click.option("--repo-id", metavar="NS/NAME", help="A model repo on the Hub, read through the Hub client.")
 @click.option("--revision", default="main", show_default=True, help="With --repo-id: the branch or commit to read (the commit it resolves to is recorded).")
+@click.option("--unlink", is_flag=True, help="Drop the weights table of --models or --repo-id (a local registry and its published copy are one).")
 @json_option
-def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision: str) -> None:
-    """Derive the card's table of weights trained on each version from a model registry, matched by data sha256."""
-    from ..ops.dataset_link import link_models
+def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision: str, unlink: bool) -> None:
+    """Derive the card's table of weights trained on each version from a model registry, matched by data sha256.
+
+    A local registry and its published copy are one source: linking either replaces the other."""
+    from ..ops.dataset_link import link_models, unlink_models
 
     out = output()
+    if unlink:
+        gone = unlink_models(registry, models, repo_id)
+        out.result({"ok": True, "unlinked": [s.model_dump(mode="json") for s in gone]}, f"unlinked {sum(len(s.weights) for s in gone)} weight(s) of {models or repo_id}")
+        return
     source = link_models(registry, models, repo_id, revision, hub_progress=out.progress)
     text = f"linked {len(source.weights)} weight(s) from {source.repo_id or models}" + (f"@{source.revision[:12]}" if source.revision else "")
     out.result({"ok": True, "source": source.model_dump(mode="json")}, text)

@@ -351,6 +351,10 @@ class RegistryInfo(_Strict):
     attribution: Localized = Field(default_factory=Localized)
     setups: list[EvalSetup] = Field(default_factory=list)
     signer: Signer | None = Field(default=None, description="The key that signs model.sig; null: releases are not signed")
+    front_matter: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The author's own card metadata (a hand-written README's front matter, as written): every key stays in the card's; the author's values stand, lists the registry writes are merged in; model-index and base_model_relation are the registry's",
+    )
 
     @field_validator("languages")
     @classmethod
@@ -377,6 +381,10 @@ class Index(_Strict):
     exports: list[HfExport] = Field(default_factory=list, description="Transformers/fla folders exported from bases and entries (registry export-hf)")
     ggufs: list[GgufFile] = Field(default_factory=list, description="GGUF files made from bases and entries (registry export-gguf)")
     rewrites: list[Rewrite] = Field(default_factory=list)
+    kept_facts: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What a hand-written index.json stated that no field above holds, by its JSON path there, as written (registry adopt): published with the registry and shown on the card",
+    )
 
     def base_by_name(self, name: str) -> Base | None:
         return next((b for b in self.bases if b.name == name), None)

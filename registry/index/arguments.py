@@ -88,3 +88,30 @@ def parse_date(value: str) -> date:
         return date.fromisoformat(value)
     except ValueError as exc:
         raise RegistryError("args.bad-date", _shown(value), "not a YYYY-MM-DD date", "pass --date YYYY-MM-DD") from exc
+
+
+_VALUE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|/\s*\d+(?:\.\d+)?)?\s*$")
+
+
+def split_value(text: str) -> tuple[float, str | None] | None:
+    """A result as people write it: ``52.2``, ``52.2%`` or ``41.0/60`` (a value and its unit,
+    ``%`` or ``/60``), or None when ``text`` is none of these."""
+    match = _VALUE.match(text)
+    if match is None:
+        return None
+    unit = match.group(2)
+    return float(match.group(1)), unit.replace(" ", "") if unit else None
+
+
+def parse_value(text: str, unit: str | None, option: str = "--value") -> tuple[float, str]:
+    """``--value`` (and ``--unit``, None when not given) as a value and a unit (``%`` by default);
+    the value is checked finite by the caller (:func:`require_finite`)."""
+    parsed = split_value(text)
+    if parsed is None and text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        parsed = float(text), None  # a number JSON cannot hold: require_finite names it
+    if parsed is None:
+        raise RegistryError("args.bad-value", option, f"{text!r} is not a number, a percentage (52.2%) or a score out of a total (41.0/60)", f"pass {option} as 52.2, 52.2% or 41.0/60")
+    value, written = parsed
+    if written is not None and unit is not None and written != unit:
+        raise RegistryError("args.bad-value", option, f"{text!r} carries the unit {written} but --unit says {unit}", "give the unit once: in --value or with --unit")
+    return value, written or unit or "%"

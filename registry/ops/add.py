@@ -27,13 +27,12 @@ from ..core.models import (
     DataRef,
     Entry,
     Index,
-    TrainJson,
 )
 from ..core.names import GGUF_DIR, HF_DIR, INDEX_NAME, TRAIN_JSON, WEIGHT_SUFFIXES
 from ..core.pinned import Pinned, pinned
 from ..core.repo import Repo, render_index
-from ..core.schemas import load_model
 from ..core.sums import parse_sums
+from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..index.arguments import require_name, require_sha
 from ..index.derived import stage_derived
@@ -88,16 +87,24 @@ def _check_request(request: AddRequest, index: Index) -> Base:
     return base
 
 
-def _check_train_json(request: AddRequest, source: Path) -> TrainJson:
-    train = load_model(source, TrainJson, str(request.train_json))
+def _check_train_json(request: AddRequest, source: Path, base: Base) -> tuple[TrainFacts, str]:
+    """The train.json's facts and its data sha256, checked against the base and the flags."""
+    shown = str(request.train_json)
+    train = read_train(source, shown)
+    problems = train_problems(train, shown, base, request.data_version)
+    if problems:
+        raise RegistryError.of(problems)
+    assert train.data_sha256 is not None, "read_train refuses a train.json without data sha256"
     if request.data_sha256 and require_sha(request.data_sha256, "--data-sha256") != train.data_sha256:
         raise RegistryError(
             "train.data-mismatch",
             request.train_json,
-            f"data_sha256 is {train.data_sha256} but --data-sha256 says {request.data_sha256}",
+            f"data sha256 is {train.data_sha256} but --data-sha256 says {request.data_sha256}",
             "train on and declare the same data, or fix train.json",
         )
-    return train
+    if request.dataset_repo and train.data.repo and request.dataset_repo != train.data.repo:
+        raise RegistryError("train.data-mismatch", request.train_json, f"data.repo is {train.data.repo} but --dataset-repo says {request.dataset_repo}", "pass the dataset repo train.json names, or fix train.json")
+    return train, train.data_sha256
 
 
 def _check_data_sums(request: AddRequest, data_sha: str) -> None:
@@ -190,9 +197,9 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         index = index_to_change(repo)
         base = _check_request(request, index)
         with pinned(request.train_json, TRAIN_JSON) as train_source:
-            train = _check_train_json(request, train_source.stable)
+            train, data_sha = _check_train_json(request, train_source.stable, base)
             train_bytes = train_source.read_bytes()
-        _check_data_sums(request, train.data_sha256)
+        _check_data_sums(request, data_sha)
         rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
         if index.entry_by_path(rel) or (repo.root / rel).exists():
             raise RegistryError("entry.exists", rel, "a file is already registered at this path", "use another --run or file name; published files are never replaced")
@@ -222,7 +229,7 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
             path=rel,
             method=request.method,
             base_sha256=base.sha256,
-            data=DataRef(version=request.data_version, sha256=train.data_sha256, dataset_repo=request.dataset_repo),
+            data=DataRef(version=request.data_version, sha256=data_sha, dataset_repo=request.dataset_repo or train.data.repo, dataset_revision=train.data.revision),
             sha256=sha,
             size=staged.stat().st_size,
             format="safetensors" if rel.endswith(".safetensors") else "pth",

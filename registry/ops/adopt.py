@@ -10,8 +10,12 @@ private folder, so a refusal leaves the folder exactly as it was:
 4. each ``<base>/`` folder gets its base from ``--base-file`` (read, as add-base reads it), the
    known-bases catalog, or ``--sha256 --metadata-only``; each weight is inspected exactly as
    ``registry add`` inspects it (:func:`registry.ops.add.accept_weight`), each train.json is read
-   and validated;
-5. where the hand-written index and the files disagree, the files win only with ``--trust-files``.
+   as people write it (:mod:`registry.core.train`) and checked against its folder, once;
+5. where the hand-written index and the files disagree, or a file it lists is absent, the files
+   win only with ``--trust-files``; two recommended files need ``--recommended``, a
+   ``.safetensors`` beside a ``.pth`` of the same name with other tensors ``--not-a-twin``;
+6. what no field holds is kept as written in index.json's ``kept_facts``; the README's front
+   matter in ``registry.front_matter``; the card is rendered (so ``--dry-run`` refuses alike).
 
 Then one transaction (the lock, then the files re-checked unchanged since step 2) writes index.json,
 the card (the hand-written README kept whole as its hand-written section), evaluation.json,
@@ -29,33 +33,50 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..artifacts.twins import twin_difference
 from ..card import stage_rendered
-from ..card.handwritten import split_front_matter
+from ..card.facts import on_disk
+from ..card.handwritten import keep_whole, split_front_matter
+from ..card.metadata import added_keys, read_front_matter
 from ..card.render import decode_card
+from ..card.sync import rendered
 from ..core.atomic import registry_lock, transaction
 from ..core.errors import Problem, RegistryError
 from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
-from ..core.layout import Placement, export_folder, is_excluded, is_weight, place
+from ..core.layout import Placement, export_folder, gguf_folder, is_excluded, is_weight, place
 from ..core.lfs import refuse_pointers
-from ..core.models import METHODS, Base, DataRef, Entry, Index, RegistryInfo, TrainJson, path_problem
+from ..core.models import METHODS, Base, DataRef, Entry, Index, Language, Reference, RegistryInfo, Serving, path_problem
 from ..core.names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
 from ..core.repo import Repo, find_root, render_index
 from ..core.schemas import load_model, read_json
 from ..core.staged_sums import remember_digests, stage_sums
 from ..core.sums import parse_sums
+from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..index.arguments import require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
-from ..index.handmade import HandIndex, read_hand_index
+from ..index.handmade import HandIndex, HandReference, read_hand_index
 from ..index.rules import index_problems
 from .add import accept_weight, content_version, set_recommended
 from .add_base import BaseRequest, fingerprint_base
 from .init import git_file_changes, stage_git_files, stage_kept_card
+from .set import check_repo_id
 
 SAVED_DIR = f"{PRIVATE_DIR}/{ADOPTED_DIR}"  # the originals adopt replaced, never published
 TRUST_FILES = "--trust-files"
+NOT_A_TWIN = "--not-a-twin"
 _CJK = re.compile("[\u3400-\u9fff]")
+_LATIN = re.compile("[A-Za-z]")
+_CODE = re.compile(r"^(```|~~~).*?^\1[^\n]*$|`[^`\n]*`", re.MULTILINE | re.DOTALL)
+
+
+def _prose_languages(body: str) -> list[Language]:
+    """The card's language, as the author wrote it: the prose outside code, where Chinese
+    characters are at least a quarter as many as Latin letters (a character is about a word), is
+    Chinese; otherwise English (an English card that quotes a Chinese prompt stays English)."""
+    prose = _CODE.sub("", body)
+    return ["zh"] if len(_CJK.findall(prose)) * 4 >= len(_LATIN.findall(prose)) else ["en"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +88,8 @@ class AdoptOptions:
     vocab: str | None = None
     trust_files: bool = False  # where the hand-written index.json and the files disagree, the files win
     dry_run: bool = False
+    recommended: tuple[str, ...] = ()  # where index.json marks two files of one base and method recommended: these win
+    not_twins: tuple[str, ...] = ()  # .safetensors beside a .pth of the same name, registered as weights of their own
 
 
 @dataclass
@@ -82,20 +105,33 @@ class AdoptReport:
     unmapped: list[str] = field(default_factory=list)
     overridden: list[str] = field(default_factory=list)
     readme: str = "none"
-    score_steps: list[str] = field(default_factory=list)  # `registry score` lines for results that did not map
+    disputes: list[Problem] = field(default_factory=list, repr=False)  # index.json against the files: refused unless --trust-files
+    given: str = ""  # the folder as the user named it, for the next steps
+    base_paths: dict[str, str] = field(default_factory=dict)  # base name -> --base-file as the user gave it
+    front_matter_added: list[str] = field(default_factory=list)  # what the card's metadata adds to the author's, "key: value"
+    read_digests: dict[str, str] = field(default_factory=dict, repr=False)  # sha256 of every file as adopt read it, before it rewrote any
 
     @property
     def next_steps(self) -> list[str]:
-        """The commands for the facts still missing: results, the licence, the gate, publishing."""
-        index, root = self.index, shlex.quote(str(self.root))
-        steps = list(self.score_steps)
-        if not index.registry.license:
-            steps.append(f"registry set license SPDX-ID -C {root}")
+        """The commands still to run, each runnable exactly as printed: the gate, publishing."""
+        index, root = self.index, shlex.quote(self.given or str(self.root))
+        steps = []
         for base in index.bases:
-            if any(e.base_sha256 == base.sha256 for e in index.entries):
-                steps.append(f"registry smoke -C {root} --base-file {shlex.quote(base.filename)}")
-        steps.append(f"registry publish -C {root} --repo-id NAMESPACE/NAME")
+            if any(e.base_sha256 == base.sha256 for e in index.entries) and base.name in self.base_paths:
+                steps.append(f"registry smoke -C {root} --base-file {shlex.quote(self.base_paths[base.name])}")
+        if index.registry.repo_id:
+            steps.append(f"registry publish -C {root}")
         return steps
+
+    @property
+    def advice(self) -> list[str]:
+        """What only the owner can decide, said in words (no command with a blank to fill)."""
+        lines = []
+        if not self.index.registry.license:
+            lines.append("no licence found: the card says none is given; `registry set license` records the SPDX id you choose")
+        if not self.index.registry.repo_id:
+            lines.append("no repo id found: pass the Hub repo's id to `registry publish --repo-id`, or record it with `registry set repo-id`")
+        return lines
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -103,7 +139,8 @@ class AdoptReport:
             "bases": [{"name": b.name, "sha256": b.sha256, "source": b.source, "checked": b.architecture is not None} for b in self.index.bases],
             "entries": [{"path": e.path, "method": e.method, "data_version": e.data.version, "sha256": e.sha256, "recommended": e.recommended, "scores": len(e.scores)} for e in self.index.entries],
             "writes": self.writes, "saved": self.saved, "mapped": self.mapped, "unmapped": self.unmapped,
-            "overridden": self.overridden, "readme": self.readme, "next_steps": self.next_steps,
+            "overridden": self.overridden, "readme": self.readme, "next_steps": self.next_steps, "advice": self.advice,
+            "front_matter": {"kept": list(self.index.registry.front_matter), "added": self.front_matter_added},
         }  # fmt: skip
 
 
@@ -121,9 +158,10 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
 
 def adopt(root: Path, options: AdoptOptions, catalog: Index | None = None, progress: Progress | None = None) -> AdoptReport:
     """Adopt the folder ``root`` (see the module docstring); a refusal changes nothing."""
-    root = Path(root).absolute()
+    given, root = str(root), Path(root).absolute()
     _check_folder(root)
     plan = _plan(root, options, catalog if catalog is not None else load_catalog(), progress)
+    plan.report.given, plan.report.read_digests = given, dict(plan.digests)
     if options.dry_run:
         return plan.report
     repo = Repo(root)
@@ -185,10 +223,12 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     _check_sums(root, originals.get(SUMS_NAME), digests)
     hand = read_hand_index(read_json(root / INDEX_NAME, INDEX_NAME)) if INDEX_NAME in originals else HandIndex()
     report = AdoptReport(root, options.dry_run, Index(), unmapped=list(hand.unmapped), saved=sorted(f"{SAVED_DIR}/{n}" for n in originals))
+    report.base_paths = {Path(f).name.removesuffix(".pth"): str(f) for f in options.base_files}
     bases = _bases(root, scan.files, options, catalog, hand, report, progress)
-    entries = _entries(root, scan.files, bases, digests, hand, report)
-    report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report)
+    entries = _entries(root, scan.files, bases, digests, options)
+    report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report, options)
     _claims(report, options)
+    _preview_card(repo, report.index, report)
     report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})
     return _Plan(report, digests, identities, originals)
 
@@ -257,62 +297,112 @@ def _with_hand_base(base: Base, hand: HandIndex, report: AdoptReport) -> Base:
         if facts.get(key) and getattr(base, key) is None:
             base = base.model_copy(update={key: facts[key]})
             report.mapped.append(f"{claim.where}.{key} -> bases[{base.name}].{key}")
+    for score in claim.scores:
+        if score.score is not None:
+            base.scores.append(score.score)
+            report.mapped.append(f"{score.where} -> bases[{base.name}].scores")
     if facts.get("sha256") not in (None, base.sha256):
-        report.overridden.append(f"{claim.where}.sha256: index.json says {facts['sha256']} but the base is {base.sha256}")
+        _dispute(report, Problem("adopt.disagrees", INDEX_NAME, f"{claim.where}.sha256: index.json says {facts['sha256']} but the base is {base.sha256}", f"correct index.json or pass the base file it names, or pass {TRUST_FILES} to record the base given"))
     elif facts.get("sha256"):
         report.mapped.append(f"{claim.where}.sha256 (agrees with the base)")
     return base
 
 
-def _train_json(root: Path, rel: str, cache: dict[str, TrainJson]) -> TrainJson:
-    if rel not in cache:
+def _train_json(root: Path, placed: Placement, base: Base, trains: dict[str, TrainFacts | RegistryError]) -> TrainFacts:
+    """The data-version folder's train.json, read once: a refusal is raised for its first weight
+    and then stands for the others (one line, not one per weight)."""
+    rel = f"{placed.version_dir}/{TRAIN_JSON}"
+    if rel in trains:
+        found = trains[rel]
+        if isinstance(found, RegistryError):
+            raise _Reported()
+        return found
+    try:
         if not (root / rel).is_file():
-            raise RegistryError("adopt.missing-train-json", rel, "the weights of this data version have no train.json", "write it beside them (trainer, hyperparameters, command, data_sha256: docs/formats.md), then adopt again")
-        cache[rel] = load_model(root / rel, TrainJson, rel)
-    return cache[rel]
+            raise RegistryError("adopt.missing-train-json", rel, "the weights of this data version have no train.json", 'write it beside them (trainer, hyperparameters, command, data sha256: docs/formats.md, "train.json"), then adopt again')
+        train = read_train(root / rel, rel)
+        problems = train_problems(train, rel, base, placed.version)
+        if problems:
+            raise RegistryError.of(problems)
+    except RegistryError as err:
+        trains[rel] = err
+        raise
+    trains[rel] = train
+    return train
 
 
-def _entries(root: Path, files: list[str], bases: dict[str, Base], digests: dict[str, str], hand: HandIndex, report: AdoptReport) -> list[Entry]:
+class _Reported(Exception):
+    """A refusal already reported for another weight of the same folder."""
+
+
+def _entries(root: Path, files: list[str], bases: dict[str, Base], digests: dict[str, str], options: AdoptOptions) -> list[Entry]:
     problems: list[Problem] = []
     entries: list[Entry] = []
-    trains: dict[str, TrainJson] = {}
+    trains: dict[str, TrainFacts | RegistryError] = {}
     for rel in files:
         placed = place(rel, set(bases))
         if isinstance(placed, Problem) and "/" not in rel and is_weight(rel):
             problems.append(Problem(placed.code, rel, "a weight at the root: adopt reads weights from <base>/<method>/<data-version>/", f"move it there (e.g. mkdir -p <base-stem>/full/v1 && git mv {rel} <base-stem>/full/v1/), with its train.json beside it, then adopt again"))
         elif isinstance(placed, Problem):
             problems.append(placed)
-        elif placed is not None and rel.split("/")[0] in bases and export_folder(rel) is not None:
+        elif placed is None and rel.split("/")[0] in bases and export_folder(rel) is not None:
             problems.append(Problem("adopt.export-folder", rel, "a Transformers export folder made by hand", "move it out of the folder; `registry export-hf` makes one the registry checks"))
+        elif placed is None and rel.split("/")[0] in bases and gguf_folder(rel) is not None:
+            problems.append(Problem("adopt.gguf-folder", rel, "a GGUF file made by hand, with no record of how", "move it out of the folder; `registry export-gguf` makes one the registry checks"))
         elif placed is not None and placed.name == SHARD_INDEX:
             problems.append(Problem("adopt.sharded", rel, "a sharded checkpoint", "adopt the .pth it was converted from and run `registry convert`"))
         elif placed is not None and placed.name == TRAIN_JSON:
             try:
-                _train_json(root, rel, trains)
+                _train_json(root, placed, bases[placed.base], trains)
             except RegistryError as err:
                 problems.extend(err.problems)
+            except _Reported:
+                pass
         elif placed is not None:
             try:
                 entries.append(_entry(root, rel, placed, bases[placed.base], digests[rel], trains))
             except RegistryError as err:
                 problems.extend(err.naming(str(root / rel), rel).problems)
+            except _Reported:
+                pass
     by_sha: dict[str, str] = {}
     for entry in entries:
         other = by_sha.setdefault(entry.sha256, entry.path)
         if other != entry.path:
             problems.append(Problem("entry.duplicate", entry.path, f"the same bytes as {other}", "keep one of the two files"))
+    problems += _twins(root, entries, options)
     if problems:
         raise RegistryError.of(problems)
     return entries
 
 
-def _entry(root: Path, rel: str, placed: Placement, base: Base, sha: str, trains: dict[str, TrainJson]) -> Entry:
+def _twins(root: Path, entries: list[Entry], options: AdoptOptions) -> list[Problem]:
+    """A ``.safetensors`` beside a ``.pth`` of the same name is its twin when it holds the same
+    tensors (recorded as converted from it); with other tensors it is refused unless
+    ``--not-a-twin`` names it: then it is a weight of its own."""
+    problems = []
+    by_path = {e.path: e for e in entries}
+    for entry in entries:
+        source = by_path.get(entry.path.removesuffix(".safetensors") + ".pth") if entry.format == "safetensors" else None
+        if source is None or entry.path in options.not_twins:
+            continue
+        difference = twin_difference(root / source.path, root / entry.path)
+        if difference is None:
+            entry.derived_from, entry.content_version = source.path, source.content_version
+        else:
+            problems.append(Problem("adopt.twin-differs", entry.path, f"beside {Path(source.path).name} with the same name but {difference}", f"delete the stale one, rename one of them, or pass {NOT_A_TWIN} {entry.path} to register it as a weight of its own"))
+    return problems
+
+
+def _entry(root: Path, rel: str, placed: Placement, base: Base, sha: str, trains: dict[str, TrainFacts | RegistryError]) -> Entry:
     if base.architecture is None:
         raise RegistryError("adopt.needs-base-file", rel, f"the base {base.name} was not read, so its shapes are unknown and this weight cannot be checked", f"pass --base-file {base.filename} (read, not copied)")
     inspection = accept_weight(root / rel, placed.method, base, rel)
-    train = _train_json(root, f"{placed.version_dir}/{TRAIN_JSON}", trains)
+    train = _train_json(root, placed, base, trains)
+    assert train.data_sha256 is not None, "read_train refuses a train.json without data sha256"
+    data = DataRef(version=placed.version, sha256=train.data_sha256, dataset_repo=train.data.repo, dataset_revision=train.data.revision)
     return Entry(
-        path=rel, method=placed.method, base_sha256=base.sha256, data=DataRef(version=placed.version, sha256=train.data_sha256),
+        path=rel, method=placed.method, base_sha256=base.sha256, data=data,
         sha256=sha, size=(root / rel).stat().st_size, format="safetensors" if rel.endswith(".safetensors") else "pth",
         content_version=content_version(inspection),
     )  # fmt: skip
@@ -322,29 +412,46 @@ def _entry(root: Path, rel: str, placed: Placement, base: Base, sha: str, trains
 # The hand-written index and README against the files
 
 
-def _index(bases: dict[str, Base], entries: list[Entry], hand: HandIndex, readme: bytes | None, report: AdoptReport) -> Index:
+def _index(bases: dict[str, Base], entries: list[Entry], hand: HandIndex, readme: bytes | None, report: AdoptReport, options: AdoptOptions) -> Index:
     info = RegistryInfo()
     text = decode_card(readme) if readme is not None else ""
     front, body = split_front_matter(text)
     title = hand.facts.get("title") or next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), None)
     if title:
         info.title = title
-    license_match = re.search(r"^license:\s*(\S+)\s*$", front, re.MULTILINE)
-    info.license = hand.facts.get("license") or (license_match.group(1) if license_match else None)
-    if body.strip() and not _CJK.search(body):
-        info.languages = ["en"]
+    repo_id = hand.facts.get("repo_id")
+    if repo_id is not None:
+        try:
+            info.repo_id = check_repo_id(repo_id, INDEX_NAME)
+            report.mapped.append(f"$.repo_id -> registry.repo_id ({repo_id})")
+        except RegistryError as err:
+            report.unmapped.append(f"$.repo_id: {repo_id} ({err.message})")
+            hand.kept["$.repo_id"] = repo_id
+    info.front_matter = read_front_matter(front, CARD_NAME) if front.strip() else {}
+    written = info.front_matter.get("license")
+    info.license = hand.facts.get("license") or (written if isinstance(written, str) else None)
+    if body.strip():
+        info.languages = _prose_languages(body)
     report.readme = "kept whole as the card's hand-written section" if body.strip() else "none: the card starts from the default"
     index = Index(registry=info, bases=list(bases.values()), entries=entries)
+    claimed: list[Entry] = []
     for entry in entries:
-        _apply_hand_entry(index, entry, hand, report)
+        if _apply_hand_entry(index, entry, hand, report):
+            claimed.append(entry)
+    _recommend(index, claimed, report, options)
+    for reference in hand.references:
+        _apply_reference(index, reference, report)
+    index.kept_facts = dict(hand.kept)
     for claim in hand.entries:
         if index.entry_by_path(claim.path) is None:
-            report.unmapped.append(f"{claim.where}: {claim.path} (no such weight in the folder)")
+            _dispute(
+                report, Problem("adopt.listed-missing", INDEX_NAME, f"{claim.where} lists {claim.path}, which is not in the folder", f"restore the file (download it again), remove the item from index.json, or pass {TRUST_FILES} to adopt without it")
+            )
     try:
         index = Index.model_validate(index.model_dump(mode="json"))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise RegistryError("adopt.invalid", INDEX_NAME, f"the adopted index would be invalid at {err['loc']}: {err['msg']}", "correct the value in the hand-written index.json") from exc
+        first = exc.errors()[0]
+        raise RegistryError("adopt.invalid", INDEX_NAME, f"the adopted index would be invalid at {first['loc']}: {first['msg']}", "correct the value in the hand-written index.json") from exc
     problems = index_problems(index)
     if problems:
         raise RegistryError.of(problems)
@@ -359,10 +466,56 @@ def _file_facts(entry: Entry, base: Base) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _apply_hand_entry(index: Index, entry: Entry, hand: HandIndex, report: AdoptReport) -> None:
+def _apply_reference(index: Index, claim: HandReference, report: AdoptReport) -> None:
+    """An item with a name and no file: weights compared against but not uploaded, a reference on its base."""
+    facts = claim.facts
+    named = facts.get("base_sha256") or facts.get("base")
+    base = next((b for b in index.bases if named in (b.sha256, b.name, b.filename)), None) if named else (index.bases[0] if len(index.bases) == 1 else None)
+    if base is None:
+        report.unmapped.append(f"{claim.where}: {facts['name']} (a reference, but on which base is not said)")
+        index.kept_facts[claim.where] = {**facts, "scores": [s.fields for s in claim.scores]}
+        return
+    location = None if facts.get("uploaded") is False else facts.get("location")
+    method = facts.get("method") if facts.get("method") in METHODS else None
+    reference = Reference(name=facts["name"], method=method, location=location, scores=[s.score for s in claim.scores if s.score is not None])
+    base.references.append(reference)
+    report.mapped.append(f"{claim.where} -> bases[{base.name}].references[{reference.name}]")
+
+
+def _dispute(report: AdoptReport, problem: Problem) -> None:
+    report.disputes.append(problem)
+    report.overridden.append(problem.message)
+
+
+def _recommend(index: Index, claimed: list[Entry], report: AdoptReport, options: AdoptOptions) -> None:
+    """One recommended file per base and method: two claims are refused unless --recommended says which wins."""
+    for path in options.recommended:
+        if index.entry_by_path(path) is None:
+            raise RegistryError("args.unknown-entry", path, "--recommended names no weight in the folder", f"pass one of: {', '.join(e.path for e in index.entries) or 'none'}")
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    for entry in claimed:
+        groups.setdefault((entry.base_sha256, entry.method), []).append(entry)
+    for path in options.recommended:
+        chosen = index.entry_by_path(path)
+        assert chosen is not None
+        groups[(chosen.base_sha256, chosen.method)] = [chosen]
+        report.mapped.append(f"--recommended {path} -> entries[{path}].recommended")
+    for (_, method), group in groups.items():
+        if len(group) > 1:
+            paths = [e.path for e in group]
+            raise RegistryError(
+                "adopt.two-recommended", INDEX_NAME, f"marks {len(paths)} {method} files of one base recommended ({', '.join(paths)}); one is shown as the recommended one",
+                f"keep \"recommended\": true on one of them, or pass --recommended {paths[0]} (or another) to say which wins",
+            )  # fmt: skip
+        set_recommended(index, group[0])
+
+
+def _apply_hand_entry(index: Index, entry: Entry, hand: HandIndex, report: AdoptReport) -> bool:
+    """Apply what index.json says of ``entry``; True when it marks it recommended."""
     claim = hand.entry(entry.path)
     if claim is None:
-        return
+        return False
+    recommended = False
     base = index.base_by_sha(entry.base_sha256)
     assert base is not None
     actual = _file_facts(entry, base)
@@ -371,13 +524,17 @@ def _apply_hand_entry(index: Index, entry: Entry, hand: HandIndex, report: Adopt
         value = value.removesuffix(".pth") if key == "base" else value
         if key in actual:
             if value != actual[key]:
-                report.overridden.append(f"{where}: index.json says {value} but the file's {key} is {actual[key]}")
+                _dispute(report, Problem("adopt.disagrees", INDEX_NAME, f"{where}: index.json says {value} but the file's {key} is {actual[key]}", f"correct index.json or the file, or pass {TRUST_FILES} to record what the files say"))
             else:
                 report.mapped.append(f"{where} (agrees with the file)")
         elif key == "recommended":
-            if value:
-                set_recommended(index, entry)
+            recommended = bool(value)
             report.mapped.append(f"{where} -> entries[{entry.path}].recommended")
+        elif key == "dataset_repo" and entry.data.dataset_repo not in (None, value):
+            _dispute(report, Problem("adopt.disagrees", INDEX_NAME, f"{where}: index.json says {value} but train.json's data.repo is {entry.data.dataset_repo}", f"correct index.json or train.json, or pass {TRUST_FILES} to record train.json's"))
+        elif key in ("adapter_id", "profile", "sampling"):
+            entry.serving = (entry.serving or Serving()).model_copy(update={key: value})
+            report.mapped.append(f"{where} -> entries[{entry.path}].serving.{key}")
         elif key in ("notes", "dataset_repo"):
             if key == "notes":
                 entry.notes = value
@@ -388,15 +545,22 @@ def _apply_hand_entry(index: Index, entry: Entry, hand: HandIndex, report: Adopt
         if score.score is not None:
             entry.scores.append(score.score)
             report.mapped.append(f"{score.where} -> entries[{entry.path}].scores")
-        else:
-            fields = score.fields
-            report.score_steps.append(
-                "registry score " + shlex.join([entry.path, "--benchmark", str(fields.get("benchmark", "<BENCHMARK>")), "--value", str(fields.get("value", "<VALUE>")),
-                "--date", str(fields.get("date", "<YYYY-MM-DD>")), "--backend", str(fields.get("backend", "<BACKEND>"))])
-            )  # fmt: skip
+    return recommended
 
 
 def _claims(report: AdoptReport, options: AdoptOptions) -> None:
     """Refuse where the hand-written index contradicts the files, unless the user let the files win."""
-    if report.overridden and not options.trust_files:
-        raise RegistryError.of([Problem("adopt.disagrees", INDEX_NAME, line, f"correct index.json or the file, or pass {TRUST_FILES} to record what the files say") for line in report.overridden])
+    if report.disputes and not options.trust_files:
+        raise RegistryError.of(report.disputes)
+
+
+def _preview_card(repo: Repo, index: Index, report: AdoptReport) -> None:
+    """Render the card as the transaction will (the README kept whole as its hand-written section),
+    so a refusal of the renderer comes before anything is written, and --dry-run shows it too;
+    the report says what the card's front matter adds to the author's."""
+    card = repo.card_path
+    text = decode_card(repo.read_bytes(card)) if card.is_file() else None
+    kept = keep_whole(text) if text is not None else None
+    states = rendered(repo, index, on_disk(repo), kept if kept is not None else text)
+    front, _ = split_front_matter(states[0].expected)
+    report.front_matter_added = added_keys(index.registry.front_matter, read_front_matter(front, CARD_NAME))

@@ -43,7 +43,36 @@ def link_models(root: Path, models: Path | None = None, repo_id: str | None = No
             headline = Problem("link.refused", where, f"{len(problems)} problem(s) between the weights and the versions they cite; nothing was changed", problems[0].fix)
             raise RegistryError.of([headline, *problems])
         source = ModelSource(repo_id=source_repo, revision=commit, weights=trained_weights(index, dataset))
-        dataset.models = [s for s in dataset.models if s.repo_id != source_repo] + [source]
+        dataset.models = [s for s in dataset.models if not same_registry(s, source_repo, index)] + [source]
         txn.write(INDEX_NAME, render_index(dataset))
         store.stage_derived(repo, txn, dataset)
     return source
+
+
+def same_registry(source: ModelSource, repo_id: str | None, index: Index | None) -> bool:
+    """Whether a recorded source is the model registry ``repo_id`` (``index``: its index.json, when read):
+    the same repo id, or a local registry not yet published (no repo id) and its published copy,
+    which hold the same weight files (a sha256 in common)."""
+    if source.repo_id is not None and repo_id is not None:
+        return source.repo_id == repo_id
+    return index is not None and bool({w.sha256 for w in source.weights} & {e.sha256 for e in index.entries})
+
+
+def unlink_models(root: Path, models: Path | None = None, repo_id: str | None = None) -> list[ModelSource]:
+    """Drop the recorded weights table of ``models`` (a local registry, and its published copy) or of
+    ``repo_id``; the card no longer lists them.  The sources removed."""
+    if (models is None) == (repo_id is None):
+        raise RegistryError("args.conflict", "--unlink", "name the model registry to unlink with either --models or --repo-id", "pass --unlink --models DIR, or --unlink --repo-id NS/NAME")
+    index = local_models(models) if models is not None else None
+    name = (index.registry.repo_id if index is not None else repo_id) if repo_id is None else repo_id
+    repo = Repo.open(root)
+    with transaction(repo.root) as txn:
+        dataset = store.index_to_change(repo)
+        gone = [s for s in dataset.models if same_registry(s, name, index)]
+        if not gone:
+            listed = ", ".join(s.repo_id or "a local registry" for s in dataset.models) or "none"
+            raise RegistryError("link.not-linked", str(models or repo_id), "is not linked to this dataset", f"name a linked model registry (linked: {listed})")
+        dataset.models = [s for s in dataset.models if s not in gone]
+        txn.write(INDEX_NAME, render_index(dataset))
+        store.stage_derived(repo, txn, dataset)
+    return gone

@@ -91,10 +91,14 @@ def _adopt_download(staging: Path, tree: Mapping[str, RemoteFile], options: Adop
     first); every LFS file must be the bytes the Hub's tree names."""
     report = adopt(staging, options)
     sums = local_sums(Repo(staging))
-    differ = [p for p, remote in sorted(tree.items()) if remote.lfs_sha256 and sums.get(p) not in (None, remote.lfs_sha256)]
+    # The downloaded bytes are the ones adopt read (a README.md or index.json it then rewrote
+    # included, as in a repo that keeps them in LFS), checked by sha256 against the Hub's tree.
+    downloaded = {**sums, **report.read_digests}
+    differ = [p for p, remote in sorted(tree.items()) if remote.lfs_sha256 and downloaded.get(p) not in (None, remote.lfs_sha256)]
     if differ:
         raise RegistryError("pull.mismatch", differ[0], "the downloaded bytes are not the ones the Hub's tree names", "run the pull again")
-    findings = content_problems(check_local_bytes(staging, None, tree, sums), "pull", "pull from a repo whose files were published intact")
+    unchanged = [p for p in sums if downloaded.get(p) == sums[p]]  # a rewritten file's Xet hash is of its new bytes: checked by sha256 above
+    findings = content_problems(check_local_bytes(staging, None, tree, sums, unchanged), "pull", "pull from a repo whose files were published intact")
     if findings:
         raise RegistryError.of(findings)
     return sums, report
@@ -147,7 +151,7 @@ def pull(
         record_remote(Repo(staging), sums, remote)
         os.replace(staging, target)  # an empty target directory is replaced too
         if adopted:
-            adopted.root = target
+            adopted.root, adopted.given = target, str(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

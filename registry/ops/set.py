@@ -18,6 +18,7 @@ LICENSE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9.+\-]*"  # an SPDX-like id (apache-2.0,
 SCALARS = {"title": "title", "license": "license", "repo-id": "repo_id"}
 TEXTS = {"summary": "summary", "intended-use": "intended_use", "limitations": "limitations", "attribution": "attribution"}
 FIELDS = (*SCALARS, "languages", "tags", *TEXTS)
+FRONT_MATTER_KEYS = {"license": "license", "tags": "tags", "languages": "language"}  # field -> the card metadata key it sets
 
 
 def check_repo_id(value: str, option: str) -> str:
@@ -58,6 +59,7 @@ def set_field(root: Path, field: str, values: Sequence[str], lang: str | None = 
 
     def change(index: Index) -> RegistryInfo:
         info = index.registry
+        info.front_matter.pop(FRONT_MATTER_KEYS.get(field, ""), None)  # a key a registry command set is the registry's from now on
         if field in SCALARS:
             setattr(info, SCALARS[field], _scalar(field, values))
         elif field == "languages":

@@ -24,11 +24,12 @@ from ..core.hashing.engine import Progress
 from ..core.hashing.tree import digest_tree
 from ..core.layout import is_weight, place
 from ..core.lfs import pointer_problem, pointers
-from ..core.models import Entry, FileRef, Index, Rewrite, TrainJson
+from ..core.models import Entry, FileRef, Index, Rewrite
 from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, NOT_COVERED, TRAIN_JSON
 from ..core.published import record_rewrites
 from ..core.repo import Repo, is_dataset, no_registry, render_index
-from ..core.schemas import load_model, read_json, schema_errors
+from ..core.schemas import read_json, schema_errors
+from ..core.train import read_train, train_problems
 from ..core.tree import TreeScan, scan_tree
 from ..gguf.check import gguf_problems
 from ..hf.check import export_problems, listed_files
@@ -91,12 +92,15 @@ def check_train_json(ctx: Context) -> Iterator[Problem]:
         if placed.name != TRAIN_JSON:
             continue
         try:
-            train = load_model(ctx.root / rel, TrainJson, rel)
+            train = read_train(ctx.root / rel, rel)
         except RegistryError as err:
-            yield err.problem.about(rel)
+            yield from err.problems
             continue
+        base = ctx.index.base_by_name(placed.base)
+        if base is not None:
+            yield from train_problems(train, rel, base, placed.version)
         for sha in sorted(entries_by_dir.get(placed.version_dir, set()) - {train.data_sha256}):
-            yield Problem("train.data-mismatch", rel, f"data_sha256 {train.data_sha256[:12]}… but an entry here says {sha[:12]}…", "make train.json and the entries name the same training data")
+            yield Problem("train.data-mismatch", rel, f"data sha256 {str(train.data_sha256)[:12]}… but an entry here says {sha[:12]}…", "make train.json and the entries name the same training data")
 
 
 def check_entries(ctx: Context) -> Iterator[Problem]:
