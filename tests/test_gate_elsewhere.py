@@ -7,6 +7,7 @@ two installations are two receipt-key folders (``XDG_CONFIG_HOME``); the Hub is 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -225,3 +226,15 @@ def test_fetch_base_refuses_a_base_the_catalog_does_not_know(hub_server, machine
     monkeypatch.setattr("registry.index.catalog.catalog_path", lambda: empty)
     refused = Cli()("smoke", "-C", Path(shutil.copytree(root, tmp_path / "here")), "--device", "cpu", "--fetch-base", tmp_path / "bases", code=3)
     assert len(errors(refused.output)) == 1 and "not in the known-bases catalog" in refused.output and "--base-file" in refused.output
+
+
+def test_the_ci_recipe_names_only_options_that_exist():
+    """docs/ci.md's "Gate on a GPU machine, publish from CI": every `registry` line parses (an unknown
+    option fails before the trailing --help is reached), and the steps are the ones tested above."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "ci.md").read_text(encoding="utf-8")
+    section = text.split("## Gate on a GPU machine, publish from CI", 1)[1].split("\n## ", 1)[0]
+    commands = [shlex.split(line.split("run: ", 1)[-1])[1:] for line in section.splitlines() if line.strip().removeprefix("run: ").startswith("registry ")]
+    assert [c[0] for c in commands] == ["smoke", "publish"]
+    assert {"--fetch-base", "--sign-key"} <= set(commands[0]) and "--trust-gate-key" in commands[1]
+    for command in commands:
+        Cli()(*command, "--help")

@@ -93,7 +93,7 @@ def test_the_fixture_is_what_format_1_was(old):
 COMMANDS = [
     ["validate"], ["validate", "--json"], ["sums"], ["sums", "--check"], ["card"], ["card", "--check"], ["list"], ["set", "title", "New"],
     ["score", "rwkv7-tiny-mig-20260101/state/v1.41/s1.pth", "--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b"],
-    ["smoke", "--device", "cpu"], ["publish", "--repo-id", "a/b", "--dry-run", "--assume-empty-remote", "--allow-cpu-gate"],
+    ["describe", "rwkv7-tiny-mig-20260101/state/v1.41/s1.pth", "--lang", "en", "--notes", "n"], ["smoke", "--device", "cpu"], ["publish", "--repo-id", "a/b", "--dry-run", "--assume-empty-remote", "--allow-cpu-gate"],
 ]
 
 
