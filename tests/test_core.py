@@ -16,7 +16,7 @@ from registry.cli import main
 from registry.core.errors import RegistryError
 from registry.core.hashing import StatCache, hash_file
 from registry.core.libc import same_bytes
-from registry.core.models import Base, Index
+from registry.core.models import INDEX_FORMAT_VERSION, Base, Index
 from registry.core.repo import render_index
 from registry.core.sums import parse_sums, render_sums
 from registry.ops.init import init_registry
@@ -85,7 +85,7 @@ def test_malformed_and_schema_breaking_json(empty_registry):
     index.write_text('{"bases": [', encoding="utf-8")
     findings = validate(empty_registry)
     assert findings[0].code == "json.malformed" and findings[0].file.startswith("index.json:")
-    index.write_text(json.dumps({"format_version": 1, "bases": [{"name": "x"}]}), encoding="utf-8")
+    index.write_text(json.dumps({"format_version": INDEX_FORMAT_VERSION, "bases": [{"name": "x"}]}), encoding="utf-8")
     findings = validate(empty_registry)
     assert {f.code for f in findings} == {"schema.invalid"}
     assert any("$.bases[0]" in f.message for f in findings)

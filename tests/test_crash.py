@@ -112,6 +112,14 @@ def _hand_made(reg: Path, inputs: Path) -> None:
     subprocess.run("find * -type f | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=reg, check=True)
 
 
+def _format_1(reg: Path, inputs: Path) -> None:
+    """A registry of the previous format_version (tests/test_migrate.py builds it), for migrate."""
+    from .test_migrate import to_format_1
+
+    _with_state(reg, inputs)
+    to_format_1(reg)
+
+
 DATA_SPEC = SEED_002[0]  # seed 002's v1.41, tiny
 
 
@@ -144,6 +152,7 @@ SCENARIOS = [
     Scenario("validate-allow-rewrite", _published_then_changed, lambda reg, inputs: ["validate", "-C", reg, "--allow-rewrite", "fixed a typo"]),
     Scenario("adopt", _hand_made, lambda reg, inputs: ["adopt", reg, "--base-file", inputs / "rwkv7-crash-20260101.pth"]),
     Scenario("dataset-add", lambda reg, inputs: registry("dataset", "init", reg), _dataset_add),
+    Scenario("migrate", _format_1, lambda reg, inputs: ["migrate", "-C", reg]),
 ]
 
 

@@ -27,7 +27,7 @@ from registry.core.repo import Repo
 from registry.core.sums import parse_sums
 from registry.gate.receipt import receipt_path
 from registry.gguf import gate, mapping
-from registry.hub.gates import gate_findings
+from registry.hub.gates import GateTrust, gate_findings
 from registry.hub.local import local_sums
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
@@ -92,7 +92,7 @@ def test_base_full_and_merged_miss_become_f16_bf16_q8_0_ggufs_that_pass_the_gate
     assert [(g.source, g.source_sha256, g.merged) for g in made[::3]] == [(BASE, sha256_of(world_base), False), (full.path, full.sha256, False), (miss.path, miss.sha256, True)]
     assert repo.load_index().ggufs == sorted(made, key=lambda g: g.path)
     assert validate(root) == []
-    assert list(gate_findings(repo, repo.load_index(), local_sums(repo), [g.path for g in made], allow_cpu=True)) == []
+    assert list(gate_findings(repo, repo.load_index(), local_sums(repo), [g.path for g in made], GateTrust(allow_cpu=True))) == []
     card = (root / "README.md").read_text()
     assert "### GGUF (llama.cpp, Ollama)" in card and all(f"`{g.path}`" in card for g in made) and "llama-cli -m" in card and "ollama create" in card
     assert "- gguf" in card.split("---")[1]  # the Hub's tag for repositories with GGUF files
@@ -259,7 +259,7 @@ def test_publish_refuses_a_gguf_without_a_passing_receipt_and_validate_a_changed
     root, full, _ = sources
     rel = _registered_without_gate(root, world_base)
     repo = Repo.open(root)
-    (finding,) = gate_findings(repo, repo.load_index(), local_sums(repo), [rel], allow_cpu=True)
+    (finding,) = gate_findings(repo, repo.load_index(), local_sums(repo), [rel], GateTrust(allow_cpu=True))
     assert finding.code == "gate.missing" and finding.file == rel and "export-gguf --base" in finding.fix
     (record,) = export_gguf(root, GgufRequest(entry=full.path, types=("q8_0",)))
     index = json.loads((root / "index.json").read_text())

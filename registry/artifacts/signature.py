@@ -158,3 +158,71 @@ class SignaturePolicy:
         if not path.is_file():  # nothing to check against a signer (a dataset registry records none)
             return self.problems(None, sums, b"", None)
         return self.problems(repo.read_bytes(path), sums, repo.read_bytes(repo.sums_path), repo.load_index().registry.signer)
+
+
+# -- Detached signatures over one document (gate receipts), with the same EC key ----------------------------------
+#
+# DSSE's pre-authentication encoding (the envelope model_signing's bundles use): the signature covers
+# the payload's type and bytes together, so a receipt's signature never verifies as anything else.
+
+
+def _pae(payload_type: str, payload: bytes) -> bytes:
+    kind = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
+
+
+def sign_document(payload_type: str, payload: bytes, key: Path) -> tuple[str, str]:
+    """(base64 ECDSA-SHA256 signature of ``payload`` as ``payload_type``, fingerprint of the public key)."""
+    import base64
+
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    private = _private_key(key)
+    public = private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    signature = private.sign(_pae(payload_type, payload), ec.ECDSA(hashes.SHA256()))
+    return base64.b64encode(signature).decode("ascii"), fingerprint(public)
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    """A public key a command was told to trust, by its file and fingerprint."""
+
+    path: Path
+    pem: bytes
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.pem)
+
+    @classmethod
+    def read(cls, path: Path, option: str) -> TrustedKey:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        fix = f"pass the PEM public key of the signer to {option} (e.g. `openssl ec -in KEY.pem -pubout -out KEY.pub`)"
+        try:
+            pem = path.read_bytes()
+            public = serialization.load_pem_public_key(pem)
+        except (OSError, ValueError, TypeError) as err:
+            raise RegistryError("sign.bad-key", path, f"not a PEM public key ({err})", fix) from err
+        if not isinstance(public, ec.EllipticCurvePublicKey):
+            raise RegistryError("sign.bad-key", path, "not an elliptic-curve public key", fix)
+        return cls(path, public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+
+    def verifies(self, payload_type: str, payload: bytes, signature: str) -> bool:
+        """Whether ``signature`` (base64) is this key's over ``payload`` as ``payload_type``."""
+        import base64
+        import binascii
+
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        public = serialization.load_pem_public_key(self.pem)
+        assert isinstance(public, ec.EllipticCurvePublicKey)
+        try:
+            public.verify(base64.b64decode(signature, validate=True), _pae(payload_type, payload), ec.ECDSA(hashes.SHA256()))
+        except (InvalidSignature, binascii.Error, ValueError):
+            return False
+        return True

@@ -87,6 +87,7 @@ def _content_text(checks: Iterable[ContentCheck]) -> Text:
 @click.option("--create-pr", is_flag=True, help="Open a pull request with the commit instead of committing to the branch.")
 @click.option("--tag", metavar="NAME", help="Tag the published commit (or the unchanged head) with NAME.")
 @click.option("--allow-cpu-gate", is_flag=True, help="Accept gate receipts from CPU-only runs.")
+@click.option("--trust-gate-key", "trust_gate_keys", multiple=True, type=click.Path(dir_okay=False, path_type=Path), metavar="KEY.pub", help="Count receipts signed by this EC public key (the gate machine's `smoke --sign-key`); repeatable. docs/ci.md.")
 @click.option("--delete-remote-extra", is_flag=True, help="Delete files on the Hub that the registry does not have.")
 @click.option("--restore", is_flag=True, help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.")
 @REQUIRE_SIGNATURE_OPT
@@ -94,15 +95,15 @@ def _content_text(checks: Iterable[ContentCheck]) -> Text:
 @json_option
 def publish_cmd(
     repo_id: str | None, registry: Path, revision: str, dry_run: bool, assume_empty_remote: bool, create_pr: bool, tag: str | None, allow_cpu_gate: bool,
-    delete_remote_extra: bool, restore: bool, require_signature: bool, public_key: Path | None,
+    trust_gate_keys: tuple[Path, ...], delete_remote_extra: bool, restore: bool, require_signature: bool, public_key: Path | None,
 ) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
-    from ..artifacts.signature import SignaturePolicy
+    from ..artifacts.signature import SignaturePolicy, TrustedKey
     from ..ops.publish import PublishOptions, publish
 
     options = PublishOptions(
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
-        allow_cpu_gate=allow_cpu_gate, delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote, restore=restore,
+        allow_cpu_gate=allow_cpu_gate, trusted_gate_keys=tuple(TrustedKey.read(k, "--trust-gate-key") for k in trust_gate_keys), delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote, restore=restore,
         signature=SignaturePolicy(public_key, require_signature),
     )  # fmt: skip
     out = output()

@@ -36,7 +36,7 @@ Language = Literal["zh", "en"]
 BILINGUAL: tuple[Language, ...] = ("zh", "en")  # the card's default languages
 ASSISTANT_TURN = "Assistant:"
 
-INDEX_FORMAT_VERSION: Final = 1
+INDEX_FORMAT_VERSION: Final = 2  # docs/formats.md, "index.json's format versions"; `registry migrate` upgrades older ones
 
 
 # index.json's "kind" of a dataset registry (registry/dataset/); a model registry has none
@@ -373,8 +373,9 @@ class Index(_Strict):
     """index.json: bases and one entry per weight file."""
 
     SCHEMA_KIND: ClassVar[str] = "index"  # its checked-in schema: schemas/index.schema.json
+    FORMAT_VERSION: ClassVar[int] = INDEX_FORMAT_VERSION  # an older one is refused with "run registry migrate" (core/schemas.py)
 
-    format_version: Literal[1] = INDEX_FORMAT_VERSION
+    format_version: Literal[2] = INDEX_FORMAT_VERSION
     registry: RegistryInfo = Field(default_factory=RegistryInfo)
     bases: list[Base] = Field(default_factory=list)
     entries: list[Entry] = Field(default_factory=list)

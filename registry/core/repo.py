@@ -13,7 +13,7 @@ from .atomic import registry_lock
 from .errors import Problem, RegistryError
 from .models import DATASET_KIND, Entry, Index
 from .names import CARD_NAME, GATES_DIR, GIT_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
-from .schemas import load_model, read_json
+from .schemas import format_problem, load_model, read_json
 
 # Weights go through LFS on the Hub; the card and JSON stay plain git blobs.
 GITATTRIBUTES = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
@@ -100,6 +100,19 @@ class Repo:
             if err.code == "schema.invalid" and is_dataset(self.root):
                 raise RegistryError("layout.dataset-registry", INDEX_NAME, 'this is a dataset registry ("kind": "dataset"), and the command works on model registries', "use the `registry dataset …` commands here, or pass the model registry with -C") from err
             raise
+
+    def require_current_format(self) -> None:
+        """Refuse an index.json of another format_version ("run registry migrate"), for a command
+        that works on the files without reading the index (``sums``)."""
+        if not self.index_path.is_file() or self.index_path.is_symlink():
+            return
+        try:
+            data = read_json(self.index_path, INDEX_NAME)
+        except RegistryError:  # unreadable: validate reports it; sums does not parse the index
+            return
+        problem = format_problem(data, Index, INDEX_NAME)
+        if problem:
+            raise RegistryError.of([problem])
 
     def rel(self, path: Path) -> str:
         return path.absolute().relative_to(self.root).as_posix()

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
-from .errors import RegistryError
+from .errors import Problem, RegistryError
 from .resources import REINSTALL, schema_dir
 
 M = TypeVar("M", bound=BaseModel)
@@ -155,12 +155,34 @@ def parse_json(raw: bytes | str, display: str) -> Any:
     return data
 
 
+MIGRATE_FIX = "run `registry migrate` (it upgrades index.json, the card and SHA256SUMS in one transaction)"
+
+
+def format_problem(data: Any, model: type[BaseModel], display: str) -> Problem | None:
+    """Why ``data`` is not in the format_version ``model`` reads (a model that declares
+    ``FORMAT_VERSION``, index.json's): written by an older tool (`registry migrate` upgrades it)
+    or a newer one.  None when it is, or when it names no number (the schema says what is wrong);
+    a dataset registry's index has versions of its own."""
+    current = getattr(model, "FORMAT_VERSION", None)
+    if current is None or not isinstance(data, dict) or data.get("kind") is not None:
+        return None
+    version = data.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version == current:
+        return None
+    if version < current:
+        return Problem("index.old-format", display, f"written in format_version {version} by an older rwkv-registry; this one reads format_version {current}", MIGRATE_FIX)
+    return Problem("index.newer-format", display, f"written in format_version {version} by a newer rwkv-registry; this one reads format_version {current}", "upgrade rwkv-registry (`pip install -U rwkv-registry`)")
+
+
 def load_model(path: Path, model: type[M], display: str | None = None) -> M:
     """Read, schema-check (against ``schemas/<model.SCHEMA_KIND>.schema.json``) and parse a JSON file
-    into ``model``; the first problem is raised."""
+    into ``model``; the first problem is raised (an older format_version: "run registry migrate")."""
     kind: str = model.SCHEMA_KIND  # type: ignore[attr-defined]  # every model read here declares it
     display = display or str(path)
     data = read_json(path, display, MAX_JSON_BYTES.get(kind, DEFAULT_MAX_JSON_BYTES))
+    outdated = format_problem(data, model, display)
+    if outdated:
+        raise RegistryError.of([outdated])
     problems = schema_errors(data, kind)
     if problems:
         where, message = problems[0]

@@ -1,7 +1,8 @@
 """Gate receipts: proof that exactly these bytes ran through the kernel and agreed.
 
 One JSON per gated file in ``.registry/gates/<file sha256>.json``.  Publish trusts a receipt only
-when this installation's gate wrote it (its ``seal``, :mod:`registry.gate.seal`), its
+when this installation's gate wrote it (its ``seal``, :mod:`registry.gate.seal`) or it is signed
+by a key publish was told to trust (its ``signature``, made by ``smoke --sign-key``), its
 ``file_sha256`` equals the bytes about to be uploaded, it passed, and it ran on CUDA (a ``cpu``
 receipt needs ``--allow-cpu-gate``).  The schema is checked in as
 ``schemas/receipt.schema.json``.
@@ -9,6 +10,7 @@ receipt needs ``--allow-cpu-gate``).  The schema is checked in as
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import ClassVar, Final, Literal
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core.models import SHA256_PATTERN, GateCheck, GateSummary
 
 RECEIPT_FORMAT: Final = "rwkv-registry-gate-receipt"
+RECEIPT_PAYLOAD_TYPE: Final = "application/vnd.rwkv-registry.gate-receipt+json"  # what a receipt's signature says it signed
 
 
 class _Strict(BaseModel):
@@ -58,6 +61,13 @@ class Timings(_Strict):
     gpu_peak_bytes: int | None = Field(default=None, ge=0, description="Most GPU memory the run had allocated when this receipt was written")
 
 
+class ReceiptSignature(_Strict):
+    """An EC signature (ECDSA-SHA256 over DSSE's encoding of :func:`signed_payload`) by the gate machine's key."""
+
+    key: str = Field(pattern=SHA256_PATTERN, description="sha256 of the signer's PEM public key (as `registry sign` records a signer)")
+    sig: str = Field(min_length=1, description="base64 signature")
+
+
 class Receipt(_Strict):
     """Everything a reviewer needs to trust (or re-run) one gate."""
 
@@ -76,9 +86,17 @@ class Receipt(_Strict):
     timings: Timings
     passed: bool
     seal: str | None = Field(default=None, description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it (kept outside the registry)")
+    signature: ReceiptSignature | None = Field(default=None, description="The gate machine's signature of the rest of the receipt (smoke --sign-key), for a publish made elsewhere")
 
     def failed_checks(self) -> list[CheckResult]:
         return [c for c in self.checks if not c.passed]
+
+
+def signed_payload(receipt: Receipt) -> bytes:
+    """The bytes a receipt's seal and signature cover: every field but those two, as canonical JSON
+    (sorted keys, no spaces), so another installation re-derives them from the parsed receipt."""
+    facts = json.loads(receipt.model_dump_json(exclude={"seal", "signature"}))  # as the file holds it (a NaN figure is null)
+    return json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def receipt_path(gates_dir: Path, file_sha256: str) -> Path:

@@ -2,21 +2,26 @@
 
 Only entries whose bytes are not on the Hub yet need one; an entry that is already published and
 unchanged was gated when it went up.  A receipt counts only when this installation's gate wrote
-it (:mod:`registry.gate.seal`): one carried in by a pull request or copied from elsewhere does not.
+it (its seal, :mod:`registry.gate.seal`) or its signature verifies under a key publish was told to
+trust (``--trust-gate-key``: the gate ran on another machine); one carried in by a pull request,
+copied from elsewhere unsigned, or signed by any other key does not.  Either way it must be for
+exactly these bytes and their base.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
+from ..artifacts.signature import TrustedKey
 from ..core.errors import Problem, RegistryError
 from ..core.models import Entry, Index
 from ..core.repo import Repo
 from ..core.schemas import read_json
 from ..gate.receipt import Receipt, receipt_path
-from ..gate.seal import sealed_here
+from ..gate.seal import sealed_here, signature_problem
 
 
 def entry_files(entry: Entry) -> list[str]:
@@ -30,10 +35,12 @@ def entries_touching(index: Index, paths: Iterable[str]) -> list[Entry]:
     return [e for e in index.entries if paths.intersection(entry_files(e))]
 
 
-def _receipt_problem(receipt: Receipt, sha256: str, sums: dict[str, str], allow_cpu: bool) -> tuple[str, str] | None:
-    """(code, message) when the receipt does not vouch for the current bytes ``sha256``."""
+def _receipt_problem(receipt: Receipt, sha256: str, base_sha256: str, sums: dict[str, str], allow_cpu: bool) -> tuple[str, str] | None:
+    """(code, message) when the receipt does not vouch for the current bytes ``sha256`` on their base ``base_sha256``."""
     if receipt.file_sha256 != sha256:
         return "gate.stale", f"the receipt is for sha256 {receipt.file_sha256[:12]}…, not these bytes"
+    if receipt.base_sha256 != base_sha256:
+        return "gate.stale", f"the gate ran on base sha256 {receipt.base_sha256[:12]}…, but index.json records base {base_sha256[:12]}…"
     stale = sorted(path for path, sha in receipt.files.items() if sums.get(path) != sha)
     if stale:
         return "gate.stale", f"the gate loaded other bytes of {', '.join(stale)}"
@@ -45,7 +52,22 @@ def _receipt_problem(receipt: Receipt, sha256: str, sums: dict[str, str], allow_
     return None
 
 
-def _receipt_findings(repo: Repo, rel: str, sha256: str, sums: dict[str, str], allow_cpu: bool, fix: str) -> Iterator[Problem]:
+def _trust_problem(receipt: Receipt, where: str, trusted: Sequence[TrustedKey]) -> tuple[str, str, str] | None:
+    """(code, message, fix) when neither this installation's seal nor a trusted signature vouches for ``receipt``."""
+    if sealed_here(receipt):
+        return None
+    if receipt.signature is None and not trusted:
+        message = f"{where} was not written by this installation's gate (its seal does not check under this user's key: written by hand, edited, or from another machine) and is not signed"
+        return "gate.not-ours", message, " (or sign it there with `registry smoke --sign-key KEY.pem` and pass --trust-gate-key KEY.pub here)"
+    problem = signature_problem(receipt, trusted)
+    if problem is None:
+        return None
+    code, message = problem
+    told = "" if code == "gate.bad-signature" else " (or pass --trust-gate-key with the public key of the machine that gated it)"
+    return code, f"{where} {message}", told
+
+
+def _receipt_findings(repo: Repo, rel: str, sha256: str, base_sha256: str, sums: dict[str, str], gate: GateTrust, fix: str) -> Iterator[Problem]:
     path = receipt_path(repo.gates_dir, sha256)
     if not path.is_file():
         yield Problem("gate.missing", rel, f"no gate receipt for sha256 {sha256[:12]}…", fix)
@@ -58,27 +80,37 @@ def _receipt_findings(repo: Repo, rel: str, sha256: str, sums: dict[str, str], a
     except RegistryError as err:
         yield Problem("gate.bad-receipt", rel, f"{err.file}: {err.message}", fix)
         return
-    if not sealed_here(receipt):
-        message = f"{repo.rel(path)} was not written by this installation's gate (its seal does not check under this user's key: written by hand, edited, or from another machine)"
-        yield Problem("gate.not-ours", rel, message, fix)
+    untrusted = _trust_problem(receipt, repo.rel(path), gate.trusted_keys)
+    if untrusted:
+        code, message, also = untrusted
+        yield Problem(code, rel, message, f"{fix}{also}")
         return
-    problem = _receipt_problem(receipt, sha256, sums, allow_cpu)
+    problem = _receipt_problem(receipt, sha256, base_sha256, sums, gate.allow_cpu)
     if problem:
         code, message = problem
         cpu_fix = f"{fix} on a CUDA machine, or pass --allow-cpu-gate"
         yield Problem(code, rel, message, cpu_fix if code == "gate.cpu-only" else fix)
 
 
-def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], allow_cpu: bool) -> Iterator[Problem]:
+@dataclass(frozen=True)
+class GateTrust:
+    """Which receipts publish counts: this installation's (sealed), and those signed by ``trusted_keys``;
+    CPU-only runs only with ``allow_cpu``."""
+
+    allow_cpu: bool = False
+    trusted_keys: tuple[TrustedKey, ...] = ()
+
+
+def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], gate: GateTrust) -> Iterator[Problem]:
     """One finding per entry or GGUF file about to be uploaded without a passing receipt for its bytes."""
     uploads = set(uploads)
     for entry in entries_touching(index, uploads):
         base = index.base_by_sha(entry.base_sha256)
         fix = f"run `registry smoke {entry.path} --base-file {base.filename if base else 'BASE.pth'}`"
-        yield from _receipt_findings(repo, entry.path, entry.sha256, sums, allow_cpu, fix)
+        yield from _receipt_findings(repo, entry.path, entry.sha256, entry.base_sha256, sums, gate, fix)
     for gguf in (g for g in index.ggufs if g.path in uploads):
         base = index.base_by_sha(gguf.base_sha256)
         base_file = base.filename if base else "BASE.pth"
         what = f"--base {gguf.source} --base-file {base_file}" if base and gguf.source == base.name else f"{gguf.source}{f' --base-file {base_file}' if gguf.merged else ''}"
         fix = f"make it again with `registry export-gguf {what} --type {gguf.type} --force`, which gates it"
-        yield from _receipt_findings(repo, gguf.path, gguf.sha256, sums, allow_cpu, fix)
+        yield from _receipt_findings(repo, gguf.path, gguf.sha256, gguf.base_sha256, sums, gate, fix)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rich.filesize import decimal
 
-from ..artifacts.signature import SignaturePolicy
+from ..artifacts.signature import SignaturePolicy, TrustedKey
 from ..core.atomic import Transaction, locked_transaction, registry_lock
 from ..core.errors import Problem, RegistryError
 from ..core.models import Index
@@ -39,7 +39,7 @@ from ..core.repo import Repo, is_dataset, render_index
 from ..core.sums import parse_sums
 from ..dataset import store
 from ..hub.content import check_local_bytes, content_problems
-from ..hub.gates import entries_touching, gate_findings
+from ..hub.gates import GateTrust, entries_touching, gate_findings
 from ..hub.local import local_files, local_sums, with_git_sha1
 from ..hub.plan import (
     LocalFile,
@@ -64,6 +64,7 @@ class PublishOptions:
     create_pr: bool = False
     tag: str | None = None
     allow_cpu_gate: bool = False
+    trusted_gate_keys: tuple[TrustedKey, ...] = ()  # receipts signed by these keys count (the gate ran on another machine)
     delete_remote_extra: bool = False
     assume_empty_remote: bool = False  # plan as if the repo did not exist yet, without contacting the Hub (dry run only)
     restore: bool = False  # put the registry's own bytes back where the Hub changed behind it
@@ -127,7 +128,7 @@ def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, 
     plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
     if plan.problems:  # the Hub holds other bytes somewhere: are ours the registry's own?
         plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra, _restorable(repo, hub, remote, plan), options.restore)
-    blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], options.allow_cpu_gate), *_signature_findings(repo, index, sums, options)]
+    blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], GateTrust(options.allow_cpu_gate, options.trusted_gate_keys)), *_signature_findings(repo, index, sums, options)]
     if options.tag and remote.exists and options.tag in hub.tags():
         blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
     return _Draft(index, sums, local, plan, tuple(blockers), staged)

@@ -17,6 +17,11 @@ gated in one process:
 An entry whose files do not fit its base (add's rules) is reported and skipped; the others still
 run and their receipts are written.  A receipt is written for every entry that ran (passing or
 not) and summarised in index.json.
+
+``--fetch-base DIR`` downloads the entries' base from where the known-bases catalog says it lives
+(its ``source`` repo on the Hub) into DIR and checks its sha256 against the catalog and index.json
+before the gate reads it; ``--sign-key KEY.pem`` also signs every receipt, so that a publish made
+on another machine can trust it (``publish --trust-gate-key``, docs/ci.md).
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ from pathlib import Path
 
 import torch
 
+from ..artifacts.signature import public_pem
 from ..core.atomic import transaction
 from ..core.errors import Exit, RegistryError
 from ..core.files import atomic_write
 from ..core.hashing import StatCache
+from ..core.hashing.engine import hash_file
 from ..core.lfs import refuse_pointer
 from ..core.libc import return_large_frees
 from ..core.models import Entry, Index
@@ -42,7 +49,9 @@ from ..gate.groups import gate_files
 from ..gate.phases import gate_entries
 from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.run import Run
-from ..gate.seal import sealed_json
+from ..gate.seal import sealed_json, signed
+from ..hub.remote import Hub
+from ..index.catalog import known_base, load_catalog
 from ..index.derived import stage_derived
 from ..index.rules import index_to_change
 from .add import accept_weight
@@ -54,11 +63,36 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> list[Entry]:
     return list(index.entries)
 
 
-def _write_receipt(repo: Repo, receipt: Receipt) -> None:
-    """Write the entry's receipt and its summary in index.json (re-read: the gate ran a long time)."""
+def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Echo) -> Path:
+    """The base the (State/MiSS) ``entries`` run on, downloaded from its catalog ``source`` into
+    ``folder`` through the Hub client (a file already there and unchanged is not fetched again),
+    refused unless its sha256 is the one the catalog and index.json record."""
+    shas = sorted({e.base_sha256 for e in entries})
+    if len(shas) > 1:
+        raise RegistryError("gate.several-bases", "--fetch-base", f"the entries run on {len(shas)} different bases", "gate one base's entries per run (name them), or pass --base-file")
+    base = index.base_by_sha(shas[0])
+    if base is None:
+        raise RegistryError("gate.unknown-base", entries[0].path, f"index.json records no base with sha256 {shas[0][:12]}…", "run `registry validate` and fix what it reports")
+    known = known_base(load_catalog(), base.filename)
+    if known is None or not known.source:
+        raise RegistryError("gate.base-not-in-catalog", base.filename, "is not in the known-bases catalog with a source to fetch it from", "download it yourself and pass --base-file")
+    if known.sha256 != base.sha256:
+        raise RegistryError("base.catalog-mismatch", base.filename, f"index.json records sha256 {base.sha256[:12]}… but the known-bases catalog says {known.sha256[:12]}…", "run `registry validate`; the base was recorded from other bytes")
+    say(f"fetching {base.filename} from {known.source}")
+    path = Hub(known.source, progress=False).download(base.filename, "main", folder)
+    got = hash_file(path)
+    if got != known.sha256:
+        path.unlink()
+        raise RegistryError("gate.base-mismatch", f"{known.source}/{base.filename}", f"the downloaded file has sha256 {got[:12]}…, but the catalog says {known.sha256[:12]}… (deleted)", "check the catalog's source; the Hub serves other bytes under this name")
+    return path
+
+
+def _write_receipt(repo: Repo, receipt: Receipt, sign_key: Path | None) -> None:
+    """Write the entry's receipt (signed with ``sign_key`` when given) and its summary in index.json
+    (re-read: the gate ran a long time)."""
     repo.gates_dir.mkdir(parents=True, exist_ok=True)
     target = receipt_path(repo.gates_dir, receipt.file_sha256)
-    data = sealed_json(receipt)
+    data = sealed_json(signed(receipt, sign_key) if sign_key else receipt)
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         current = index.entry_by_path(receipt.entry)
@@ -70,13 +104,18 @@ def _write_receipt(repo: Repo, receipt: Receipt) -> None:
         stage_derived(repo, txn, index)
 
 
-def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, echo: Echo | None = None) -> list[Receipt]:
+def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, echo: Echo | None = None, *, fetch_into: Path | None = None, sign_key: Path | None = None) -> list[Receipt]:
     """Gate the chosen entries (all when none are named) and record a receipt for each.
 
-    ``base_file`` is needed when a State or MiSS entry is chosen.  Entries that cannot be gated
-    (they do not fit their base) are refused together at the end, after the others' receipts.
+    ``base_file`` (or ``fetch_into``, a folder to download it into) is needed when a State or MiSS
+    entry is chosen.  Entries that cannot be gated (they do not fit their base) are refused
+    together at the end, after the others' receipts.  ``sign_key`` signs every receipt.
     """
     say = echo or silent
+    if base_file and fetch_into:
+        raise RegistryError("args.conflict", "--fetch-base", "--fetch-base downloads the base that --base-file names", "drop one of them")
+    if sign_key:
+        public_pem(sign_key)  # a bad key is refused before the gate runs, not after
     repo = Repo.open(root)
     index = repo.load_index()
     if device == "cpu":
@@ -85,6 +124,8 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
         raise RegistryError("gate.no-cuda", "--device cuda", "CUDA is not available on this machine", "run on a GPU machine, or use --device cpu (publish then needs --allow-cpu-gate)")
     entries = _select(index, repo, paths)
     on_base = [e for e in entries if e.method != "full"]
+    if on_base and fetch_into:
+        base_file = fetch_base(index, on_base, fetch_into, say)
     if on_base and (not base_file or not base_file.is_file()):
         raise RegistryError(
             "gate.no-base", base_file or "--base-file", f"{on_base[0].path} is a {on_base[0].method} entry: it runs on its base checkpoint",
@@ -99,7 +140,7 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
             refuse_pointer(base.stable, base_file)
         base_name = f"base/{base.path.name}" if base else ""
         view = pins.enter_context(read_view({f"registry/{rel}": pin for rel, pin in opened.items()} | ({base_name: base} if base else {})))
-        run = Run(index, device, view / "registry", opened, StatCache(repo.stat_cache_path), say, accept_weight, lambda receipt: _write_receipt(repo, receipt))
+        run = Run(index, device, view / "registry", opened, StatCache(repo.stat_cache_path), say, accept_weight, lambda receipt: _write_receipt(repo, receipt, sign_key))
         gate_entries(run, builds, on_base, base, view / base_name, [e for e in entries if e.method == "full"])
     if run.problems:
         raise RegistryError.of(run.problems, {"receipts": [r.model_dump(mode="json") for r in run.receipts]}, Exit.PROBLEMS)

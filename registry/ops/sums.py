@@ -16,6 +16,7 @@ from .validate import validate
 def write_sums(root: Path, progress: Progress | None = None) -> dict[str, str]:
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
+        repo.require_current_format()  # SHA256SUMS of an older registry is migrate's to write
         return stage_sums(repo, txn, progress, absorb=True)
 
 

@@ -28,7 +28,7 @@ from ..core.models import Entry, FileRef, Index, Rewrite
 from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, NOT_COVERED, TRAIN_JSON
 from ..core.published import record_rewrites
 from ..core.repo import Repo, is_dataset, no_registry, render_index
-from ..core.schemas import read_json, schema_errors
+from ..core.schemas import format_problem, read_json, schema_errors
 from ..core.train import read_train, train_problems
 from ..core.tree import TreeScan, scan_tree
 from ..gguf.check import gguf_problems
@@ -48,6 +48,9 @@ def check_index(repo: Repo) -> tuple[list[Problem], Index | None]:
         return [err.problem.about(INDEX_NAME)], None
     if not (isinstance(data, dict) and "format_version" in data):
         return [Problem("index.not-a-registry", INDEX_NAME, "index.json was not written by registry (a hand-written index?)", f"run `registry adopt {repo.root}`: it maps what it can and lists the rest")], None
+    outdated = format_problem(data, Index, INDEX_NAME)
+    if outdated:  # nothing else can be checked against this version's rules: refused, as every command does
+        raise RegistryError.of([outdated])
     problems = [
         Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)") for where, message in schema_errors(data, "index")
     ]
