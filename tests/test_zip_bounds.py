@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from registry.artifacts.inspect import MAX_ZIP_SMALL_MEMBER_BYTES, MAX_ZIP_SMALL_MEMBERS
+from registry.artifacts.torch_zip import MAX_ZIP_SMALL_MEMBER_BYTES, MAX_ZIP_SMALL_MEMBERS
 from registry.artifacts.synthetic import make_state_file
 
 from .conftest import SMALL
