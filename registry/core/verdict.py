@@ -46,7 +46,7 @@ def _walk(top: Path, skip: Callable[[str], bool], out: list[str], now: int, foll
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, top)
             if skip(rel):
-                if name in dirnames:
+                if name in dirnames and rel != PRIVATE_DIR:
                     dirnames.remove(name)
                 continue
             st = os.stat(path) if followlinks else os.lstat(path)
@@ -58,8 +58,10 @@ def _walk(top: Path, skip: Callable[[str], bool], out: list[str], now: int, foll
 
 
 def _skipped(rel: str) -> bool:
+    """git's folder, and the tool's scratch files (the private folder itself, whose times follow
+    them, is walked into but not fingerprinted)."""
     parts = rel.split(os.sep)
-    return parts[0] == GIT_DIR or (parts[0] == PRIVATE_DIR and len(parts) > 1 and parts[1] in _SCRATCH)
+    return parts[0] == GIT_DIR or (parts[0] == PRIVATE_DIR and (len(parts) == 1 or parts[1] in _SCRATCH))
 
 
 def fingerprint(root: Path) -> str | None:
