@@ -7,7 +7,6 @@ import pickle
 import random
 import struct
 import zipfile
-from collections import OrderedDict
 from pathlib import Path
 
 import pytest

@@ -8,8 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from registry.artifacts.torch_zip import MAX_ZIP_SMALL_MEMBER_BYTES, MAX_ZIP_SMALL_MEMBERS
 from registry.artifacts.synthetic import make_state_file
+from registry.artifacts.torch_zip import MAX_ZIP_SMALL_MEMBER_BYTES, MAX_ZIP_SMALL_MEMBERS
 
 from .conftest import SMALL
 

@@ -325,7 +325,7 @@ class _Unpickler:
         push = self.stack.append
         return {
             0x80: lambda: self._proto(self._take(1)[0]),  # PROTO
-            0x95: lambda: self._take(8) and None,  # FRAME: a length hint only
+            0x95: lambda: self._skip(8),  # FRAME: a length hint only
             0x28: lambda: self.marks.append(len(self.stack)),  # MARK
             0x7D: lambda: push({}),  # EMPTY_DICT
             0x5D: lambda: push([]),  # EMPTY_LIST
@@ -358,14 +358,17 @@ class _Unpickler:
             0x94: lambda: self._put(len(self.memo)),  # MEMOIZE
             0x68: lambda: push(self._get(self._uint(1))),  # BINGET
             0x6A: lambda: push(self._get(self._uint(4))),  # LONG_BINGET
-            0x30: lambda: self.stack.pop() and None,  # POP
-            0x31: lambda: self._pop_mark() and None,  # POP_MARK
+            0x30: lambda: self._skip(0, self.stack.pop()),  # POP
+            0x31: lambda: self._skip(0, self._pop_mark()),  # POP_MARK
             0x63: lambda: push(self._global(self._line(), self._line())),  # GLOBAL
             0x93: self._stack_global,  # STACK_GLOBAL
             0x51: lambda: push(self._persistent(self.stack.pop())),  # BINPERSID
             0x52: self._reduce,  # REDUCE
             0x62: self._build,  # BUILD
         }
+
+    def _skip(self, n: int, _dropped: Any = None) -> None:
+        self._take(n)
 
     def _proto(self, version: int) -> None:
         if not 2 <= version <= 5:

@@ -29,8 +29,8 @@ from typing import Any
 from .files import atomic_write
 from .hashing.cache import RACY_SECONDS
 from .hashing.digest import sha256
-from .registry_root import find_root
 from .names import GIT_DIR, INDEX_NAME, JOURNAL_NAME, LOCK_NAME, PRIVATE_DIR, STAGING_NAME, STAT_CACHE_NAME, VERDICT_NAME, XET_CACHE_NAME
+from .registry_root import find_root
 
 VERDICT_VERSION = 1
 MAX_VERDICT_BYTES = 16 << 20
