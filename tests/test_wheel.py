@@ -25,7 +25,9 @@ import yaml
 
 from .conftest import user_environment
 
-pytestmark = pytest.mark.wheel
+# One xdist worker runs them all (README's `--dist loadgroup`): the wheel and its venvs are
+# session fixtures, built once, and the wheel is built in the clone (build/), which one build uses at a time.
+pytestmark = [pytest.mark.wheel, pytest.mark.xdist_group("wheel")]
 
 CLONE = Path(__file__).resolve().parents[1]
 
