@@ -140,9 +140,6 @@ def _inspect_torch_zip(path: Path) -> Inspection:
     adapter the elements content_version hashes."""
     archive = read_torch_zip(path)
     described = {name: (t.dtype, t.shape) for name, t in archive.tensors.items()}
-    for name, (dtype, _) in described.items():
-        if dtype not in ITEMSIZE:
-            raise RegistryError("weights.dtype", path, f"tensor {name!r:.80} is {dtype}, a dtype the registry does not handle", f"convert the tensors to one of {', '.join(ITEMSIZE)}")
     manifest = verify_payload(path, described, archive.data) if archive.has_manifest else None
     infos = {name: TensorInfo(dtype, shape) for name, (dtype, shape) in described.items()}
     return _classified(path, "pth", infos, manifest, files=(path,))

@@ -55,6 +55,8 @@ _STORAGE_DTYPE = {
     "FloatStorage": "F32",
     "DoubleStorage": "F64",
 }
+# Typed storages torch loads but the registry does not handle: named, then refused as a dtype.
+_UNHANDLED_STORAGES = {"ComplexFloatStorage": "C64", "ComplexDoubleStorage": "C128", "QInt8Storage": "QI8", "QUInt8Storage": "QU8", "QInt32Storage": "QI32"}
 # Dtypes without a typed storage (float8, uint16…) are pickled as an UntypedStorage plus the dtype.
 _DTYPE_NAME = {
     "bool": "BOOL", "uint8": "U8", "int8": "I8", "uint16": "U16", "int16": "I16", "uint32": "U32", "int32": "I32", "uint64": "U64", "int64": "I64",
@@ -78,7 +80,7 @@ def _allowed_globals() -> dict[tuple[str, str], _Global]:
         ("torch._utils", "_rebuild_parameter"): _Global("parameter"),
         ("torch.storage", "UntypedStorage"): _Global("storage"),
     }
-    allowed.update({("torch", name): _Global("storage", code) for name, code in _STORAGE_DTYPE.items()})
+    allowed.update({("torch", name): _Global("storage", code) for name, code in {**_STORAGE_DTYPE, **_UNHANDLED_STORAGES}.items()})
     allowed.update({("torch", name): _Global("dtype", code) for name, code in _DTYPE_NAME.items()})
     return allowed
 
@@ -275,6 +277,8 @@ class _Unpickler:
         except _Refused as refused:
             if refused.code == "weights.unsafe-pickle":
                 raise RegistryError(refused.code, self.path, f"the pickle builds objects other than tensors, so it was not loaded ({refused})", _ONLY_TENSORS) from None
+            if refused.code == "weights.dtype":
+                raise RegistryError(refused.code, self.path, str(refused), f"convert the tensors to one of {', '.join(ITEMSIZE)}") from None
             raise RegistryError(refused.code, self.path, f"data.pkl is not a pickle of tensors torch.save writes ({refused})", _REDOWNLOAD) from None
         except (IndexError, KeyError, TypeError, ValueError, struct.error, UnicodeDecodeError) as error:
             raise RegistryError("weights.corrupt-zip", self.path, f"data.pkl is not a well-formed pickle ({type(error).__name__} at byte {self.at})", _REDOWNLOAD) from None
@@ -429,6 +433,8 @@ class _Unpickler:
         _, kind, key, _location, numel = pid
         if not isinstance(key, str) or not key.isdigit() or type(numel) is not int or numel < 0:
             raise _malformed(f"a storage record with key {_shown(key)} and size {_shown(numel)}")
+        if kind.dtype is not None and kind.dtype not in ITEMSIZE:
+            raise _Refused("weights.dtype", f"a storage holds {kind.dtype}, a dtype the registry does not handle")
         storage = _Storage(key, kind.dtype, numel)
         if self.storages.setdefault(key, storage) != storage:
             raise _malformed(f"storage {key} is named with two types or sizes")
@@ -457,6 +463,8 @@ class _Unpickler:
         dtype = dtype or storage.dtype
         if dtype is None or (storage.dtype is not None and storage.dtype != dtype):
             raise _malformed(f"a tensor of storage {storage.key} without a dtype it can hold")
+        if dtype not in ITEMSIZE:
+            raise _Refused("weights.dtype", f"a tensor is {dtype}, a dtype the registry does not handle")
         if not (isinstance(shape, tuple) and isinstance(stride, tuple) and len(shape) == len(stride) and all(type(d) is int and d >= 0 for d in (offset, *shape, *stride))):
             raise _malformed(f"a tensor with offset {_shown(offset)}, size {_shown(shape)} and stride {_shown(stride)}")
         return StoredTensor(dtype, shape, stride, offset, storage.key)
