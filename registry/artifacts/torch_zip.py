@@ -56,7 +56,7 @@ _STORAGE_DTYPE = {
     "DoubleStorage": "F64",
 }
 # Typed storages torch loads but the registry does not handle: named, then refused as a dtype.
-_UNHANDLED_STORAGES = {"ComplexFloatStorage": "C64", "ComplexDoubleStorage": "C128", "QInt8Storage": "QI8", "QUInt8Storage": "QU8", "QInt32Storage": "QI32"}
+_UNHANDLED_STORAGES = {"ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128", "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32"}
 # Dtypes without a typed storage (float8, uint16…) are pickled as an UntypedStorage plus the dtype.
 _DTYPE_NAME = {
     "bool": "BOOL", "uint8": "U8", "int8": "I8", "uint16": "U16", "int16": "I16", "uint32": "U32", "int32": "I32", "uint64": "U64", "int64": "I64",
