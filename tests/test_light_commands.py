@@ -120,12 +120,19 @@ def test_a_command_that_computes_with_tensors_names_the_extra_in_one_line(tmp_pa
         assert "libcudnn.so.9" in result.stderr and "--force-reinstall" in result.stderr
 
 
-@pytest.fixture
-def vouched(inputs, tmp_path) -> Path:
-    """A registry with a base, a State and a MiSS adapter, every file an hour old."""
-    reg = tmp_path / "reg"
+@pytest.fixture(scope="module")
+def made(inputs, tmp_path_factory) -> Path:
+    reg = tmp_path_factory.mktemp("made") / "reg"
     for args in (["init", reg], ["add-base", inputs / f"{BASE}.pth", "-C", reg], add_args(inputs, reg, "s1.pth", "state"), add_args(inputs, reg, "adapter-final.pth", "miss", "--run", "r8")):
         assert run(*args).returncode == 0
+    return reg
+
+
+@pytest.fixture
+def vouched(made, tmp_path) -> Path:
+    """A registry with a base, a State and a MiSS adapter, every file an hour old (a copy: its own
+    inodes, so nothing another test left in .registry/ vouches for it)."""
+    reg = Path(shutil.copytree(made, tmp_path / "reg", symlinks=True))
     age(reg)
     return reg
 
