@@ -240,13 +240,6 @@ def _flat_tensor_map(path: Path, loaded: Any) -> dict[str, StoredTensor]:
 # data.pkl
 
 
-class _Mark:
-    """The MARK opcode's place on the stack."""
-
-
-_MARK = _Mark()
-
-
 class _Refused(Exception):
     def __init__(self, code: str, reason: str):
         super().__init__(reason)
