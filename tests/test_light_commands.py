@@ -184,3 +184,8 @@ def test_a_new_file_is_a_new_tree(vouched):
     stray.write_text("not listed anywhere")
     age(vouched)
     assert run("validate", "-C", vouched).returncode == 1
+
+
+def test_a_folder_that_is_not_there_is_not_vouched_for_by_the_registry_above(vouched):
+    assert run("validate", "-C", vouched).returncode == 0
+    assert run("validate", "-C", vouched / "no-such-folder").returncode != 0

@@ -124,7 +124,7 @@ class Verdicts:
 def vouching(start: Path) -> Verdicts | None:
     """The verdicts of the registry a command run at ``start`` works on (found as
     :func:`~registry.core.registry_root.find_root` finds it), or None when there is none to ask."""
-    root = find_root(Path(start))
+    root = find_root(Path(start)) if Path(start).is_dir() else None  # no such folder: the command says so
     if root is None or not (root / INDEX_NAME).is_file() or (root / INDEX_NAME).is_symlink():
         return None
     return Verdicts(root)
