@@ -25,7 +25,9 @@ import yaml
 
 from .conftest import user_environment
 
-pytestmark = pytest.mark.wheel
+# One xdist worker runs them all (README's `--dist loadgroup`): the wheel and its venvs are
+# session fixtures, built once, and the wheel is built in the clone (build/), which one build uses at a time.
+pytestmark = [pytest.mark.wheel, pytest.mark.xdist_group("wheel")]
 
 CLONE = Path(__file__).resolve().parents[1]
 
@@ -219,7 +221,13 @@ def test_the_light_install_validates_without_torch_and_says_what_tensor_commands
     assert light.registry("validate", "-C", copy).returncode == 0
     assert light.registry("card", "--check", "-C", copy).returncode == 0
     assert light.registry("list", "-C", copy, "--json").returncode == 0
+    # Registering weights reads them without torch (registry/artifacts/torch_zip.py) ...
     base = next((demo.parent / "inputs").glob("*.pth"))
-    refused = light.registry("add-base", base, "-C", copy)
+    fresh = light.cwd / "fresh"
+    assert light.registry("init", fresh).returncode == 0
+    added = light.registry("add-base", base, "-C", fresh, "--json")
+    assert added.returncode == 0 and json.loads(added.stdout)["architecture"]["n_layer"] > 0, added.stderr
+    # ... the gate computes with tensors, and says which extra it needs.
+    refused = light.registry("smoke", "--device", "cpu", "-C", copy)
     assert refused.returncode == 3 and "install.needs-torch" not in refused.stderr
     assert "pip install 'rwkv-registry[torch]'" in refused.stderr and refused.stderr.count("\n") == 1

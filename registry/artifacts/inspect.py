@@ -2,11 +2,13 @@
 
 A ``.pth`` is a pickle, and unpickling an untrusted pickle runs whatever code it names.  So:
 
-* torch-zip ``.pth`` files are opened with ``torch.load(weights_only=True, mmap=True)``: the
-  restricted unpickler only builds tensors and plain containers, and mmap leaves the tensor data
-  on disk (a 15 GB base is inspected in milliseconds).  Everything else is refused: legacy
-  (non-zip) pickles, pickles naming other classes or functions, anything but a flat
-  ``{str: Tensor}`` mapping.
+* torch-zip ``.pth`` files are read without torch (:mod:`.torch_zip`): a bounded zip reader and
+  an interpreter of data.pkl that knows only the opcodes of data and the globals of plain tensors,
+  calling nothing; the tensor data stays on disk (a 15 GB base is inspected in milliseconds).
+  Everything else is refused: legacy (non-zip) pickles, pickles naming other classes or functions,
+  anything but a flat ``{str: Tensor}`` mapping.  Commands that need the tensors themselves
+  (convert, export, the gate) load them with :func:`load_tensor_map`, after that reader accepted
+  the file, with ``torch.load(weights_only=True, mmap=True)``.
 * safetensors files are read through their JSON header only, accepted exactly where the
   safetensors loader accepts them (:mod:`.safetensors_header`, the package's one parser of
   headers and shard indexes); sharded checkpoints through ``model.safetensors.index.json`` and
@@ -22,7 +24,6 @@ from __future__ import annotations
 import math
 import pickle
 import re
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,17 +33,10 @@ from ..core.errors import RegistryError
 from ..core.lfs import refuse_pointer
 from ..core.models import Architecture, Base
 from ..core.names import SHARD_INDEX
-from .dtypes import ITEMSIZE, dtype_code
-from .miss import (
-    MANIFEST_MEMBER,
-    MissManifest,
-    default_targets,
-    manifest_from_metadata,
-    torch_zip_folder,
-    verify_adapter,
-    zip_refusals,
-)
+from .dtypes import ITEMSIZE
+from .miss import MissManifest, default_targets, manifest_from_metadata, verify_payload
 from .safetensors_header import MAX_HEADER_SIZE, SafetensorsHeader, read_safetensors_header, read_shard_index
+from .torch_zip import read_torch_zip
 
 if TYPE_CHECKING:  # torch loads .pth files; safetensors headers and shard indexes need none
     import torch
@@ -142,50 +136,13 @@ def _looks_like_safetensors(path: Path, head: bytes) -> bool:
 
 
 def _inspect_torch_zip(path: Path) -> Inspection:
-    has_manifest = _check_torch_zip(path)
-    tensors = load_tensor_map(path)
-    manifest = verify_adapter(path, tensors) if has_manifest else None
-    infos = {name: TensorInfo(dtype_code(t.dtype), tuple(t.shape)) for name, t in tensors.items()}
+    """Read without torch (:mod:`.torch_zip`): names, dtypes and shapes from data.pkl, and for an
+    adapter the elements content_version hashes."""
+    archive = read_torch_zip(path)
+    described = {name: (t.dtype, t.shape) for name, t in archive.tensors.items()}
+    manifest = verify_payload(path, described, archive.data) if archive.has_manifest else None
+    infos = {name: TensorInfo(dtype, shape) for name, (dtype, shape) in described.items()}
     return _classified(path, "pth", infos, manifest, files=(path,))
-
-
-def _check_torch_zip(path: Path) -> bool:
-    """Refuse a damaged archive before torch sees it; say whether it holds a miss.json.
-
-    Every member except the tensor storages (``<folder>/data/<n>``, the bulk of the file) is read
-    through zipfile, which checks its CRC: a corrupted pickle is reported as corruption rather
-    than as whatever the unpickler makes of random bytes.  Damaged tensor data is caught by the
-    file's sha256 (and, for adapters, by content_version).
-    """
-    with zip_refusals(path), zipfile.ZipFile(path) as archive:
-        folder = torch_zip_folder(archive, path)
-        members = archive.infolist()
-        _check_members_as_torch_writes_them(path, folder, members)
-        for info in members:
-            if not info.filename.startswith(f"{folder}/data/"):
-                with archive.open(info) as member:
-                    while member.read(1 << 20):  # read to the end: zipfile checks the CRC there
-                        pass
-        return f"{folder}/{MANIFEST_MEMBER}" in archive.namelist()
-
-
-# What torch.save writes, bounded before anything is read (a zip bomb must cost nothing): every
-# member stored uncompressed, the tensor storages under data/, and a handful of small members
-# (data.pkl, byteorder, version, .data/serialization_id, ..., and an adapter's miss.json).
-MAX_ZIP_SMALL_MEMBERS = 16
-MAX_ZIP_SMALL_MEMBER_BYTES = 64 << 20  # data.pkl of a 13B checkpoint is well under 1 MiB
-
-
-def _check_members_as_torch_writes_them(path: Path, folder: str, members: list[zipfile.ZipInfo]) -> None:
-    fix = "re-save the tensors with torch.save (it stores members uncompressed)"
-    small = [m for m in members if not m.filename.startswith(f"{folder}/data/")]
-    if len(small) > MAX_ZIP_SMALL_MEMBERS:
-        raise RegistryError("weights.zip-members", path, f"{len(small)} members besides the tensor data; torch.save writes fewer than {MAX_ZIP_SMALL_MEMBERS}", fix)
-    for member in members:
-        if member.compress_type != zipfile.ZIP_STORED:
-            raise RegistryError("weights.zip-compressed", path, f"member {member.filename} is compressed; torch.save stores every member", fix)
-        if member in small and member.file_size > MAX_ZIP_SMALL_MEMBER_BYTES:
-            raise RegistryError("weights.zip-member-size", path, f"member {member.filename} holds {member.file_size} bytes; torch.save's small members are far below {MAX_ZIP_SMALL_MEMBER_BYTES}", fix)
 
 
 def _unpickler_reason(error: Exception) -> str:
@@ -198,7 +155,11 @@ def _unpickler_reason(error: Exception) -> str:
 
 
 def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
-    """The tensors of a torch-zip ``.pth``, memory-mapped; refuses anything but str → Tensor."""
+    """The tensors of a torch-zip ``.pth``, memory-mapped; refuses anything but str → Tensor.
+
+    The file is read by :func:`read_torch_zip` first, so torch's unpickler only ever sees a file
+    the stricter reader accepted (and the refusals are the same whether torch is installed or not)."""
+    read_torch_zip(path)
     import torch
 
     try:

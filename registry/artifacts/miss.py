@@ -28,7 +28,7 @@ import re
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, get_args, get_origin
@@ -132,7 +132,13 @@ def _x070_linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
 
 def content_version(tensors: Mapping[str, torch.Tensor]) -> str:
     """sha256 of the normalized tensor payload: the same weights give the same value, whatever
-    container bytes hold them.
+    container bytes hold them (:func:`payload_version` of the tensors' elements)."""
+    return payload_version(_described(tensors), lambda name: little_endian_bytes(tensors[name]))
+
+
+def payload_version(tensors: Mapping[str, tuple[str, tuple[int, ...]]], elements: Callable[[str], bytes | memoryview]) -> str:
+    """content_version of tensors given as ``{name: (dtype's safetensors name, shape)}`` and their
+    elements (row-major, little-endian) by name: what torch tensors and a file read without torch share.
 
     For each tensor in order of name (Unicode code point order, i.e. UTF-8 byte order), four
     fields are hashed, each as an unsigned 64-bit little-endian byte length followed by the bytes:
@@ -141,12 +147,16 @@ def content_version(tensors: Mapping[str, torch.Tensor]) -> str:
     """
     digest = sha256()
     for name in sorted(tensors):
-        tensor = tensors[name]
-        shape = b"".join(struct.pack("<Q", d) for d in tensor.shape)
-        for data in (name.encode("utf-8"), dtype_code(tensor.dtype).encode("ascii"), shape, little_endian_bytes(tensor)):
-            digest.update(struct.pack("<Q", len(data)))
+        dtype, dims = tensors[name]
+        shape = b"".join(struct.pack("<Q", d) for d in dims)
+        for data in (name.encode("utf-8"), dtype.encode("ascii"), shape, elements(name)):
+            digest.update(struct.pack("<Q", memoryview(data).nbytes))
             digest.update(data)
     return digest.hexdigest()
+
+
+def _described(tensors: Mapping[str, torch.Tensor]) -> dict[str, tuple[str, tuple[int, ...]]]:
+    return {name: (dtype_code(t.dtype), tuple(t.shape)) for name, t in tensors.items()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -194,7 +204,7 @@ def write_adapter(
     """
     manifest = MissManifest(rank=rank, scale=scale, targets=list(targets), base_sha256=base_sha256, content_version=content_version(tensors))
     path = Path(path)
-    _check_tensors(manifest, tensors, path)
+    _check_tensors(manifest, _described(tensors), path)
     path.parent.mkdir(parents=True, exist_ok=True)
     import torch
 
@@ -253,7 +263,7 @@ def read_miss_json(path: str | Path) -> MissManifest:
         ) from error
 
 
-def _check_tensors(manifest: MissManifest, tensors: Mapping[str, torch.Tensor], path: Path) -> None:
+def _check_tensors(manifest: MissManifest, tensors: Mapping[str, tuple[str, tuple[int, ...]]], path: Path) -> None:
     """Exactly one bf16 ``[out, rank]`` tensor per target."""
     targets = {t.name: t for t in manifest.targets}
     extra = sorted(set(tensors) - set(targets))
@@ -266,13 +276,13 @@ def _check_tensors(manifest: MissManifest, tensors: Mapping[str, torch.Tensor], 
             f"tensors and miss.json targets differ ({'; '.join(differences)})",
             "re-export the adapter so that miss.json lists exactly its tensors",
         )
-    for name, tensor in tensors.items():
+    for name, (dtype, shape) in tensors.items():
         expected = (targets[name].shape[0], manifest.rank)
-        if tuple(tensor.shape) != expected or dtype_code(tensor.dtype) != ADAPTER_DTYPE:
+        if shape != expected or dtype != ADAPTER_DTYPE:
             raise RegistryError(
                 "miss.tensor-mismatch",
                 path,
-                f"{name} is {dtype_code(tensor.dtype)} {list(tensor.shape)} but a rank-{manifest.rank} target needs BF16 {list(expected)}",
+                f"{name} is {dtype} {list(shape)} but a rank-{manifest.rank} target needs BF16 {list(expected)}",
                 "re-export the adapter with rwkv_miss_tune",
             )
 
@@ -282,10 +292,17 @@ def verify_adapter(path: str | Path, tensors: Mapping[str, torch.Tensor], manife
 
     ``manifest`` is read from ``path`` when not given.
     """
+    return verify_payload(path, _described(tensors), lambda name: little_endian_bytes(tensors[name]), manifest)
+
+
+def verify_payload(
+    path: str | Path, tensors: Mapping[str, tuple[str, tuple[int, ...]]], elements: Callable[[str], bytes | memoryview], manifest: MissManifest | None = None
+) -> MissManifest:
+    """:func:`verify_adapter` of tensors given as :func:`payload_version` takes them."""
     path = Path(path)
     manifest = manifest or read_miss_json(path)
     _check_tensors(manifest, tensors, path)
-    actual = content_version(tensors)
+    actual = payload_version(tensors, elements)
     if actual != manifest.content_version:
         raise RegistryError(
             "miss.content-mismatch",

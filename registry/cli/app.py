@@ -96,8 +96,27 @@ def _as_registry_error(exc: BaseException) -> RegistryError | None:
         return RegistryError("install.needs-torch", exc.name, "this command reads or writes tensors and needs the torch extra", "pip install 'rwkv-registry[torch]'")
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in HF_MODULES:
         return RegistryError("install.needs-hf", exc.name, "this command writes and checks Transformers files and needs the hf extra", "pip install 'rwkv-registry[hf]'")
+    if isinstance(exc, ImportError | OSError) and (broken := _importing(exc, TORCH_MODULES)):
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return RegistryError(
+            "install.broken-torch", broken, f"this command needs the torch extra, and importing {broken} failed ({first})", "reinstall the torch extra: pip install --force-reinstall 'rwkv-registry[torch]'"
+        )
     if isinstance(exc, OSError):
         return _machine_error(exc)
+    return None
+
+
+def _importing(exc: BaseException, packages: set[str]) -> str | None:
+    """The package of ``packages`` whose import raised ``exc`` (a missing CUDA library is an
+    ImportError or OSError raised by the package's own module code), else None: an OSError that
+    torch raises while working (a full disk under torch.save) is not an import."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+        if frame.f_code.co_name == "<module>" and top in packages:
+            return top
+        tb = tb.tb_next
     return None
 
 

@@ -140,10 +140,10 @@ def _tables(listing: Listing) -> Iterator[Line]:
 
     bases = Table("base", "source", "sha256", "vocab", title="bases")
     for b in listing.bases:
-        bases.add_row(b.name, b.source or "—", b.sha256[:16] + "…", b.vocab or "—")
+        bases.add_row(b["name"], b.get("source") or "—", b["sha256"][:16] + "…", b.get("vocab") or "—")
     entries = Table("path", "method", "data", "sha256", "rec.", "scores", title="entries")
     for e in listing.entries:
-        entries.add_row(e.path, e.method, e.data.version, e.sha256[:12] + "…", "★" if e.recommended else "", str(len(e.scores)))
+        entries.add_row(e["path"], e["method"], e["data"]["version"], e["sha256"][:12] + "…", "★" if e.get("recommended") else "", str(len(e.get("scores") or [])))
     console = Console() if sys.stdout.isatty() else Console(width=1 << 16)
     with console.capture() as tables:
         console.print(bases)

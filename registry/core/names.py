@@ -41,6 +41,7 @@ JOURNAL_NAME = "journal.json"  # the renames of a commit in flight (registry.cor
 STAGING_NAME = "staging"  # new bytes before a commit, and debris after a crash
 STAT_CACHE_NAME = "statcache.json"
 XET_CACHE_NAME = "xetcache.json"
+VERDICT_NAME = "verdict.json"  # the last clean validate (and list, card --check, sums --check) and the tree it saw
 PUBLISHED_DIR = "published"  # SUMS_NAME of the last publish or pull, and REMOTE_NAME
 REMOTE_NAME = "remote.json"  # the repo, revision and commit the published SHA256SUMS describes
 RELEASES_DIR = "releases"  # in PUBLISHED_DIR: <commit>/ of every release published or pulled here

@@ -12,7 +12,8 @@ from pydantic import BaseModel
 from .atomic import registry_lock
 from .errors import Problem, RegistryError
 from .models import DATASET_KIND, Entry, Index
-from .names import CARD_NAME, GATES_DIR, GIT_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
+from .names import CARD_NAME, GATES_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
+from .registry_root import find_root
 from .schemas import format_problem, load_model, read_json
 
 # Weights go through LFS on the Hub; the card and JSON stay plain git blobs.
@@ -129,24 +130,6 @@ def is_dataset(root: Path) -> bool:
     except RegistryError:
         return False
     return isinstance(data, dict) and data.get("kind") == DATASET_KIND
-
-
-def _holds_index(folder: Path) -> bool:
-    path = folder / INDEX_NAME
-    return path.is_file() or path.is_symlink()  # a link is found, then refused where it is read
-
-
-def find_root(start: Path) -> Path | None:
-    """The nearest folder at or above ``start`` holding index.json, or None.  Like git's search for
-    its repository, the walk stops at the top of a git checkout (a folder holding ``.git``), so a
-    clone never finds a registry of the folders around it."""
-    start = Path(start).absolute()
-    for folder in (start, *start.parents):
-        if _holds_index(folder):
-            return folder
-        if (folder / GIT_DIR).exists():
-            return None
-    return None
 
 
 @dataclass(frozen=True)

@@ -9,22 +9,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..card.sync import Rendered, rendered
-from ..core.atomic import transaction
 from ..core.errors import Problem, RegistryError
-from ..core.names import CARD_NAME
-from ..core.repo import Repo, is_dataset
-from ..dataset import card as dataset_card
-from ..dataset import store
-from ..index.derived import stage_derived
-from ..index.rules import index_to_change
+from ..core.verdict import vouching
+
+if TYPE_CHECKING:
+    from ..card.sync import Rendered
+
+# The card's modules (templates, models, schemas) are imported where a card is rendered: `card
+# --check` on a tree unchanged since a clean check needs none of them (registry.core.verdict).
 
 
 def write_card(root: Path) -> bool:
     """Render README.md and evaluation.json (and refresh SHA256SUMS) in one transaction; True when either changed.
     A dataset registry has only README.md, its dataset card."""
+    from ..card.sync import rendered
+    from ..core.atomic import transaction
+    from ..core.names import CARD_NAME
+    from ..core.repo import Repo, is_dataset
+    from ..dataset import card as dataset_card
+    from ..dataset import store
+    from ..index.derived import stage_derived
+    from ..index.rules import index_to_change
+
     repo = Repo.open(root)
     if is_dataset(repo.root):
         with transaction(repo.root) as txn:
@@ -41,6 +49,11 @@ def write_card(root: Path) -> bool:
 
 def compare_card(root: Path) -> list[Rendered]:
     """The rendered files on disk next to those index.json renders; changes nothing."""
+    from ..card.sync import rendered
+    from ..core.repo import Repo, is_dataset
+    from ..dataset import card as dataset_card
+    from ..dataset import store
+
     repo = Repo.open(root)
     if is_dataset(repo.root):
         return [dataset_card.rendered(store.load(repo), store.current_card(repo))]
@@ -61,11 +74,18 @@ class CardCheck:
 
 def check_card(root: Path) -> CardCheck:
     """Compare README.md and evaluation.json with what index.json renders; changes nothing.
-    A card that cannot be compared (a ``card.*`` refusal) is a finding of the check, not a refusal."""
+    A card that cannot be compared (a ``card.*`` refusal) is a finding of the check, not a refusal.
+    On a tree unchanged since a clean validate or check: fresh, without rendering anything."""
+    verdicts = vouching(root)
+    if verdicts is not None and [] in (verdicts.recall("validate"), verdicts.recall("card-check")):
+        return CardCheck([], "")
     try:
         states = compare_card(root)
     except RegistryError as err:
         if not err.code.startswith("card."):
             raise
         return CardCheck(list(err.problems), None)
-    return CardCheck([p for state in states for p in state.problems()], "".join(state.diff() for state in states))
+    found = CardCheck([p for state in states for p in state.problems()], "".join(state.diff() for state in states))
+    if verdicts is not None and not found.problems:
+        verdicts.remember("card-check", [])
+    return found

@@ -7,7 +7,6 @@ register more checks in :data:`CHECKS`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from ..core.hashing.tree import digest_tree
 from ..core.layout import is_weight, place
 from ..core.lfs import pointer_problem, pointers
 from ..core.models import Entry, FileRef, Index, Rewrite
-from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, NOT_COVERED, TRAIN_JSON
+from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, TRAIN_JSON
 from ..core.published import record_rewrites
 from ..core.repo import Repo, is_dataset, no_registry, render_index
 from ..core.schemas import format_problem, read_json, schema_errors
@@ -217,12 +216,6 @@ CHECKS: list[Check] = [
     check_card,
     check_dataset_links,
 ]
-
-
-def not_covered(root: Path) -> list[str]:
-    """What sits in the registry folder that validate does not check and publish never uploads:
-    git's files (``.github/`` workflows included) and the pre-commit configuration."""
-    return [f"{name}/" if (root / name).is_dir() else name for name in NOT_COVERED if os.path.lexists(root / name)]
 
 
 def validate_index_file(path: Path) -> list[Problem]:
