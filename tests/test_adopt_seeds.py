@@ -610,3 +610,14 @@ def test_a_root_weight_without_data_identity_or_train_json_is_refused(parts, tmp
     bare.mkdir()
     sh(f"cp {parts}/rwkv-final.pth . && echo '# raw' > README.md", bare)
     assert refused(bare, parts).startswith("error: train.json: rwkv-final.pth sits at the root with no train.json beside it")
+
+
+def test_a_root_entrys_exports_go_to_its_data_version_folder_and_validate(world_parts, tmp_path):
+    folder = make_seed_000_root(world_parts, tmp_path / "novel-agent", WORLD_BASE)
+    adopt_json(folder, "--base-file", world_parts / f"{WORLD_BASE}.pth")
+    hf = json.loads(run("export-hf", "rwkv-final.pth", "-C", folder, "--json", code=0).stdout)
+    assert hf["path"] == f"{WORLD_BASE}/full/v1/hf" and (folder / WORLD_BASE / "full/v1/hf/config.json").is_file()
+    gguf = json.loads(run("export-gguf", "rwkv-final.pth", "--type", "q8_0", "-C", folder, "--json", code=0).stdout)
+    assert f"{WORLD_BASE}/full/v1/gguf/rwkv-final-Q8_0.gguf" in json.dumps(gguf)
+    assert (folder / WORLD_BASE / "full/v1/gguf/rwkv-final-Q8_0.gguf").is_file() and (folder / "rwkv-final.pth").is_file()
+    assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0
