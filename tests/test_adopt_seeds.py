@@ -140,7 +140,10 @@ def test_a_train_json_without_data_identity_is_refused_once_naming_field_and_fil
     no_data = miss_train_json().replace(f'"sha256": "{DATA_MISS}", ', "")
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", miss_train=no_data)
     out = refused(folder, parts)
-    assert out == f"error: {BASE}/miss/v2.1/train.json: names no training data: no data.sha256 (or data_sha256); fix: add \"data\": {{\"sha256\": \"<sha256sum of the file the trainer read>\"}} to {BASE}/miss/v2.1/train.json\n"
+    assert out == (
+        f"error: {BASE}/miss/v2.1/train.json: names no training data: no data.sha256 (or data_sha256), nor a dataset repo with its revision; "
+        f'fix: add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {BASE}/miss/v2.1/train.json, or "data": {{"repo": "<dataset repo id>", "revision": "<its commit>"}}\n'
+    )
     report = json.loads(run("adopt", folder, "--base-file", parts / f"{BASE}.pth", "--json", code=3).stdout)
     assert [p["code"] for p in report["problems"]] == ["train.no-data"]  # once, not once per weight (3 MiSS here)
 

@@ -196,6 +196,11 @@ class DataRef(_Strict):
     dataset_repo: str | None = None
     dataset_revision: str | None = Field(default=None, pattern=GIT_COMMIT_PATTERN, description="The dataset repo's commit the data was taken at")
 
+    @property
+    def identity(self) -> str:
+        """The data as messages name it: ``sha256 1a2b3c4d5e6f…`` or ``<dataset repo>@<revision>``."""
+        return f"sha256 {self.sha256[:12]}…" if self.sha256 else f"{self.dataset_repo}@{self.dataset_revision}"
+
     @model_validator(mode="after")
     def _identified(self) -> DataRef:
         if self.sha256 is None and not (self.dataset_repo and self.dataset_revision):

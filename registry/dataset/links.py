@@ -122,7 +122,7 @@ def listed_problems(dataset: DatasetIndex, source: ModelSource, models: Index, w
         elif entry.sha256 != weight.sha256:
             yield Problem("link.weight-changed", INDEX_NAME, f"lists {weight.path} with sha256 {weight.sha256[:12]}…, but in {where} it is {entry.sha256[:12]}…", RELINK)
         elif entry.data.sha256 != weight.data_sha256:
-            yield Problem("link.weight-cites-other", INDEX_NAME, f"lists {weight.path} as trained on {weight.data_version}, but in {where} it cites data sha256 {entry.data.sha256[:12]}…", RELINK)
+            yield Problem("link.weight-cites-other", INDEX_NAME, f"lists {weight.path} as trained on {weight.data_version}, but in {where} it cites data {entry.data.identity}", RELINK)
         elif (version := versions.get(weight.data_sha256)) is not None:
             yield from pairing_problems(entry, models, version, INDEX_NAME)
     listed = {w.path for w in source.weights}
