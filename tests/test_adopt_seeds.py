@@ -598,7 +598,13 @@ def test_a_root_entry_stays_full_and_its_exports_go_to_its_data_version_folder(p
     adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
     assert export_path(BASE, "rwkv-final.pth", "full", "v1") == f"{BASE}/full/v1/hf"
     assert gguf_path(BASE, "rwkv-final.pth", "q8_0", "v1") == f"{BASE}/full/v1/gguf/rwkv-final-Q8_0.gguf"
+    from registry.core.models import Index
+    from registry.index.rules import entry_problems
+
     index = json.loads((folder / "index.json").read_text())
+    other = {**index["entries"][0], "path": "rwkv-other.pth", "sha256": "cd" * 32, "data": {"version": "v2", "sha256": "ef" * 32}}
+    two = Index.model_validate({**index, "entries": [*index["entries"], other]})
+    assert [p.code for p in entry_problems(two)] == ["index.root-entries"]  # they would share the root's one train.json
     index["entries"][0]["method"] = "state"
     (folder / "index.json").write_text(json.dumps(index, indent=2))
     assert "index.bad-path" in codes(folder)
