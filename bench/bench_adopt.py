@@ -4,9 +4,10 @@ and 3 MiSS adapters on the same ~1 GiB base, train.json in the card's own words 
 hand-written index.json).  Prints the ratios; run:
 ``python bench/bench_adopt.py [--dir /tmp/bench-adopt] [--layers 31]``.
 
-Each repo is made as a person makes it (weights copied into ``<base>/<method>/<version>/``, a
-train.json, a README, ``sha256sum`` over every file).  Seed 000's weight is placed in
-``<base>/full/v1/``: adopt does not yet take a full fine-tune at the repo root (issue 37, item 2).  Adopt runs as users run it, ``python -m registry adopt
+Each repo is made as a person makes it (a train.json, a README, ``sha256sum`` over every file).
+Seed 000's weight stays at the repo root as ``rwkv-final.pth``, its train.json beside it naming the
+base and the dataset repo + revision (no data sha256), as its author published it; seed 001's
+weights sit in ``<base>/<method>/<version>/``.  Adopt runs as users run it, ``python -m registry adopt
 DIR --base-file BASE.pth`` in a fresh process (interpreter and torch import included), so it also
 reads the ~1 GiB base to check the weight against it: the second peer, ``sha256sum`` of the repo's
 files and the base, hashes the same bytes adopt reads.  All files are warm in the page cache.
@@ -35,11 +36,12 @@ def make_repo(directory: Path, layers: int) -> tuple[Path, Path]:
 
     base = make_base_checkpoint(directory / f"{BASE}.pth", TinySpec(n_layer=layers, n_embd=1024, vocab_size=65536))
     repo = directory / "hand-made"
-    (repo / BASE / "full" / "v1").mkdir(parents=True)
+    repo.mkdir(parents=True)
     tensors = torch.load(base, weights_only=True, mmap=True)
     tensors = {**tensors, "emb.weight": tensors["emb.weight"] + 1}  # fine-tuned
-    torch.save(tensors, repo / BASE / "full" / "v1" / "rwkv-final.pth")
-    (repo / BASE / "full" / "v1" / "train.json").write_text(json.dumps({"trainer": {"name": "RWKV-LM", "version": "7"}, "hyperparameters": {}, "command": "train.py", "data_sha256": "ab" * 32}))
+    torch.save(tensors, repo / "rwkv-final.pth")  # at the root, where people download it by name
+    data = {"repo": "mikuhhn1239/novel-agent-sft-dataset", "revision": "5d3040d21f51b3ce90b9396b058e552c47f43cd5"}
+    (repo / "train.json").write_text(json.dumps({"trainer": "RWKV-LM", "base": f"BlinkDL/rwkv7-g1/{BASE}.pth", "hyperparameters": {"lr": 5e-7}, "command": "train.py", "data": data}))
     (repo / "README.md").write_text("# A full fine-tune\n\nMade by hand.\n")
     subprocess.run("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=repo, check=True)
     return base, repo
@@ -77,6 +79,8 @@ def measure(title: str, repo: Path, base: Path) -> None:
     t_adopt = run_timed([sys.executable, "-m", "registry", "adopt", str(repo), "--base-file", str(base), "--json"])
     problems = validate(repo)
     assert not problems, problems
+    before = {p.relative_to(repo).as_posix() for p in map(Path, files) if p.suffix == ".pth"}
+    assert before <= {e["path"] for e in json.loads((repo / "index.json").read_text())["entries"]}, "every weight registered where it was"
     size = sum(Path(f).stat().st_size for f in files)
     report(
         title,

@@ -452,12 +452,12 @@ def test_bad_input_is_one_line_and_the_folder_stays_byte_identical(parts, tmp_pa
     assert not (folder.parent / "pwned").exists()
 
 
-def test_a_weight_at_the_root_is_refused_with_where_to_put_it(parts, tmp_path):
+def test_a_weight_at_the_root_without_train_json_is_refused_saying_what_to_write(parts, tmp_path):
     folder = tmp_path / "raw"
     folder.mkdir()
     sh(f"cp {parts}/rwkv-final.pth . && echo '# raw' > README.md", folder)
     result = run("adopt", folder, code=3)
-    assert result.output.startswith("error: rwkv-final.pth: a weight at the root") and "git mv rwkv-final.pth" in result.output
+    assert result.output.startswith("error: train.json: rwkv-final.pth sits at the root with no train.json") and "write train.json at the root" in result.output
     assert not (folder / ".registry").exists()
 
 

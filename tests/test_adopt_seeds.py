@@ -10,6 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from registry.ops.validate import validate
+
 from .conftest import sha256_of, snapshot
 from .test_adopt import BASE, DATA_MISS, DATA_STATE, MISS, README_001, RUNS, STATE, adopt_json, codes, hand_index, parts, run, sh
 
@@ -136,7 +140,10 @@ def test_a_train_json_without_data_identity_is_refused_once_naming_field_and_fil
     no_data = miss_train_json().replace(f'"sha256": "{DATA_MISS}", ', "")
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", miss_train=no_data)
     out = refused(folder, parts)
-    assert out == f"error: {BASE}/miss/v2.1/train.json: names no training data: no data.sha256 (or data_sha256); fix: add \"data\": {{\"sha256\": \"<sha256sum of the file the trainer read>\"}} to {BASE}/miss/v2.1/train.json\n"
+    assert out == (
+        f"error: {BASE}/miss/v2.1/train.json: names no training data: no data.sha256 (or data_sha256), nor a dataset repo with its revision; "
+        f'fix: add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {BASE}/miss/v2.1/train.json, or "data": {{"repo": "<dataset repo id>", "revision": "<its commit>"}}\n'
+    )
     report = json.loads(run("adopt", folder, "--base-file", parts / f"{BASE}.pth", "--json", code=3).stdout)
     assert [p["code"] for p in report["problems"]] == ["train.no-data"]  # once, not once per weight (3 MiSS here)
 
@@ -487,3 +494,139 @@ def test_the_dry_runs_plan_is_the_real_runs(parts, tmp_path):
     real = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
     assert (dry.pop("dry_run"), real.pop("dry_run")) == (True, False)
     assert dry == real
+
+
+# -- item 2: weights stay where the author put them (seed 000: rwkv-final.pth at the root) --------------------------
+
+NOVEL_DATA = "mikuhhn1239/novel-agent-sft-dataset"
+NOVEL_REVISION = "5d3040d21f51b3ce90b9396b058e552c47f43cd5"
+WORLD_BASE = "rwkv7-tiny-world-20260930"
+
+
+def seed_000_train_json(base: str = BASE) -> str:
+    """Seed 000's training facts in its card's words: the starting checkpoint, the stages, and the data
+    "derived from <dataset repo> at revision <commit>" (no file sha256)."""
+    return f"""{{
+  "trainer": "RWKV-LM",
+  "base": "BlinkDL/rwkv7-g1/{base}.pth",
+  "data": {{"repo": "{NOVEL_DATA}", "revision": "{NOVEL_REVISION}", "conversations": 131920}},
+  "hyperparameters": {{"ctx_len": 10240, "lr": 5e-7, "warmup_steps": 10, "weight_decay": 0.01, "grad_clip": 0.5}},
+  "command": "python train.py --load_model {base}.pth --ctx_len 10240 --lr_init 5e-7 --lr_final 5e-7 --warmup_steps 10",
+  "gpus": "6x A800 80GB, BF16, DeepSpeed ZeRO-2"
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def world_parts(tmp_path_factory) -> Path:
+    """A base on the world vocabulary (the gate tokenizes real prompts) and its full fine-tune."""
+    import torch
+
+    from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
+
+    d = tmp_path_factory.mktemp("world")
+    base = make_base_checkpoint(d / f"{WORLD_BASE}.pth", TinySpec(n_layer=2, n_embd=128, vocab_size=65536))
+    tensors = torch.load(base, weights_only=True)
+    tensors["emb.weight"] = tensors["emb.weight"] * 0.5  # fine-tuned
+    torch.save(tensors, d / "rwkv-final.pth")
+    return d
+
+
+def make_seed_000_root(parts: Path, folder: Path, base: str = BASE) -> Path:
+    """Seed 000's repo as its author made it: the raw checkpoint at the root under the name people
+    download, a hand-written train.json beside it, the README with the Hub's front matter, sha256sum."""
+    folder.mkdir(parents=True)
+    (folder / ".git").mkdir()
+    sh(f"cp {parts}/rwkv-final.pth .", folder)
+    heredoc("train.json", seed_000_train_json(base), folder)
+    heredoc("README.md", README_000_HUB, folder)
+    sh("sha256sum rwkv-final.pth train.json README.md > SHA256SUMS", folder)
+    return folder
+
+
+def test_seed_000_root_weight_round_trips_in_place_through_the_hub(world_parts, tmp_path, hub_server):
+    parts = world_parts
+    folder = make_seed_000_root(parts, tmp_path / "novel-agent", WORLD_BASE)
+    originals = snapshot(folder)
+    dry = adopt_json(folder, "--base-file", parts / f"{WORLD_BASE}.pth", "--dry-run")
+    assert not (folder / ".registry").exists() and snapshot(folder) == originals
+    report = adopt_json(folder, "--base-file", parts / f"{WORLD_BASE}.pth")
+    assert (dry.pop("dry_run"), report.pop("dry_run")) == (True, False) and dry == report  # the dry run predicted it
+    entry = json.loads((folder / "index.json").read_text())["entries"][0]
+    assert (entry["path"], entry["method"], entry["data"]) == ("rwkv-final.pth", "full", {"version": "v1", "sha256": None, "dataset_repo": NOVEL_DATA, "dataset_revision": NOVEL_REVISION})
+    for rel in ("rwkv-final.pth", "train.json"):  # the weight keeps its name and place; train.json its bytes
+        assert snapshot(folder)[rel] == originals[rel], rel
+    assert not (folder / BASE).exists()
+    assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0
+    card = (folder / "README.md").read_text()
+    assert "`/rwkv-final.pth`" in card and f"{NOVEL_DATA}@{NOVEL_REVISION[:12]}" in card and "`/train.json`" in card
+    assert card_front_matter(folder)["base_model"] == ["BlinkDL/rwkv7-g1"]
+    assert f"registry smoke -C {folder} --base-file {parts / f'{WORLD_BASE}.pth'}" in report["next_steps"]
+    run("smoke", "rwkv-final.pth", "-C", folder, "--device", "cpu", "--base-file", parts / f"{WORLD_BASE}.pth", code=0)
+    assert json.loads((folder / "index.json").read_text())["entries"][0]["gate"] is not None
+    run("publish", "-C", folder, "--repo-id", "xiaol/rwkv-novel-agent-tiny", "--allow-cpu-gate", code=0)
+    from huggingface_hub import hf_hub_download
+
+    downloaded = hf_hub_download("xiaol/rwkv-novel-agent-tiny", filename="rwkv-final.pth", cache_dir=tmp_path / "cache")  # as people download it
+    assert Path(downloaded).read_bytes() == originals["rwkv-final.pth"]
+    pulled = tmp_path / "pulled"
+    run("pull", "--repo-id", "xiaol/rwkv-novel-agent-tiny", pulled, code=0)
+    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}
+    assert (pulled / "rwkv-final.pth").read_bytes() == originals["rwkv-final.pth"] and codes(pulled) == set()
+
+
+def test_an_undeclared_second_root_weight_is_refused(parts, tmp_path):
+    folder = make_seed_000_root(parts, tmp_path / "novel-agent")
+    adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+    sh(f"cp {parts}/v141b-s1224.pth rwkv-extra.pth && cp train.json notes.json", folder)
+    found = {(p.code, p.file) for p in validate(folder)}
+    assert ("layout.stray-file", "rwkv-extra.pth") in found and ("index.unlisted-weight", "rwkv-extra.pth") in found
+    assert ("layout.stray-file", "notes.json") in found  # every other root file is checked as before
+    other = make_seed_000_root(parts, tmp_path / "two")
+    sh(f"cp {parts}/v141b-s1224.pth rwkv-extra.pth && sha256sum rwkv-final.pth train.json README.md rwkv-extra.pth > SHA256SUMS", other)
+    before = snapshot(other)
+    for args in ((), ("--dry-run",)):  # adopt, and its dry run alike
+        result = run("adopt", other, "--base-file", parts / f"{BASE}.pth", *args, code=3)
+        assert result.output.startswith("error: rwkv-extra.pth: one of 2 weights at the root") and result.output.count("\n") == 1, result.output
+    assert snapshot(other) == before and not (other / ".registry").exists()
+
+
+def test_a_root_entry_stays_full_and_its_exports_go_to_its_data_version_folder(parts, tmp_path):
+    from registry.core.layout import export_path, gguf_path
+
+    folder = make_seed_000_root(parts, tmp_path / "novel-agent")
+    adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
+    assert export_path(BASE, "rwkv-final.pth", "full", "v1") == f"{BASE}/full/v1/hf"
+    assert gguf_path(BASE, "rwkv-final.pth", "q8_0", "v1") == f"{BASE}/full/v1/gguf/rwkv-final-Q8_0.gguf"
+    from registry.core.models import Index
+    from registry.index.rules import entry_problems
+
+    index = json.loads((folder / "index.json").read_text())
+    other = {**index["entries"][0], "path": "rwkv-other.pth", "sha256": "cd" * 32, "data": {"version": "v2", "sha256": "ef" * 32}}
+    two = Index.model_validate({**index, "entries": [*index["entries"], other]})
+    assert [p.code for p in entry_problems(two)] == ["index.root-entries"]  # they would share the root's one train.json
+    index["entries"][0]["method"] = "state"
+    (folder / "index.json").write_text(json.dumps(index, indent=2))
+    assert "index.bad-path" in codes(folder)
+
+
+def test_a_root_weight_without_data_identity_or_train_json_is_refused(parts, tmp_path):
+    folder = make_seed_000_root(parts, tmp_path / "no-revision")
+    heredoc("train.json", seed_000_train_json().replace(f', "revision": "{NOVEL_REVISION}"', ""), folder)
+    sh("sha256sum rwkv-final.pth train.json README.md > SHA256SUMS", folder)
+    assert "error: train.json: names no training data" in refused(folder, parts)
+    bare = tmp_path / "raw"
+    bare.mkdir()
+    sh(f"cp {parts}/rwkv-final.pth . && echo '# raw' > README.md", bare)
+    assert refused(bare, parts).startswith("error: train.json: rwkv-final.pth sits at the root with no train.json beside it")
+
+
+def test_a_root_entrys_exports_go_to_its_data_version_folder_and_validate(world_parts, tmp_path):
+    folder = make_seed_000_root(world_parts, tmp_path / "novel-agent", WORLD_BASE)
+    adopt_json(folder, "--base-file", world_parts / f"{WORLD_BASE}.pth")
+    hf = json.loads(run("export-hf", "rwkv-final.pth", "-C", folder, "--json", code=0).stdout)
+    assert hf["path"] == f"{WORLD_BASE}/full/v1/hf" and (folder / WORLD_BASE / "full/v1/hf/config.json").is_file()
+    gguf = json.loads(run("export-gguf", "rwkv-final.pth", "--type", "q8_0", "-C", folder, "--json", code=0).stdout)
+    assert f"{WORLD_BASE}/full/v1/gguf/rwkv-final-Q8_0.gguf" in json.dumps(gguf)
+    assert (folder / WORLD_BASE / "full/v1/gguf/rwkv-final-Q8_0.gguf").is_file() and (folder / "rwkv-final.pth").is_file()
+    assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0

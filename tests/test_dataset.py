@@ -483,3 +483,16 @@ def test_an_unchanged_version_is_not_read_again_but_any_change_is(dataset, monke
     write_sums(dataset)
     assert "rows.bad-row" in codes(validate(dataset)) and calls == ["v2.1"]
     assert "rows.bad-row" in codes(validate(dataset)) and calls == ["v2.1", "v2.1"]  # a failure is not remembered
+
+
+def test_a_weight_named_by_dataset_repo_and_revision_is_said_to_be_unmatchable_by_hash(dataset, models, tmp_path):
+    link_models(dataset, models)
+    base = json.loads((models / "index.json").read_text())["bases"][0]["name"]
+    train = tmp_path / "train.json"  # seed 000's words: the data is a dataset repo at a revision, no file hash
+    train.write_text(json.dumps({"trainer": "RWKV-LM", "command": "python train.py", "data": {"repo": DATASET_REPO, "revision": "5d3040d21f51b3ce90b9396b058e552c47f43cd5"}}))
+    weight = add_weight(models, AddRequest(make_state_file(tmp_path / "s8.pth", SMALL, seed=8), base, "state", "v1.42", train))
+    assert (weight.data.sha256, weight.data.dataset_revision) == (None, "5d3040d21f51b3ce90b9396b058e552c47f43cd5")
+    assert validate(models) == []
+    problems = [p for p in validate(models, linked=dataset) if p.code.startswith("link.")]
+    assert [(p.code, p.file) for p in problems] == [("link.no-data-sha256", weight.path)]
+    assert "no file sha256, so it cannot be matched to a version" in problems[0].message

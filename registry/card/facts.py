@@ -30,8 +30,13 @@ class TreeFacts:
 
 
 def version_dir(path: str) -> str:
-    """``<base>/<method>/<data-version>`` of an entry path."""
-    return "/".join(path.split("/")[:3])
+    """``<base>/<method>/<data-version>`` of an entry path; "" for a weight at the root."""
+    return "/".join(path.split("/")[:3]) if "/" in path else ""
+
+
+def train_of(directory: str) -> str:
+    """The train.json of a :func:`version_dir` (the root's for a root weight)."""
+    return f"{directory}/{TRAIN_JSON}" if directory else TRAIN_JSON
 
 
 def _train(path: Path | None, rel: str) -> TrainFacts | None:
@@ -54,7 +59,7 @@ def _manifest_member(path: Path | None) -> str | None:
 
 
 def read_facts(index: Index, locate: Locate) -> TreeFacts:
-    trains = {d: t for d in sorted({version_dir(e.path) for e in index.entries}) if (t := _train(locate(f"{d}/{TRAIN_JSON}"), f"{d}/{TRAIN_JSON}"))}
+    trains = {d: t for d in sorted({version_dir(e.path) for e in index.entries}) if (t := _train(locate(train_of(d)), train_of(d)))}
     manifests = {e.path: m for e in index.entries if e.method == "miss" and e.format == "pth" and (m := _manifest_member(locate(e.path)))}
     return TreeFacts(trains, manifests)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..core.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from ..core.layout import export_path
 from ..core.models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage
-from ..core.names import STATE_WEIGHTS_NAME
+from ..core.names import STATE_WEIGHTS_NAME, TRAIN_JSON
 from ..core.train import RunFacts, TrainFacts
 from .facts import TreeFacts, version_dir
 from .markdown import escaped, md_code, md_text
@@ -104,7 +104,9 @@ class EntryView:
 
     @property
     def data_sha(self) -> str:
-        return short_sha(self.entry.data.sha256)
+        """The data's sha256, or where none is recorded its dataset repo and revision."""
+        data = self.entry.data
+        return short_sha(data.sha256) if data.sha256 else f"{data.dataset_repo}@{str(data.dataset_revision)[:12]}"
 
     @property
     def formats(self) -> list[str]:
@@ -186,9 +188,13 @@ class ScoreGroup:
 class TrainView:
     """One data-version directory's train.json, with the entries trained by it."""
 
-    directory: str  # relative to the base directory
+    directory: str  # relative to the base directory ("/" for the root)
     train: TrainFacts
     runs: list[tuple[str, RunFacts]]
+
+    @property
+    def path(self) -> str:
+        return f"{self.directory.rstrip('/')}/{TRAIN_JSON}"
 
 
 @dataclass(frozen=True)
@@ -431,6 +437,10 @@ def _subject_label(index: Index, result: EvalResult, languages: Languages) -> tu
 
 
 def _relative(path: str, base_name: str | None) -> str:
+    """A path as a base's section shows it: relative to the base directory; a root weight's (or
+    the root train.json's) from the root, ``/rwkv-final.pth``."""
+    if "/" not in path:
+        return f"/{path}"
     return path.removeprefix(f"{base_name}/") if base_name else path
 
 

@@ -1,7 +1,10 @@
 """Where files may live in a registry, as pure functions of relative paths.
 
 ``<base>/<method>/<data-version>/<file>`` for State and full weights, with one more directory
-level for a run (``miss/v2.1/r16-lr2e-5-e2/adapter-final.pth``).  The names come from
+level for a run (``miss/v2.1/r16-lr2e-5-e2/adapter-final.pth``).  A full fine-tune may also sit at
+the root under the name its author gave it (seed 000's ``rwkv-final.pth``) when index.json declares
+it: an entry whose path is the bare file name, its base, method ``full`` and data version recorded
+as the entry's fields, with its train.json at the root too (:func:`declared_root`).  The names come from
 :mod:`registry.core.names`; the walk of the tree on disk is :mod:`registry.core.tree`.
 """
 
@@ -11,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from .errors import Problem
-from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN
+from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, Index
 from .names import DOCS_DIR, EXCLUDED_FILES, EXCLUDED_TOPS, GGUF_DIR, GGUF_SUFFIX, HF_DIR, ROOT_FILES, SHARD_INDEX, TRAIN_JSON, WEIGHT_SUFFIXES
 
 ROOT_FIX = "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: move documents into docs/, delete anything else"
@@ -37,20 +40,45 @@ class Placement:
     version: str
     run: str | None
     name: str
+    root: bool = False  # a declared root weight (or the root train.json beside it)
 
     @property
     def version_dir(self) -> str:
+        """The folder of its data version; a root weight's exports go there (nothing else does)."""
         return f"{self.base}/{self.method}/{self.version}"
 
+    @property
+    def train_json(self) -> str:
+        """The train.json that describes it: the root's for a root weight."""
+        return TRAIN_JSON if self.root else f"{self.version_dir}/{TRAIN_JSON}"
 
-def place(rel: str, bases: set[str]) -> Placement | Problem | None:
-    """Classify a file path: a Placement, None for an allowed root file, or a Problem."""
+
+def declared_root(index: Index) -> dict[str, Placement]:
+    """The root weights index.json declares (entries whose path has no folder), placed by their
+    fields; a root train.json belongs to them when there is one.  Only a full fine-tune may sit at
+    the root (index rules report the others)."""
+    names = {b.sha256: b.name for b in index.bases}
+    declared = {}
+    for entry in index.entries:
+        if "/" not in entry.path and is_weight(entry.path) and entry.method == "full" and entry.base_sha256 in names:
+            declared[entry.path] = Placement(names[entry.base_sha256], "full", entry.data.version, None, entry.path, root=True)
+    return declared
+
+
+def place(rel: str, bases: set[str], declared: dict[str, Placement] | None = None) -> Placement | Problem | None:
+    """Classify a file path: a Placement, None for an allowed root file, or a Problem;
+    ``declared``: the root weights index.json declares (:func:`declared_root`)."""
     parts = rel.split("/")
     if rel not in ROOT_FILES and any(part.startswith(".") for part in parts):
         return Problem("layout.hidden", rel, "a hidden file or folder, which git-aware tools and reviewers easily miss", "remove it: a registry holds no hidden files but .gitattributes")
     if len(parts) == 1:
         if rel in ROOT_FILES:
             return None
+        if declared and rel in declared:
+            return declared[rel]
+        if declared and rel == TRAIN_JSON:
+            first = declared[min(declared)]
+            return Placement(first.base, first.method, first.version, None, TRAIN_JSON, root=True)
         fix = "register it under its base with `registry add`" if is_weight(rel) else ROOT_FIX
         return Problem("layout.stray-file", rel, "unexpected file at the registry root", fix)
     if parts[0] == DOCS_DIR:
@@ -104,12 +132,23 @@ def export_folder(rel: str) -> str | None:
     return None
 
 
-def export_path(base: str, entry_path: str | None = None, method: str | None = None) -> str:
+def _entry_folder(base: str, entry_path: str, version: str | None) -> tuple[str, str]:
+    """The folder an entry's exports go beside and its file name: a root weight's go where the
+    layout would have put it, ``<base>/full/<data-version>/`` (the root holds only what its author
+    put there)."""
+    if "/" not in entry_path:
+        assert version is not None, "a root weight's exports need its data version"
+        return f"{base}/full/{version}", entry_path
+    folder, name = entry_path.rsplit("/", 1)
+    return folder, name
+
+
+def export_path(base: str, entry_path: str | None = None, method: str | None = None, version: str | None = None) -> str:
     """Where a base's (``entry_path`` None), a full entry's, a MiSS adapter's or a State's
-    (``method`` "state") export lives."""
+    (``method`` "state") export lives (``version``: the entry's data version, for a root weight)."""
     if not entry_path:
         return f"{base}/{HF_DIR}"
-    folder, name = entry_path.rsplit("/", 1)
+    folder, name = _entry_folder(base, entry_path, version)
     if method == "state":
         return f"{folder}/{HF_DIR}/{name.rsplit('.', 1)[0]}"
     return f"{folder}/{HF_DIR}"
@@ -126,12 +165,13 @@ def gguf_folder(rel: str) -> str | None:
     return None
 
 
-def gguf_path(base: str, entry_path: str | None, gguf_type: str) -> str:
+def gguf_path(base: str, entry_path: str | None, gguf_type: str, version: str | None = None) -> str:
     """Where the GGUF of a base (``entry_path`` None) or of an entry, of one type, lives:
-    ``<folder>/gguf/<stem>-<TYPE>.gguf`` (a MiSS adapter's stem gets ``-merged``)."""
+    ``<folder>/gguf/<stem>-<TYPE>.gguf`` (a MiSS adapter's stem gets ``-merged``; ``version``: the
+    entry's data version, for a root weight)."""
     if not entry_path:
         return f"{base}/{GGUF_DIR}/{base}-{gguf_type.upper()}{GGUF_SUFFIX}"
-    folder, name = entry_path.rsplit("/", 1)
+    folder, name = _entry_folder(base, entry_path, version)
     stem = name.rsplit(".", 1)[0] + ("-merged" if folder.split("/")[1] == "miss" else "")
     return f"{folder}/{GGUF_DIR}/{stem}-{gguf_type.upper()}{GGUF_SUFFIX}"
 

@@ -12,7 +12,7 @@ import re
 from datetime import date
 from typing import Annotated, Any, ClassVar, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .collisions import invisible_character
 
@@ -187,12 +187,25 @@ class Base(_Strict):
 
 
 class DataRef(_Strict):
-    """The training data an entry was trained on (seed 002's dataset versions)."""
+    """The training data an entry was trained on (seed 002's dataset versions): the sha256 of the
+    file the trainer read, or, where the author has no such hash (seed 000), the dataset repo and
+    the commit the data was taken at."""
 
     version: str = Field(pattern=DATA_VERSION_PATTERN)
-    sha256: Sha256 = Field(pattern=SHA256_PATTERN)
+    sha256: Sha256 | None = Field(default=None, pattern=SHA256_PATTERN, description="The file the trainer read; null only where dataset_repo and dataset_revision name the data")
     dataset_repo: str | None = None
     dataset_revision: str | None = Field(default=None, pattern=GIT_COMMIT_PATTERN, description="The dataset repo's commit the data was taken at")
+
+    @property
+    def identity(self) -> str:
+        """The data as messages name it: ``sha256 1a2b3c4d5e6f…`` or ``<dataset repo>@<revision>``."""
+        return f"sha256 {self.sha256[:12]}…" if self.sha256 else f"{self.dataset_repo}@{self.dataset_revision}"
+
+    @model_validator(mode="after")
+    def _identified(self) -> DataRef:
+        if self.sha256 is None and not (self.dataset_repo and self.dataset_revision):
+            raise ValueError("names no training data: give sha256, or dataset_repo with dataset_revision")
+        return self
 
 
 class Score(_Strict):

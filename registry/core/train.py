@@ -12,8 +12,10 @@ from the shapes people write (docs/formats.md, "train.json"):
   ``runs{<run>: {lr…, command, started, finished}}`` (every other key of a run is one of its
   hyperparameters), top-level ``started`` / ``finished``.
 
-Every other field is kept in :attr:`TrainFacts.extra` (shown on the card), never an error.  Only a
-missing fact (no data identity) or a contradictory one (two values for one fact, a sha256 that is
+Every other field is kept in :attr:`TrainFacts.extra` (shown on the card), never an error.  The
+data identity is the sha256 of the file the trainer read, or, where the author has none (seed 000:
+"derived from <dataset repo> at revision <commit>"), the dataset repo with its 40-hex revision.  Only
+a missing fact (no data identity) or a contradictory one (two values for one fact, a sha256 that is
 not one) is refused, once per file, naming the field and the file.
 """
 
@@ -261,9 +263,12 @@ def parse_train(data: Any, rel: str) -> TrainFacts:
         r.problems.append(Problem("schema.invalid", rel, f"notes: the text is {len(notes)} characters; at most {MAX_NOTES_CHARS} are kept", f"shorten notes in {rel} (long prose belongs in the card's hand-written section)"))
     if data_facts.revision is not None and not _COMMIT.match(data_facts.revision):
         r.problems.append(Problem("train.invalid", rel, f"the dataset revision {data_facts.revision!r} is not a 40-hex commit", f"write the dataset repo's full commit id in {rel}"))
-    if data_facts.sha256 is None and not r.problems:
+    if data_facts.sha256 is None and not (data_facts.repo and data_facts.revision) and not r.problems:
         r.problems.append(
-            Problem("train.no-data", rel, "names no training data: no data.sha256 (or data_sha256)", f'add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {rel}')
+            Problem(
+                "train.no-data", rel, "names no training data: no data.sha256 (or data_sha256), nor a dataset repo with its revision",
+                f'add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {rel}, or "data": {{"repo": "<dataset repo id>", "revision": "<its commit>"}}',
+            )  # fmt: skip
         )
     if r.problems:
         raise RegistryError.of(r.problems)

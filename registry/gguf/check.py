@@ -134,7 +134,7 @@ def _lineage_problems(index: Index, record: GgufFile) -> Iterator[str]:
     sha = entry.sha256 if entry else base.sha256
     if record.source_sha256 != sha:
         yield f"was made from sha256 {record.source_sha256[:12]}… but {record.source} is {sha[:12]}… now"
-    want = gguf_path(base.name, entry.path if entry else None, record.type)
+    want = gguf_path(base.name, entry.path if entry else None, record.type, entry.data.version if entry else None)
     if record.path != want:
         yield f"{record.source}'s {record.type} GGUF belongs at {want}"
 

@@ -53,7 +53,7 @@ def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
         yield found
         return
     base, entry = found
-    sha, path = (entry.sha256, export_path(base.name, entry.path, entry.method)) if entry else (base.sha256, export_path(base.name))
+    sha, path = (entry.sha256, export_path(base.name, entry.path, entry.method, entry.data.version)) if entry else (base.sha256, export_path(base.name))
     if entry is not None and entry.base_sha256 != base.sha256:
         yield f"its source {export.source} is not an entry on base {base.name}"
     if export.source_sha256 != sha:

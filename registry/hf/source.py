@@ -34,7 +34,7 @@ def export_source(index: Index, repo: Repo, entry: str | None, base: str | None)
             raise RegistryError("export.not-pth", found.path, "is a safetensors twin; the export reads the .pth it was converted from", f"pass {found.derived_from or 'the .pth entry'}")
         its_base = index.base_by_sha(found.base_sha256)
         assert its_base is not None  # index_to_change refused an entry with an unknown base
-        return ExportSource(found.path, its_base, found, found.sha256, export_path(its_base.name, found.path, found.method))
+        return ExportSource(found.path, its_base, found, found.sha256, export_path(its_base.name, found.path, found.method, found.data.version))
     named = index.base_by_name(base or "")
     if named is None:
         raise RegistryError("export.unknown-base", INDEX_NAME, f"no base named {base!r}", "pass a base listed by `registry list`")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from ..core.errors import Problem, RegistryError
 from ..core.evaluation import reference_problems
-from ..core.layout import Placement, place
+from ..core.layout import Placement, declared_root, place
 from ..core.models import Index
 from ..core.names import INDEX_NAME, TRAIN_JSON
 from ..core.repo import Repo
@@ -44,19 +44,25 @@ def entry_problems(index: Index) -> Iterator[Problem]:
             yield Problem("index.duplicate-entry", INDEX_NAME, f"weight file {path} listed {count} times", "list each weight file in exactly one entry")
     bases = {b.sha256 for b in index.bases}
     names = {b.name for b in index.bases}
+    declared = declared_root(index)
     for entry in index.entries:
         if entry.base_sha256 not in bases:
             yield Problem("index.unknown-base", INDEX_NAME, f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases", "add the base with `registry add-base` or fix base_sha256")
+        elif "/" not in entry.path and entry.method != "full":
+            yield Problem("index.bad-path", INDEX_NAME, f"entry path {entry.path} is at the root, where only a full fine-tune may stay", f"move it to <base>/{entry.method}/<data-version>/ and fix the entry's path")
         for path in (entry.path, *(s.path for s in entry.shards)):
-            problem = weight_path_problem(path, names)
+            problem = weight_path_problem(path, names, declared)
             if problem is not None:
                 yield problem
+    if len({(p.base, p.version) for p in declared.values()}) > 1:
+        yield Problem("index.root-entries", INDEX_NAME, f"the root weights ({', '.join(sorted(declared))}) name different bases or data versions, but share the root's one train.json", "keep the root weights of one base and data version; move the others into <base>/full/<data-version>/")
 
 
-def weight_path_problem(path: str, bases: set[str]) -> Problem | None:
+def weight_path_problem(path: str, bases: set[str], declared: dict[str, Placement] | None = None) -> Problem | None:
     """Why ``path`` cannot be a registered weight's path (validate's rule, which ``add`` applies
-    before it stages anything): it must place in the layout as a weight file, not as train.json."""
-    placed = place(path, bases)
+    before it stages anything): it must place in the layout as a weight file, not as train.json
+    (``declared``: the root weights index.json declares)."""
+    placed = place(path, bases, declared)
     if isinstance(placed, Placement) and placed.name != TRAIN_JSON:
         return None
     why = placed.message if isinstance(placed, Problem) else "that is the data-version directory's train.json"

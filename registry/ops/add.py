@@ -87,14 +87,14 @@ def _check_request(request: AddRequest, index: Index) -> Base:
     return base
 
 
-def _check_train_json(request: AddRequest, source: Path, base: Base) -> tuple[TrainFacts, str]:
-    """The train.json's facts and its data sha256, checked against the base and the flags."""
+def _check_train_json(request: AddRequest, source: Path, base: Base) -> tuple[TrainFacts, str | None]:
+    """The train.json's facts and its data sha256 (None where it names a dataset repo and revision
+    instead), checked against the base and the flags."""
     shown = str(request.train_json)
     train = read_train(source, shown)
     problems = train_problems(train, shown, base, request.data_version)
     if problems:
         raise RegistryError.of(problems)
-    assert train.data_sha256 is not None, "read_train refuses a train.json without data sha256"
     if request.data_sha256 and require_sha(request.data_sha256, "--data-sha256") != train.data_sha256:
         raise RegistryError(
             "train.data-mismatch",
@@ -107,10 +107,12 @@ def _check_train_json(request: AddRequest, source: Path, base: Base) -> tuple[Tr
     return train, train.data_sha256
 
 
-def _check_data_sums(request: AddRequest, data_sha: str) -> None:
+def _check_data_sums(request: AddRequest, data_sha: str | None) -> None:
     """The dataset repo's SHA256SUMS must list a file with exactly this training-data hash."""
     if request.data_sums is None:
         return
+    if data_sha is None:
+        raise RegistryError("data.no-sha256", request.train_json, "names its data by dataset repo and revision, with no file sha256 to look up in --data-sums", "add the sha256 of the file the trainer read to train.json's data, or leave out --data-sums")
     from ..core.schemas import read_bounded
     from ..core.sums import MAX_SUMS_BYTES
 

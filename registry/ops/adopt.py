@@ -10,7 +10,9 @@ private folder, so a refusal leaves the folder exactly as it was:
 4. each ``<base>/`` folder gets its base from ``--base-file`` (read, as add-base reads it), the
    known-bases catalog, or ``--sha256 --metadata-only``; each weight is inspected exactly as
    ``registry add`` inspects it (:func:`registry.ops.add.accept_weight`), each train.json is read
-   as people write it (:mod:`registry.core.train`) and checked against its folder, once;
+   as people write it (:mod:`registry.core.train`) and checked against its folder, once; a full
+   fine-tune at the root (seed 000's ``rwkv-final.pth``) stays there under its name, declared in
+   index.json, its base and data version read from the root's train.json;
 5. where the hand-written index and the files disagree, or a file it lists is absent, the files
    win only with ``--trust-files``; two recommended files need ``--recommended``, a
    ``.safetensors`` beside a ``.pth`` of the same name with other tensors ``--not-a-twin``;
@@ -46,7 +48,7 @@ from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
 from ..core.layout import Placement, export_folder, gguf_folder, is_excluded, is_weight, place
 from ..core.lfs import refuse_pointers
-from ..core.models import METHODS, Base, DataRef, Entry, Index, Language, Reference, RegistryInfo, Serving, path_problem
+from ..core.models import DATA_VERSION_PATTERN, METHODS, Base, DataRef, Entry, Index, Language, Reference, RegistryInfo, Serving, path_problem
 from ..core.names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
 from ..core.repo import Repo, find_root, render_index
 from ..core.schemas import load_model, read_json
@@ -224,8 +226,9 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     hand = read_hand_index(read_json(root / INDEX_NAME, INDEX_NAME)) if INDEX_NAME in originals else HandIndex()
     report = AdoptReport(root, options.dry_run, Index(), unmapped=list(hand.unmapped), saved=sorted(f"{SAVED_DIR}/{n}" for n in originals))
     report.base_paths = {Path(f).name.removesuffix(".pth"): str(f) for f in options.base_files}
-    bases = _bases(root, scan.files, options, catalog, hand, report, progress)
-    entries = _entries(root, scan.files, bases, digests, options)
+    at_root = _root_weights(root, scan.files, hand, options)
+    bases = _bases(root, scan.files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
+    entries = _entries(root, scan.files, bases, digests, options, at_root)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report, options)
     _claims(report, options)
     _preview_card(repo, report.index, report)
@@ -256,12 +259,46 @@ def _base_dirs(files: list[str]) -> list[str]:
     return sorted({rel.split("/")[0] for rel in files if rel.count("/") >= 2 and rel.split("/")[0] != DOCS_DIR and rel.split("/")[1] in METHODS})
 
 
-def _bases(root: Path, files: list[str], options: AdoptOptions, catalog: Index, hand: HandIndex, report: AdoptReport, progress: Progress | None) -> dict[str, Base]:
-    names = _base_dirs(files)
+def _root_weights(root: Path, files: list[str], hand: HandIndex, options: AdoptOptions) -> dict[str, Placement]:
+    """The weights at the root, which stay there: full fine-tunes (seed 000's ``rwkv-final.pth``,
+    downloaded by that name), their base and data version read from the root's train.json.  One
+    root weight (and its ``.safetensors`` twin) is taken as the release; beside another, each must
+    be listed in the hand-written index.json."""
+    weights = [rel for rel in files if "/" not in rel and is_weight(rel)]
+    if not weights:
+        return {}
+    if TRAIN_JSON not in files:
+        raise RegistryError(
+            "adopt.missing-train-json", TRAIN_JSON, f"{weights[0]} sits at the root with no train.json beside it to name its base and training data",
+            'write train.json at the root (its base, trainer, hyperparameters, command, and the data: a sha256, or the dataset repo and revision: docs/formats.md, "train.json"), then adopt again',
+        )  # fmt: skip
+    stems = {rel.rsplit(".", 1)[0] for rel in weights}
+    if len(stems) > 1:
+        unlisted = [rel for rel in weights if hand.entry(rel) is None]
+        if unlisted:
+            raise RegistryError(
+                "adopt.undeclared-root-weight", unlisted[0], f"one of {len(weights)} weights at the root ({', '.join(weights)}), and index.json does not list it",
+                "list each root weight in index.json's entries (or write one if there is none), or move the others into <base>/full/<data-version>/ with their train.json",
+            )  # fmt: skip
+    train = read_train(root / TRAIN_JSON, TRAIN_JSON)
+    named = [claim.filename.removesuffix(".pth") for claim in train.bases if claim.filename]
+    given = [Path(f).name.removesuffix(".pth") for f in options.base_files if Path(f).name.removesuffix(".pth") not in _base_dirs(files)]
+    base = named[0] if named else (given[0] if len(given) == 1 else None)
+    if base is None:
+        raise RegistryError("adopt.root-base", TRAIN_JSON, "names no base for the weights at the root", f'add "base": "<base file>.pth" to {TRAIN_JSON} (the checkpoint training started from), or pass --base-file with that file')
+    version = train.data.version or "v1"
+    version = version if version.startswith("v") else f"v{version}"
+    if re.fullmatch(DATA_VERSION_PATTERN, version) is None:
+        raise RegistryError("train.invalid", TRAIN_JSON, f"the data version {train.data.version!r} does not look like v1.41 or v2.1", f"write the data version as v<major>[.<minor>] in {TRAIN_JSON}")
+    return {rel: Placement(base, "full", version, None, rel, root=True) for rel in weights}
+
+
+def _bases(root: Path, files: list[str], options: AdoptOptions, catalog: Index, hand: HandIndex, report: AdoptReport, progress: Progress | None, root_bases: set[str]) -> dict[str, Base]:
+    names = sorted({*_base_dirs(files), *root_bases})
     given = {Path(f).name.removesuffix(".pth"): Path(f) for f in options.base_files}
     for name, path in given.items():
         if name not in names:
-            raise RegistryError("adopt.unused-base-file", path, f"no folder {name}/ of weights in {root}", f"pass the base file whose name (without .pth) is one of: {', '.join(names) or 'none here'}")
+            raise RegistryError("adopt.unused-base-file", path, f"no folder {name}/ of weights in {root}, and the root's train.json names no such base", f"pass the base file whose name (without .pth) is one of: {', '.join(names) or 'none here'}")
     unresolved = [n for n in names if n not in given and known_base(catalog, f"{n}.pth") is None]
     if options.metadata_only and len(unresolved) != 1:
         raise RegistryError("adopt.metadata-only", root, f"--sha256 --metadata-only names one base folder, but {len(unresolved)} have no base ({', '.join(unresolved) or 'none'})", "pass --base-file for each base folder")
@@ -311,7 +348,7 @@ def _with_hand_base(base: Base, hand: HandIndex, report: AdoptReport) -> Base:
 def _train_json(root: Path, placed: Placement, base: Base, trains: dict[str, TrainFacts | RegistryError]) -> TrainFacts:
     """The data-version folder's train.json, read once: a refusal is raised for its first weight
     and then stands for the others (one line, not one per weight)."""
-    rel = f"{placed.version_dir}/{TRAIN_JSON}"
+    rel = placed.train_json
     if rel in trains:
         found = trains[rel]
         if isinstance(found, RegistryError):
@@ -335,15 +372,13 @@ class _Reported(Exception):
     """A refusal already reported for another weight of the same folder."""
 
 
-def _entries(root: Path, files: list[str], bases: dict[str, Base], digests: dict[str, str], options: AdoptOptions) -> list[Entry]:
+def _entries(root: Path, files: list[str], bases: dict[str, Base], digests: dict[str, str], options: AdoptOptions, at_root: dict[str, Placement]) -> list[Entry]:
     problems: list[Problem] = []
     entries: list[Entry] = []
     trains: dict[str, TrainFacts | RegistryError] = {}
     for rel in files:
-        placed = place(rel, set(bases))
-        if isinstance(placed, Problem) and "/" not in rel and is_weight(rel):
-            problems.append(Problem(placed.code, rel, "a weight at the root: adopt reads weights from <base>/<method>/<data-version>/", f"move it there (e.g. mkdir -p <base-stem>/full/v1 && git mv {rel} <base-stem>/full/v1/), with its train.json beside it, then adopt again"))
-        elif isinstance(placed, Problem):
+        placed = place(rel, set(bases), at_root)
+        if isinstance(placed, Problem):
             problems.append(placed)
         elif placed is None and rel.split("/")[0] in bases and export_folder(rel) is not None:
             problems.append(Problem("adopt.export-folder", rel, "a Transformers export folder made by hand", "move it out of the folder; `registry export-hf` makes one the registry checks"))
@@ -399,7 +434,6 @@ def _entry(root: Path, rel: str, placed: Placement, base: Base, sha: str, trains
         raise RegistryError("adopt.needs-base-file", rel, f"the base {base.name} was not read, so its shapes are unknown and this weight cannot be checked", f"pass --base-file {base.filename} (read, not copied)")
     inspection = accept_weight(root / rel, placed.method, base, rel)
     train = _train_json(root, placed, base, trains)
-    assert train.data_sha256 is not None, "read_train refuses a train.json without data sha256"
     data = DataRef(version=placed.version, sha256=train.data_sha256, dataset_repo=train.data.repo, dataset_revision=train.data.revision)
     return Entry(
         path=rel, method=placed.method, base_sha256=base.sha256, data=data,

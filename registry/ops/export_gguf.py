@@ -110,7 +110,7 @@ def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = No
                 plan = mapping.gguf_plan({name: tuple(t.shape) for name, t in inputs.tensors.items()}, source.label)
                 check_vocab(source.base, plan.config["vocab_size"], source.label)
                 for gguf_type in dict.fromkeys(request.types):
-                    made.append(write_type(inputs, plan, gguf_type, gguf_path(source.base.name, entry_path, gguf_type), txn.staging, progress))
+                    made.append(write_type(inputs, plan, gguf_type, gguf_path(source.base.name, entry_path, gguf_type, source.entry.data.version if source.entry else None), txn.staging, progress))
                 for item in made:
                     check_place(repo, index, item, request.force)
                 if request.gate:

@@ -21,7 +21,7 @@ from ..core.gitattributes import lfs_problems
 from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
 from ..core.hashing.tree import digest_tree
-from ..core.layout import is_weight, place
+from ..core.layout import declared_root, is_weight, place
 from ..core.lfs import pointer_problem, pointers
 from ..core.models import Entry, FileRef, Index, Rewrite
 from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, TRAIN_JSON
@@ -72,24 +72,27 @@ def check_references(ctx: Context) -> Iterator[Problem]:
 def check_layout(ctx: Context) -> Iterator[Problem]:
     yield from ctx.scan.findings
     bases = {b.name for b in ctx.index.bases}
+    declared = declared_root(ctx.index)
     for rel in ctx.scan.files:
-        placed = place(rel, bases)
+        placed = place(rel, bases, declared)
         if isinstance(placed, Problem):
             yield placed
         elif placed is not None:
             ctx.placements[rel] = placed
-    version_dirs = {p.version_dir for p in ctx.placements.values()}
-    have_train = {p.version_dir for p in ctx.placements.values() if p.name == TRAIN_JSON}
-    for directory in sorted(version_dirs - have_train):
-        yield Problem("layout.missing-train-json", f"{directory}/{TRAIN_JSON}", "no train.json in this data-version directory", "add it with `registry add --train-json PATH`")
+    wanted = {p.train_json for p in ctx.placements.values()}
+    have_train = {p.train_json for p in ctx.placements.values() if p.name == TRAIN_JSON}
+    for rel in sorted(wanted - have_train):
+        where = "beside the root weights" if rel == TRAIN_JSON else "in this data-version directory"
+        yield Problem("layout.missing-train-json", rel, f"no train.json {where}", f"write it (trainer, hyperparameters, command, data identity: docs/formats.md, \"train.json\") at {rel}")
 
 
 def check_train_json(ctx: Context) -> Iterator[Problem]:
-    entries_by_dir: dict[str, set[str]] = {}
+    entries_by_dir: dict[str, set[tuple[str | None, str | None]]] = {}
     for entry in ctx.index.entries:
         placed = ctx.placements.get(entry.path)
         if placed:
-            entries_by_dir.setdefault(placed.version_dir, set()).add(entry.data.sha256)
+            data = entry.data
+            entries_by_dir.setdefault(placed.train_json, set()).add((data.sha256, None) if data.sha256 else (data.dataset_repo, data.dataset_revision))
     for rel, placed in sorted(ctx.placements.items()):
         if placed.name != TRAIN_JSON:
             continue
@@ -101,8 +104,10 @@ def check_train_json(ctx: Context) -> Iterator[Problem]:
         base = ctx.index.base_by_name(placed.base)
         if base is not None:
             yield from train_problems(train, rel, base, placed.version)
-        for sha in sorted(entries_by_dir.get(placed.version_dir, set()) - {train.data_sha256}):
-            yield Problem("train.data-mismatch", rel, f"data sha256 {str(train.data_sha256)[:12]}… but an entry here says {sha[:12]}…", "make train.json and the entries name the same training data")
+        written = (train.data_sha256, None) if train.data_sha256 else (train.data.repo, train.data.revision)
+        for cited in sorted(entries_by_dir.get(rel, set()) - {written}, key=str):
+            said = "data " + (f"sha256 {str(cited[0])[:12]}…" if cited[1] is None else f"{cited[0]}@{str(cited[1])[:12]}…")
+            yield Problem("train.data-mismatch", rel, f"names other training data than an entry here ({said})", "make train.json and the entries name the same training data")
 
 
 def check_entries(ctx: Context) -> Iterator[Problem]:
