@@ -67,6 +67,7 @@ class AdoptOptions:
     vocab: str | None = None
     trust_files: bool = False  # where the hand-written index.json and the files disagree, the files win
     dry_run: bool = False
+    repo_id: str | None = None  # the Hub repo the folder came from (pull): recorded as registry.repo_id
 
 
 @dataclass
@@ -94,7 +95,7 @@ class AdoptReport:
         for base in index.bases:
             if any(e.base_sha256 == base.sha256 for e in index.entries):
                 steps.append(f"registry smoke -C {root} --base-file {shlex.quote(base.filename)}")
-        steps.append(f"registry publish -C {root} --repo-id NAMESPACE/NAME")
+        steps.append(f"registry publish -C {root}" + ("" if index.registry.repo_id else " --repo-id NAMESPACE/NAME"))
         return steps
 
     def as_dict(self) -> dict[str, Any]:
@@ -188,6 +189,8 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     bases = _bases(root, scan.files, options, catalog, hand, report, progress)
     entries = _entries(root, scan.files, bases, digests, hand, report)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report)
+    if options.repo_id is not None:
+        report.index.registry.repo_id = options.repo_id
     _claims(report, options)
     report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})
     return _Plan(report, digests, identities, originals)
