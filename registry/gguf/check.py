@@ -7,7 +7,8 @@ with its sha256 and size; its header must parse (magic, version, every count, le
 offset within the file), its data must reach the end of the file (a truncated download is refused), and what the
 header says must be true: architecture rwkv7, the base's recorded shape (layers, width, FFN,
 head size, vocabulary), exactly llama.cpp's tensors for those numbers, and the registry's lineage
-keys equal to the record.  Files under a gguf folder that no record lists are findings.
+keys equal to the record.  Beside each, its Ollama Modelfile (:mod:`.modelfile`), byte for byte.
+Files under a gguf folder that no record lists are findings.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from typing import Any
 
 from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem
+from ..core.hashing.digest import sha256_hex
 from ..core.layout import gguf_folder, gguf_path
 from ..core.models import GgufFile, Index
 from . import mapping
+from .modelfile import modelfiles
 from .reader import GgufFormatError, read_header
 
+MODELFILE_FIX = "run `registry card` (it writes the Modelfile again)"
 FIX = "make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)"
 
 
@@ -130,7 +134,8 @@ def _lineage_problems(index: Index, record: GgufFile) -> Iterator[str]:
 def gguf_problems(root: Path, index: Index, files: list[str], digests: dict[str, str]) -> Iterator[Problem]:
     """Findings for every GGUF record in ``index`` and every file in a gguf folder (``files``: the
     tree, ``digests``: their sha256)."""
-    listed = {g.path for g in index.ggufs}
+    expected = modelfiles([g.path for g in index.ggufs])
+    listed = {g.path for g in index.ggufs} | set(expected)
     for rel in sorted(set(files) - listed):
         if gguf_folder(rel) is not None:
             yield Problem("gguf.unlisted-file", rel, "is in a gguf folder but no GGUF record in index.json lists it", FIX)
@@ -145,3 +150,8 @@ def gguf_problems(root: Path, index: Index, files: list[str], digests: dict[str,
         if record.path in digests:
             problems += list(header_problems(root / record.path, record, index))
         yield from (Problem("gguf.invalid", record.path, message, FIX) for message in problems)
+    for rel, text in expected.items():
+        if rel not in digests:
+            yield Problem("gguf.modelfile", rel, "is missing: the Ollama Modelfile of the GGUF file beside it", MODELFILE_FIX)
+        elif digests[rel] != sha256_hex(text.encode("utf-8")):
+            yield Problem("gguf.modelfile", rel, "is not the Ollama Modelfile the registry writes for the GGUF file beside it", MODELFILE_FIX)
