@@ -68,8 +68,8 @@ def _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(
         trained = dataset.version(version["version"]).trained_file
         assert version["trained_file"] == {"path": f"{version['version']}/{trained.path}", "sha256": trained.sha256, "size": trained.size}
         assert (root / version["trained_file"]["path"]).is_file()
-        # every weight of the model registry trained on this version, and no other
-        cited = {e.path for e in models.entries if e.data.sha256 == trained.sha256}
+        # every weight of the model registry trained on this version, and no other (a safetensors twin stands for its .pth)
+        cited = {e.path for e in models.entries if e.data.sha256 == trained.sha256 and e.format == "pth"}
         assert cited and {w["path"] for w in version["weights"]} == cited
         assert all(w["repo_id"] == models.registry.repo_id for w in version["weights"])
     text = CliRunner().invoke(main, ["list", "-C", str(root)])

@@ -16,7 +16,6 @@ from .models import DATASET_KIND, Entry, Index
 from .names import CARD_NAME, GATES_DIR, GIT_DIR, INDEX_NAME, JOURNAL_NAME, LFS_SUFFIXES, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
 from .schemas import load_model, read_json
 
-
 # Weights and GGUF files go through LFS on the Hub; the card and JSON stay plain git blobs.
 GITATTRIBUTES = "".join(f"{lfs_line(suffix)}\n" for suffix in LFS_SUFFIXES)
 

@@ -83,8 +83,9 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
     if not_count is not None:
         yield f"says {not_count} {meta[not_count]!r}, not a positive whole number"
         return
-    if meta["block_count"] > len(header.tensors):
-        yield f"says block_count {meta['block_count']} but holds only {len(header.tensors)} tensors"
+    counts: dict[str, int] = {key: value for key, value in meta.items() if type(value) is int}  # every one, checked above
+    if counts["block_count"] > len(header.tensors):
+        yield f"says block_count {counts['block_count']} but holds only {len(header.tensors)} tensors"
         return
     eps = fields.get(f"{mapping.ARCH}.attention.layer_norm_epsilon")
     if type(eps) is not float or abs(eps - mapping.NORM_EPS) > 1e-9:
@@ -96,11 +97,11 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
     if arch_facts is not None:
         recorded = {"block_count": arch_facts.n_layer, "embedding_length": arch_facts.n_embd, "head_size": arch_facts.head_size, "feed_forward_length": arch_facts.dim_ffn}
         for key, value in recorded.items():
-            if value is not None and meta[key] != value:
-                yield f"says {key} {meta[key]} but the base records {value}"
+            if value is not None and counts[key] != value:
+                yield f"says {key} {counts[key]} but the base records {value}"
         if n_vocab != arch_facts.vocab_size:
             yield f"has {n_vocab} tokens but the base's vocabulary is {arch_facts.vocab_size}"
-    want = expected_shapes(meta, n_vocab)
+    want = expected_shapes(counts, n_vocab)
     found = {t.name: t.shape for t in header.tensors}
     yield from shape_findings(
         want, found, missing="lacks {name} ({count} of llama.cpp's rwkv7 tensors for its metadata)",
