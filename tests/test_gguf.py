@@ -388,3 +388,20 @@ def test_the_cards_llama_cpp_python_snippet_runs_as_pasted_against_the_exported_
     assert f"ollama create {Path(rel).stem.lower()} -f {rel.removesuffix('.gguf')}.Modelfile" in shell
     ran = subprocess.run([sys.executable, "-c", snippet], cwd=root, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
+
+
+def test_export_adds_the_gguf_lfs_rule_to_a_registry_made_before_it(sources, world_base):
+    import subprocess
+
+    from registry.ops.sums import write_sums
+
+    root, _, _ = sources
+    old = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
+    (root / ".gitattributes").write_text(old)
+    write_sums(root)
+    rel = _registered_without_gate(root, world_base)
+    assert (root / ".gitattributes").read_text() == old + "*.gguf filter=lfs diff=lfs merge=lfs -text\n"
+    assert validate(root) == []
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    said = subprocess.run(["git", "check-attr", "filter", "--", rel], cwd=root, capture_output=True, text=True, check=True).stdout
+    assert said == f"{rel}: filter: lfs\n"

@@ -254,5 +254,5 @@ def test_the_light_install_validates_a_registry_holding_a_gguf_and_its_hooks_pas
     found = light.registry("validate", "-C", root)
     said = found.stdout + found.stderr
     assert found.returncode == 1 and "cannot be checked" not in said
-    (line,) = [line for line in said.splitlines() if line.startswith(f"error: {rel}: ")]
+    (line,) = [line for line in said.splitlines() if line.startswith(f"gguf.invalid {rel}: ")]
     assert "is truncated: its tensors end at byte" in line and line.endswith("fix: make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)")
