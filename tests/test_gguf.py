@@ -405,3 +405,18 @@ def test_export_adds_the_gguf_lfs_rule_to_a_registry_made_before_it(sources, wor
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     said = subprocess.run(["git", "check-attr", "filter", "--", rel], cwd=root, capture_output=True, text=True, check=True).stdout
     assert said == f"{rel}: filter: lfs\n"
+
+
+def test_a_stray_file_in_a_gguf_folder_is_told_to_move_out_not_to_export_again(sources, world_base):
+    from registry.ops.sums import write_sums
+
+    root, _, _ = sources
+    rel = _registered_without_gate(root, world_base)
+    stray = rel.rsplit("/", 1)[0] + "/other-Q8_0.gguf"
+    (root / stray).write_bytes(b"GGUF")
+    write_sums(root)
+    (problem,) = [p for p in validate(root) if p.code == "gguf.unlisted-file"]
+    assert problem.file == stray and problem.fix.startswith("move it out of the gguf folder") and "export-gguf --force" not in problem.fix
+    (root / stray).unlink()
+    write_sums(root)
+    assert validate(root) == []

@@ -26,6 +26,7 @@ from . import mapping
 from .modelfile import modelfiles
 from .reader import GgufFormatError, read_header
 
+UNLISTED_FIX = "move it out of the gguf folder (export-gguf writes the files there and lists each GGUF in index.json; it refuses to overwrite one no record lists), then run `registry sums`"
 MODELFILE_FIX = "run `registry card` (it writes the Modelfile again)"
 FIX = "make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)"
 
@@ -139,7 +140,7 @@ def gguf_problems(root: Path, index: Index, files: list[str], digests: dict[str,
     listed = {g.path for g in index.ggufs} | set(expected)
     for rel in sorted(set(files) - listed):
         if gguf_folder(rel) is not None:
-            yield Problem("gguf.unlisted-file", rel, "is in a gguf folder but no GGUF record in index.json lists it", FIX)
+            yield Problem("gguf.unlisted-file", rel, "is in a gguf folder but no GGUF record in index.json lists it", UNLISTED_FIX)
     for record in index.ggufs:
         problems = list(_lineage_problems(index, record))
         if record.path not in digests:
