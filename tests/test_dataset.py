@@ -461,3 +461,17 @@ def test_an_unchanged_version_is_not_read_again_but_any_change_is(dataset, monke
     write_sums(dataset)
     assert "rows.bad-row" in codes(validate(dataset)) and calls == ["v2.1"]
     assert "rows.bad-row" in codes(validate(dataset)) and calls == ["v2.1", "v2.1"]  # a failure is not remembered
+
+
+def test_a_dataset_repos_first_publish_can_be_gated_and_its_card_says_so(hub_server, dataset):
+    from huggingface_hub import HfApi
+
+    published = json.loads(run("publish", "--repo-id", DATASET_REPO, "-C", dataset, "--gated", "manual", "--json").stdout)
+    assert published["ok"] and published["access"] == "gated-manual"
+    info = HfApi().dataset_info(DATASET_REPO)
+    assert info.gated == "manual" and info.private is False
+    card = (dataset / "README.md").read_text(encoding="utf-8")
+    assert "本仓库需要申请访问" in card and hub_server.files(DATASET_REPO, repo_type="dataset")["README.md"] == (dataset / "README.md").read_bytes()
+    assert json.loads((dataset / "index.json").read_text())["dataset"]["access"] == "gated-manual"
+    refused = run("publish", "-C", dataset, "--private", code=3)
+    assert f"https://huggingface.co/datasets/{DATASET_REPO}/settings" in refused.output and "registry dataset set access private" in refused.output
