@@ -14,7 +14,9 @@ What is modelled:
     the target revision, a size threshold, or binary content), the batch endpoint answers with basic-transfer upload
     URLs that carry their own credential (like pre-signed S3 URLs: the client sends no auth header there and
     retries the same URL), and uploads are checked against their sha256 and size;
-  * downloads via ``/resolve`` (200 with the bytes, never a CDN redirect), with ``Range`` support.
+  * downloads via ``/resolve`` (200 with the bytes, never a CDN redirect), with ``Range`` support;
+  * who may see a repo: ``create_repo(private=…)`` and the settings endpoint (``update_repo_settings(private=…,
+    gated="auto"|"manual"|False)``), reported back by ``repo_info`` (a private repo is hidden from other tokens).
 
   * Xet, with ``HubServer(xet=True)`` (the ``hub_server`` fixture): the ``xet-write-token`` endpoint hands the
     real hf_xet a ``local://`` CAS folder (:mod:`tests.xetstore`), so the client's real Xet upload path runs; a
@@ -27,8 +29,8 @@ What is modelled:
     come down through ``resolve`` and go back inline.  Every way content goes up is counted (``uploaded_objects``,
     ``requests["xet_write_token"]``, :attr:`HubServer.xet_uploads`), so a test can assert that none happened.
 
-What is deliberately missing: multipart LFS, discussions, gating, and anything not on the upload/download/listing
-path.
+What is deliberately missing: multipart LFS, discussions, access requests to a gated repo (the owner's token sees
+it), and anything not on the upload/download/listing path.
 
 Fixtures: ``hub_server`` is what real users get, Xet on (uploads and downloads of LFS files go through hf_xet);
 ``lfs_hub_server`` is a client without Xet, as with ``HF_HUB_DISABLE_XET=1`` or no hf_xet installed (the basic LFS
@@ -166,6 +168,7 @@ class Repo:
     repo_type: str
     repo_id: str
     private: bool
+    gated: str | bool = False  # "auto" or "manual": access requests approved automatically or by the owners
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     commits: dict[str, Commit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
@@ -387,6 +390,7 @@ _ROUTES = [
     ("GET", r"/api/whoami-v2", "whoami"),
     ("POST", r"/api/validate-yaml", "validate_yaml"),
     ("GET", _API + r"(?:/revision/(?P<rev>[^/]+))?", "repo_info"),
+    ("PUT", _API + r"/settings", "repo_settings"),
     ("GET", _API + r"/tree/(?P<rev>[^/]+)(?:/(?P<path>.+))?", "tree"),
     ("POST", _API + r"/paths-info/(?P<rev>[^/]+)", "paths_info"),
     ("POST", _API + r"/preupload/(?P<rev>[^/]+)", "preupload"),
@@ -622,6 +626,21 @@ class HubServer:
         self._repos[(repo_type, repo_id)] = repo
         return json_response({"url": self._repo_url(repo), "name": repo_id})
 
+    def _on_repo_settings(self, request: Request, params: Mapping[str, str]) -> Response:
+        """Who may see the repo: ``visibility`` ("public" or "private"; older clients send ``private``, a
+        bool) and ``gated`` ("auto", "manual" or false), as the Hub takes them."""
+        repo = self._repo(request, params)
+        payload = request.json()
+        if "gated" in payload and payload["gated"] not in ("auto", "manual", False):
+            raise HubError(400, f"gated must be 'auto', 'manual' or false, not {payload['gated']!r}")
+        if "visibility" in payload and payload["visibility"] not in ("public", "private"):
+            raise HubError(400, f"visibility must be 'public' or 'private', not {payload['visibility']!r}")
+        if "private" in payload and not isinstance(payload["private"], bool):
+            raise HubError(400, "private must be a boolean")
+        repo.gated = payload.get("gated", repo.gated)
+        repo.private = payload["visibility"] == "private" if "visibility" in payload else payload.get("private", repo.private)
+        return json_response({})
+
     def _on_delete_repo(self, request: Request, params: Mapping[str, str]) -> Response:
         payload = request.json()
         key = (payload.get("type") or "model", f"{payload.get('organization') or self.username}/{payload['name']}")
@@ -662,7 +681,7 @@ class HubServer:
                 "author": repo.repo_id.split("/")[0],
                 "sha": commit.oid,
                 "private": repo.private,
-                "gated": False,
+                "gated": repo.gated,
                 "disabled": False,
                 "downloads": 0,
                 "likes": 0,

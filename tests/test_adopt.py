@@ -481,6 +481,9 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
     assert pulled["adopted"]["registry"] == str(tmp_path / "p") and len(pulled["adopted"]["entries"]) == 4
     assert all(str(tmp_path / "p") in step for step in pulled["adopted"]["next_steps"] if " -C " in step)
     assert codes(tmp_path / "p") == set()
+    # The repo it came from is recorded: publish needs no --repo-id, and the next step says so.
+    assert json.loads((tmp_path / "p" / "index.json").read_text())["registry"]["repo_id"] == "no-22/agent-weights"
+    assert pulled["adopted"]["next_steps"][-1] == f"registry publish -C {tmp_path / 'p'}"
     # The Hub's weights are recorded as published: changing one is an immutability finding.
     published = (tmp_path / "p" / ".registry/published/SHA256SUMS").read_text()
     assert STATE in published

@@ -496,3 +496,17 @@ def test_a_weight_named_by_dataset_repo_and_revision_is_said_to_be_unmatchable_b
     problems = [p for p in validate(models, linked=dataset) if p.code.startswith("link.")]
     assert [(p.code, p.file) for p in problems] == [("link.no-data-sha256", weight.path)]
     assert "no file sha256, so it cannot be matched to a version" in problems[0].message
+
+
+def test_a_dataset_repos_first_publish_can_be_gated_and_its_card_says_so(hub_server, dataset):
+    from huggingface_hub import HfApi
+
+    published = json.loads(run("publish", "--repo-id", DATASET_REPO, "-C", dataset, "--gated", "manual", "--json").stdout)
+    assert published["ok"] and published["access"] == "gated-manual"
+    info = HfApi().dataset_info(DATASET_REPO)
+    assert info.gated == "manual" and info.private is False
+    card = (dataset / "README.md").read_text(encoding="utf-8")
+    assert "本仓库需要申请访问" in card and hub_server.files(DATASET_REPO, repo_type="dataset")["README.md"] == (dataset / "README.md").read_bytes()
+    assert json.loads((dataset / "index.json").read_text())["dataset"]["access"] == "gated-manual"
+    refused = run("publish", "-C", dataset, "--private", code=3)
+    assert f"https://huggingface.co/datasets/{DATASET_REPO}/settings" in refused.output and "registry dataset set access private" in refused.output

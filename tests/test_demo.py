@@ -56,6 +56,26 @@ def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(tmp_path):
     card = (registries["seed002"] / "README.md").read_text()
     missing = [fact for fact in SEED002_FACTS if fact not in card]
     assert not missing, missing
+    _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(registries["seed002"], dataset, Index.model_validate_json((registries["seed001"] / "index.json").read_text()))
+
+
+def _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(root: Path, dataset: DatasetIndex, models: Index) -> None:
+    listed = CliRunner().invoke(main, ["list", "-C", str(root), "--json"])
+    assert listed.exit_code == 0, listed.output
+    document = json.loads(listed.stdout)
+    assert document["kind"] == "dataset" and [v["version"] for v in document["versions"]] == ["v1.41", "v2.1"]
+    for version in document["versions"]:
+        trained = dataset.version(version["version"]).trained_file
+        assert version["trained_file"] == {"path": f"{version['version']}/{trained.path}", "sha256": trained.sha256, "size": trained.size}
+        assert (root / version["trained_file"]["path"]).is_file()
+        # every weight of the model registry trained on this version, and no other (a safetensors twin stands for its .pth)
+        cited = {e.path for e in models.entries if e.data.sha256 == trained.sha256 and e.format == "pth"}
+        assert cited and {w["path"] for w in version["weights"]} == cited
+        assert all(w["repo_id"] == models.registry.repo_id for w in version["weights"])
+    text = CliRunner().invoke(main, ["list", "-C", str(root)])
+    assert text.exit_code == 0 and "versions" in text.output and "linked weights" in text.output
+    for version in document["versions"]:
+        assert version["trained_file"]["path"] in text.output and all(w["path"] in text.output for w in version["weights"])
 
 
 def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(tmp_path):

@@ -119,7 +119,9 @@ def test_full_export_is_exact_sharded_listed_and_valid(hf_registry):
     assert config["vocab_size"] == 65536 and config["intermediate_size"] == 512 and config["dtype"] == "bfloat16"
     assert {config[k] for k in ("decay_low_rank_dim", "a_low_rank_dim", "gate_low_rank_dim")} == {32}
     generation = json.loads((folder / "generation_config.json").read_text())
-    assert generation["eos_token_id"] == [0, 261] and generation["stop_strings"] == ["\n\nUser:"] and generation["do_sample"] is False
+    # each stop token is an EOS id; the stop text is three tokens, so it is not in the file: stop_strings
+    # there would make a plain generate() fail without tokenizer= (test_export_hf_fla runs one)
+    assert generation == {"bos_token_id": 0, "pad_token_id": 0, "do_sample": False, "eos_token_id": [0, 261]}
 
 
 def test_the_card_shows_the_from_pretrained_snippet_of_each_export(hf_registry):
@@ -131,6 +133,9 @@ def test_the_card_shows_the_from_pretrained_snippet_of_each_export(hf_registry):
     card = (root / "README.md").read_text()
     assert f'subfolder="{export.path}", dtype="bfloat16"' in card and f'AutoTokenizer.from_pretrained(repo, subfolder="{export.path}")' in card
     assert "import fla" in card and "stop_strings=['\\n\\nUser:']" in card and "does not include a Transformers config" not in card
+    # what runs where, and why the stop text goes to generate rather than generation_config.json
+    assert "Transformers needs flash-linear-attention (`import fla` registers RWKV-7) and a CUDA GPU" in card and "On a CPU, load the `.pth` with the official `rwkv` package" in card
+    assert "so a plain `model.generate(ids)` runs too; the stop text `\"\\n\\nUser:\"` spans several tokens" in card
     assert validate(root) == []
 
 

@@ -29,6 +29,7 @@ from .interpreted_triton import as_compiled
 from .test_export_hf import WORLD, hf_registry, world_base  # noqa: F401  (fixtures)
 from .test_ops_artifacts import train_json
 
+pytest_plugins = ["tests.hubserver"]  # the hub_server fixture: the card's snippet downloads the published export
 # fla's advice to fp32 users of its chunked kernel; fp32 is what the comparison needs.
 pytestmark = pytest.mark.filterwarnings("ignore:ChunkDeltaRuleFunction does not support float32:RuntimeWarning")
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -175,3 +176,39 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf
     assert figures["error_after_prompt"] <= bound and figures["error_after_step"] <= bound
     # A dropped State would be at least (effect - bound) from ours: past the bound.
     assert figures["state_effect"] > 2 * bound
+
+
+@torch.inference_mode()
+def test_a_plain_generate_runs_and_the_cards_transformers_snippet_runs_from_the_hub(hf_registry, hub_server):  # noqa: F811
+    """generation_config.json asks nothing a plain ``generate()`` lacks (no ``stop_strings``, which
+    need ``tokenizer=``); and the card's snippet, run as the card prints it against the published
+    repo on the loopback hub (here on this machine's device instead of "cuda", with 2 new tokens
+    instead of 128: Triton's interpreter is slow)."""
+    import io
+    import re
+    from contextlib import redirect_stdout
+
+    from click.testing import CliRunner
+
+    from registry.cli import main
+
+    from .test_publish import gate_all
+
+    root, entry = hf_registry
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    model = _fla_model(root / export.path, torch.float32)
+    ids = torch.tensor([_prompt_ids(next(iter(PROMPTS)))], device=DEVICE)
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=2, min_new_tokens=2)
+    assert out.shape[1] == ids.shape[1] + 2
+
+    gate_all(root)
+    published = CliRunner().invoke(main, ["publish", "--repo-id", "rwkv/hf-weights", "-C", str(root), "--allow-cpu-gate"])
+    assert published.exit_code == 0, published.output
+    card = (root / "README.md").read_text(encoding="utf-8")
+    (snippet,) = [s for s in re.findall(r"```python\n(.*?)```", card, re.S) if "AutoModelForCausalLM" in s]
+    assert 'repo = "rwkv/hf-weights"' in snippet and 'device_map="cuda"' in snippet and "max_new_tokens=128" in snippet
+    printed = io.StringIO()
+    with redirect_stdout(printed), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(snippet.replace('"cuda"', repr(DEVICE)).replace("max_new_tokens=128", "max_new_tokens=2"), {})  # noqa: S102  (the card's own code)
+    assert printed.getvalue().endswith("\n")

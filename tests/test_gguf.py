@@ -292,3 +292,131 @@ def test_the_gate_bounds_scale_with_the_source_depth_not_its_width():
     for kind, (max_nmse, min_top1) in gate.BOUNDS.items():
         assert gate.bounds(kind, 2) == gate.bounds(kind, 4) == (max_nmse, min_top1)
         assert gate.bounds(kind, 32) == pytest.approx((8 * max_nmse, min_top1))
+
+
+# -- the plain-Python header reader: what the light install validates with ------------------------------------------
+
+
+def test_the_plain_reader_agrees_with_the_gguf_package_on_real_exports(sources, world_base):
+    from registry.gguf.reader import GGML_TYPES, read_header
+
+    root, _, _ = sources
+    made = export_gguf(root, GgufRequest(base=BASE, base_file=world_base, types=("f16", "q8_0", "q4_k_m"), gate=False))
+    kinds = set()
+    for record in made:
+        ours, theirs = read_header(root / record.path), gguf.GGUFReader(root / record.path)
+        assert ours.data_offset == theirs.data_offset and ours.alignment == theirs.alignment
+        assert set(ours.fields) == {key for key in theirs.fields if not key.startswith("GGUF.")}  # gguf lists the header's counts as fields
+        assert (ours.version, len(ours.tensors)) == (theirs.get_field("GGUF.version").contents(), theirs.get_field("GGUF.tensor_count").contents())
+        for key, value in ours.fields.items():
+            want = theirs.get_field(key).contents()
+            assert value == want or (isinstance(value, float) and abs(value - want) < 1e-12), key
+        assert [(t.name, t.shape, t.type_name, t.offset, t.n_bytes) for t in ours.tensors] == [
+            (t.name, tuple(int(d) for d in reversed(t.shape.tolist())), t.tensor_type.name, t.data_offset, int(t.n_bytes)) for t in theirs.tensors
+        ]
+        kinds |= {t.type_name for t in ours.tensors}
+    assert {"F32", "F16", "Q8_0", "Q4_K"} <= kinds  # the k-quant mixes its types: each was read
+    for kind, (name, block, size) in GGML_TYPES.items():  # our table is ggml's
+        assert gguf.GGMLQuantizationType(kind).name == name and gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)] == (block, size)
+
+
+def test_validate_finds_a_header_past_its_own_end_without_the_gguf_package(sources, world_base, monkeypatch):
+    root, _, _ = sources
+    rel = _registered_without_gate(root, world_base)
+    monkeypatch.setitem(sys.modules, "gguf", None)  # as in the light install: importing gguf fails
+    assert [p for p in validate(root) if p.code.startswith("gguf")] == []
+    data = bytearray((root / rel).read_bytes())
+    data[16:24] = (1 << 40).to_bytes(8, "little")  # a metadata count no file this size holds
+    (root / rel).write_bytes(bytes(data))
+    _accept(root, rel)
+    (problem,) = [p for p in validate(root) if p.code == "gguf.invalid"]
+    assert problem.file == rel and "is truncated: its header claims" in problem.message and "export-gguf --force" in problem.fix
+
+
+# -- the Ollama Modelfile beside each GGUF --------------------------------------------------------------------------
+
+
+def test_export_writes_an_ollama_modelfile_that_renders_the_rwkv_chat_format(sources, world_base):
+    from registry.ops.demo import NOVEL_PROMPT
+
+    from .ollama import parse_modelfile, render_template
+
+    root, _, miss = sources
+    (record,) = export_gguf(root, GgufRequest(entry=miss.path, base_file=world_base, types=("f16",), gate=False))
+    rel = record.path.removesuffix(".gguf") + ".Modelfile"
+    assert rel in parse_sums((root / SUMS_NAME).read_bytes()) and validate(root) == []
+    commands = parse_modelfile((root / rel).read_text())
+    assert [name for name, _ in commands] == ["from", "template", "parameter stop", "parameter temperature", "parameter top_p"]
+    values = dict(commands)
+    assert (root / rel).parent / values["from"] == (root / record.path).parent / f"./{Path(record.path).name}" and (root / rel).parent.joinpath(values["from"]).is_file()
+    assert values["parameter stop"] == "\n\nUser:" and (values["parameter temperature"], values["parameter top_p"]) == ("0", "0")
+    template = values["template"]
+    conversation = [
+        {"role": "system", "content": "你是本地工具 Agent。"}, {"role": "user", "content": "现在几点？"},
+        {"role": "assistant", "content": "<think>用工具。</think> 十点。"}, {"role": "user", "content": "Thanks.\nBye"},
+    ]  # fmt: skip
+    assert render_template(template, conversation) == "System: 你是本地工具 Agent。\n\nUser: 现在几点？\n\nAssistant: <think>用工具。</think> 十点。\n\nUser: Thanks.\nBye\n\nAssistant:"
+    # seed 000's prompt format, the demo's: a system turn and a user turn render to exactly it
+    system, user = NOVEL_PROMPT.removesuffix("\n\nAssistant:").split("\n\n", 1)
+    assert render_template(template, [{"role": "system", "content": system.removeprefix("System: ")}, {"role": "user", "content": user.removeprefix("User: ")}]) == NOVEL_PROMPT
+
+
+def test_a_missing_or_edited_modelfile_is_found_and_registry_card_writes_it_again(sources, world_base):
+    from registry.ops.card import write_card
+
+    root, _, _ = sources
+    rel = _registered_without_gate(root, world_base).removesuffix(".gguf") + ".Modelfile"
+    good = (root / rel).read_bytes()
+    for damage in (lambda p: p.unlink(), lambda p: p.write_bytes(good.replace(b"temperature 0", b"temperature 1"))):
+        damage(root / rel)
+        found = [(p.code, p.file, p.fix) for p in validate(root) if p.code == "gguf.modelfile"]
+        assert found == [("gguf.modelfile", rel, "run `registry card` (it writes the Modelfile again)")]
+        write_card(root)
+        assert (root / rel).read_bytes() == good and validate(root) == []
+
+
+def test_the_cards_llama_cpp_python_snippet_runs_as_pasted_against_the_exported_gguf(sources, world_base):
+    import re
+    import subprocess
+
+    root, _, _ = sources
+    rel = _registered_without_gate(root, world_base)
+    card = (root / "README.md").read_text(encoding="utf-8")
+    (snippet,) = [s for s in re.findall(r"```python\n(.*?)```", card, re.S) if "llama_cpp" in s]
+    assert rel in snippet and '"\\n\\nUser:"' in snippet
+    shell = next(s for s in re.findall(r"```bash\n(.*?)```", card, re.S) if "ollama create" in s)
+    assert f"ollama create {Path(rel).stem.lower()} -f {rel.removesuffix('.gguf')}.Modelfile" in shell
+    ran = subprocess.run([sys.executable, "-c", snippet], cwd=root, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+
+
+def test_export_adds_the_gguf_lfs_rule_to_a_registry_made_before_it(sources, world_base):
+    import subprocess
+
+    from registry.ops.sums import write_sums
+
+    root, _, _ = sources
+    old = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
+    (root / ".gitattributes").write_text(old)
+    write_sums(root)
+    rel = _registered_without_gate(root, world_base)
+    assert (root / ".gitattributes").read_text() == old + "*.gguf filter=lfs diff=lfs merge=lfs -text\n"
+    assert validate(root) == []
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    said = subprocess.run(["git", "check-attr", "filter", "--", rel], cwd=root, capture_output=True, text=True, check=True).stdout
+    assert said == f"{rel}: filter: lfs\n"
+
+
+def test_a_stray_file_in_a_gguf_folder_is_told_to_move_out_not_to_export_again(sources, world_base):
+    from registry.ops.sums import write_sums
+
+    root, _, _ = sources
+    rel = _registered_without_gate(root, world_base)
+    stray = rel.rsplit("/", 1)[0] + "/other-Q8_0.gguf"
+    (root / stray).write_bytes(b"GGUF")
+    write_sums(root)
+    (problem,) = [p for p in validate(root) if p.code == "gguf.unlisted-file"]
+    assert problem.file == stray and problem.fix.startswith("move it out of the gguf folder") and "export-gguf --force" not in problem.fix
+    (root / stray).unlink()
+    write_sums(root)
+    assert validate(root) == []

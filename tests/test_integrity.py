@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,33 @@ def test_gitattributes_rules_follow_git(text, out_of_lfs):
     weights = ["b/state/v1/s.pth", "b/full/v1/r/big.pth", "b/state/v1/hf/s/initial_state.safetensors"]
     assert {p.file for p in lfs_problems(text, weights)} == out_of_lfs
     assert [p.code for p in lfs_problems(None, weights)] == ["gitattributes.missing"] and list(lfs_problems(None, [])) == []
+
+
+def _check_attr(root: Path, *paths: str) -> dict[str, str]:
+    """git's own answer: the ``filter`` attribute of each path."""
+    out = subprocess.run(["git", "check-attr", "filter", "--", *paths], cwd=root, capture_output=True, text=True, check=True).stdout
+    return {line.split(": ")[0]: line.split(": ")[-1] for line in out.splitlines()}
+
+
+def test_init_routes_every_binary_kind_through_lfs_as_git_reads_it(empty_registry):
+    subprocess.run(["git", "init", "-q"], cwd=empty_registry, check=True)
+    binaries = ["b/b.pth", "b/full/v1/model.safetensors", "b/gguf/b-Q8_0.gguf", "b/full/v1/gguf/rwkv-final-F16.gguf", "b/hf/model-00001-of-00002.safetensors"]
+    assert _check_attr(empty_registry, *binaries, "index.json", "README.md") == {**dict.fromkeys(binaries, "lfs"), "index.json": "unspecified", "README.md": "unspecified"}
+
+
+def test_a_gitattributes_without_the_gguf_rule_is_found_and_its_fix_works_as_written(tmp_path):
+    from registry.core.gitattributes import lfs_problems
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    old = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n*.gguf -filter\n"
+    gguf = "b/gguf/b-Q8_0.gguf"
+    (problem,) = lfs_problems(old, ["b/b.pth", gguf])
+    assert (problem.code, problem.file) == ("gitattributes.no-lfs", gguf)
+    (tmp_path / ".gitattributes").write_text(old)
+    assert _check_attr(tmp_path, gguf) == {gguf: "unset"}
+    line = problem.fix.split("`")[1]  # the fix names the line to add: adding it is enough, for git and for validate
+    assert line == "*.gguf filter=lfs diff=lfs merge=lfs -text" and "registry sums" in problem.fix
+    (tmp_path / ".gitattributes").write_text(old + line + "\n")
+    assert _check_attr(tmp_path, gguf) == {gguf: "lfs"} and list(lfs_problems(old + line + "\n", ["b/b.pth", gguf])) == []
+    (missing,) = lfs_problems(None, [gguf])
+    assert "`*.gguf filter=lfs diff=lfs merge=lfs -text`" in missing.fix

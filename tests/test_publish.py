@@ -535,3 +535,72 @@ def test_pull_refuses_names_that_read_or_land_as_others(hub_server, registry, tm
     repo.move_ref("main", hostile.oid)
     result = cli("pull", "--repo-id", REPO, tmp_path / "new", "--json", code=3)
     assert json.loads(result.stdout)["problems"][0]["code"] == code and not (tmp_path / "new").exists()
+
+
+# -- who may see the repo: --private and --gated on its first publish ---------------------------------------------
+
+
+def test_publish_private_makes_the_first_publish_private_and_the_plan_and_card_say_so(hub_server, registry, cli):
+    planned = cli.json(*publish_args(registry, "--private", "--dry-run", "--json"))
+    assert planned["ok"] and planned["access"] == "private" and planned["plan"]["head"] is None
+    assert "the repo will be private: its owners only" in cli(*publish_args(registry, "--private", "--dry-run")).output
+    with pytest.raises(Exception, match="404|not found|Repository Not Found"):
+        HfApi().model_info(REPO)  # a dry run creates nothing
+
+    published = cli.json(*publish_args(registry, "--private", "--json"))
+    assert published["ok"] and published["access"] == "private"
+    info = HfApi().model_info(REPO)
+    assert info.private is True and not info.gated
+    assert json.loads((registry / "index.json").read_text())["registry"]["access"] == "private"
+    card = (registry / "README.md").read_text(encoding="utf-8")
+    assert "This repository is private" in card and "本仓库是私有的" in card and card.index("private") < card.index(f"hf download {REPO}")
+    assert_published(hub_server, registry)
+    assert hub_files(hub_server)["README.md"] == (registry / "README.md").read_bytes()  # the published card says so too
+    # Without the owner's token it is not there.
+    hub_server.require_token = False
+    with pytest.raises(Exception, match="404|not found|Repository Not Found"):
+        HfApi(token=False).model_info(REPO)
+    hub_server.require_token = True
+
+    # A later publish keeps it private, and the plan says so.
+    assert cli.json(*publish_args(registry, "--dry-run", "--json"))["access"] == "private"
+    # Once it holds a published registry, publish does not change who may see it.
+    refused = cli(*publish_args(registry, "--gated", "auto"), code=3)
+    assert f"error: {REPO}: is private: its owners only and holds a published registry" in refused.output
+    assert f"https://huggingface.co/{REPO}/settings" in refused.output and "registry set access gated-auto" in refused.output
+    assert HfApi().model_info(REPO).private is True
+
+
+@pytest.mark.parametrize("mode", ["auto", "manual"])
+def test_publish_gated_sets_the_gate_before_anything_is_committed(hub_server, registry, cli, mode):
+    hub_server.fail_next("repo_settings", status=500)
+    failed = cli(*publish_args(registry, "--gated", mode), code=4)
+    assert "the Hub answered 500" in failed.output
+    # The repo was created private and stays so until its gate is set; nothing was committed or recorded.
+    info = HfApi().model_info(REPO)
+    assert info.private is True and set(hub_files(hub_server)) == {".gitattributes"} and hub_server.commits_made == 0
+    assert_nothing_recorded(registry)
+
+    published = cli.json(*publish_args(registry, "--gated", mode, "--json"))
+    assert published["ok"] and published["access"] == f"gated-{mode}"
+    info = HfApi().model_info(REPO)
+    assert info.private is False and info.gated == mode
+    card = (registry / "README.md").read_text(encoding="utf-8")
+    said = "approved automatically" if mode == "auto" else "approved by its owners"
+    assert f"Access to this repository is gated: request it on the repository's page (requests are {said})" in card
+    assert_published(hub_server, registry)
+
+
+def test_publish_private_and_gated_together_is_a_usage_error(hub_server, registry, cli):
+    result = cli(*publish_args(registry, "--private", "--gated", "manual"), code=2)
+    assert result.output.startswith("error: --gated: a private repo is seen by its owners only") and "fix: pass --private or --gated, not both" in result.output
+    assert_nothing_recorded(registry)
+
+
+def test_registry_set_access_records_a_change_made_on_the_hub(registry, cli):
+    cli("set", "access", "gated-manual", "-C", registry)
+    assert "approved by its owners" in (registry / "README.md").read_text(encoding="utf-8")
+    bad = cli("set", "access", "secret", "-C", registry, code=3)
+    assert "'secret' is not who may see a repo" in bad.output
+    cli("set", "access", "-C", registry)
+    assert "gated" not in (registry / "README.md").read_text(encoding="utf-8")

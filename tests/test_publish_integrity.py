@@ -93,7 +93,8 @@ def test_a_receipt_this_installation_did_not_write_does_not_count(hub_server, re
 def test_gitattributes_that_drop_lfs_for_weights_fail_validate(registry, cli):
     weight = Repo(registry).load_index().entries[0].path
     attributes = registry / ".gitattributes"
-    for text, line in [("*.safetensors filter=lfs diff=lfs merge=lfs -text\n", None), (attributes.read_text() + "*.pth -filter -diff -merge text\n", 3)]:
+    written = attributes.read_text()  # init's: one line per binary kind (.pth, .safetensors, .gguf)
+    for text, line in [("*.safetensors filter=lfs diff=lfs merge=lfs -text\n", None), (written + "*.pth -filter -diff -merge text\n", len(written.splitlines()) + 1)]:
         attributes.write_text(text)
         assert ("sums.mismatch", ".gitattributes") in {(p.code, p.file) for p in validate(registry)}  # SHA256SUMS covers it
         write_sums(registry)

@@ -221,3 +221,21 @@ def test_publish_refuses_to_record_a_repo_id_that_would_stale_the_signature(hub_
 
     assert [p["code"] for p in result["problems"]] == ["sign.repo-id-unrecorded"] and f"registry set repo-id {REPO}" in result["problems"][0]["fix"]
     assert snapshot(registry) == before and hub_server.commits_made == 0
+
+
+def test_publish_refuses_to_record_an_access_that_would_stale_the_signature_and_takes_it_once_recorded(hub_server, registry, keys, cli):
+    cli("set", "repo-id", REPO, "-C", registry)
+    cli("sign", "--key", keys[0], "-C", registry)
+    before = snapshot(registry)
+
+    result = cli.json(*publish_args(registry, "--private", "--json"), code=3)
+
+    assert [p["code"] for p in result["problems"]] == ["sign.access-unrecorded"] and "registry set access private" in result["problems"][0]["fix"]
+    assert snapshot(registry) == before and hub_server.commits_made == 0
+    # The fix, as written: record it, sign again, publish.
+    cli("set", "access", "private", "-C", registry)
+    cli("sign", "--key", keys[0], "-C", registry)
+    assert cli.json(*publish_args(registry, "--private", "--json"))["access"] == "private"
+    from huggingface_hub import HfApi
+
+    assert HfApi().model_info(REPO).private is True

@@ -231,3 +231,36 @@ def test_the_light_install_validates_without_torch_and_says_what_tensor_commands
     refused = light.registry("smoke", "--device", "cpu", "-C", copy)
     assert refused.returncode == 3 and "install.needs-torch" not in refused.stderr
     assert "pip install 'rwkv-registry[torch]'" in refused.stderr and refused.stderr.count("\n") == 1
+
+
+def test_the_light_install_validates_a_registry_holding_a_gguf_and_its_hooks_pass(light, tmp_path):
+    """The pre-commit hooks (what `pip install .` gives, no gguf package, no torch) on a registry
+    with a GGUF file: validate reads its header with the plain-Python reader; a damaged file is
+    found, with a fix line that points at export-gguf."""
+    pytest.importorskip("gguf", reason="making the GGUF needs the gguf extra")
+    pytest.importorskip("llama_cpp", reason="making the GGUF needs the gguf extra")
+    from registry.artifacts.synthetic import make_base_checkpoint
+    from registry.ops.add_base import BaseRequest, add_base
+    from registry.ops.init import init_registry
+
+    from .test_gguf import BASE, WORLD, _accept, _registered_without_gate
+
+    assert subprocess.run([light.python, "-c", "import gguf"], capture_output=True, env=venv_environment()).returncode != 0
+    base = make_base_checkpoint(tmp_path / f"{BASE}.pth", WORLD)
+    root = init_registry(light.cwd / "with-gguf").root
+    add_base(root, BaseRequest(path=base, filename=base.name, vocab="rwkv_vocab_v20230424.txt"))
+    rel = _registered_without_gate(root, base)
+    clean = light.registry("validate", "-C", root, "--json")
+    assert clean.returncode == 0 and json.loads(clean.stdout)["ok"], clean.stdout + clean.stderr
+    for hook in yaml.safe_load((CLONE / ".pre-commit-hooks.yaml").read_text()):
+        ran = light.registry(*hook["entry"].split()[1:], cwd=root)
+        assert ran.returncode == 0, (hook["id"], ran.stdout, ran.stderr)
+
+    data = (root / rel).read_bytes()
+    (root / rel).write_bytes(data[: len(data) - 4096])
+    _accept(root, rel)
+    found = light.registry("validate", "-C", root)
+    said = found.stdout + found.stderr
+    assert found.returncode == 1 and "cannot be checked" not in said
+    (line,) = [line for line in said.splitlines() if line.startswith(f"gguf.invalid {rel}: ")]
+    assert "is truncated: its tensors end at byte" in line and line.endswith("fix: make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)")

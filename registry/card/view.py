@@ -17,10 +17,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..core.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
-from ..core.layout import export_path
+from ..core.layout import export_path, modelfile_path
 from ..core.models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage
 from ..core.names import STATE_WEIGHTS_NAME, TRAIN_JSON
 from ..core.train import RunFacts, TrainFacts
+from ..gguf.modelfile import ollama_name
 from .facts import TreeFacts, version_dir
 from .markdown import escaped, md_code, md_text
 
@@ -363,6 +364,15 @@ class CardView:
         for gguf in self.index.ggufs:
             groups.setdefault(gguf.source, []).append(gguf)
         return list(groups.items())
+
+    @staticmethod
+    def modelfile(gguf: GgufFile) -> str:
+        """The Ollama Modelfile beside a GGUF file (:mod:`registry.gguf.modelfile`)."""
+        return modelfile_path(gguf.path)
+
+    @staticmethod
+    def ollama_name(gguf: GgufFile) -> str:
+        return ollama_name(gguf.path)
 
     @staticmethod
     def file_size(size: int) -> str:

@@ -14,7 +14,7 @@ from .output import Line, json_option, output
 
 if TYPE_CHECKING:
     from ..core.models import Method
-    from ..ops.list import Listing
+    from ..ops.list import DatasetListing, Listing
 
 
 @main.command("add-base")
@@ -125,27 +125,38 @@ def score_cmd(
 @REGISTRY_OPT
 @json_option
 def list_cmd(registry: Path) -> None:
-    """Show bases and entries."""
+    """Show bases and entries (in a dataset registry: its versions, trained files and linked weights)."""
     from ..ops.list import list_registry
 
     listing = list_registry(registry)
     output().result(listing.as_dict(), _tables(listing))
 
 
-def _tables(listing: Listing) -> Iterator[Line]:
-    """The bases and the entries as two tables: on a terminal they fit its width; in a pipe or a
-    file every path is printed whole."""
+def _tables(listing: Listing | DatasetListing) -> Iterator[Line]:
+    """The bases and the entries (a dataset registry's versions and the weights linked to them) as
+    two tables: on a terminal they fit its width; in a pipe or a file every path is printed whole."""
     from rich.console import Console
     from rich.table import Table
 
-    bases = Table("base", "source", "sha256", "vocab", title="bases")
-    for b in listing.bases:
-        bases.add_row(b["name"], b.get("source") or "—", b["sha256"][:16] + "…", b.get("vocab") or "—")
-    entries = Table("path", "method", "data", "sha256", "rec.", "scores", title="entries")
-    for e in listing.entries:
-        entries.add_row(e["path"], e["method"], e["data"]["version"], e["sha256"][:12] + "…", "★" if e.get("recommended") else "", str(len(e.get("scores") or [])))
+    from ..ops.list import DatasetListing
+
+    if isinstance(listing, DatasetListing):
+        first = Table("version", "date", "thinking", "rows (train / validation)", "trained file", "sha256", title="versions")
+        second = Table("version", "model repo", "path", "method", "rec.", title="linked weights")
+        for v in listing.versions:
+            d = v.version
+            first.add_row(d.version, d.date.isoformat(), d.profile or d.thinking, f"{d.train_rows} / {d.validation_rows}", v.trained_path, d.trained_file.sha256[:12] + "…")
+            for w in v.weights:
+                second.add_row(d.version, w.repo_id or "(local)", w.path, w.method, "★" if w.recommended else "")
+    else:
+        first = Table("base", "source", "sha256", "vocab", title="bases")
+        for b in listing.bases:
+            first.add_row(b["name"], b.get("source") or "—", b["sha256"][:16] + "…", b.get("vocab") or "—")
+        second = Table("path", "method", "data", "sha256", "rec.", "scores", title="entries")
+        for e in listing.entries:
+            second.add_row(e["path"], e["method"], e["data"]["version"], e["sha256"][:12] + "…", "★" if e.get("recommended") else "", str(len(e.get("scores") or [])))
     console = Console() if sys.stdout.isatty() else Console(width=1 << 16)
     with console.capture() as tables:
-        console.print(bases)
-        console.print(entries)
+        console.print(first)
+        console.print(second)
     yield Line(tables.get(), nl=False)

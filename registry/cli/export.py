@@ -46,7 +46,8 @@ def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base
     total = base_file.stat().st_size if base_file is not None and base_file.is_file() else None
     with out.bar(f"exporting {entry or base_name}", total=total) as bar:
         export = export_hf(registry, request, progress=bar.advance)
-    out.result(export.model_dump(mode="json"), f"{export.source} -> {export.path}/ ({len(export.files)} files)")
+    runs = "Transformers with flash-linear-attention (`import fla`) on a CUDA GPU; on a CPU, the GGUF files (`registry export-gguf`) or the rwkv package"
+    out.result({**export.model_dump(mode="json"), "runs": runs}, [f"{export.source} -> {export.path}/ ({len(export.files)} files)", f"runs with {runs}"])
 
 
 @main.command("export-gguf")

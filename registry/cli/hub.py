@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.errors import RegistryError
-from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir, registry_option
+from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir, registry_option, usage_error
 from .output import Line, Text, check_text, json_option, output
 from .sign import PUBLIC_KEY_OPT, REQUIRE_SIGNATURE_OPT
 
@@ -47,7 +47,10 @@ def _plan_text(plan: Plan) -> Text:
 
 
 def _outcome_text(outcome: Outcome, dry_run: bool) -> Text:
+    from ..ops.publish import describe_access
+
     yield from _plan_text(outcome.plan)
+    yield f"the repo {'will be' if dry_run else 'is'} {describe_access(outcome.access)}"
     yield from (Line(f"error: {blocker.one_line()}", err=True) for blocker in outcome.blockers)
     if outcome.commit:
         yield f"published commit {outcome.commit.oid} ({outcome.commit.pr_url or outcome.commit.url})"
@@ -90,21 +93,26 @@ def _content_text(checks: Iterable[ContentCheck]) -> Text:
 @click.option("--trust-gate-key", "trust_gate_keys", multiple=True, type=click.Path(dir_okay=False, path_type=Path), metavar="KEY.pub", help="Count receipts signed by this EC public key (the gate machine's `smoke --sign-key`); repeatable. docs/ci.md.")
 @click.option("--delete-remote-extra", is_flag=True, help="Delete files on the Hub that the registry does not have.")
 @click.option("--restore", is_flag=True, help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.")
+@click.option("--private", is_flag=True, help="The repo's first publish: make it private (only its owners see it) before anything is committed; the card says so.")
+@click.option("--gated", type=click.Choice(["auto", "manual"]), help="The repo's first publish: make it gated (access requests approved automatically, or by its owners) before anything is committed; the card says so.")
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @json_option
 def publish_cmd(
     repo_id: str | None, registry: Path, revision: str, dry_run: bool, assume_empty_remote: bool, create_pr: bool, tag: str | None, allow_cpu_gate: bool,
-    trust_gate_keys: tuple[Path, ...], delete_remote_extra: bool, restore: bool, require_signature: bool, public_key: Path | None,
+    trust_gate_keys: tuple[Path, ...], delete_remote_extra: bool, restore: bool, private: bool, gated: str | None, require_signature: bool, public_key: Path | None,
 ) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
     from ..artifacts.signature import SignaturePolicy, TrustedKey
     from ..ops.publish import PublishOptions, publish
 
+    if private and gated:
+        raise usage_error("--gated", "a private repo is seen by its owners only, so a gate on it asks no one", "pass --private or --gated, not both")
+    access = "private" if private else f"gated-{gated}" if gated else None
     options = PublishOptions(
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
         allow_cpu_gate=allow_cpu_gate, trusted_gate_keys=tuple(TrustedKey.read(k, "--trust-gate-key") for k in trust_gate_keys), delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote, restore=restore,
-        signature=SignaturePolicy(public_key, require_signature),
+        signature=SignaturePolicy(public_key, require_signature), access=access,  # type: ignore[arg-type]  # one of core.models.Access
     )  # fmt: skip
     out = output()
     outcome = publish(registry, options, say=out.say, hub_progress=out.progress)

@@ -30,6 +30,9 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
       title TEXT            the card's title
       license [SPDX]        the license (no value: unset)
       repo-id [NS/NAME]     the Hub repo publish targets (publish records it too)
+      access [A]            who may see the repo: public, private, gated-auto,
+                            gated-manual (publish --private/--gated records it
+                            too; no value: unset)
       languages zh|en...    the card's languages, in order (default: zh en)
       tags [TAG]...         the front matter's tags
       summary, intended-use, limitations, attribution [TEXT]...

@@ -1,6 +1,6 @@
 """.gitattributes as git reads it, for the one attribute the registry depends on: ``filter=lfs``.
 
-A weight that no line sends through Git LFS would be committed as a plain git blob by a clone
+A weight or GGUF file that no line sends through Git LFS would be committed as a plain git blob by a clone
 (and a `git add` of a multi-GB file); a pull request that drops or overrides the lines is what
 validate looks for.  Patterns follow gitattributes(5): without a slash a pattern matches the
 file name at any depth, with one it matches the path from the root; ``*`` and ``?`` stay within
@@ -15,8 +15,20 @@ from dataclasses import dataclass
 
 from .errors import Problem
 from .names import GITATTRIBUTES_NAME as NAME
+from .names import LFS_SUFFIXES
 
-FIX = "keep the lines `registry init` writes (`*.pth filter=lfs diff=lfs merge=lfs -text`, the same for `*.safetensors`) and no later line that changes `filter` for weights, then run `registry sums`"
+
+def lfs_line(suffix: str) -> str:
+    """The .gitattributes line that sends every file ending in ``suffix`` through Git LFS."""
+    return f"*{suffix} filter=lfs diff=lfs merge=lfs -text"
+
+
+def _fix(rel: str) -> str:
+    suffix = next((s for s in LFS_SUFFIXES if rel.endswith(s)), "." + rel.rsplit(".", 1)[-1])
+    return f"add the line `{lfs_line(suffix)}` to {NAME} after every line that changes `filter` for it, then run `registry sums`"
+
+
+MISSING_FIX = f"write {NAME} with the lines `registry init` writes ({'; '.join(f'`{lfs_line(s)}`' for s in LFS_SUFFIXES)}), then run `registry sums`"
 
 
 @dataclass(frozen=True)
@@ -75,16 +87,16 @@ def parse(text: str) -> list[Line]:
 
 
 def lfs_problems(text: str | None, weights: list[str]) -> Iterator[Problem]:
-    """One problem for each weight (registry-relative path) that ``text`` does not send through
-    Git LFS; ``text`` None: the file is missing."""
+    """One problem for each weight or GGUF file (registry-relative path, ``weights``) that ``text``
+    does not send through Git LFS; ``text`` None: the file is missing."""
     if text is None:
         if weights:
-            yield Problem("gitattributes.missing", NAME, "is missing, so a git clone would commit the weights as plain blobs", FIX)
+            yield Problem("gitattributes.missing", NAME, "is missing, so a git clone would commit the weights as plain blobs", MISSING_FIX)
         return
     lines = parse(text)
     for rel in weights:
         last = next((line for line in reversed(lines) if line.pattern.fullmatch(rel)), None)
         if last is None:
-            yield Problem("gitattributes.no-lfs", rel, f"no line of {NAME} sends this weight through Git LFS", FIX)
+            yield Problem("gitattributes.no-lfs", rel, f"no line of {NAME} sends this weight through Git LFS", _fix(rel))
         elif last.filter != "lfs":
-            yield Problem("gitattributes.no-lfs", rel, f"{NAME} line {last.number} ({last.text[:60]!r}) takes this weight out of Git LFS", FIX)
+            yield Problem("gitattributes.no-lfs", rel, f"{NAME} line {last.number} ({last.text[:60]!r}) takes this weight out of Git LFS", _fix(rel))

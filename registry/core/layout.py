@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .errors import Problem
 from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, Index
-from .names import DOCS_DIR, EXCLUDED_FILES, EXCLUDED_TOPS, GGUF_DIR, GGUF_SUFFIX, HF_DIR, ROOT_FILES, SHARD_INDEX, TRAIN_JSON, WEIGHT_SUFFIXES
+from .names import DOCS_DIR, EXCLUDED_FILES, EXCLUDED_TOPS, GGUF_DIR, GGUF_SUFFIX, HF_DIR, MODELFILE_SUFFIX, ROOT_FILES, SHARD_INDEX, TRAIN_JSON, WEIGHT_SUFFIXES
 
 ROOT_FIX = "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: move documents into docs/, delete anything else"
 
@@ -174,6 +174,11 @@ def gguf_path(base: str, entry_path: str | None, gguf_type: str, version: str | 
     folder, name = _entry_folder(base, entry_path, version)
     stem = name.rsplit(".", 1)[0] + ("-merged" if folder.split("/")[1] == "miss" else "")
     return f"{folder}/{GGUF_DIR}/{stem}-{gguf_type.upper()}{GGUF_SUFFIX}"
+
+
+def modelfile_path(gguf_rel: str) -> str:
+    """The Ollama Modelfile beside a GGUF file: ``<folder>/gguf/<stem>-<TYPE>.Modelfile``."""
+    return gguf_rel.removesuffix(GGUF_SUFFIX) + MODELFILE_SUFFIX
 
 
 def canonical_path(base: str, method: str, version: str, filename: str, run: str | None = None) -> str:

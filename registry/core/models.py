@@ -33,6 +33,10 @@ METHODS: tuple[str, ...] = ("state", "miss", "full")
 Method = Literal["state", "miss", "full"]
 LANGUAGES: tuple[str, ...] = ("zh", "en")
 Language = Literal["zh", "en"]
+# Who may see a repo on the Hub: anyone; its owners only; or anyone whose access request is
+# approved (automatically, or by the owners by hand), as `publish --private / --gated` creates it.
+Access = Literal["public", "private", "gated-auto", "gated-manual"]
+ACCESS_DESCRIPTION = "Who may see the repo, as publish made it: public, private (its owners), gated-auto / gated-manual (anyone whose access request is approved automatically / by the owners); null: not set by publish"
 BILINGUAL: tuple[Language, ...] = ("zh", "en")  # the card's default languages
 ASSISTANT_TURN = "Assistant:"
 
@@ -357,6 +361,7 @@ class RegistryInfo(_Strict):
     license: str | None = None
     tags: list[str] = Field(default_factory=lambda: ["rwkv", "rwkv-7"])
     repo_id: str | None = None
+    access: Access | None = Field(default=None, description=ACCESS_DESCRIPTION)
     languages: list[Language] = Field(default_factory=lambda: list(BILINGUAL), min_length=1, max_length=2, description="The card's languages, in order")
     summary: Localized = Field(default_factory=Localized)
     intended_use: Localized = Field(default_factory=Localized)

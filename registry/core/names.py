@@ -69,6 +69,9 @@ STATE_WEIGHTS_NAME = "initial_state.safetensors"  # a State's initial recurrent 
 # GGUF files: <base>/gguf/, gguf/ beside a full entry or a MiSS adapter; <stem>[-merged]-<TYPE>.gguf.
 GGUF_DIR = "gguf"
 GGUF_SUFFIX = ".gguf"
+MODELFILE_SUFFIX = ".Modelfile"  # beside each GGUF: <stem>-<TYPE>.Modelfile, Ollama's import file for it
+# Every binary kind a model registry writes: .gitattributes sends each through Git LFS.
+LFS_SUFFIXES = (*WEIGHT_SUFFIXES, GGUF_SUFFIX)
 
 # --- a dataset registry (seed 002) ---------------------------------------------------------
 DATASET_ROOT_FILES = frozenset({INDEX_NAME, CARD_NAME, GITATTRIBUTES_NAME})

@@ -11,13 +11,14 @@ from pydantic import BaseModel
 
 from .atomic import registry_lock
 from .errors import Problem, RegistryError
+from .gitattributes import lfs_line
 from .models import DATASET_KIND, Entry, Index
-from .names import CARD_NAME, GATES_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
+from .names import CARD_NAME, GATES_DIR, INDEX_NAME, JOURNAL_NAME, LFS_SUFFIXES, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
 from .registry_root import find_root
 from .schemas import format_problem, load_model, read_json
 
-# Weights go through LFS on the Hub; the card and JSON stay plain git blobs.
-GITATTRIBUTES = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
+# Weights and GGUF files go through LFS on the Hub; the card and JSON stay plain git blobs.
+GITATTRIBUTES = "".join(f"{lfs_line(suffix)}\n" for suffix in LFS_SUFFIXES)
 
 
 def render_index(index: BaseModel) -> bytes:

@@ -15,11 +15,13 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from ..core.hashing.digest import sha256_hex
 from ..core.models import (
+    ACCESS_DESCRIPTION,
     BILINGUAL,
     DATA_VERSION_PATTERN,
     DATASET_KIND,
     GIT_COMMIT_PATTERN,
     SHA256_PATTERN,
+    Access,
     Language,
     Localized,
     Method,
@@ -166,6 +168,7 @@ class DatasetInfo(_Strict):
     title: str = "RWKV-7 training data"
     license: str | None = None
     repo_id: str | None = None
+    access: Access | None = Field(default=None, description=ACCESS_DESCRIPTION)
     languages: Annotated[list[Language], AfterValidator(distinct_languages)] = Field(default_factory=lambda: list(BILINGUAL), min_length=1, max_length=2, description="The card's languages, in order")
     data_languages: list[Annotated[str, Field(pattern=r"^[a-z]{2,3}$")]] = Field(default_factory=lambda: ["zh", "en"], description="Languages of the rows (the Hub's language metadata)")
     task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])

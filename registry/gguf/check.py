@@ -1,13 +1,14 @@
-"""What ``validate`` checks of the GGUF files in index.json (headers only, through the ``gguf``
-package's reader, which memory-maps the file and reads only what the header points at).
+"""What ``validate`` checks of the GGUF files in index.json (headers only, through the strict
+plain-Python reader of :mod:`.reader`, so the light install checks them: no torch, no ``gguf``).
 
 Each record must name a source that is still in the registry with the sha256 it was made from
 (a base, a full entry, or a MiSS adapter on that base), sit at its canonical place, and be on disk
-with its sha256 and size; its header must parse (magic, version, counts within the reader's
-limits), its data must reach the end of the file (a truncated download is refused), and what the
+with its sha256 and size; its header must parse (magic, version, every count, length and
+offset within the file), its data must reach the end of the file (a truncated download is refused), and what the
 header says must be true: architecture rwkv7, the base's recorded shape (layers, width, FFN,
 head size, vocabulary), exactly llama.cpp's tensors for those numbers, and the registry's lineage
-keys equal to the record.  Files under a gguf folder that no record lists are findings.
+keys equal to the record.  Beside each, its Ollama Modelfile (:mod:`.modelfile`), byte for byte.
+Files under a gguf folder that no record lists are findings.
 """
 
 from __future__ import annotations
@@ -18,17 +19,16 @@ from typing import Any
 
 from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem
+from ..core.hashing.digest import sha256_hex
 from ..core.layout import gguf_folder, gguf_path
 from ..core.models import GgufFile, Index
 from . import mapping
+from .modelfile import modelfiles
+from .reader import GgufFormatError, read_header
 
+UNLISTED_FIX = "move it out of the gguf folder (export-gguf writes the files there and lists each GGUF in index.json; it refuses to overwrite one no record lists), then run `registry sums`"
+MODELFILE_FIX = "run `registry card` (it writes the Modelfile again)"
 FIX = "make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)"
-MAX_HEADER_ITEMS = 1 << 20  # tensors or metadata keys in one header: far above any RWKV-7 file
-
-
-def _field(reader: Any, key: str) -> Any:
-    field = reader.get_field(key)
-    return None if field is None else field.contents()
 
 
 def expected_shapes(meta: dict[str, Any], n_vocab: int) -> dict[str, tuple[int, ...]]:
@@ -60,64 +60,58 @@ def expected_shapes(meta: dict[str, Any], n_vocab: int) -> dict[str, tuple[int, 
 def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]:
     """What is wrong with the file's header and size, judged against the record and its base."""
     try:
-        import gguf
-    except ImportError:
-        yield "cannot be checked without the gguf package (pip install 'rwkv-registry[gguf]')"
+        header = read_header(path)
+    except GgufFormatError as exc:
+        yield str(exc) if str(exc).startswith(("is ", "has ", "says ", "names ")) else f"its header cannot be read: {exc}"
         return
-    size = path.stat().st_size
-    with open(path, "rb") as raw:
-        head = raw.read(24)
-    if len(head) < 24 or head[:4] != b"GGUF":
-        yield "is not a GGUF file (no GGUF magic)"
+    except OSError as exc:
+        yield f"cannot be read ({exc.strerror or exc})"
         return
-    if any(int.from_bytes(head[at : at + 8], "little") > MAX_HEADER_ITEMS for at in (8, 16)):
-        yield f"its header claims more than {MAX_HEADER_ITEMS} tensors or metadata keys"
-        return
-    try:
-        reader = gguf.GGUFReader(path)
-    except (ValueError, IndexError, KeyError, OverflowError) as exc:
-        yield f"its header cannot be read, or the file is truncated ({exc})"
-        return
-    end = max((t.data_offset + t.n_bytes for t in reader.tensors), default=reader.data_offset)
-    if end > size:
-        yield f"is truncated: its tensors end at byte {end} but the file has {size}"
-        return
-    if size - end >= reader.alignment:
-        yield f"has {size - end} bytes after its last tensor"
-    arch = _field(reader, "general.architecture")
+    fields = header.fields
+    if header.size - header.data_end >= header.alignment:
+        yield f"has {header.size - header.data_end} bytes after its last tensor"
+    arch = fields.get("general.architecture")
     if arch != mapping.ARCH:
         yield f"says architecture {arch!r}, not {mapping.ARCH!r}"
         return
     keys = ("embedding_length", "block_count", "feed_forward_length", "wkv.head_size", "attention.decay_lora_rank", "attention.iclr_lora_rank", "attention.value_residual_mix_lora_rank", "attention.gate_lora_rank")
-    meta = {key.rsplit(".", 1)[-1] if key.startswith("attention.") else key: _field(reader, f"{mapping.ARCH}.{key}") for key in keys}
+    meta = {key.rsplit(".", 1)[-1] if key.startswith("attention.") else key: fields.get(f"{mapping.ARCH}.{key}") for key in keys}
     meta["head_size"] = meta.pop("wkv.head_size")
     if any(value is None for value in meta.values()):
         yield f"lacks {next(k for k, v in meta.items() if v is None)} in its metadata"
         return
-    eps = _field(reader, f"{mapping.ARCH}.attention.layer_norm_epsilon")
-    if eps is None or abs(float(eps) - mapping.NORM_EPS) > 1e-9:
+    not_count = next((k for k, v in meta.items() if type(v) is not int or v <= 0), None)
+    if not_count is not None:
+        yield f"says {not_count} {meta[not_count]!r}, not a positive whole number"
+        return
+    counts: dict[str, int] = {key: value for key, value in meta.items() if type(value) is int}  # every one, checked above
+    if counts["block_count"] > len(header.tensors):
+        yield f"says block_count {counts['block_count']} but holds only {len(header.tensors)} tensors"
+        return
+    eps = fields.get(f"{mapping.ARCH}.attention.layer_norm_epsilon")
+    if type(eps) is not float or abs(eps - mapping.NORM_EPS) > 1e-9:
         yield f"says layer_norm_epsilon {eps}, and RWKV-7's layer norms use {mapping.NORM_EPS}"
-    tokens = reader.get_field("tokenizer.ggml.tokens")
-    n_vocab = len(tokens.data) if tokens is not None else 0
+    tokens = fields.get("tokenizer.ggml.tokens")
+    n_vocab = len(tokens) if isinstance(tokens, list) else 0
     base = index.base_by_sha(record.base_sha256)
     arch_facts = base.architecture if base else None
     if arch_facts is not None:
         recorded = {"block_count": arch_facts.n_layer, "embedding_length": arch_facts.n_embd, "head_size": arch_facts.head_size, "feed_forward_length": arch_facts.dim_ffn}
         for key, value in recorded.items():
-            if value is not None and meta[key] != value:
-                yield f"says {key} {meta[key]} but the base records {value}"
+            if value is not None and counts[key] != value:
+                yield f"says {key} {counts[key]} but the base records {value}"
         if n_vocab != arch_facts.vocab_size:
             yield f"has {n_vocab} tokens but the base's vocabulary is {arch_facts.vocab_size}"
-    want = expected_shapes(meta, n_vocab)
-    found = {t.name: tuple(int(d) for d in reversed(t.shape.tolist())) for t in reader.tensors}
+    want = expected_shapes(counts, n_vocab)
+    found = {t.name: t.shape for t in header.tensors}
     yield from shape_findings(
         want, found, missing="lacks {name} ({count} of llama.cpp's rwkv7 tensors for its metadata)",
         unexpected="holds {name}, which llama.cpp's rwkv7 has no place for", wrong="{name} is {found} but its metadata makes it {want}",
     )  # fmt: skip
     lineage = mapping.lineage_metadata(record.source_sha256, record.base_sha256, record.type, record.merged)
     for key, text in lineage.items():
-        if _field(reader, key) != text:
-            yield f"says {key} {_field(reader, key)!r} but index.json records {text!r}"
+        if fields.get(key) != text:
+            yield f"says {key} {fields.get(key)!r} but index.json records {text!r}"
 
 
 def _lineage_problems(index: Index, record: GgufFile) -> Iterator[str]:
@@ -142,10 +136,11 @@ def _lineage_problems(index: Index, record: GgufFile) -> Iterator[str]:
 def gguf_problems(root: Path, index: Index, files: list[str], digests: dict[str, str]) -> Iterator[Problem]:
     """Findings for every GGUF record in ``index`` and every file in a gguf folder (``files``: the
     tree, ``digests``: their sha256)."""
-    listed = {g.path for g in index.ggufs}
+    expected = modelfiles([g.path for g in index.ggufs])
+    listed = {g.path for g in index.ggufs} | set(expected)
     for rel in sorted(set(files) - listed):
         if gguf_folder(rel) is not None:
-            yield Problem("gguf.unlisted-file", rel, "is in a gguf folder but no GGUF record in index.json lists it", FIX)
+            yield Problem("gguf.unlisted-file", rel, "is in a gguf folder but no GGUF record in index.json lists it", UNLISTED_FIX)
     for record in index.ggufs:
         problems = list(_lineage_problems(index, record))
         if record.path not in digests:
@@ -157,3 +152,8 @@ def gguf_problems(root: Path, index: Index, files: list[str], digests: dict[str,
         if record.path in digests:
             problems += list(header_problems(root / record.path, record, index))
         yield from (Problem("gguf.invalid", record.path, message, FIX) for message in problems)
+    for rel, text in expected.items():
+        if rel not in digests:
+            yield Problem("gguf.modelfile", rel, "is missing: the Ollama Modelfile of the GGUF file beside it", MODELFILE_FIX)
+        elif digests[rel] != sha256_hex(text.encode("utf-8")):
+            yield Problem("gguf.modelfile", rel, "is not the Ollama Modelfile the registry writes for the GGUF file beside it", MODELFILE_FIX)

@@ -40,13 +40,13 @@ def config_json(shape_config: dict[str, Any], dtype: str) -> dict[str, Any]:
 
 
 def generation_config_json(stop: StopRules | None) -> dict[str, Any]:
-    """Greedy decoding that stops where the weight's stop rules say (:data:`DEFAULT_STOP` when it
-    records none).  ``stop_strings`` makes ``generate`` ask for ``tokenizer=``; a consumed stop
-    text is still in the output (Transformers has no setting for that), so callers cut it."""
+    """Greedy decoding that stops on the weight's stop tokens (:data:`DEFAULT_STOP` when it records
+    none) as ``eos_token_id``: a single token marks each.  Its stop texts (``\n\nUser:`` is three
+    tokens) are left out: ``stop_strings`` here would make every plain ``generate()`` fail without
+    ``tokenizer=``, so the card's snippet passes them to ``generate`` with the tokenizer instead
+    (and cuts a consumed stop text, which Transformers keeps in the output)."""
     rules = stop or DEFAULT_STOP
     data: dict[str, Any] = {"bos_token_id": STOP_TOKEN, "pad_token_id": STOP_TOKEN, "do_sample": False}
     if rules.tokens:
         data["eos_token_id"] = rules.tokens[0] if len(rules.tokens) == 1 else list(rules.tokens)
-    if rules.texts:
-        data["stop_strings"] = list(rules.texts)
     return data

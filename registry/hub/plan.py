@@ -61,6 +61,7 @@ class RemoteState:
     revision: str
     head: str | None
     files: Mapping[str, RemoteFile] = field(default_factory=dict)
+    access: str | None = None  # who may see the repo (core.models.Access), as the Hub says; None: no repo
 
     @property
     def exists(self) -> bool:

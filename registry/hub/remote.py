@@ -69,6 +69,13 @@ def hub_errors(repo_id: str, revision: str) -> Iterator[None]:
         raise RegistryError("hub.network", repo_id, f"network error talking to the Hub ({type(err).__name__}: {scrub(str(err))})", RETRY_FIX, Exit.RETRY) from err
 
 
+def _access(private: bool | None, gated: object) -> str:
+    """The Hub's ``private`` and ``gated`` (False, "auto" or "manual") as one core.models.Access."""
+    if private:
+        return "private"
+    return f"gated-{gated}" if gated in ("auto", "manual") else "public"
+
+
 def check_repo_id(repo_id: str) -> str:
     """A Hub repo id of the form NAMESPACE/NAME, refused before any request is made."""
     try:
@@ -120,10 +127,10 @@ class Hub:
         a commit with ``parent_commit=head`` will be based on.
         """
         with self._errors():
-            head = self.api.repo_info(self.repo_id, revision=self.revision, repo_type=self.repo_type).sha
-        if head is None:  # the Hub always sends it; huggingface_hub types it optional
+            info = self.api.repo_info(self.repo_id, revision=self.revision, repo_type=self.repo_type)
+        if info.sha is None:  # the Hub always sends it; huggingface_hub types it optional
             raise RegistryError("hub.no-head", self.repo_id, f"the endpoint did not name the commit at {self.revision!r}", "check HF_ENDPOINT: it must be a Hugging Face Hub")
-        return ExistingState(self.repo_id, self.revision, head, self.tree(head))
+        return ExistingState(self.repo_id, self.revision, info.sha, self.tree(info.sha), _access(info.private, info.gated))
 
     def state(self) -> RemoteState:
         """:meth:`existing_state`, or an empty state when the repo does not exist (publish creates it)."""
@@ -166,9 +173,16 @@ class Hub:
         with self._errors():
             return {tag.name: tag.target_commit for tag in self.api.list_repo_refs(self.repo_id, repo_type=self.repo_type).tags}
 
-    def create_repo(self) -> None:
+    def create_repo(self, private: bool = False) -> None:
         with self._errors():
-            self.api.create_repo(self.repo_id, exist_ok=True, repo_type=self.repo_type)
+            self.api.create_repo(self.repo_id, exist_ok=True, repo_type=self.repo_type, private=private)
+
+    def set_access(self, access: str) -> None:
+        """Make the repo ``access`` (core.models.Access) through its settings: private or public,
+        gated with automatic or manual approval, or not gated."""
+        gated = access.removeprefix("gated-") if access.startswith("gated-") else False
+        with self._errors():
+            self.api.update_repo_settings(self.repo_id, private=access == "private", gated=gated, repo_type=self.repo_type)  # type: ignore[arg-type]
 
     @contextmanager
     def _upload_errors(self) -> Iterator[None]:

@@ -92,6 +92,7 @@ class AdoptOptions:
     dry_run: bool = False
     recommended: tuple[str, ...] = ()  # where index.json marks two files of one base and method recommended: these win
     not_twins: tuple[str, ...] = ()  # .safetensors beside a .pth of the same name, registered as weights of their own
+    repo_id: str | None = None  # the Hub repo the folder came from (pull): recorded as registry.repo_id
 
 
 @dataclass
@@ -230,6 +231,8 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     bases = _bases(root, scan.files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
     entries = _entries(root, scan.files, bases, digests, options, at_root)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report, options)
+    if options.repo_id is not None:
+        report.index.registry.repo_id = options.repo_id
     _claims(report, options)
     _preview_card(repo, report.index, report)
     report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})

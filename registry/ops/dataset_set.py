@@ -15,7 +15,7 @@ from ..hub.remote import check_repo_id
 from ..index.editing import build, check_language
 
 LISTS = {"languages", "data-languages", "tags", "task-categories"}
-SCALARS = {"title", "license", "repo-id"}
+SCALARS = {"title", "license", "repo-id", "access"}  # access: who may see the repo (publish --private/--gated records it)
 TEXTS = {"summary", "attribution"}
 FIELDS = sorted(LISTS | SCALARS | TEXTS)
 

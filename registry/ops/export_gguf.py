@@ -35,6 +35,7 @@ from ..hf.source import ExportSource, export_source
 from ..hf.tokenizer import check_vocab
 from ..index.derived import stage_derived
 from ..index.rules import index_to_change
+from .init import stage_git_files
 
 DEFAULT_TYPES = ("q8_0",)
 
@@ -80,6 +81,7 @@ def _record(repo: Repo, txn: Transaction, index: Index, inputs: Inputs, made: li
         records.append(record)
     index.ggufs.sort(key=lambda g: g.path)
     txn.write(INDEX_NAME, render_index(index))
+    stage_git_files(repo, txn)  # a registry made before GGUFs: its .gitattributes gains the `*.gguf` rule
     stage_derived(repo, txn, index, progress)
     return records
 

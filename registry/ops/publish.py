@@ -11,7 +11,9 @@
 5. the new commit's tree is listed and compared with the plan, Xet hashes against the local bytes
    (:mod:`registry.hub.content`); only then is the published state recorded locally.  A repo id
    publish records (``registry.repo_id``) is staged before the upload (the published index.json
-   and card name the repo) and committed locally only after that.
+   and card name the repo) and committed locally only after that.  ``--private`` / ``--gated``
+   make a repo's first publish private or gated before anything is committed to it (recorded as
+   ``registry.access``, which the card and the plan state).
 
 A failure before step 4 leaves the Hub without a commit (uploaded LFS objects stay invisible until a
 commit names them, and a re-run reuses them).  Whatever fails, the local record is only written
@@ -31,7 +33,7 @@ from rich.filesize import decimal
 from ..artifacts.signature import SignaturePolicy, TrustedKey
 from ..core.atomic import Transaction, locked_transaction, registry_lock
 from ..core.errors import Problem, RegistryError
-from ..core.models import Index
+from ..core.models import Access, Index
 from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
 from ..core.progress import Echo, silent
 from ..core.published import RemoteRecord, published_sums, record_remote, recorded_rewrite
@@ -69,6 +71,7 @@ class PublishOptions:
     assume_empty_remote: bool = False  # plan as if the repo did not exist yet, without contacting the Hub (dry run only)
     restore: bool = False  # put the registry's own bytes back where the Hub changed behind it
     signature: SignaturePolicy = SignaturePolicy()  # model.sig, sent in the same commit, must sign exactly these bytes
+    access: Access | None = None  # who may see the repo (--private, --gated): set on its first publish, recorded in index.json
 
 
 @dataclass(frozen=True)
@@ -79,11 +82,12 @@ class Outcome:
     blockers: tuple[Problem, ...] = ()
     commit: CommitResult | None = None
     tagged: str | None = None
+    access: str = "public"  # who may see the repo once published (core.models.Access)
 
     def summary(self) -> str:
-        """One line: what the plan sends, and what blocks it."""
+        """One line: what the plan sends, to a repo that will be ``access``, and what blocks it."""
         plan = self.plan
-        line = f"{len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}, to {plan.repo_id}@{plan.revision} in one commit"
+        line = f"{len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}, to {plan.repo_id}@{plan.revision} ({describe_access(self.access)}) in one commit"
         if not self.blockers:
             return f"{line}; ready"
         codes = sorted({b.code for b in self.blockers})
@@ -94,6 +98,7 @@ class Outcome:
         return {
             "ok": not self.blockers,
             "plan": self.plan.as_dict(),
+            "access": self.access,
             "blockers": [b.as_dict() for b in self.blockers],
             "commit": None if commit is None else {"oid": commit.oid, "url": commit.url, "pr_revision": commit.pr_revision, "pr_url": commit.pr_url},
             "tag": self.tagged,
@@ -110,6 +115,32 @@ class _Draft:
     plan: Plan
     blockers: tuple[Problem, ...]
     staged: Mapping[str, Path] = field(default_factory=dict)  # files sent from a local transaction not committed yet
+    access: str = "public"  # who may see the repo once published
+
+
+def describe_access(access: str) -> str:
+    """Who may see a repo of ``access`` (core.models.Access), in a few words."""
+    return {
+        "public": "public", "private": "private: its owners only",
+        "gated-auto": "gated: access requests approved automatically", "gated-manual": "gated: access requests approved by its owners",
+    }[access]  # fmt: skip
+
+
+def _access(options: PublishOptions, remote: RemoteState) -> str:
+    """Who may see the repo once published: what --private/--gated ask, else what it is now."""
+    return options.access or remote.access or "public"
+
+
+def _access_findings(options: PublishOptions, remote: RemoteState, repo_type: str) -> list[Problem]:
+    """--private/--gated change who may see a repo only before it holds a published registry."""
+    if options.access is None or not remote.exists or SUMS_NAME not in remote.files or remote.access == options.access:
+        return []
+    settings = f"https://huggingface.co/{'datasets/' if repo_type == 'dataset' else ''}{options.repo_id}/settings"
+    return [Problem(
+        "publish.access-set", options.repo_id,
+        f"is {describe_access(remote.access or 'public')} and holds a published registry: --private and --gated set who may see a repo on its first publish",
+        f"drop --private/--gated, or change it in the repo's settings on the Hub ({settings}) and record it with `registry {'dataset ' if repo_type == 'dataset' else ''}set access {options.access}`",
+    )]  # fmt: skip
 
 
 def _check_options(options: PublishOptions) -> None:
@@ -131,7 +162,8 @@ def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, 
     blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], GateTrust(options.allow_cpu_gate, options.trusted_gate_keys)), *_signature_findings(repo, index, sums, options)]
     if options.tag and remote.exists and options.tag in hub.tags():
         blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
-    return _Draft(index, sums, local, plan, tuple(blockers), staged)
+    blockers += _access_findings(options, remote, hub.repo_type)
+    return _Draft(index, sums, local, plan, tuple(blockers), staged, _access(options, remote))
 
 
 def _restorable(repo: Repo, hub: Hub, remote: RemoteState, plan: Plan) -> frozenset[str]:
@@ -155,6 +187,9 @@ def _signature_findings(repo: Repo, index: Index, sums: dict[str, str], options:
     if (repo.root / SIGNATURE_NAME).is_file() and index.registry.repo_id != options.repo_id:
         fix = f"run `registry set repo-id {options.repo_id}` and `registry sign` again, then publish"
         problems.append(Problem("sign.repo-id-unrecorded", INDEX_NAME, f"index.json does not name {options.repo_id}; recording it now would leave model.sig stale", fix))
+    if (repo.root / SIGNATURE_NAME).is_file() and options.access is not None and index.registry.access != options.access:
+        fix = f"run `registry set access {options.access}` and `registry sign` again, then publish"
+        problems.append(Problem("sign.access-unrecorded", INDEX_NAME, f"index.json does not record access {options.access}; recording it now would leave model.sig stale", fix))
     return problems
 
 
@@ -206,38 +241,54 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
         remote = _remote(options, hub)
         draft = _draft(repo, index, sums, remote, options, hub)
         if options.dry_run:
-            return Outcome(draft.plan, draft.blockers)
+            return Outcome(draft.plan, draft.blockers, access=draft.access)
         _require_clear(draft)
-        state = remote
-        if not remote.exists:
-            say(f"creating {options.repo_id}")
-            hub.create_repo()
-            state = hub.existing_state()
+        state = _prepare_repo(hub, remote, options, say)
+        if state is not remote:
             draft = _draft(repo, index, sums, state, options, hub)  # re-plan on the Hub's initial commit
             _require_clear(draft)
-        recorded = store.load(repo).dataset.repo_id if dataset else index.registry.repo_id
-        if recorded == options.repo_id:
+        info = store.load(repo).dataset if dataset else index.registry
+        if info.repo_id == options.repo_id and options.access in (None, info.access):
             return _record(repo, draft, options, _carry_out(repo, draft, options, hub, say))
-        say(f"recording {options.repo_id} as the repo id")
+        say(f"recording {options.repo_id} as the repo id" + (f" and access {options.access}" if options.access else ""))
         # Staged, sent from staging, and committed locally only once the Hub holds the commit:
         # whatever fails before, the registry stays byte-identical.
         with locked_transaction(repo.root) as txn:
-            draft = _with_repo_id(repo, txn, state, options, hub, dataset)
+            draft = _with_repo_facts(repo, txn, state, options, hub, dataset)
             outcome = _carry_out(repo, draft, options, hub, say)
         return _record(repo, draft, options, outcome)
 
 
-def _with_repo_id(repo: Repo, txn: Transaction, state: RemoteState, options: PublishOptions, hub: Hub, dataset: bool) -> _Draft:
-    """The plan with the repo publish sends to recorded in index.json (staged in ``txn``), so the
-    published index.json and card name it and the next publish needs no --repo-id."""
+def _prepare_repo(hub: Hub, remote: RemoteState, options: PublishOptions, say: Echo) -> RemoteState:
+    """The repo, created if missing, made as visible as --private/--gated ask before anything is
+    committed to it (a gated repo is created private and opened once its gate is set, so a failure
+    in between leaves it private); the state to plan against."""
+    wanted = options.access
+    if remote.exists and (wanted is None or remote.access == wanted):
+        return remote
+    if not remote.exists:
+        say(f"creating {options.repo_id}" + (f" ({describe_access(wanted)})" if wanted else ""))
+        hub.create_repo(private=wanted not in (None, "public"))
+    if wanted is not None and (remote.exists or wanted.startswith("gated-")):
+        say(f"making {options.repo_id} {describe_access(wanted)}")
+        hub.set_access(wanted)
+    return hub.existing_state()
+
+
+def _with_repo_facts(repo: Repo, txn: Transaction, state: RemoteState, options: PublishOptions, hub: Hub, dataset: bool) -> _Draft:
+    """The plan with the repo publish sends to (and who may see it, when --private/--gated say)
+    recorded in index.json (staged in ``txn``), so the published index.json and card name them and
+    the next publish needs no --repo-id."""
     if dataset:
         dataset_index = store.load(repo)
         dataset_index.dataset.repo_id = options.repo_id
+        dataset_index.dataset.access = options.access or dataset_index.dataset.access
         txn.write(INDEX_NAME, render_index(dataset_index))
         index, sums = Index(), store.stage_derived(repo, txn, dataset_index)  # nothing to gate
     else:
         index = repo.load_index()
         index.registry.repo_id = options.repo_id
+        index.registry.access = options.access or index.registry.access
         txn.write(INDEX_NAME, render_index(index))
         sums = stage_derived(repo, txn, index)
     staged = {rel: path for rel in txn.staged_files() if (path := txn.staged_source(rel)) is not None}  # SHA256SUMS included
@@ -260,7 +311,7 @@ def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say
         _verify(repo, draft, hub, result.oid)
     if options.tag:
         hub.create_tag(options.tag, result.oid if result else plan.head)
-    return Outcome(plan, (), result, options.tag)
+    return Outcome(plan, (), result, options.tag, draft.access)
 
 
 def _record(repo: Repo, draft: _Draft, options: PublishOptions, outcome: Outcome) -> Outcome:

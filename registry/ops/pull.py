@@ -16,7 +16,7 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..artifacts.signature import SignaturePolicy
@@ -146,7 +146,7 @@ def pull(
             sums = _check_download(staging, state.files, signature)
         else:
             say(f"{repo_id} is not a registry yet: adopting it")
-            sums, adopted = _adopt_download(staging, state.files, adopt_options or AdoptOptions())
+            sums, adopted = _adopt_download(staging, state.files, replace(adopt_options or AdoptOptions(), repo_id=repo_id))
         remote = RemoteRecord(repo_id=repo_id, revision=revision, commit=state.head)
         record_remote(Repo(staging), sums, remote)
         os.replace(staging, target)  # an empty target directory is replaced too

@@ -1,21 +1,22 @@
 """``registry set FIELD VALUE…``: the registry-level fields of index.json (title, license, repo id,
-the card's languages, summary, intended use, limitations, attribution)."""
+who may see the repo (access: as publish --private/--gated made it, or as changed on the Hub since), the card's languages, summary, intended use, limitations, attribution)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import get_args
 
 from ..core.errors import RegistryError
-from ..core.models import LANGUAGES, Index, RegistryInfo
+from ..core.models import LANGUAGES, Access, Index, RegistryInfo
 from ..index.arguments import require_text
 from ..index.editing import build, card_language, edit_index, localized
 
 REPO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*"
 LICENSE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9.+\-]*"  # an SPDX-like id (apache-2.0, mit, cc-by-4.0) or the Hub's "other"
 # FIELD on the command line -> RegistryInfo attribute
-SCALARS = {"title": "title", "license": "license", "repo-id": "repo_id"}
+SCALARS = {"title": "title", "license": "license", "repo-id": "repo_id", "access": "access"}
 TEXTS = {"summary": "summary", "intended-use": "intended_use", "limitations": "limitations", "attribution": "attribution"}
 FIELDS = (*SCALARS, "languages", "tags", *TEXTS)
 FRONT_MATTER_KEYS = {"license": "license", "tags": "tags", "languages": "language"}  # field -> the card metadata key it sets
@@ -39,6 +40,8 @@ def _scalar(field: str, values: Sequence[str]) -> str | None:
         raise RegistryError("args.invalid", field, f"{field} must be one non-empty line", f"pass {field} as one line of text")
     if field == "license" and not re.fullmatch(LICENSE_PATTERN, value):
         raise RegistryError("args.bad-license", field, f"{value!r} is not a license id", "pass an SPDX-like id as the Hub lists it (e.g. apache-2.0, mit, cc-by-4.0), or other")
+    if field == "access" and value not in get_args(Access):
+        raise RegistryError("args.invalid", field, f"{value!r} is not who may see a repo", f"pass one of {', '.join(get_args(Access))} (what the repo's settings on the Hub say), or nothing to unset it")
     return check_repo_id(value, field) if field == "repo-id" else value
 
 

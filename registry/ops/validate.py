@@ -24,7 +24,7 @@ from ..core.hashing.tree import digest_tree
 from ..core.layout import declared_root, is_weight, place
 from ..core.lfs import pointer_problem, pointers
 from ..core.models import Entry, FileRef, Index, Rewrite
-from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, TRAIN_JSON
+from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, LFS_SUFFIXES, TRAIN_JSON
 from ..core.published import record_rewrites
 from ..core.repo import Repo, is_dataset, no_registry, render_index
 from ..core.schemas import format_problem, read_json, schema_errors
@@ -180,12 +180,12 @@ def check_exports(ctx: Context) -> Iterator[Problem]:
 
 
 def check_gitattributes(ctx: Context) -> Iterator[Problem]:
-    """.gitattributes sends every weight through Git LFS (SHA256SUMS covers its bytes)."""
+    """.gitattributes sends every weight and GGUF file through Git LFS (SHA256SUMS covers its bytes)."""
     path = ctx.root / GITATTRIBUTES_NAME
     if path.is_symlink() or (path.exists() and not path.is_file()):
         return  # the tree walk reports it
     text = ctx.repo.read_bytes(path).decode("utf-8", errors="replace") if path.is_file() else None
-    yield from lfs_problems(text, [rel for rel in ctx.scan.files if is_weight(rel)])
+    yield from lfs_problems(text, [rel for rel in ctx.scan.files if rel.endswith(LFS_SUFFIXES)])
 
 
 def check_ggufs(ctx: Context) -> Iterator[Problem]:
