@@ -57,7 +57,9 @@ class RegistryError(Exception):
 
     @classmethod
     def of(cls, problems: Sequence[Problem], payload: dict[str, Any] | None = None, exit_code: int = Exit.REFUSED) -> RegistryError:
-        """A refusal with several reasons (every ungated entry, every mismatching file)."""
+        """A refusal with several reasons (every ungated entry, every mismatching file): one line each,
+        a problem found twice (by two checks, or two reads of one file) said once."""
+        problems = list(dict.fromkeys(problems))
         first = problems[0]
         error = cls(first.code, first.file, first.message, first.fix, exit_code)
         error.problems = tuple(problems)

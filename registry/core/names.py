@@ -43,6 +43,7 @@ STAT_CACHE_NAME = "statcache.json"
 XET_CACHE_NAME = "xetcache.json"
 PUBLISHED_DIR = "published"  # SUMS_NAME of the last publish or pull, and REMOTE_NAME
 REMOTE_NAME = "remote.json"  # the repo, revision and commit the published SHA256SUMS describes
+PUBLISHED_SEAL_NAME = "seal"  # this user's seal over the published SHA256SUMS (registry.core.userkey)
 GATES_DIR = "gates"  # one receipt per gated file, named by its sha256
 ADOPTED_DIR = "adopted"  # the originals `registry adopt` replaced
 DATASET_CHECKED_NAME = "dataset-checked.json"  # a dataset registry's versions whose row check passed

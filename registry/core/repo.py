@@ -9,10 +9,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from .atomic import registry_lock
+from .atomic import finish_interrupted
 from .errors import Problem, RegistryError
 from .models import DATASET_KIND, Entry, Index
-from .names import CARD_NAME, GATES_DIR, GIT_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
+from .names import CARD_NAME, GATES_DIR, GIT_DIR, INDEX_NAME, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
 from .schemas import load_model, read_json
 
 # Weights go through LFS on the Hub; the card and JSON stay plain git blobs.
@@ -42,9 +42,7 @@ class Repo:
             raise RegistryError("layout.not-a-registry", root, "no such directory", "run `registry init DIR` first")
         root = find_root(root) or root
         repo = cls(root)
-        if (repo.private / JOURNAL_NAME).is_file():
-            with registry_lock(root):  # finishes the interrupted commit before anything reads the registry
-                pass
+        finish_interrupted(root)  # before anything reads the registry
         if must_exist and not repo.index_path.is_file():
             raise no_registry(root).exception()
         return repo

@@ -10,12 +10,11 @@ the version is checked again.  Only clean results are remembered; a read-only re
 from __future__ import annotations
 
 import json
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..core.files import atomic_write
 from ..core.hashing.digest import sha256_hex
+from ..core.userkey import read_sealed, save_sealed
 from .models import DataVersion
 
 RULES_VERSION = 1  # bump when a check of registry.dataset.versions or .rows changes
@@ -31,11 +30,10 @@ class CheckedVersions:
 
     def __init__(self, path: Path):
         self.path = path
-        try:
-            data = json.loads(path.read_text("utf-8"))
-            self.clean: dict[str, str] = data if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()) else {}
-        except (OSError, ValueError):
-            self.clean = {}  # none or broken: every version is checked
+        # Sealed with this user's key: a record that arrived with the folder (anyone can compute a
+        # key) skips no check.  None, broken or foreign: every version is checked.
+        data = read_sealed(path, "dataset checked")
+        self.clean: dict[str, str] = data if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()) else {}
         self._dirty = False
 
     def is_clean(self, version: str, key: str) -> bool:
@@ -51,11 +49,5 @@ class CheckedVersions:
                 self.clean[version] = key
 
     def save(self) -> None:
-        root = self.path.parent.parent
-        if not self._dirty or not root.exists() or not root.stat().st_mode & stat.S_IWUSR:
-            return
-        try:
-            self.path.parent.mkdir(exist_ok=True)
-            atomic_write(self.path, json.dumps(self.clean, sort_keys=True).encode())
-        except OSError:
-            return  # no cache only costs a re-check
+        if self._dirty and self.path.parent.parent.exists():
+            save_sealed(self.path, "dataset checked", self.clean)  # no record only costs a re-check

@@ -11,57 +11,10 @@ machine does not count (docs/reliability.md says why this and not re-running the
 from __future__ import annotations
 
 import hmac
-import os
-import secrets
-from pathlib import Path
 
-from ..core.errors import RegistryError
 from ..core.hashing.digest import hmac_sha256_hex
+from ..core.userkey import create_key, key_path, read_key
 from .receipt import Receipt
-
-KEY_NAME = "receipt-key"
-KEY_BYTES = 32
-
-
-def key_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
-    return Path(base) / "rwkv-registry" / KEY_NAME
-
-
-def _read_key(path: Path) -> bytes | None:
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RegistryError("gate.key-unreadable", path, f"the receipt key cannot be read ({exc})", "delete it (receipts sealed with it stop counting; run the gate again)") from exc
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        key = b""
-    if len(key) != KEY_BYTES:
-        raise RegistryError("gate.key-unreadable", path, f"the receipt key is not {KEY_BYTES} bytes in hex", "delete it (receipts sealed with it stop counting; run the gate again)")
-    return key
-
-
-def _create_key(path: Path) -> bytes:
-    """A new random key, readable by this user only; a key another process created first wins."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    temp = path.with_name(f".{KEY_NAME}.{secrets.token_hex(4)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(secrets.token_hex(KEY_BYTES) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    try:
-        os.link(temp, path)  # never replaces a key that exists
-    except FileExistsError:
-        pass
-    finally:
-        temp.unlink()
-    key = _read_key(path)
-    assert key is not None
-    return key
 
 
 def _mac(key: bytes, receipt: Receipt) -> str:
@@ -71,7 +24,7 @@ def _mac(key: bytes, receipt: Receipt) -> str:
 def sealed(receipt: Receipt) -> Receipt:
     """``receipt`` with its seal under this user's key (created on first use)."""
     path = key_path()
-    key = _read_key(path) or _create_key(path)
+    key = read_key(path) or create_key(path)
     return receipt.model_copy(update={"seal": _mac(key, receipt)})
 
 
@@ -82,5 +35,5 @@ def sealed_json(receipt: Receipt) -> bytes:
 
 def sealed_here(receipt: Receipt) -> bool:
     """Whether this user's gate wrote ``receipt`` as it is (False without a key)."""
-    key = _read_key(key_path())
+    key = read_key(key_path())
     return key is not None and receipt.seal is not None and hmac.compare_digest(receipt.seal, _mac(key, receipt))

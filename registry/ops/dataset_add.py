@@ -108,6 +108,12 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
             index = store.index_to_change(repo)
             if index.version(request.version):
                 raise RegistryError("dataset.version-exists", request.version, "the version is already in the registry", "a changed version is a new version: pass another --version")
+            other = next((v for v in index.versions if v.trained_file.sha256 == request.trained_sha256.lower()), None)
+            if other is not None:  # one trained file is one version: weights cite the data by that sha256
+                raise RegistryError(
+                    "dataset.duplicate-data", f"{request.source}/{request.trained_file}", f"these bytes are version {other.version}'s trained file already",
+                    "pass the file this version's weights were trained on (the same data is the same version)",
+                )  # fmt: skip
             digests, sizes = {}, {}
             for number, rel in enumerate(files):
                 staged[rel] = txn.staging / f"dataset-{os.getpid()}-{number}.part"
@@ -117,8 +123,7 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
             version = _version(request, sizes)
             problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress)]
             if problems:
-                headline = Problem("dataset.refused", str(request.source), f"{len(problems)} problem(s) in the version folder; nothing was changed", problems[0].fix)
-                raise RegistryError.of([headline, *problems])
+                raise RegistryError.of(problems)  # one line per problem, each naming its file
             for rel in files:
                 txn.move(staged[rel], f"{version.version}/{rel}", digests[rel])
             index.versions.append(version)
