@@ -260,20 +260,24 @@ def test_a_journal_inside_a_pulled_repo_is_refused_by_any_command_in_one_line(em
     assert _everything(empty_registry) == before
 
 
-def test_a_dry_run_neither_finishes_a_commit_nor_writes_a_cache(tmp_path, small_base, monkeypatch):
-    """--dry-run writes nothing: an interrupted commit of this registry's own is left for a real command."""
+def test_a_dry_run_neither_finishes_a_commit_nor_writes_a_cache(empty_registry, tmp_path, small_base, monkeypatch):
+    """--dry-run writes nothing: no stat cache (publish validates first), and an interrupted commit of
+    this registry's own is left for a real command."""
+    for path in empty_registry.rglob("*"):
+        os.utime(path, (1e9, 1e9), follow_symlinks=False)  # old enough to be cached (young files never are)
+    (empty_registry / PRIVATE_DIR / "statcache.json").unlink(missing_ok=True)
+    before = _everything(empty_registry)
+    result = CliRunner().invoke(main, ["publish", "-C", str(empty_registry), "--repo-id", "someone/model", "--dry-run", "--assume-empty-remote"])
+    assert _everything(empty_registry) == before, result.output
     folder = tmp_path / "hand-made"
     folder.mkdir()
     shutil.copy(small_base, folder / small_base.name)
     _tree(folder)
-    before = _everything(folder)
-    result = CliRunner().invoke(main, ["adopt", str(folder), "--dry-run"])
-    assert _everything(folder) == before, result.output  # no .registry/, no stat cache
     revive = _killed_at(monkeypatch, 1)
     with pytest.raises(Killed):
         _change(folder)
     revive()
     pending = _everything(folder)
     result = CliRunner().invoke(main, ["adopt", str(folder), "--dry-run"])
-    assert result.exit_code == 3 and "fs.commit-pending" not in result.output and f"error: {PRIVATE_DIR}/{JOURNAL_NAME}: an interrupted command" in result.output
+    assert result.exit_code == 3 and f"error: {PRIVATE_DIR}/{JOURNAL_NAME}: an interrupted command" in result.output
     assert _everything(folder) == pending

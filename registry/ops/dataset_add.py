@@ -108,12 +108,6 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
             index = store.index_to_change(repo)
             if index.version(request.version):
                 raise RegistryError("dataset.version-exists", request.version, "the version is already in the registry", "a changed version is a new version: pass another --version")
-            other = next((v for v in index.versions if v.trained_file.sha256 == request.trained_sha256.lower()), None)
-            if other is not None:  # one trained file is one version: weights cite the data by that sha256
-                raise RegistryError(
-                    "dataset.duplicate-data", f"{request.source}/{request.trained_file}", f"these bytes are version {other.version}'s trained file already",
-                    "pass the file this version's weights were trained on (the same data is the same version)",
-                )  # fmt: skip
             digests, sizes = {}, {}
             for number, rel in enumerate(files):
                 staged[rel] = txn.staging / f"dataset-{os.getpid()}-{number}.part"
@@ -122,6 +116,10 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
                     sizes[rel] = source.stat.st_size
             version = _version(request, sizes)
             problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress)]
+            other = next((v for v in index.versions if v.trained_file.sha256 == version.trained_file.sha256), None)
+            if other is not None:  # one trained file is one version's: weights cite their data by its sha256
+                what = f"these bytes are version {other.version}'s trained file already"
+                problems.append(Problem("dataset.duplicate-data", f"{request.source}/{request.trained_file}", what, "pass the file this version's weights were trained on: the same data is the same version"))
             if problems:
                 raise RegistryError.of(problems)  # one line per problem, each naming its file
             for rel in files:
