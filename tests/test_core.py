@@ -367,3 +367,12 @@ def test_a_fifo_at_the_stat_cache_is_neither_read_nor_replaced(tmp_path):
     os.mkfifo(cache_path)
     assert tree_module.digest_tree(tmp_path, ["a.bin"], StatCache(cache_path)) == {"a.bin": sha256_of(f)}
     assert stat.S_ISFIFO(cache_path.lstat().st_mode)
+
+
+def test_a_listed_file_the_registry_excludes_is_not_called_missing(empty_registry):
+    """Issue 38: .gitignore is on disk; SHA256SUMS listing it is wrong, but not because it is gone."""
+    assert (empty_registry / ".gitignore").is_file()
+    sums = empty_registry / "SHA256SUMS"
+    sums.write_bytes(sums.read_bytes() + f"{sha256_of(empty_registry / '.gitignore')}  .gitignore\n".encode())
+    found = [p for p in validate(empty_registry) if p.file == ".gitignore"]
+    assert [p.code for p in found] == ["sums.excluded-file"] and "not on disk" not in found[0].message
