@@ -189,3 +189,16 @@ def test_a_re_run_publish_after_the_hub_stored_other_bytes_is_not_reported_publi
     result = cli.json(*publish_args(registry, "--json"), code=3)  # the labels now match: the plan is empty
     assert [(p["code"], p["file"]) for p in result["problems"]] == [("verify.xet-mismatch", weight)]
     assert_nothing_recorded(registry)
+
+
+def test_another_persons_file_that_publish_keeps_is_a_note_of_verify_remote_not_a_failure(hub_server, registry, cli):
+    """Issue 38: publish keeps a file someone else put on the Hub (it says "kept"); verify-remote then
+    reported it as the registry's failure and told to delete it."""
+    cli(*publish_args(registry))
+    HfApi().upload_file(path_or_fileobj=b"a colleague's notes\n", path_in_repo="notes.md", repo_id=REPO)
+    cli(*publish_args(registry))  # nothing to send: notes.md is kept
+    assert hub_files(hub_server)["notes.md"] == b"a colleague's notes\n"
+    report = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--json")
+    assert report["ok"] and report["problems"] == [] and report["kept"] == ["notes.md"]
+    text = cli("verify-remote", "--repo-id", REPO, "-C", registry).output
+    assert "note: notes.md: on the Hub but not in its SHA256SUMS" in text
