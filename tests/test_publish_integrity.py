@@ -202,3 +202,13 @@ def test_another_persons_file_that_publish_keeps_is_a_note_of_verify_remote_not_
     assert report["ok"] and report["problems"] == [] and report["kept"] == ["notes.md"]
     text = cli("verify-remote", "--repo-id", REPO, "-C", registry).output
     assert "note: notes.md: on the Hub but not in its SHA256SUMS" in text
+
+
+def test_pull_refuses_a_repo_that_carries_the_tools_private_folder(hub_server, registry, cli, tmp_path):
+    """Issue 38: a journal inside a pulled repo would land in the new registry's .registry/."""
+    cli(*publish_args(registry))
+    journal = json.dumps({"dirs": [], "renames": [["README.md", next(e.path for e in Repo(registry).load_index().entries)]]}).encode()
+    HfApi().upload_file(path_or_fileobj=journal, path_in_repo=".registry/journal.json", repo_id=REPO)
+    result = cli("pull", "--repo-id", REPO, tmp_path / "pulled", code=3)
+    assert "error: " in result.output and ".registry/journal.json, in the tool's private folder" in result.output
+    assert not (tmp_path / "pulled").exists()
