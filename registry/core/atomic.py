@@ -54,10 +54,10 @@ def _private_dir(root: Path) -> Path | None:
     except FileNotFoundError:
         return None
     if not stat.S_ISDIR(st.st_mode):
+        what = "a link" if stat.S_ISLNK(st.st_mode) else "a file"
         raise RegistryError(
-            "fs.private-not-dir", PRIVATE_DIR, f"{PRIVATE_DIR} is {'a link' if stat.S_ISLNK(st.st_mode) else 'not a folder'}, but the tool keeps its private folder there",
-            f"remove or rename {PRIVATE_DIR} (it is no part of the registry's content)",
-        )  # fmt: skip
+            "fs.private-not-dir", PRIVATE_DIR, f"{PRIVATE_DIR} is {what}, but the tool keeps its private folder there", f"remove or rename the {what[2:]} {PRIVATE_DIR} (it is no part of the registry's content)"
+        )
     for name in (LOCK_NAME, STAGING_NAME):
         try:
             entry = (private / name).lstat()
