@@ -32,6 +32,8 @@ JOURNAL_PURPOSE = "journal"  # the purpose a journal is sealed under (registry.c
 JOURNAL = f"{PRIVATE_DIR}/{JOURNAL_NAME}"
 STAGING = f"{PRIVATE_DIR}/{STAGING_NAME}"
 MAX_JOURNAL_BYTES = 64 << 20
+
+
 def ensure_writable(directory: Path) -> None:
     """Refuse early, before anything is staged, when the registry cannot be written.
 
