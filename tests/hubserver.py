@@ -460,6 +460,7 @@ class HubServer:
         self.xet = XetStore(Path(self._xet_dir.name)) if self._xet_dir else None
         self.redact_xet_hashes = False
         self._substitute: set[tuple[tuple[str, str], str]] = set()
+        self._lies: set[tuple[tuple[str, str], str]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -514,6 +515,16 @@ class HubServer:
         only its ``xetHash`` (of the stored bytes) tells."""
         with self._lock:
             self._substitute.add(((repo_type, repo_id), path))
+
+    def serve_other_bytes(self, repo_id: str, path: str, *, repo_type: str = "model") -> None:
+        """From now on, at every commit, serve ``path`` with its last byte flipped while the listing keeps its
+        git blob id and ``lfs.oid``: the Hub keeps lying however often the file is committed again.  Only the
+        ``xetHash`` (of the bytes served) and the bytes themselves tell."""
+        with self._lock:
+            self._lies.add(((repo_type, repo_id), path))
+
+    def _served(self, repo: Repo, path: str, content: bytes) -> bytes:
+        return content[:-1] + bytes([content[-1] ^ 1]) if content and ((repo.repo_type, repo.repo_id), path) in self._lies else content
 
     def push_before_next_commit(self, repo_id: str, *, branch: str = "main", repo_type: str = "model") -> None:
         """Simulate someone else pushing to ``branch`` right before the next commit request is processed."""
@@ -734,8 +745,11 @@ class HubServer:
             entry = {"type": "file", "oid": blob.oid, "size": blob.size, "path": path}
             if blob.lfs_oid:
                 entry["lfs"] = {"oid": blob.lfs_oid, "size": blob.size, "pointerSize": len(blob.data)}
-            if blob.xet_hash:
-                entry["xetHash"] = "*" * 64 if self.redact_xet_hashes else blob.xet_hash
+            xet_hash = blob.xet_hash
+            if xet_hash and self.xet is not None and ((repo.repo_type, repo.repo_id), path) in self._lies:
+                xet_hash = self.xet.write(self._served(repo, path, repo.lfs_objects[blob.lfs_oid])).xet_hash
+            if xet_hash:
+                entry["xetHash"] = "*" * 64 if self.redact_xet_hashes else xet_hash
         if expand:
             last = repo.last_change(commit, path, is_dir)
             entry["lastCommit"] = {"id": last.oid, "title": last.title, "date": last.iso_date}
@@ -1001,7 +1015,7 @@ class HubServer:
         }
         if blob.lfs_oid:
             headers.update({"X-Linked-Etag": f'"{blob.lfs_oid}"', "X-Linked-Size": str(blob.size)})
-        content = repo.lfs_objects[blob.lfs_oid] if blob.lfs_oid else blob.data
+        content = self._served(repo, params["path"], repo.lfs_objects[blob.lfs_oid] if blob.lfs_oid else blob.data)
         return _ranged(request.headers.get("Range"), content, headers)
 
 

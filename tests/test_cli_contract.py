@@ -208,6 +208,35 @@ def test_a_sigbus_in_standalone_convert_names_the_source(tmp_path):
     assert died.returncode == 5 and died.stderr.startswith(f"error: {source}: the file shrank while it was being read (SIGBUS)"), (died.returncode, died.stderr)
 
 
+SHRINK_WHILE_HASHING = """
+import os, sys
+from contextlib import contextmanager
+from pathlib import Path
+from registry.core import sigbus
+from registry.core.hashing import engine
+
+sigbus.install()
+real = engine.mapped
+
+@contextmanager
+def shrinking_mapped(fd, offset, length):  # the source is truncated while the hashing thread maps it
+    with real(fd, offset, length) as window:
+        os.truncate(sys.argv[1], 0)
+        yield window
+
+engine.mapped = shrinking_mapped
+print(engine.hash_in_background(Path(sys.argv[1])).result())
+"""
+
+
+def test_a_sigbus_in_the_background_hash_of_a_convert_names_the_source(tmp_path):
+    """Issue 38: convert hashes its source on a thread, before and after it names it for inspection."""
+    source = tmp_path / "s.pth"
+    source.write_bytes(bytes(1 << 20))
+    died = subprocess.run([sys.executable, "-c", SHRINK_WHILE_HASHING, str(source)], capture_output=True, text=True, timeout=120)
+    assert died.returncode == 5 and died.stderr.startswith(f"error: {source}: the file shrank while it was being read (SIGBUS)"), (died.returncode, died.stderr)
+
+
 def _action_script() -> str:
     """The Python step of action.yml that turns validate's JSON into workflow annotations."""
     text = (Path(__file__).resolve().parent.parent / "action.yml").read_text()
@@ -311,3 +340,14 @@ def test_list_and_card_check_are_ops_functions(empty_registry):
     stale = check_card(empty_registry)
     assert [p.file for p in stale.problems] == ["README.md"] and "-edited" in (stale.diff or "")
     assert stale.diff == json.loads(invoke("card", "--check", "-C", empty_registry, "--json").stdout)["diff"]
+
+
+def test_every_refusal_line_names_a_file_even_an_empty_argument_or_a_missing_base(empty_registry, small_base):
+    """Issue 38: `add-base ""` and exporting a base without --base-file printed lines naming no file."""
+    from registry.ops.add_base import BaseRequest, add_base
+
+    empty = invoke("add-base", "", "-C", empty_registry)
+    assert empty.exit_code in (2, 3) and empty.stderr.startswith('error: "": '), empty.stderr
+    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
+    missing = invoke("export-hf", "--base", small_base.name[:-4], "-C", empty_registry)
+    assert missing.exit_code == 3 and missing.stderr.startswith(f"error: {small_base.name}: exporting base"), missing.stderr

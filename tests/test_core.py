@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -335,3 +336,43 @@ def test_background_hash_of_a_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(RegistryError) as err:
         hash_in_background(tmp_path / "gone.pth").result(timeout=60)
     assert err.value.code == "fs.read-failed" and "gone.pth" in err.value.one_line()
+
+
+def test_a_stat_cache_that_arrived_with_the_folder_vouches_for_nothing(tmp_path, monkeypatch):
+    """Issue 38: .registry/statcache.json is untrusted input; one the tool did not seal (a clone's, a
+    forged one naming the file's current stat and another sha256) makes no file skip its hashing."""
+    from registry.core.hashing import tree as tree_module
+
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"1" * 1000)
+    old = time.time() - 10
+    os.utime(f, (old, old))
+    st = f.stat()
+    cache_path = tmp_path / ".registry" / "statcache.json"
+    cache_path.parent.mkdir()
+    forged = [st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns, "0" * 64]
+    for form in ({"version": 2, "files": {"a.bin": forged}}, {"content": {"version": 2, "files": {"a.bin": forged}}, "seal": "00" * 32}):
+        cache_path.write_text(json.dumps(form))
+        assert tree_module.digest_tree(tmp_path, ["a.bin"], StatCache(cache_path)) == {"a.bin": sha256_of(f)}
+
+
+def test_a_fifo_at_the_stat_cache_is_neither_read_nor_replaced(tmp_path):
+    from registry.core.hashing import tree as tree_module
+
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"1" * 1000)
+    os.utime(f, (time.time() - 10,) * 2)
+    cache_path = tmp_path / ".registry" / "statcache.json"
+    cache_path.parent.mkdir()
+    os.mkfifo(cache_path)
+    assert tree_module.digest_tree(tmp_path, ["a.bin"], StatCache(cache_path)) == {"a.bin": sha256_of(f)}
+    assert stat.S_ISFIFO(cache_path.lstat().st_mode)
+
+
+def test_a_listed_file_the_registry_excludes_is_not_called_missing(empty_registry):
+    """Issue 38: .gitignore is on disk; SHA256SUMS listing it is wrong, but not because it is gone."""
+    assert (empty_registry / ".gitignore").is_file()
+    sums = empty_registry / "SHA256SUMS"
+    sums.write_bytes(sums.read_bytes() + f"{sha256_of(empty_registry / '.gitignore')}  .gitignore\n".encode())
+    found = [p for p in validate(empty_registry) if p.file == ".gitignore"]
+    assert [p.code for p in found] == ["sums.excluded-file"] and "not on disk" not in found[0].message

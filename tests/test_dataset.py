@@ -510,3 +510,49 @@ def test_a_dataset_repos_first_publish_can_be_gated_and_its_card_says_so(hub_ser
     assert json.loads((dataset / "index.json").read_text())["dataset"]["access"] == "gated-manual"
     refused = run("publish", "-C", dataset, "--private", code=3)
     assert f"https://huggingface.co/datasets/{DATASET_REPO}/settings" in refused.output and "registry dataset set access private" in refused.output
+
+
+def test_a_checked_record_that_arrived_with_the_folder_skips_no_row_check(dataset, monkeypatch):
+    """Issue 38: anyone can compute a version's check key, so .registry/dataset-checked.json from a
+    pull request or a clone must not make a bad row pass; only this user's sealed record counts."""
+    import registry.ops.validate_dataset as validating
+    from registry.core.names import DATASET_CHECKED_NAME, PRIVATE_DIR
+
+    assert validate(dataset) == []
+    record = dataset / PRIVATE_DIR / DATASET_CHECKED_NAME
+    rows = dataset / "v2.1" / "dataset" / "validation" / "rows.jsonl"
+    edit_line(rows, 1, lambda row: {**row, "loss_spans": [[0, len(row["text"]) + 5]]})
+    write_sums(dataset)
+    keys: dict[str, str] = {}
+    real = validating.check_key
+    monkeypatch.setattr(validating, "check_key", lambda version, files: keys.setdefault(version.version, real(version, files)))
+    assert "rows.bad-row" in codes(validate(dataset))
+    record.write_text(json.dumps(keys))  # the forged record: the keys of the files as they are now
+    assert "rows.bad-row" in codes(validate(dataset))
+
+
+def test_add_refuses_a_version_whose_trained_file_is_another_versions(dataset, sources, tmp_path):
+    """Issue 38: one trained file is one version's; before, add took it and validate then failed."""
+    before = snapshot(dataset)
+    source = copy_source(sources["v1.41"], tmp_path)
+    result = run(*add_args(source, dataset, **{"--version": "v1.42"}), "--json", code=3)
+    problems = json.loads(result.stdout)["problems"]
+    assert [(p["code"], p["file"]) for p in problems] == [("dataset.duplicate-data", f"{source.folder}/{source.trained_path}")]
+    assert "v1.41" in problems[0]["message"] and snapshot(dataset) == before
+
+
+def test_a_row_with_a_key_twice_is_refused_by_add_and_validate(dataset, sources, tmp_path):
+    """Issue 38: {"text": "x", "text": "<the real text>", ...} reads as the real row to json.loads, but a
+    reviewer (or another reader) may see "x": rows go through the duplicate-key reader like any JSON."""
+    source = copy_source(sources["v2.1"], tmp_path)
+    rows = source.folder / "dataset" / "validation" / "rows.jsonl"
+    lines = rows.read_bytes().split(b"\n")
+    lines[1] = b'{"text": "x", ' + lines[1].lstrip()[1:]
+    rows.write_bytes(b"\n".join(lines))
+    before = snapshot(dataset)
+    output = run(*add_args(source, dataset, **{"--version": "v2.2"}), code=3).output
+    assert f"error: {rows}:2: " in output and 'the key "text" appears twice' in output
+    assert snapshot(dataset) == before
+    shutil.copyfile(rows, dataset / "v2.1" / "dataset" / "validation" / "rows.jsonl")
+    write_sums(dataset)
+    assert any(p.file == "v2.1/dataset/validation/rows.jsonl:2" and "appears twice" in p.message for p in validate(dataset))

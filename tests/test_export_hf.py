@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -678,3 +679,18 @@ def test_config_json_shape_fields_are_written_in_shape_keys_order():
     from registry.hf.mapping import SHAPE_KEYS, fla_plan
 
     assert tuple(fla_plan(checkpoint_shapes(WORLD)).config) == SHAPE_KEYS
+
+
+def test_a_forced_export_never_replaces_a_linked_file(hf_registry, tmp_path):
+    """Issue 38: --force replaced a config.json that is a symlink; a link is refused, forced or not."""
+    root, entry = hf_registry
+    export = export_hf(root, ExportRequest(entry=entry.path))
+    config = root / export.path / "config.json"
+    mine = tmp_path / "my-config.json"
+    mine.write_bytes(config.read_bytes())
+    config.unlink()
+    config.symlink_to(mine)
+    for force in (False, True):
+        error = _refused(root, ExportRequest(entry=entry.path, force=force))
+        assert error.code == "export.not-a-file" and error.file == f"{export.path}/config.json"
+        assert config.is_symlink() and os.readlink(config) == str(mine)

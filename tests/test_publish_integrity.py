@@ -156,3 +156,60 @@ def test_pull_and_verify_remote_refuse_a_remote_index_json_with_a_key_twice(hub_
         result = cli(*args, code=3)
         assert '"entries" appears twice' in result.output, result.output
     assert not (tmp_path / "pulled").exists()
+
+
+# -- issue 38 item 2: a Hub that keeps lying is never reported repaired --------------------------------------------
+
+
+def _record(root: Path) -> bytes | None:
+    path = Repo(root).published_dir / "remote.json"
+    return path.read_bytes() if path.exists() else None
+
+
+@pytest.mark.parametrize("lie", ["weight", "README.md", "index.json"])
+def test_a_restore_against_a_hub_that_keeps_serving_other_bytes_exits_non_zero_saying_what_differs(hub_server, registry, cli, lie):
+    """After a clean publish the Hub starts serving other bytes for a file (its listing unchanged, so the
+    plan sees nothing to send): publish --restore, and a plain re-run, must re-read the commit and refuse."""
+    cli(*publish_args(registry))
+    path = next(e.path for e in Repo(registry).load_index().entries) if lie == "weight" else lie
+    recorded = _record(registry)
+    hub_server.serve_other_bytes(REPO, path)
+    for extra in (("--restore",), ()):
+        result = cli.json(*publish_args(registry, *extra, "--json"), code=3)
+        assert [p["file"] for p in result["problems"]] == [path], result
+        assert result["problems"][0]["code"] in ("verify.xet-mismatch", "verify.served-mismatch")
+        assert _record(registry) == recorded  # nothing recorded as published
+        out = cli(*publish_args(registry, *extra), code=3).output
+        assert [line for line in out.splitlines() if line.startswith("error:")][0].startswith(f"error: {path}: ")
+
+
+def test_a_re_run_publish_after_the_hub_stored_other_bytes_is_not_reported_published(hub_server, registry, cli):
+    weight = next(e.path for e in Repo(registry).load_index().entries)
+    hub_server.store_other_bytes(REPO, weight)
+    cli(*publish_args(registry), code=3)
+    result = cli.json(*publish_args(registry, "--json"), code=3)  # the labels now match: the plan is empty
+    assert [(p["code"], p["file"]) for p in result["problems"]] == [("verify.xet-mismatch", weight)]
+    assert_nothing_recorded(registry)
+
+
+def test_another_persons_file_that_publish_keeps_is_a_note_of_verify_remote_not_a_failure(hub_server, registry, cli):
+    """Issue 38: publish keeps a file someone else put on the Hub (it says "kept"); verify-remote then
+    reported it as the registry's failure and told to delete it."""
+    cli(*publish_args(registry))
+    HfApi().upload_file(path_or_fileobj=b"a colleague's notes\n", path_in_repo="notes.md", repo_id=REPO)
+    cli(*publish_args(registry))  # nothing to send: notes.md is kept
+    assert hub_files(hub_server)["notes.md"] == b"a colleague's notes\n"
+    report = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--json")
+    assert report["ok"] and report["problems"] == [] and report["kept"] == ["notes.md"]
+    text = cli("verify-remote", "--repo-id", REPO, "-C", registry).output
+    assert "note: notes.md: on the Hub but not in its SHA256SUMS" in text
+
+
+def test_pull_refuses_a_repo_that_carries_the_tools_private_folder(hub_server, registry, cli, tmp_path):
+    """Issue 38: a journal inside a pulled repo would land in the new registry's .registry/."""
+    cli(*publish_args(registry))
+    journal = json.dumps({"dirs": [], "renames": [["README.md", next(e.path for e in Repo(registry).load_index().entries)]]}).encode()
+    HfApi().upload_file(path_or_fileobj=journal, path_in_repo=".registry/journal.json", repo_id=REPO)
+    result = cli("pull", "--repo-id", REPO, tmp_path / "pulled", code=3)
+    assert "error: " in result.output and ".registry/journal.json, in the tool's private folder" in result.output
+    assert not (tmp_path / "pulled").exists()

@@ -533,3 +533,30 @@ def test_a_transaction_refuses_a_too_long_name_before_its_journal(registry_with_
         txn.write(f"{'d' * 256}/x.json", b"{}")
     assert refused.value.code == "fs.name-too-long"
     assert not (registry_with_base / ".registry" / JOURNAL_NAME).exists() and run("validate", registry_with_base).exit_code == 0
+
+
+def test_a_malformed_train_json_in_a_hand_made_folder_is_said_once(small_base, tmp_path):
+    """Issue 38: adopt printed the malformed train.json's line twice (two checks read it)."""
+    import shutil
+
+    folder = tmp_path / "hand-made"
+    entry = folder / base_name(small_base) / "state" / "v1"
+    entry.mkdir(parents=True)
+    make_state_file(entry / "s.pth", SMALL)
+    (entry / "train.json").write_text('{"a": 1,\n')
+    base = tmp_path / "bases" / small_base.name
+    base.parent.mkdir()
+    shutil.copy(small_base, base)
+    result = run("adopt", str(folder), "--base-file", str(base), "--dry-run")
+    lines = result.stderr.splitlines()
+    assert result.exit_code == 3 and len(lines) == len(set(lines)) == 1 and lines[0].startswith(f"error: {base_name(small_base)}/state/v1/train.json:2:1: malformed JSON")
+
+
+def test_a_refusal_prints_one_line_per_problem_and_no_count_line(registry_with_entry):
+    """Issue 38: "SHA256SUMS: 1 file(s) differ from SHA256SUMS: …" came before the one problem."""
+    root, _ = registry_with_entry
+    train = next(root.rglob("train.json"))
+    train.write_bytes(train.read_bytes().replace(b"{", b"{ ", 1))
+    before = snapshot(root)
+    line = assert_refused(run("set", "title", "Another title", "-C", root), root, before, code="sums.mismatch")
+    assert line.startswith(f"error: {train.relative_to(root).as_posix()}: sha256 is ")

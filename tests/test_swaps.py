@@ -68,7 +68,7 @@ def test_convert_vouches_for_nothing_when_the_source_is_swapped_mid_command(regi
     original, converted = torch.load(tmp_path / "s.pth", weights_only=True), made[0]
     assert original.keys() == converted.keys() and all(torch.equal(original[k], converted[k]) for k in original)
     # ... but the commit refuses: the registered file no longer matches SHA256SUMS.
-    assert refused.value.code == "sums.changed" and entry.path in {p.file for p in refused.value.problems}
+    assert refused.value.code == "sums.mismatch" and entry.path in {p.file for p in refused.value.problems}
     assert {p.name for p in registered.parent.iterdir()} == before
 
 
@@ -113,6 +113,6 @@ def test_an_unrelated_write_does_not_launder_a_change_made_behind_the_tools_back
 
     with pytest.raises(RegistryError) as refused:  # a score on the *other* entry
         add_score(registry_with_base, second.path, Score(benchmark="exam", value=46.9, date="2026-10-16", backend="rwkv 0.8.32"))
-    assert refused.value.code == "sums.changed" and ("sums.mismatch", train.relative_to(registry_with_base).as_posix()) in {(p.code, p.file) for p in refused.value.problems}
+    assert refused.value.code == "sums.mismatch" and ("sums.mismatch", train.relative_to(registry_with_base).as_posix()) in {(p.code, p.file) for p in refused.value.problems}
     assert snapshot(registry_with_base) == before
     assert "sums.mismatch" in {p.code for p in validate(registry_with_base)}  # still reported, never absorbed

@@ -178,7 +178,8 @@ def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signa
     signature = SignaturePolicy(public_key, require_signature)
     report = verify_remote(repo_id, revision, find_root(registry), signature=signature, repo_type=repo_type, hub_progress=out.progress)
     summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
-    out.result(report.as_dict(), check_text(report.problems, summary, _content_text(report.content)), found_problems=bool(report.problems))
+    kept = (f"note: {path}: on the Hub but not in its SHA256SUMS: no part of the registry (publish keeps it; --delete-remote-extra deletes it)" for path in report.kept)
+    out.result(report.as_dict(), check_text(report.problems, summary, [*_content_text(report.content), *kept]), found_problems=bool(report.problems))
 
 
 def _diff_lines(diff: ReleaseDiff) -> Text:

@@ -14,16 +14,24 @@ import shutil
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from filelock import FileLock, Timeout
 
 from .collisions import too_long
 from .errors import Exit, RegistryError
-from .files import atomic_write, fsync_dir, write_temp
+from .files import atomic_write, fsync_dir, write_temp, writes_allowed
 from .hashing.digest import sha256_hex
 from .names import JOURNAL_NAME, LOCK_NAME, PRIVATE_DIR, STAGING_NAME
 from .safepath import check_dir, directory
+from .schemas import parse_json, read_bounded
+from .userkey import seal, sealed_here
+
+JOURNAL_PURPOSE = "journal"  # the purpose a journal is sealed under (registry.core.userkey)
+JOURNAL = f"{PRIVATE_DIR}/{JOURNAL_NAME}"
+STAGING = f"{PRIVATE_DIR}/{STAGING_NAME}"
+MAX_JOURNAL_BYTES = 64 << 20
 
 
 def ensure_writable(directory: Path) -> None:
@@ -39,19 +47,74 @@ def ensure_writable(directory: Path) -> None:
         )
 
 
+def _private_dir(root: Path) -> Path | None:
+    """The private folder, None while there is none; refused when it is a link or not a folder
+    (links inside a registry are never followed: a private folder elsewhere would be written there)."""
+    private = root / PRIVATE_DIR
+    try:
+        st = private.lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        what = "a link" if stat.S_ISLNK(st.st_mode) else "a file"
+        raise RegistryError(
+            "fs.private-not-dir", PRIVATE_DIR, f"{PRIVATE_DIR} is {what}, but the tool keeps its private folder there", f"remove or rename the {what[2:]} {PRIVATE_DIR} (it is no part of the registry's content)"
+        )
+    for name in (LOCK_NAME, STAGING_NAME):
+        try:
+            entry = (private / name).lstat()
+        except FileNotFoundError:
+            continue
+        # the lock is opened for writing (and truncated): a link, or a second name of a file, would reach that file
+        wrong = not stat.S_ISDIR(entry.st_mode) if name == STAGING_NAME else not stat.S_ISREG(entry.st_mode) or entry.st_nlink != 1
+        if wrong:
+            raise RegistryError(
+                "fs.private-not-own", f"{PRIVATE_DIR}/{name}", "is not what the tool keeps there (a link, another name of a file, or another kind of file)",
+                f"remove {PRIVATE_DIR}/{name} (it is no part of the registry's content)",
+            )  # fmt: skip
+    return private
+
+
+def pending_commit(root: Path) -> bool:
+    """Whether a commit journal lies in the registry (one of its own, or one that arrived with it)."""
+    return os.path.lexists(Path(root) / JOURNAL)
+
+
+def finish_interrupted(root: Path) -> None:
+    """Finish a commit an interrupted command left, before anything reads the registry: under the
+    lock, only a journal this registry wrote (:func:`recover`).  In a dry run nothing is finished:
+    the command refuses until a real one has done it."""
+    if not pending_commit(root):
+        return
+    _journal_plan(Path(root))  # a foreign journal is refused before the lock file is made
+    if not writes_allowed():
+        raise RegistryError(
+            "fs.commit-pending", JOURNAL, "an interrupted command left a commit to finish, and a dry run changes nothing",
+            "run the command once without --dry-run (or any other registry command) to finish it",
+        )  # fmt: skip
+    with registry_lock(root):
+        pass
+
+
 @contextmanager
 def registry_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
     """Exclusive lock so two commands never interleave their writes to one registry.
 
     Whoever takes it first finishes what an interrupted command left (:func:`recover`).
     """
-    private = root / PRIVATE_DIR
-    try:
-        private.mkdir(exist_ok=True)
-    except FileExistsError as exc:  # a file (or a link to one) where the private folder belongs
-        raise RegistryError(
-            "fs.private-not-dir", private, f"{PRIVATE_DIR} is a file, but the tool keeps its private folder there", f"remove or rename the file {PRIVATE_DIR}"
-        ) from exc
+    root = Path(root)
+    if pending_commit(root):
+        _journal_plan(root)  # refuse a foreign journal before anything is created
+    private = _private_dir(root)
+    if private is None:
+        private = root / PRIVATE_DIR
+        try:
+            private.mkdir(exist_ok=True)
+        except FileExistsError as exc:  # a file (or a link to one) where the private folder belongs
+            raise RegistryError(
+                "fs.private-not-dir", private, f"{PRIVATE_DIR} is a file, but the tool keeps its private folder there", f"remove or rename the file {PRIVATE_DIR}"
+            ) from exc
+        _private_dir(root)
     lock = FileLock(str(private / LOCK_NAME))
     try:
         lock.acquire(timeout=timeout)
@@ -66,30 +129,100 @@ def registry_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
         lock.release()
 
 
+def _identity_of_private(root: Path) -> list[int]:
+    """What binds a journal to this copy of the registry: its private folder's device and inode
+    (a copy, a clone or an extracted archive has other ones; a folder moved within a disk keeps them)."""
+    st = (root / PRIVATE_DIR).lstat()
+    return [st.st_dev, st.st_ino]
+
+
+def _foreign(reason: str) -> RegistryError:
+    return RegistryError(
+        "fs.foreign-journal", JOURNAL, f"a commit journal this registry did not write ({reason}); nothing was replayed or changed",
+        f"if the folder was copied, cloned or downloaded, delete {JOURNAL} (it is no part of the content) and run the command again",
+    )  # fmt: skip
+
+
+def _journal_body(plan: dict[str, Any]) -> bytes:
+    return json.dumps(plan, sort_keys=True, ensure_ascii=True).encode("ascii")
+
+
+def _staged_name(rel: object) -> bool:
+    """Whether ``rel`` names a file right inside this registry's staging folder."""
+    if not isinstance(rel, str):
+        return False
+    parts = PurePosixPath(rel).parts
+    return len(parts) == 3 and f"{parts[0]}/{parts[1]}" == STAGING and parts[2] not in (".", "..") and rel == "/".join(parts)
+
+
+def _inside(rel: object) -> bool:
+    """Whether ``rel`` is a plain relative path inside the registry, outside the tool's own journal, lock and staging."""
+    if not isinstance(rel, str) or not rel:
+        return False
+    parts = PurePosixPath(rel).parts
+    if rel != "/".join(parts) or any(p in (".", "..", "") for p in parts) or rel.startswith("/"):
+        return False
+    return not (parts[0] == PRIVATE_DIR and len(parts) > 1 and parts[1] in (JOURNAL_NAME, LOCK_NAME, STAGING_NAME))
+
+
+def _journal_plan(root: Path) -> dict[str, Any] | None:
+    """The plan of the journal in ``root``, if there is one, once it proved to be this registry's own:
+    sealed with this user's key (:mod:`registry.core.userkey`) for this copy of the registry, every
+    rename out of its staging folder, every removal into it.  Anything else is refused, untouched."""
+    try:
+        st = (root / JOURNAL).lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise _foreign("it is not a regular file")
+    if not stat.S_ISDIR((root / PRIVATE_DIR).lstat().st_mode):
+        raise _foreign(f"{PRIVATE_DIR} is a link")
+    try:
+        data = parse_json(read_bounded(root / JOURNAL, MAX_JOURNAL_BYTES, JOURNAL, "journal", "fs"), JOURNAL)
+    except RegistryError as exc:
+        raise _foreign(exc.problem.message) from exc
+    plan = data.get("plan") if isinstance(data, dict) else None
+    if not isinstance(plan, dict) or set(data) != {"plan", "seal"}:
+        raise _foreign("it is not a journal of this tool")
+    if not sealed_here(JOURNAL_PURPOSE, _journal_body(plan), data["seal"]):
+        raise _foreign("its seal does not check under this user's key: it was written elsewhere, or edited")
+    if plan.get("registry") != _identity_of_private(root):
+        raise _foreign("it was written for another copy of this folder")
+    renames, removals, dirs = plan.get("renames"), plan.get("removals"), plan.get("dirs")
+    if not (isinstance(renames, list) and isinstance(removals, list) and isinstance(dirs, list)):
+        raise _foreign("it is not a journal of this tool")
+    if not all(isinstance(r, list) and len(r) == 2 and _staged_name(r[0]) and _inside(r[1]) for r in renames):
+        raise _foreign(f"a rename does not come out of {STAGING}")
+    if not all(isinstance(r, list) and len(r) == 3 and _inside(r[0]) and _staged_name(r[1]) and isinstance(r[2], list) for r in removals):
+        raise _foreign(f"a removal does not go into {STAGING}")
+    if not all(_inside(d) for d in dirs):
+        raise _foreign("a folder it makes is not inside the registry")
+    return plan
+
+
 def recover(root: Path) -> bool:
     """Finish an interrupted commit and remove staging debris; call only under the lock.
 
     A commit writes its journal (every rename it is about to do) only once all the new bytes are
     fsynced in staging, so the journal can always be rolled forward: each rename whose source is
     still there is done again, and each removal whose file is still the one the commit meant.
-    Without a journal, nothing public was touched yet and whatever is in staging is debris of a
-    command that died while staging (or was refused).
+    Only a journal this registry wrote is replayed (:func:`_journal_plan`); any other is refused
+    before anything is touched.  Without a journal, nothing public was touched yet and whatever
+    is in staging is debris of a command that died while staging (or was refused).
     True when a commit was rolled forward.
     """
     private = root / PRIVATE_DIR
-    journal = private / JOURNAL_NAME
-    rolled = journal.is_file()
-    if rolled:
-        plan = json.loads(journal.read_bytes())
-        removals = [(root / rel, root / trash, identity) for rel, trash, identity in plan.get("removals", [])]
+    plan = _journal_plan(root)
+    if plan is not None:
+        removals = [(root / rel, root / trash, identity) for rel, trash, identity in plan["removals"]]
         _apply(root, [root / d for d in plan["dirs"]], [(root / src, root / dst) for src, dst in plan["renames"]], removals, skip_done=True)
-        journal.unlink()
+        (root / JOURNAL).unlink()
         fsync_dir(private)
     staging = private / STAGING_NAME
-    if staging.is_dir():
+    if _private_dir(root) is not None and staging.is_dir():  # checked: neither is a link
         for debris in staging.iterdir():
             shutil.rmtree(debris) if debris.is_dir() and not debris.is_symlink() else debris.unlink()
-    return rolled
+    return plan is not None
 
 
 Removal = tuple[Path, Path, list[int]]  # (public file, its name in staging, its identity)
@@ -156,6 +289,7 @@ class Transaction:
         # Temp files live in the private folder, which the tree walk and SHA256SUMS skip.
         self.staging = self.root / PRIVATE_DIR / STAGING_NAME
         self.staging.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.root)  # neither the private folder nor staging is a link
         self._staged: list[tuple[Path, Path, bool]] = []  # (source, target, source is our temp file)
         self._digests: dict[str, str] = {}
         self._dirs: list[Path] = []
@@ -245,10 +379,11 @@ class Transaction:
         private = self.root / PRIVATE_DIR
         rel = self._relative
         plan = {
+            "registry": _identity_of_private(self.root),
             "dirs": [rel(d) for d in self._dirs], "renames": [[rel(source), rel(target)] for source, target in renames],
             "removals": [[rel(public), rel(trash), identity] for public, trash, identity in removals],
         }  # fmt: skip
-        atomic_write(private / JOURNAL_NAME, json.dumps(plan).encode())
+        atomic_write(private / JOURNAL_NAME, json.dumps({"plan": plan, "seal": seal(JOURNAL_PURPOSE, _journal_body(plan))}).encode())
         _apply(self.root, self._dirs, renames, removals)
         (private / JOURNAL_NAME).unlink()
         fsync_dir(private)

@@ -26,6 +26,9 @@ class Exit(IntEnum):
     MACHINE = 5  # the machine failed (disk full, permission denied, a file vanished): nothing was changed
 
 
+EMPTY_NAME = '""'  # how a line names a file argument given as the empty string
+
+
 @dataclass(frozen=True)
 class Problem:
     code: str
@@ -34,7 +37,7 @@ class Problem:
     fix: str
 
     def one_line(self) -> str:
-        where = f"{self.file}: " if self.file else ""
+        where = "" if self.file is None else f"{self.file or EMPTY_NAME}: "  # an empty argument is named as one
         return " ".join(f"{where}{self.message}; fix: {self.fix}".split())  # one line, whatever the inputs held
 
     def as_dict(self) -> dict[str, str | None]:
@@ -57,7 +60,9 @@ class RegistryError(Exception):
 
     @classmethod
     def of(cls, problems: Sequence[Problem], payload: dict[str, Any] | None = None, exit_code: int = Exit.REFUSED) -> RegistryError:
-        """A refusal with several reasons (every ungated entry, every mismatching file)."""
+        """A refusal with several reasons (every ungated entry, every mismatching file): one line each,
+        a problem found twice (by two checks, or two reads of one file) said once."""
+        problems = list(dict.fromkeys(problems))
         first = problems[0]
         error = cls(first.code, first.file, first.message, first.fix, exit_code)
         error.problems = tuple(problems)

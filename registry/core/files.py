@@ -8,6 +8,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 
@@ -15,6 +16,25 @@ def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_DRY_RUN: ContextVar[bool] = ContextVar("dry_run", default=False)
+
+
+@contextmanager
+def dry_run(on: bool = True) -> Iterator[None]:
+    """While ``on``: nothing under the registry is written or renamed.  An interrupted commit is
+    not finished (a command that would need it refuses instead) and the caches are not saved."""
+    token = _DRY_RUN.set(on or _DRY_RUN.get())
+    try:
+        yield
+    finally:
+        _DRY_RUN.reset(token)
+
+
+def writes_allowed() -> bool:
+    """False inside :func:`dry_run`."""
+    return not _DRY_RUN.get()
 
 
 # mkstemp creates 0600 files; registry files get the mode a plain open() would give them.

@@ -46,6 +46,7 @@ PUBLISHED_DIR = "published"  # SUMS_NAME of the last publish or pull, and REMOTE
 REMOTE_NAME = "remote.json"  # the repo, revision and commit the published SHA256SUMS describes
 RELEASES_DIR = "releases"  # in PUBLISHED_DIR: <commit>/ of every release published or pulled here
 RELEASE_RECORD_NAME = "release.json"  # in a release's folder: its repo, revision, commit and when (written last)
+PUBLISHED_SEAL_NAME = "seal"  # this user's seal over the published SHA256SUMS (registry.core.userkey)
 GATES_DIR = "gates"  # one receipt per gated file, named by its sha256
 ADOPTED_DIR = "adopted"  # the originals `registry adopt` replaced
 DATASET_CHECKED_NAME = "dataset-checked.json"  # a dataset registry's versions whose row check passed

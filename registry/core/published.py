@@ -23,10 +23,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .errors import Problem, RegistryError
 from .files import atomic_write
 from .models import Index, Rewrite
-from .names import CARD_NAME, INDEX_NAME, MUTABLE, RELEASE_RECORD_NAME, RELEASES_DIR, REMOTE_NAME, SUMS_NAME
+from .names import CARD_NAME, INDEX_NAME, MUTABLE, PUBLISHED_SEAL_NAME, RELEASE_RECORD_NAME, RELEASES_DIR, REMOTE_NAME, SUMS_NAME
 from .repo import Repo
 from .schemas import read_json
 from .sums import parse_sums, render_sums
+from .userkey import seal, sealed_here
+
+SEAL_PURPOSE = "published record"
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
@@ -48,8 +51,14 @@ class ReleaseRecord(RemoteRecord):
 
 
 def published_sums(repo: Repo) -> dict[str, str]:
-    path = repo.published_dir / SUMS_NAME
-    return parse_sums(path.read_bytes(), path) if path.is_file() else {}
+    """The record of the last publish or pull, when this user's tool wrote it (sealed): one that
+    arrived with the folder, or was edited, counts as none, so it can neither spare a published
+    file the immutability check nor make another's file on the Hub look like the registry's own."""
+    path, sealed = repo.published_dir / SUMS_NAME, repo.published_dir / PUBLISHED_SEAL_NAME
+    if not (path.is_file() and not path.is_symlink() and sealed.is_file() and not sealed.is_symlink()):
+        return {}
+    data = path.read_bytes()
+    return parse_sums(data, path) if sealed_here(SEAL_PURPOSE, data, sealed.read_text("ascii", errors="replace").strip()) else {}
 
 
 def recorded_remote(repo: Repo) -> RemoteRecord | None:
@@ -66,7 +75,9 @@ def recorded_remote(repo: Repo) -> RemoteRecord | None:
 
 def record_published(repo: Repo, digests: dict[str, str]) -> None:
     repo.published_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write(repo.published_dir / SUMS_NAME, render_sums(digests))
+    data = render_sums(digests)
+    atomic_write(repo.published_dir / SUMS_NAME, data)
+    atomic_write(repo.published_dir / PUBLISHED_SEAL_NAME, (seal(SEAL_PURPOSE, data) + "\n").encode())
 
 
 def record_remote(repo: Repo, sums: dict[str, str], remote: RemoteRecord) -> None:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from .atomic import registry_lock
+from .atomic import finish_interrupted
 from .errors import Problem, RegistryError
 from .gitattributes import lfs_line
 from .models import DATASET_KIND, Entry, Index
-from .names import CARD_NAME, GATES_DIR, INDEX_NAME, JOURNAL_NAME, LFS_SUFFIXES, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
+from .names import CARD_NAME, GATES_DIR, INDEX_NAME, LFS_SUFFIXES, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
 from .registry_root import find_root
 from .schemas import format_problem, load_model, read_json
 
@@ -44,9 +44,7 @@ class Repo:
             raise RegistryError("layout.not-a-registry", root, "no such directory", "run `registry init DIR` first")
         root = find_root(root) or root
         repo = cls(root)
-        if (repo.private / JOURNAL_NAME).is_file():
-            with registry_lock(root):  # finishes the interrupted commit before anything reads the registry
-                pass
+        finish_interrupted(root)  # before anything reads the registry
         if must_exist and not repo.index_path.is_file():
             raise no_registry(root).exception()
         return repo

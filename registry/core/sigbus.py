@@ -50,4 +50,4 @@ def reading(path: str | Path) -> Iterator[None]:
     try:
         yield
     finally:
-        _reading.pop()
+        _reading.remove(str(path))  # its own entry: a hashing thread may have named another file since

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 
 from .atomic import Transaction
-from .errors import Problem, RegistryError
+from .errors import RegistryError
 from .hashing import StatCache
 from .hashing.engine import Progress
 from .hashing.tree import digest_tree
@@ -54,8 +54,7 @@ def _require_unchanged(repo: Repo, digests: dict[str, str], written: set[str]) -
     listed = {rel: sha for rel, sha in parse_sums(repo.read_bytes(repo.sums_path)).items() if rel not in written}
     problems = sums_problems(listed, {rel: sha for rel, sha in digests.items() if rel not in written})
     if problems:
-        headline = Problem("sums.changed", SUMS_NAME, f"{len(problems)} file(s) differ from SHA256SUMS: changed outside the tool's commands; nothing was changed", "restore them, or run `registry sums` if the changes are intended (`registry validate` lists them)")
-        raise RegistryError.of([headline, *problems])
+        raise RegistryError.of(problems)  # one line per file, each with its fix
 
 
 def remember_digests(repo: Repo, digests: dict[str, str]) -> None:

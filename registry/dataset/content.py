@@ -23,7 +23,6 @@ pure-Python trie: the token results of a file are remembered in ``.registry/`` b
 
 from __future__ import annotations
 
-import hmac
 import json
 import math
 import re
@@ -32,16 +31,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core import userkey
-from ..core.errors import Problem, RegistryError
-from ..core.files import atomic_write
-from ..core.hashing.digest import hmac_sha256_hex, sha256_hex
+from ..core.errors import Problem
+from ..core.hashing.digest import sha256_hex
 from ..core.names import SPLIT_PARENT
+from ..core.userkey import read_sealed, save_sealed
 from .models import SPLIT_RULE, VOCABULARY_FILE, DataVersion
 from .rows import MAX_FINDINGS, FileReport, Layout, Observer
 
 TOKEN_RULES = 1  # bump when what TokenStats holds, or how it is computed, changes
-CACHE_KEY_NAME = "cache-key"  # this user's key for what the registry remembers (core/userkey)
 MAX_CACHE_BYTES = 64 << 20
 NEEDS_TORCH_EXTRA = "install the torch extra, which brings the rwkv package: pip install 'rwkv-registry[torch]'"
 QUANTILE = r"^p(100|[1-9]?[0-9](\.[0-9]+)?)$"
@@ -151,17 +148,6 @@ class TokenStats:
                 self.splits.append([line, bad])
 
 
-def remembering_key() -> bytes | None:
-    """This user's key for binding what a registry's ``.registry/`` remembers of its checks (created
-    on first use; None where it cannot be: then nothing is remembered)."""
-    path = userkey.key_path(CACHE_KEY_NAME)
-    fix = "delete it (remembered check results stop counting and are computed again)"
-    try:
-        return userkey.read_key(path, "cache.key-unreadable", fix) or userkey.create_key(path, "cache.key-unreadable", fix)
-    except (OSError, RegistryError):
-        return None
-
-
 def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
@@ -170,56 +156,34 @@ class TokenCache:
     """Token results by what determines them (the file's sha256 as the registry computed it, the
     vocabulary, the context, the rules), in ``.registry/dataset-tokens.json``.
 
-    Everything in ``.registry/`` is untrusted, so each entry carries an HMAC of those facts and
-    its results under this user's key (``$XDG_CONFIG_HOME/rwkv-registry/cache-key``, outside
-    every registry): an entry written by hand, edited, moved to another file's facts or copied from
-    another machine fails the HMAC and the file is tokenized again.  No key, a broken file or a
-    read-only registry: nothing is remembered, nothing else changes."""
+    Everything in ``.registry/`` is untrusted, so the file is sealed with this user's key
+    (:func:`registry.core.userkey.save_sealed`): one written by hand, edited or copied from another
+    machine counts as absent and the rows are tokenized again.  A read-only registry or a dry run
+    remembers nothing; nothing else changes."""
+
+    PURPOSE = "dataset tokens"
 
     def __init__(self, path: Path | None):
         self.path = path
-        self._key = remembering_key() if path is not None else None
-        self._entries: dict[str, Any] = {}
+        data = read_sealed(path, self.PURPOSE, MAX_CACHE_BYTES) if path is not None else None
+        self._entries: dict[str, Any] = data if isinstance(data, dict) else {}
         self._dirty = False
-        if self._key is not None and path is not None:
-            try:
-                with open(path, "rb") as handle:
-                    raw = handle.read(MAX_CACHE_BYTES + 1)
-                data = json.loads(raw) if len(raw) <= MAX_CACHE_BYTES else None
-                self._entries = data if isinstance(data, dict) else {}
-            except (OSError, ValueError):
-                self._entries = {}
 
     @staticmethod
     def facts(sha256: str, vocabulary: str, context: int | None) -> dict[str, Any]:
         return {"rules": TOKEN_RULES, "sha256": sha256, "vocabulary": vocabulary, "context": context}
 
-    def _mac(self, facts: dict[str, Any], stats: Any) -> str:
-        assert self._key is not None
-        return hmac_sha256_hex(self._key, _canonical(facts) + b"\n" + _canonical(stats))
-
     def get(self, facts: dict[str, Any]) -> TokenStats | None:
         entry = self._entries.get(sha256_hex(_canonical(facts)))
-        if self._key is None or not isinstance(entry, dict) or not isinstance(entry.get("mac"), str):
-            return None
-        if not hmac.compare_digest(entry["mac"], self._mac(facts, entry.get("stats"))):
-            return None
-        return TokenStats.from_json(entry.get("stats"))
+        return TokenStats.from_json(entry) if entry is not None else None
 
     def put(self, facts: dict[str, Any], stats: TokenStats) -> None:
-        if self._key is not None:
-            data = stats.to_json()
-            self._entries[sha256_hex(_canonical(facts))] = {"stats": data, "mac": self._mac(facts, data)}
-            self._dirty = True
+        self._entries[sha256_hex(_canonical(facts))] = stats.to_json()
+        self._dirty = True
 
     def save(self) -> None:
-        if not self._dirty or self.path is None:
-            return
-        try:
-            self.path.parent.mkdir(exist_ok=True)
-            atomic_write(self.path, _canonical(self._entries))
-        except OSError:
-            return  # no cache only costs a re-tokenization
+        if self._dirty and self.path is not None:
+            save_sealed(self.path, self.PURPOSE, self._entries)
 
 
 class VersionContent:

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import Problem
+from ..core.errors import Problem, RegistryError
 from ..core.hashing.digest import sha256
+from ..core.schemas import parse_json
 from .models import Wire, wire_hash
 
 MAX_LINE_BYTES = 256 << 20
@@ -35,10 +36,6 @@ Progress = Callable[[int], None]
 
 class RowError(ValueError):
     """One line that is not a well-formed row of its form; the message says what."""
-
-
-def _no_constants(name: str) -> None:
-    raise RowError(f"{name} is not valid JSON")
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
@@ -56,12 +53,11 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
 
 
 def _object(line: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(line, parse_constant=_no_constants)
-    except UnicodeDecodeError as exc:
-        raise RowError(f"not valid UTF-8 (byte {exc.start})") from exc
-    except json.JSONDecodeError as exc:
-        raise RowError(f"malformed JSON: {exc.msg} (column {exc.colno})") from exc
+    try:  # the one strict reader: a key twice in a row (two "text"s) is refused like in any JSON file
+        value = parse_json(line, "")
+    except RegistryError as exc:
+        column = (exc.problem.file or "").rpartition(":")[2]
+        raise RowError(exc.problem.message + (f" (column {column})" if column.isdigit() else "")) from exc
     if not isinstance(value, dict):
         raise RowError("is not a JSON object")
     return value

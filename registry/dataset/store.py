@@ -42,8 +42,7 @@ def index_to_change(repo: Repo) -> DatasetIndex:
     index = load(repo)
     problems = list(index_problems(index))
     if problems:
-        headline = Problem("index.invalid", INDEX_NAME, f"index.json has {len(problems)} problem(s) that `registry validate` reports; nothing was changed", "fix them first: `registry validate` lists each with its fix")
-        raise RegistryError.of([headline, *problems])
+        raise RegistryError.of(problems)  # one line per problem, each with its fix
     return index
 
 

@@ -21,20 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..artifacts.signature import TrustedKey, sign_document
-from ..core import userkey
 from ..core.hashing.digest import hmac_sha256_hex
+from ..core.userkey import create_key, key_path, read_key
 from .receipt import RECEIPT_PAYLOAD_TYPE, Receipt, ReceiptSignature, signed_payload
-
-KEY_NAME = "receipt-key"
-UNREADABLE = ("gate.key-unreadable", "delete it (receipts sealed with it stop counting; run the gate again)")
-
-
-def key_path() -> Path:
-    return userkey.key_path(KEY_NAME)
-
-
-def _read_key(path: Path) -> bytes | None:
-    return userkey.read_key(path, *UNREADABLE)
 
 
 def _mac(key: bytes, receipt: Receipt) -> str:
@@ -44,7 +33,7 @@ def _mac(key: bytes, receipt: Receipt) -> str:
 def sealed(receipt: Receipt) -> Receipt:
     """``receipt`` with its seal under this user's key (created on first use)."""
     path = key_path()
-    key = _read_key(path) or userkey.create_key(path, *UNREADABLE)
+    key = read_key(path) or create_key(path)
     return receipt.model_copy(update={"seal": _mac(key, receipt)})
 
 
@@ -55,7 +44,7 @@ def sealed_json(receipt: Receipt) -> bytes:
 
 def sealed_here(receipt: Receipt) -> bool:
     """Whether this user's gate wrote ``receipt`` as it is (False without a key)."""
-    key = _read_key(key_path())
+    key = read_key(key_path())
     return key is not None and receipt.seal is not None and hmac.compare_digest(receipt.seal, _mac(key, receipt))
 
 

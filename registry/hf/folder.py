@@ -27,6 +27,10 @@ def check_folder(repo: Repo, txn: Transaction, index: Index, source: ExportSourc
     previous = next((e for e in index.exports if e.path == source.folder), None)
     if previous is not None and previous.source_sha256 != source.sha256 and not force:
         raise RegistryError("export.exists", source.folder, f"holds the export of {previous.source}, not of {source.label}", "pass --force to replace it")
+    for name in sorted(written):  # forced or not, a link is never replaced (nor followed)
+        path = folder / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise RegistryError("export.not-a-file", repo.rel(path), "is a link or not a regular file, and an export never replaces one", f"move it out of {source.folder}/")
     for name, content in data.items():
         path = folder / name
         if path.is_file() and not force and sha256_hex(repo.read_bytes(path)) != sha256_hex(content):

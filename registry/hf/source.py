@@ -48,7 +48,7 @@ def pinned_source(repo: Repo, source: ExportSource, base_file: Path | None) -> I
             yield handle
         return
     if base_file is None:
-        raise RegistryError("args.missing-file", None, f"exporting base {source.label} needs its .pth (the registry does not hold bases)", f"pass --base-file {source.base.filename}")
+        raise RegistryError("args.missing-file", source.base.filename, f"exporting base {source.label} needs its .pth (the registry does not hold bases)", f"pass --base-file {source.base.filename}")
     with pinned(base_file, "base checkpoint") as handle:
         actual = hash_file(handle.stable)
         if actual != source.sha256:

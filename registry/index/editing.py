@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..core.atomic import transaction
-from ..core.errors import Problem, RegistryError
+from ..core.errors import RegistryError
 from ..core.models import LANGUAGES, Index, Localized
 from ..core.names import INDEX_NAME
 from ..core.repo import Repo, render_index
@@ -74,8 +74,7 @@ def edit_index(root: Path, change: Callable[[Index], T]) -> T:
             raise RegistryError("args.invalid", INDEX_NAME, f"the change would make {where} invalid: {err['msg']}", "correct the option that sets it") from exc
         problems = index_problems(index)
         if problems:
-            headline = Problem("index.invalid", INDEX_NAME, f"the change would break {len(problems)} index rule(s); nothing was changed", problems[0].fix)
-            raise RegistryError.of([headline, *problems])
+            raise RegistryError.of(problems)  # one line per broken rule, each with its fix
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index)
     return result

@@ -78,6 +78,5 @@ def index_to_change(repo: Repo) -> Index:
     index = repo.load_index()
     problems = index_problems(index)
     if problems:
-        headline = Problem("index.invalid", INDEX_NAME, f"index.json has {len(problems)} problem(s) that `registry validate` reports; nothing was changed", "fix them first: `registry validate` lists each with its fix")
-        raise RegistryError.of([headline, *problems])
+        raise RegistryError.of(problems)  # one line per problem, each with its fix
     return index

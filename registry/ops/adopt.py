@@ -42,14 +42,15 @@ from ..card.handwritten import keep_whole, split_front_matter
 from ..card.metadata import added_keys, read_front_matter
 from ..card.render import decode_card
 from ..card.sync import rendered
-from ..core.atomic import registry_lock, transaction
+from ..core.atomic import finish_interrupted, transaction
 from ..core.errors import Problem, RegistryError
+from ..core.files import dry_run
 from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
 from ..core.layout import Placement, export_folder, gguf_folder, is_excluded, is_weight, place
 from ..core.lfs import refuse_pointers
 from ..core.models import DATA_VERSION_PATTERN, METHODS, Base, DataRef, Entry, Index, Language, Reference, RegistryInfo, Serving, path_problem
-from ..core.names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, JOURNAL_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
+from ..core.names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
 from ..core.repo import Repo, find_root, render_index
 from ..core.schemas import load_model, read_json
 from ..core.staged_sums import remember_digests, stage_sums
@@ -162,8 +163,9 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
 def adopt(root: Path, options: AdoptOptions, catalog: Index | None = None, progress: Progress | None = None) -> AdoptReport:
     """Adopt the folder ``root`` (see the module docstring); a refusal changes nothing."""
     given, root = str(root), Path(root).absolute()
-    _check_folder(root)
-    plan = _plan(root, options, catalog if catalog is not None else load_catalog(), progress)
+    with dry_run(options.dry_run):  # a dry run writes nothing, caches included
+        _check_folder(root)
+        plan = _plan(root, options, catalog if catalog is not None else load_catalog(), progress)
     plan.report.given, plan.report.read_digests = given, dict(plan.digests)
     if options.dry_run:
         return plan.report
@@ -192,9 +194,7 @@ def _require_unchanged(root: Path, identities: dict[str, tuple[int, ...]]) -> No
 def _check_folder(root: Path) -> None:
     if not root.is_dir():
         raise RegistryError("args.not-a-directory", root, "no such directory", "pass the folder of the cloned or downloaded repo")
-    if (root / PRIVATE_DIR / JOURNAL_NAME).is_file():
-        with registry_lock(root):  # an interrupted adopt: finish it first
-            pass
+    finish_interrupted(root)  # an interrupted adopt: finish it first
     enclosing = find_root(root.parent) if root.parent != root else None
     if enclosing is not None:
         raise RegistryError("adopt.inside-registry", root, f"this folder is inside the registry at {enclosing}", "adopt a folder outside any registry")

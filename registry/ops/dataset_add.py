@@ -134,9 +134,12 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
             version = _version(request, sizes)
             tokens = TokenCache(repo.private / DATASET_TOKENS_NAME)
             problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress, tokens)]
+            other = next((v for v in index.versions if v.trained_file.sha256 == version.trained_file.sha256), None)
+            if other is not None:  # one trained file is one version's: weights cite their data by its sha256
+                what = f"these bytes are version {other.version}'s trained file already"
+                problems.append(Problem("dataset.duplicate-data", f"{request.source}/{request.trained_file}", what, "pass the file this version's weights were trained on: the same data is the same version"))
             if problems:
-                headline = Problem("dataset.refused", str(request.source), f"{len(problems)} problem(s) in the version folder; nothing was changed", problems[0].fix)
-                raise RegistryError.of([headline, *problems])
+                raise RegistryError.of(problems)  # one line per problem, each naming its file
             for rel in files:
                 txn.move(staged[rel], f"{version.version}/{rel}", digests[rel])
             index.versions.append(version)

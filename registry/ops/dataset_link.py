@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.atomic import transaction
-from ..core.errors import Problem, RegistryError
+from ..core.errors import RegistryError
 from ..core.models import Index
 from ..core.names import INDEX_NAME
 from ..core.repo import Repo, render_index
@@ -29,19 +29,18 @@ def link_models(root: Path, models: Path | None = None, repo_id: str | None = No
         raise RegistryError("args.conflict", "--models", "give either a local model registry or --repo-id", "pass --models DIR, or --repo-id NS/NAME [--revision REV]")
     index: Index
     if models is not None:
-        index, where = local_models(models), str(models)
+        index = local_models(models)
         source_repo, commit = index.registry.repo_id, None
     else:
         assert repo_id is not None
         index, commit, _ = fetch_index(repo_id, revision, "model", Index, progress=hub_progress)
-        source_repo, where = repo_id, f"{repo_id}@{commit[:12]}"
+        source_repo = repo_id
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
         dataset = store.index_to_change(repo)
         problems = list(citing_problems(index, dataset, "this dataset"))
         if problems:
-            headline = Problem("link.refused", where, f"{len(problems)} problem(s) between the weights and the versions they cite; nothing was changed", problems[0].fix)
-            raise RegistryError.of([headline, *problems])
+            raise RegistryError.of(problems)  # one line per weight, each with its fix
         source = ModelSource(repo_id=source_repo, revision=commit, weights=trained_weights(index, dataset))
         dataset.models = [s for s in dataset.models if not same_registry(s, source_repo, index)] + [source]
         txn.write(INDEX_NAME, render_index(dataset))

@@ -33,6 +33,8 @@ from rich.filesize import decimal
 from ..artifacts.signature import SignaturePolicy, TrustedKey
 from ..core.atomic import Transaction, locked_transaction, registry_lock
 from ..core.errors import Problem, RegistryError
+from ..core.files import dry_run
+from ..core.hashing.engine import hash_file
 from ..core.models import Access, Index
 from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
 from ..core.progress import Echo, silent
@@ -46,6 +48,7 @@ from ..hub.local import local_files, local_sums, with_git_sha1
 from ..hub.plan import (
     LocalFile,
     Plan,
+    RemoteFile,
     RemoteState,
     make_plan,
     plain_paths,
@@ -213,8 +216,22 @@ def _verify(repo: Repo, draft: _Draft, hub: Hub, commit: str) -> None:
     on_disk = [p for p in draft.local if p not in draft.staged]  # staged files are small: the sha256 of their bytes was compared above
     checks = check_local_bytes(repo.root, repo.xet_cache_path, after, {p: f.sha256 for p, f in draft.local.items()}, on_disk)
     problems += content_problems(checks, "verify", "run `registry publish` again")
+    problems += _reread(draft, hub, commit, after, {c.path for c in checks if c.xet in ("match", "mismatch")})
     if problems:
         raise RegistryError.of(problems)
+
+
+def _reread(draft: _Draft, hub: Hub, commit: str, after: Mapping[str, RemoteFile], by_xet: set[str]) -> list[Problem]:
+    """Download every file of the commit whose Xet hash did not vouch for its bytes (plain git files,
+    LFS-only ones) and compare its sha256 with the local one: the listing's ids are the Hub's word."""
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="registry-reread-") as tmp:
+        for path in sorted(p for p in draft.local if p in after and p not in by_xet):
+            got, want = hash_file(hub.download(path, commit, Path(tmp))), draft.local[path].sha256
+            if got != want:
+                what = f"the Hub serves other bytes after the commit (sha256 {got[:12]}…, the registry's {want[:12]}…)"
+                problems.append(Problem("verify.served-mismatch", path, what, "run `registry verify-remote` and ask the Hub's support; nothing was recorded as published"))
+    return problems
 
 
 def _require_clear(draft: _Draft) -> None:
@@ -227,6 +244,11 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
     (``hub_progress``: the Hub client's bars)."""
     say = say or silent
     _check_options(options)
+    with dry_run(options.dry_run):  # a dry run writes nothing, caches included
+        return _publish(root, options, hub, say, hub_progress)
+
+
+def _publish(root: Path | str, options: PublishOptions, hub: Hub | None, say: Echo, hub_progress: bool) -> Outcome:
     repo = Repo.open(root)
     dataset = is_dataset(repo.root)  # a dataset repo on the Hub: no weights, so nothing to gate
     hub = hub or Hub(options.repo_id, options.revision, repo_type="dataset" if dataset else "model", progress=hub_progress)
@@ -307,8 +329,8 @@ def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say
         hub.upload(ops, options.create_pr)
         check_uploaded(plan, ops)
         result = hub.commit(ops, *commit_message(draft.index, plan), parent=plan.head, create_pr=options.create_pr)
-        say(f"verifying commit {result.oid[:12]}")
-        _verify(repo, draft, hub, result.oid)
+    say(f"verifying commit {(result.oid if result else plan.head)[:12]}")
+    _verify(repo, draft, hub, result.oid if result else plan.head)  # an empty plan too: the labels may lie
     if options.tag:
         hub.create_tag(options.tag, result.oid if result else plan.head)
     return Outcome(plan, (), result, options.tag, draft.access)

@@ -24,7 +24,7 @@ from ..core.collisions import collision_problems
 from ..core.errors import Problem, RegistryError
 from ..core.hashing.engine import hash_file
 from ..core.models import path_problem
-from ..core.names import HUB_DOWNLOAD_CACHE, INDEX_NAME, SUMS_NAME
+from ..core.names import HUB_DOWNLOAD_CACHE, INDEX_NAME, PRIVATE_DIR, SUMS_NAME
 from ..core.progress import Echo, silent
 from ..core.published import RemoteRecord, record_remote
 from ..core.repo import Repo
@@ -63,7 +63,7 @@ def _check_tree_paths(repo_id: str, tree: Mapping[str, RemoteFile]) -> None:
     """Refuse a remote tree naming a path that could land outside the download folder, that reads
     as another name, or that is one file with another on macOS and Windows."""
     for path in sorted(tree):
-        problem = path_problem(path)
+        problem = path_problem(path) or (f"{path}, in the tool's private folder, which publish never sends" if path.split("/", 1)[0] == PRIVATE_DIR else None)
         if problem:
             raise RegistryError("remote.bad-path", repo_id, f"the repo's tree holds {problem} (a hostile or broken remote); nothing was downloaded", "pull from a repo you trust, or report it to its owner")
     clashes = list(collision_problems(tree))

@@ -32,6 +32,7 @@ class RemoteReport:
     files: int
     problems: list[Problem] = field(default_factory=list)
     content: list[ContentCheck] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # files on the Hub that SHA256SUMS does not list: someone else's, kept by publish
 
     def as_dict(self) -> dict:
         return {
@@ -42,6 +43,7 @@ class RemoteReport:
             "files": self.files,
             "problems": [p.as_dict() for p in self.problems],
             "content": [c.as_dict() for c in self.content],
+            "kept": self.kept,
         }
 
 
@@ -76,4 +78,8 @@ def verify_remote(
         same = [p for p, sha in mine.items() if sums.get(p) == sha]  # a differing file is reported above
         content = check_local_bytes(repo.root, repo.xet_cache_path, state.files, sums, same)
     findings += content_problems(content, "remote", REPUBLISH)
-    return RemoteReport(repo_id, revision, state.head, len(state.files), findings, content)
+    # A file SHA256SUMS does not list is no part of the registry: publish keeps it (someone else's,
+    # unless --delete-remote-extra), so it is said, never counted as the registry's failure.
+    kept = [p.file for p in findings if p.code == "remote.unlisted-file" and p.file]
+    findings = [p for p in findings if p.code != "remote.unlisted-file"]
+    return RemoteReport(repo_id, revision, state.head, len(state.files), findings, content, kept)

@@ -8,13 +8,11 @@ files younger than ``RACY_SECONDS`` are never cached and are always re-hashed.
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 import time
 from pathlib import Path
 
-from ..files import atomic_write
+from ..userkey import read_sealed, save_sealed
 
 CACHE_VERSION = 2
 RACY_SECONDS = 2.0
@@ -31,13 +29,10 @@ class StatCache:
         self.path = path
         self._entries: dict[str, list] = {}
         self._dirty = False
-        if path is not None and path.is_file():
-            try:
-                data = json.loads(path.read_text("utf-8"))
-                if data.get("version") == CACHE_VERSION:
-                    self._entries = data.get("files", {})
-            except (OSError, ValueError):
-                self._entries = {}  # a broken cache only costs a re-hash
+        # Sealed with this user's key: a cache that arrived with the folder vouches for nothing.
+        data = read_sealed(path, f"cache {path.name}") if path is not None else None
+        if isinstance(data, dict) and data.get("version") == CACHE_VERSION and isinstance(data.get("files"), dict):
+            self._entries = {rel: entry for rel, entry in data["files"].items() if isinstance(entry, list)}
 
     def lookup(self, relpath: str, st: os.stat_result) -> str | None:
         entry = self._entries.get(relpath)
@@ -59,15 +54,8 @@ class StatCache:
             self._dirty = True
 
     def save(self) -> None:
-        """Persist if changed; a read-only registry simply keeps no cache."""
+        """Persist if changed; a read-only registry (or a dry run) simply keeps no cache."""
         if not self._dirty or self.path is None:
             return
-        try:
-            root = self.path.parent.parent
-            if root.exists() and not root.stat().st_mode & stat.S_IWUSR:  # a read-only registry
-                return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, json.dumps({"version": CACHE_VERSION, "files": self._entries}).encode())
-        except OSError:
-            return
+        save_sealed(self.path, f"cache {self.path.name}", {"version": CACHE_VERSION, "files": self._entries})
         self._dirty = False

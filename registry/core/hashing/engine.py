@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from ..errors import RegistryError
 from ..libc import ByteBuffer, mapped
+from ..sigbus import reading
 from .digest import Hasher
 
 CHUNK = 1 << 20
@@ -62,7 +63,7 @@ def hash_mapped(path: Path) -> str:
     a truncated file kills the process), such as a source that is also ``torch.load``-mapped.
     """
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with reading(path), open(path, "rb") as handle:  # on another thread too: a SIGBUS names the file
         size = os.fstat(handle.fileno()).st_size
         for offset in range(0, size, MAPPED_WINDOW):
             with mapped(handle.fileno(), offset, min(MAPPED_WINDOW, size - offset)) as window:
