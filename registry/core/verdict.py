@@ -12,7 +12,8 @@ of ``.registry/`` (published sums, receipts, the dataset rows already checked) i
 the tool's own files.  Any write, rename, chmod or new file changes it.  A fingerprint is taken
 only when every path was last modified more than ``RACY_SECONDS`` ago, so a change within the clock's granularity
 cannot pass for none (as git's racy-clean rule).  A verdict.json that came with a clone or a
-download vouches for nothing: its inodes, devices and ctimes are another machine's.
+download vouches for nothing: its inodes, devices and ctimes are another machine's, and it carries
+no seal of this user's key (:mod:`registry.core.userkey`), which every verdict read must.
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .errors import RegistryError
 from .files import atomic_write
 from .hashing.cache import RACY_SECONDS
 from .hashing.digest import sha256
 from .names import GIT_DIR, INDEX_NAME, JOURNAL_NAME, LOCK_NAME, PRIVATE_DIR, STAGING_NAME, STAT_CACHE_NAME, VERDICT_NAME, XET_CACHE_NAME
 from .registry_root import find_root
+from .userkey import seal, sealed_here
 
-VERDICT_VERSION = 1
+VERDICT_VERSION = 2  # 2: sealed with this user's key
+VERDICT_PURPOSE = "verdict"  # what the seal is for (registry.core.userkey)
 MAX_VERDICT_BYTES = 16 << 20
 _SCRATCH = frozenset({LOCK_NAME, STAGING_NAME, STAT_CACHE_NAME, XET_CACHE_NAME, VERDICT_NAME})
 _TOOL = Path(__file__).resolve().parent.parent  # the registry package: a new version (or an edit) is another tree
@@ -103,8 +107,8 @@ class Verdicts:
         try:
             if not self.path.parent.is_dir() or self.path.parent.is_symlink():
                 return
-            atomic_write(self.path, json.dumps({"version": VERDICT_VERSION, "verdicts": verdicts}).encode())
-        except OSError:
+            atomic_write(self.path, json.dumps({"version": VERDICT_VERSION, "verdicts": verdicts, "seal": seal(VERDICT_PURPOSE, _body(verdicts))}).encode())
+        except (OSError, RegistryError):  # no key can be made, no folder to write in: nothing is remembered
             return
 
     def _read(self) -> dict[str, Any]:
@@ -118,7 +122,13 @@ class Verdicts:
             return {}
         if not isinstance(data, dict) or data.get("version") != VERDICT_VERSION or not isinstance(data.get("verdicts"), dict):
             return {}
+        if not sealed_here(VERDICT_PURPOSE, _body(data["verdicts"]), data.get("seal")):
+            return {}  # not written by this user's tool (it came with the folder, or was edited): vouches for nothing
         return data["verdicts"]
+
+
+def _body(verdicts: dict[str, Any]) -> bytes:
+    return json.dumps(verdicts, sort_keys=True, ensure_ascii=True).encode("ascii")
 
 
 def vouching(start: Path) -> Verdicts | None:
