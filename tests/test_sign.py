@@ -152,7 +152,7 @@ def test_pull_require_signature_refuses_a_release_changed_after_signing(hub_serv
     changed = weight = weight_path(registry)
     if change == "weight":
         flip_last_byte(registry / weight)
-        cli("validate", "-C", registry, "--allow-rewrite", "swapped")
+        assert "stale signature" in cli("validate", "-C", registry, "--allow-rewrite", "swapped", code=1).output  # validate reads model.sig
     elif change == "index":
         cli("set", "title", "Changed after signing", "-C", registry)
         changed = "index.json"
@@ -253,52 +253,58 @@ def test_validate_public_key_checks_authorship(registry, keys, tmp_path, cli):
     assert [p["code"] for p in result["problems"]] == ["sign.invalid"]
 
 
-def _foreign(registry: Path, tmp_path: Path, cli) -> None:
+def _foreign(registry: Path, tmp_path: Path, cli, _template: Path) -> None:
     """model.sig of another key over these files, index.json still recording the first signer."""
     other = shutil.copytree(registry, tmp_path / "other")
     cli("sign", "--key", write_key(tmp_path, "foreign")[0], "-C", other)
     (registry / SIGNATURE_NAME).write_bytes((other / SIGNATURE_NAME).read_bytes())
 
 
-def _symlinked(registry: Path, tmp_path: Path, cli) -> None:
+def _symlinked(registry: Path, tmp_path: Path, cli, _template: Path) -> None:
     (tmp_path / "elsewhere.sig").write_bytes((registry / SIGNATURE_NAME).read_bytes())
     (registry / SIGNATURE_NAME).unlink()
     (registry / SIGNATURE_NAME).symlink_to(tmp_path / "elsewhere.sig")
 
 
-def _export_after_signing(registry: Path, tmp_path: Path, cli) -> None:
-    result = cli("export-hf", weight_path(registry), "-C", registry)
-    assert "warning: model.sig: stale signature" in result.stderr  # the writing command said so (issue 42)
-
-
 BAD_SIGNATURES = {
-    "garbage": (lambda reg, tmp, cli: (reg / SIGNATURE_NAME).write_bytes(os.urandom(600)), {("sign.unreadable", SIGNATURE_NAME)}),
-    "truncated": (lambda reg, tmp, cli: (reg / SIGNATURE_NAME).write_bytes((reg / SIGNATURE_NAME).read_bytes()[:-40]), {("sign.unreadable", SIGNATURE_NAME)}),
-    "empty": (lambda reg, tmp, cli: (reg / SIGNATURE_NAME).write_bytes(b""), {("sign.unreadable", SIGNATURE_NAME)}),
+    "garbage": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes(os.urandom(600)), {("sign.unreadable", SIGNATURE_NAME)}),
+    "truncated": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes((reg / SIGNATURE_NAME).read_bytes()[:-40]), {("sign.unreadable", SIGNATURE_NAME)}),
+    "empty": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes(b""), {("sign.unreadable", SIGNATURE_NAME)}),
     "foreign-key": (_foreign, {("sign.other-signer", SIGNATURE_NAME), ("sign.mismatch", "index.json"), ("sign.mismatch", "README.md"), ("sign.mismatch", "SHA256SUMS")}),
     "symlinked": (_symlinked, {("sign.not-a-file", SIGNATURE_NAME)}),
-    "missing": (lambda reg, tmp, cli: (reg / SIGNATURE_NAME).unlink(), {("sign.missing", SIGNATURE_NAME)}),
-    "file-added": (lambda reg, tmp, cli: ((reg / "docs").mkdir(), (reg / "docs" / "notes.md").write_text("added\n"), cli("sums", "-C", reg)), {("sign.unsigned-file", "docs/notes.md"), ("sign.mismatch", "SHA256SUMS")}),
-    "export-after-signing": (_export_after_signing, None),  # every file of the export, index.json, README.md, SHA256SUMS
+    "missing": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).unlink(), {("sign.missing", SIGNATURE_NAME)}),
+    "file-added": (lambda reg, tmp, cli, _template: ((reg / "docs").mkdir(), (reg / "docs" / "notes.md").write_text("added\n"), cli("sums", "-C", reg)), {("sign.unsigned-file", "docs/notes.md"), ("sign.mismatch", "SHA256SUMS")}),
 }
 
 
 @pytest.mark.parametrize("state", sorted(BAD_SIGNATURES))
-def test_validate_refuses_a_signature_in_every_bad_state_light_install(registry, keys, tmp_path, cli, monkeypatch, state):
+def test_validate_refuses_a_signature_in_every_bad_state_light_install(registry, template, keys, tmp_path, cli, monkeypatch, state):
     cli("sign", "--key", keys[0], "-C", registry)
     spoil, expected = BAD_SIGNATURES[state]
-    spoil(registry, tmp_path, cli)
+    spoil(registry, tmp_path, cli, template)
     without_model_signing(monkeypatch)
     result = cli.json("validate", "-C", registry, "--json", code=1)
     found = {(p["code"], p["file"]) for p in result["problems"]}
-    if expected is None:  # an export: its files are unsigned, the derived files changed
-        assert ("sign.mismatch", "SHA256SUMS") in found and any(c == "sign.unsigned-file" and "/hf/" in f for c, f in found), found
-    else:
-        assert found == expected, result
+    assert found == expected, result
     stale = [p for p in result["problems"] if p["code"] in ("sign.mismatch", "sign.unsigned-file", "sign.missing-file")]
     assert all(p["message"].startswith("stale signature") and p["fix"].startswith("registry sign") for p in stale)
     line = cli("validate", "-C", registry, code=1).stdout
     assert all(line.count(f"{code} ") >= 1 for code, _ in found)
+
+
+def test_an_export_written_after_signing_says_so_and_validate_calls_the_signature_stale(empty_registry, keys, tmp_path, cli, monkeypatch):
+    from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
+
+    world = make_base_checkpoint(tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(n_layer=2, n_embd=64, vocab_size=65536))
+    cli("add-base", world, "--vocab", "rwkv_vocab_v20230424.txt", "-C", empty_registry)
+    cli("sign", "--key", keys[0], "-C", empty_registry)
+    exported = cli("export-hf", "--base", world.stem, "--base-file", world, "-C", empty_registry)
+    assert "warning: model.sig: stale signature" in exported.stderr and "fix: registry sign --key" in exported.stderr
+    without_model_signing(monkeypatch)
+    result = cli.json("validate", "-C", empty_registry, "--json", code=1)
+    found = {(p["code"], p["file"]) for p in result["problems"]}
+    assert {("sign.mismatch", "SHA256SUMS"), ("sign.mismatch", "index.json")} <= found and any(c == "sign.unsigned-file" and f.startswith(f"{world.stem}/hf/") for c, f in found), found
+    assert all(p["message"].startswith("stale signature") and p["fix"].startswith("registry sign") for p in result["problems"])
 
 
 def test_a_write_after_signing_says_the_signature_is_stale_and_signing_does_not(registry, keys, cli):

@@ -18,8 +18,8 @@ compared with sha256s that were checked against the bytes (validate, the Hub's t
 from __future__ import annotations
 
 import base64
-import os
 import binascii
+import os
 import re
 import tempfile
 from collections.abc import Mapping

@@ -65,7 +65,7 @@ def validate_cmd(
 ) -> None:
     """Check layout, schemas, index cross-references, SHA256SUMS and model.sig; exit 0 only when clean.
     Git LFS pointers are checked by oid and size (pointer mode) unless --require-bytes."""
-    from ..ops.validate import allow_rewrite, not_covered, validate_report, validate_index_file
+    from ..ops.validate import allow_rewrite, not_covered, validate_index_file, validate_report
 
     root, out = registry_dir(directory, registry), output()
     if rewrite_reason:
@@ -86,9 +86,10 @@ def validate_cmd(
 
 def _say_notes(lines: list[str]) -> None:
     """What a check did not do, or did in a lighter way, on stderr before its result."""
-    out = output()
-    for line in lines if out.say else []:
-        out.say(line)
+    echo = output().say
+    if echo is not None:
+        for line in lines:
+            echo(line)
 
 
 @main.command()

@@ -318,10 +318,13 @@ class Validation:
         return lines
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "pointer_mode": {"files": self.pointers, "skipped": self.skipped} if self.pointers else None,
-            "signature": {"file": SIGNATURE_NAME, "checked": self.signature} if self.signature else None,
-        }
+        """The keys of the --json document: each present only when that happened."""
+        document: dict[str, object] = {}
+        if self.pointers:
+            document["pointer_mode"] = {"files": self.pointers, "skipped": self.skipped}
+        if self.signature:
+            document["signature"] = {"file": SIGNATURE_NAME, "checked": self.signature}
+        return document
 
 
 def validate(root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True) -> list[Problem]:

@@ -4,6 +4,7 @@ a local registry, the Hub's Xet hashes against the local bytes (:mod:`registry.h
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def _pointers(repo: Repo, listed: dict[str, str]) -> dict[str, Pointer]:
     return {rel: pointer for rel, pointer in read.items() if isinstance(pointer, Pointer)}  # a malformed one: validate's finding
 
 
-def pointer_findings(found: dict[str, Pointer], tree: dict[str, RemoteFile]) -> list[Problem]:
+def pointer_findings(found: dict[str, Pointer], tree: Mapping[str, RemoteFile]) -> list[Problem]:
     """Each local pointer against the Hub's tree: the Hub's LFS oid and size are the pointer's."""
     problems = []
     for rel, pointer in sorted(found.items()):
