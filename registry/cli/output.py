@@ -24,8 +24,8 @@ from typing import Any, NoReturn
 
 import click
 
-from ..core.errors import Exit, Problem
-from ..core.progress import ByteProgress, Echo, byte_progress, progress_enabled, say, take_warnings
+from ..core.errors import Exit, Problem, take_warnings
+from ..core.progress import ByteProgress, Echo, byte_progress, progress_enabled, say
 
 FLAG = "as_json"
 
@@ -70,7 +70,7 @@ class Output:
 
     def result(self, document: Any, text: str | Text, *, found_problems: bool = False) -> None:
         """Print the result, as ``document`` or as ``text``, with the warnings the command gave
-        (:func:`registry.core.progress.warn`); exit 1 when the command found problems."""
+        (:func:`registry.core.errors.warn`); exit 1 when the command found problems."""
         warnings = take_warnings()
         if self.json:
             _emit_json({**document, "warnings": [w.as_dict() for w in warnings]} if warnings and isinstance(document, dict) else document)

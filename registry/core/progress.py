@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from .errors import Problem
-
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -25,22 +23,6 @@ Echo = Callable[[str], None]
 
 def silent(_line: str) -> None:
     """The :data:`Echo` of a caller that wants no step lines."""
-
-
-_WARNINGS: list[Problem] = []
-
-
-def warn(problem: Problem) -> None:
-    """A warning the running command's result carries: something its write left stale (the sink
-    prints it with the result: a ``warning:`` line on stderr, ``warnings`` under --json)."""
-    _WARNINGS.append(problem)
-
-
-def take_warnings() -> list[Problem]:
-    """The warnings given since the last call (the sink's: each is printed once)."""
-    taken = list(_WARNINGS)
-    _WARNINGS.clear()
-    return taken
 
 
 def progress_enabled(wanted: bool = True) -> bool:

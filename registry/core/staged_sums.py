@@ -9,14 +9,13 @@ from collections.abc import Callable, Mapping, Set
 from pathlib import Path
 
 from .atomic import Transaction
-from .errors import Problem, RegistryError
+from .errors import Problem, RegistryError, warn
 from .hashing import StatCache
 from .hashing.engine import Progress
 from .hashing.tree import digest_tree
 from .layout import is_excluded
 from .lfs import refuse_pointers
 from .names import CARRIED, SIGNATURE_NAME, SUMS_NAME
-from .progress import warn
 from .repo import Repo
 from .sums import parse_sums, render_sums, sums_problems
 from .tree import scan_tree
