@@ -17,6 +17,7 @@ from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
 from ..core.repo import Repo
 from ..core.schemas import load_model
 from ..core.sums import parse_sums
+from ..core.tree import scan_tree
 from ..dataset.models import DatasetIndex
 from ..dataset.remote import trained_file_findings
 from ..hub.content import REDACTED, ContentCheck, check_content, check_local_bytes, content_problems
@@ -85,7 +86,8 @@ def verify_remote(
 
 def _pointers(repo: Repo, listed: dict[str, str]) -> dict[str, Pointer]:
     """The Git LFS pointers standing for listed files in a checkout made without their bytes (CI)."""
-    read = {rel: read_pointer(repo.root, rel) for rel in pointers(repo.root, [p for p in listed if (repo.root / p).is_file() and not (repo.root / p).is_symlink()])}
+    files = set(scan_tree(repo.root).files)  # never a path SHA256SUMS names outside the root or through a link
+    read = {rel: read_pointer(repo.root, rel) for rel in pointers(repo.root, [p for p in listed if p in files])}
     return {rel: pointer for rel, pointer in read.items() if isinstance(pointer, Pointer)}  # a malformed one: validate's finding
 
 
