@@ -179,7 +179,8 @@ def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empt
     before = snapshot(root)
 
     assert [(p.code, p.file) for p in validate(root)] == [("lfs.pointer", entry.path)]
-    for args in (["validate", "-C", root], ["validate", "-C", root, "--allow-rewrite", "why"], ["sums", "-C", root], ["convert", entry.path, "-C", root]):
+    assert "pointer mode: 1 file(s)" in run("validate", "-C", root).output  # the pointer's oid and size are the file's (issue 44)
+    for args in (["validate", "-C", root, "--require-bytes"], ["validate", "-C", root, "--allow-rewrite", "why"], ["sums", "-C", root], ["convert", entry.path, "-C", root]):
         result = run(*args)
         assert result.exit_code in (1, 3), (args, result.output)
         assert f"{entry.path}: a Git LFS pointer, not the file; fix: git lfs pull" in result.output, (args, result.output)

@@ -152,7 +152,7 @@ def test_pull_require_signature_refuses_a_release_changed_after_signing(hub_serv
     changed = weight = weight_path(registry)
     if change == "weight":
         flip_last_byte(registry / weight)
-        cli("validate", "-C", registry, "--allow-rewrite", "swapped")
+        assert "stale signature" in cli("validate", "-C", registry, "--allow-rewrite", "swapped", code=1).output  # validate reads model.sig
     elif change == "index":
         cli("set", "title", "Changed after signing", "-C", registry)
         changed = "index.json"
@@ -239,3 +239,108 @@ def test_publish_refuses_to_record_an_access_that_would_stale_the_signature_and_
     from huggingface_hub import HfApi
 
     assert HfApi().model_info(REPO).private is True
+
+
+# -- validate reads model.sig (issue 38 item 3), the light install included; writes after signing say so (issue 42) --
+
+
+def without_model_signing(monkeypatch) -> None:
+    """The light install: model_signing cannot be imported (cryptography is torch-free and stays)."""
+    for name in [m for m in sys.modules if m == "model_signing" or m.startswith("model_signing.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "model_signing", None)
+
+
+def test_validate_checks_a_good_signature_for_consistency_in_the_light_install_and_says_so(registry, keys, cli, monkeypatch):
+    cli("sign", "--key", keys[0], "-C", registry)
+    without_model_signing(monkeypatch)
+    result = cli.json("validate", "-C", registry, "--json")
+    assert result["ok"] and result["signature"] == {"file": SIGNATURE_NAME, "checked": "consistency"}
+    text = cli("validate", "-C", registry).stderr
+    assert "model.sig: consistency checked" in text and "not authorship" in text and "--public-key" in text
+    refused = cli.json("validate", "-C", registry, "--public-key", keys[1], "--json", code=3)  # the crypto check needs the extra
+    assert refused["problems"][0]["code"] == "sign.unavailable"
+
+
+def test_validate_public_key_checks_authorship(registry, keys, tmp_path, cli):
+    cli("sign", "--key", keys[0], "-C", registry)
+    assert cli.json("validate", "-C", registry, "--public-key", keys[1], "--json")["signature"]["checked"] == "public-key"
+    assert "verified with the public key" in cli("validate", "-C", registry, "--public-key", keys[1]).stderr
+    other = write_key(tmp_path, "other")[1]
+    result = cli.json("validate", "-C", registry, "--public-key", other, "--json", code=1)
+    assert [p["code"] for p in result["problems"]] == ["sign.invalid"]
+
+
+def _foreign(registry: Path, tmp_path: Path, cli, _template: Path) -> None:
+    """model.sig of another key over these files, index.json still recording the first signer."""
+    other = shutil.copytree(registry, tmp_path / "other")
+    cli("sign", "--key", write_key(tmp_path, "foreign")[0], "-C", other)
+    (registry / SIGNATURE_NAME).write_bytes((other / SIGNATURE_NAME).read_bytes())
+
+
+def _symlinked(registry: Path, tmp_path: Path, cli, _template: Path) -> None:
+    (tmp_path / "elsewhere.sig").write_bytes((registry / SIGNATURE_NAME).read_bytes())
+    (registry / SIGNATURE_NAME).unlink()
+    (registry / SIGNATURE_NAME).symlink_to(tmp_path / "elsewhere.sig")
+
+
+BAD_SIGNATURES = {
+    "garbage": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes(os.urandom(600)), {("sign.unreadable", SIGNATURE_NAME)}),
+    "truncated": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes((reg / SIGNATURE_NAME).read_bytes()[:-40]), {("sign.unreadable", SIGNATURE_NAME)}),
+    "empty": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes(b""), {("sign.unreadable", SIGNATURE_NAME)}),
+    "foreign-key": (_foreign, {("sign.other-signer", SIGNATURE_NAME), ("sign.mismatch", "index.json"), ("sign.mismatch", "README.md"), ("sign.mismatch", "SHA256SUMS")}),
+    "symlinked": (_symlinked, {("sign.not-a-file", SIGNATURE_NAME)}),
+    "missing": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).unlink(), {("sign.missing", SIGNATURE_NAME)}),
+    "file-added": (lambda reg, tmp, cli, _template: ((reg / "docs").mkdir(), (reg / "docs" / "notes.md").write_text("added\n"), cli("sums", "-C", reg)), {("sign.unsigned-file", "docs/notes.md"), ("sign.mismatch", "SHA256SUMS")}),
+}
+
+
+@pytest.mark.parametrize("state", sorted(BAD_SIGNATURES))
+def test_validate_refuses_a_signature_in_every_bad_state_light_install(registry, template, keys, tmp_path, cli, monkeypatch, state):
+    cli("sign", "--key", keys[0], "-C", registry)
+    spoil, expected = BAD_SIGNATURES[state]
+    spoil(registry, tmp_path, cli, template)
+    without_model_signing(monkeypatch)
+    result = cli.json("validate", "-C", registry, "--json", code=1)
+    found = {(p["code"], p["file"]) for p in result["problems"]}
+    assert found == expected, result
+    stale = [p for p in result["problems"] if p["code"] in ("sign.mismatch", "sign.unsigned-file", "sign.missing-file")]
+    assert all(p["message"].startswith("stale signature") and p["fix"].startswith("registry sign") for p in stale)
+    line = cli("validate", "-C", registry, code=1).stdout
+    assert all(line.count(f"{code} ") >= 1 for code, _ in found)
+
+
+def test_an_export_written_after_signing_says_so_and_validate_calls_the_signature_stale(empty_registry, keys, tmp_path, cli, monkeypatch):
+    from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
+
+    world = make_base_checkpoint(tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(n_layer=2, n_embd=64, vocab_size=65536))
+    cli("add-base", world, "--vocab", "rwkv_vocab_v20230424.txt", "-C", empty_registry)
+    cli("sign", "--key", keys[0], "-C", empty_registry)
+    exported = cli("export-hf", "--base", world.stem, "--base-file", world, "-C", empty_registry)
+    assert "warning: model.sig: stale signature" in exported.stderr and "fix: registry sign --key" in exported.stderr
+    without_model_signing(monkeypatch)
+    result = cli.json("validate", "-C", empty_registry, "--json", code=1)
+    found = {(p["code"], p["file"]) for p in result["problems"]}
+    assert {("sign.mismatch", "SHA256SUMS"), ("sign.mismatch", "index.json")} <= found and any(c == "sign.unsigned-file" and f.startswith(f"{world.stem}/hf/") for c, f in found), found
+    assert all(p["message"].startswith("stale signature") and p["fix"].startswith("registry sign") for p in result["problems"])
+
+
+def test_a_write_after_signing_says_the_signature_is_stale_and_signing_does_not(registry, keys, cli):
+    signed = cli("sign", "--key", keys[0], "-C", registry)
+    assert "stale" not in signed.stderr
+    assert "stale" not in cli("card", "-C", registry).stderr  # nothing changed: still valid
+    result = cli.json("set", "title", "Retitled after signing", "-C", registry, "--json")
+    assert [w["code"] for w in result["warnings"]] == ["sign.stale"] and result["warnings"][0]["fix"].startswith("registry sign --key")
+    text = cli("set", "title", "Retitled again", "-C", registry).stderr
+    assert "warning: model.sig: stale signature" in text and "fix: registry sign --key KEY.pem" in text
+    cli("sign", "--key", keys[0], "-C", registry)
+    cli("validate", "-C", registry)
+
+
+def test_publish_refuses_a_deleted_signature_of_a_recorded_signer(hub_server, registry, keys, cli):
+    sign_for(registry, keys[0], cli)
+    (registry / SIGNATURE_NAME).unlink()
+    before = snapshot(registry)
+    result = cli.json(*publish_args(registry, "--json"), code=3)
+    assert ("sign.missing", SIGNATURE_NAME) in {(p["code"], p["file"]) for p in result["problems"]}
+    assert hub_server.commits_made == 0 and snapshot(registry) == before

@@ -17,25 +17,31 @@ compared with sha256s that were checked against the bytes (validate, the Hub's t
 
 from __future__ import annotations
 
-import json
+import base64
+import binascii
+import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import Problem, RegistryError
-from ..core.hashing.digest import sha256_hex
-from ..core.models import Signer
+from ..core.hashing.digest import sha256, sha256_hex
+from ..core.models import Signer, path_problem
 from ..core.names import GIT_DIR, INDEX_NAME, SIGNATURE_NAME, SUMS_NAME, UNSIGNED
-from ..core.repo import Repo
+from ..core.repo import Repo, is_dataset
+from ..core.schemas import parse_json
+from ..core.staged_sums import STALE_SIGNATURE_FIX
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
     from model_signing.manifest import Manifest
 INSTALL_FIX = "pip install 'rwkv-registry[sign]'"
 RESIGN_FIX = "run `registry sign --key KEY.pem` on the registry that holds the right bytes, then publish"
+STALE_FIX = STALE_SIGNATURE_FIX  # a local registry whose files changed after signing
 
 
 def signed_files(sums: Mapping[str, str], sums_bytes: bytes) -> dict[str, str]:
@@ -95,41 +101,128 @@ def sign_files(files: Mapping[str, str], key: Path, name: str) -> bytes:
     return signature.bundle.to_json().encode()
 
 
-def _signed_manifest(data: bytes, public_key: Path | None) -> tuple[dict[str, str], str]:
-    """(path -> sha256 as signed, key hint); the signature is checked against ``public_key`` when given."""
-    *_, sign_ec_key, sign_sigstore_pb, signing = _model_signing()
+BUNDLE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://model_signing/signature/v1.0"
+MAX_SIGNATURE_BYTES = 64 << 20  # a manifest line is ~150 bytes: far more files than a registry holds
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class SignedManifest:
+    """What ``model.sig`` says, read without model_signing: path -> sha256 as signed, and the key hint."""
+
+    files: dict[str, str]
+    hint: str
+
+
+def _field(obj: Any, key: str, kind: type, where: str) -> Any:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if not isinstance(value, kind) or (kind is str and not value):
+        raise _unreadable(f"{where}{key} is missing or not a{'n object' if kind is dict else ' list' if kind is list else ' string'}")
+    return value
+
+
+def _unreadable(what: str) -> RegistryError:
+    return RegistryError("sign.unreadable", SIGNATURE_NAME, f"not a model_signing bundle: {what}", STALE_FIX)
+
+
+def _base64(text: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise _unreadable(f"{where} is not base64") from err
+
+
+def read_bundle(data: bytes) -> SignedManifest:
+    """Parse ``model.sig`` strictly (the light install's reader: no model_signing, no cryptography):
+    a Sigstore bundle holding a DSSE envelope over model_signing's in-toto statement, ``files``
+    serialization with sha256, every resource once, and the statement's root digest equal to the
+    sha256 over the resources' digests (so an edited or cut manifest does not parse).  It proves
+    the file is well formed and what it claims; only the signature check against a public key
+    (:func:`signature_problems` with ``public_key``) proves who signed it."""
+    if not data.strip():
+        raise _unreadable("the file is empty")
+    try:
+        bundle = parse_json(data, SIGNATURE_NAME)
+    except RegistryError as err:
+        raise _unreadable(err.problem.message) from err
+    if not isinstance(bundle, dict) or bundle.get("mediaType") != BUNDLE_MEDIA_TYPE:
+        raise _unreadable(f"mediaType is not {BUNDLE_MEDIA_TYPE}")
+    hint = _field(_field(_field(bundle, "verificationMaterial", dict, ""), "publicKey", dict, "verificationMaterial."), "hint", str, "verificationMaterial.publicKey.")
+    envelope = _field(bundle, "dsseEnvelope", dict, "")
+    if envelope.get("payloadType") != PAYLOAD_TYPE:
+        raise _unreadable(f"dsseEnvelope.payloadType is not {PAYLOAD_TYPE}")
+    signatures = _field(envelope, "signatures", list, "dsseEnvelope.")
+    if len(signatures) != 1 or not _base64(_field(signatures[0], "sig", str, "dsseEnvelope.signatures[0]."), "dsseEnvelope.signatures[0].sig"):
+        raise _unreadable("dsseEnvelope.signatures must hold one signature")
+    try:
+        statement = parse_json(_base64(_field(envelope, "payload", str, "dsseEnvelope."), "dsseEnvelope.payload"), f"{SIGNATURE_NAME} payload")
+    except RegistryError as err:
+        raise _unreadable(f"the signed statement: {err.problem.message}") from err
+    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
+        raise _unreadable(f"the signed statement is not an in-toto {STATEMENT_TYPE} with predicateType {PREDICATE_TYPE}")
+    subjects = _field(statement, "subject", list, "statement.")
+    root = _field(_field(subjects[0], "digest", dict, "subject."), "sha256", str, "subject.digest.") if len(subjects) == 1 else None
+    if root is None:
+        raise _unreadable("the statement must name one subject")
+    predicate = _field(statement, "predicate", dict, "statement.")
+    serialization = _field(predicate, "serialization", dict, "predicate.")
+    if serialization.get("method") != "files" or serialization.get("hash_type") != "sha256":
+        raise _unreadable("predicate.serialization is not model_signing's files serialization with sha256")
+    files: dict[str, str] = {}
+    hasher = sha256()
+    for number, resource in enumerate(_field(predicate, "resources", list, "predicate.")):
+        name, digest = (resource.get(k) if isinstance(resource, dict) else None for k in ("name", "digest"))
+        if not (isinstance(name, str) and isinstance(digest, str) and _HEX64.fullmatch(digest) and resource.get("algorithm") == "sha256"):
+            raise _unreadable(f"predicate.resources[{number}] is not a name with a sha256 digest")
+        if name in files or path_problem(name):
+            raise _unreadable(f"predicate.resources[{number}] names {name[:80]!r} twice or outside the folder")
+        files[name] = digest
+        hasher.update(bytes.fromhex(digest))
+    if hasher.hexdigest() != root:
+        raise _unreadable("the subject's digest is not the digest over the resources (an edited or cut manifest)")
+    return SignedManifest(files, hint)
+
+
+def _verify(data: bytes, public_key: Path) -> None:
+    """The cryptographic check (the signing extra): model_signing verifies the bundle's signature with ``public_key``."""
+    *_, sign_ec_key, sign_sigstore_pb, _signing = _model_signing()
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / SIGNATURE_NAME).write_bytes(data)
         signature = sign_sigstore_pb.Signature.read(Path(tmp) / SIGNATURE_NAME)
-    hint = signature.bundle.verification_material.public_key.hint or ""
-    if public_key is not None:
-        manifest = sign_ec_key.Verifier(public_key).verify(signature)
-    else:
-        manifest = signing.dsse_payload_to_manifest(json.loads(signature.bundle.dsse_envelope.payload))  # unchecked: no key
-    return {str(rd.identifier): rd.digest.digest_hex for rd in manifest.resource_descriptors()}, hint
+    sign_ec_key.Verifier(public_key).verify(signature)
 
 
-def signature_problems(data: bytes, files: Mapping[str, str], signer_fingerprint: str | None, public_key: Path | None) -> list[Problem]:
+def signature_problems(data: bytes, files: Mapping[str, str], signer_fingerprint: str | None, public_key: Path | None, fix: str = RESIGN_FIX) -> list[Problem]:
     """Why ``model.sig`` (``data``) is not a signature of exactly ``files`` by the recorded signer
-    (and, given ``public_key``, by that key); empty when it is."""
+    (and, given ``public_key``, by that key); empty when it is.  ``fix``: what to do about a file
+    that differs from what was signed (a local registry: sign again; a remote: re-publish)."""
     try:
-        signed, hint = _signed_manifest(data, public_key)
-    except RegistryError:
-        raise
-    except Exception as err:  # model_signing and cryptography raise many types for a bad bundle or signature
-        return [Problem("sign.invalid", SIGNATURE_NAME, f"the signature does not verify ({type(err).__name__}: {err})", RESIGN_FIX)]
+        signed = read_bundle(data)
+    except RegistryError as err:
+        return list(err.problems)
+    if public_key is not None:
+        try:
+            _verify(data, public_key)
+        except RegistryError:
+            raise
+        except Exception as err:  # model_signing and cryptography raise many types for a bad bundle or signature
+            return [Problem("sign.invalid", SIGNATURE_NAME, f"the signature does not verify with {public_key.name} ({type(err).__name__}: {err})", RESIGN_FIX)]
+    stale = "stale signature: " if fix == STALE_FIX else ""
     problems = []
     if signer_fingerprint is None:
-        problems.append(Problem("sign.no-signer", INDEX_NAME, "model.sig is present but index.json records no signer", RESIGN_FIX))
-    elif hint != signer_fingerprint:
-        problems.append(Problem("sign.other-signer", SIGNATURE_NAME, f"signed by key {hint[:16]}…, but index.json records signer {signer_fingerprint[:16]}…", RESIGN_FIX))
-    for path in sorted(set(files) | set(signed)):
-        if path not in signed:
-            problems.append(Problem("sign.unsigned-file", path, "not covered by model.sig", RESIGN_FIX))
+        problems.append(Problem("sign.no-signer", INDEX_NAME, "model.sig is present but index.json records no signer", fix))
+    elif signed.hint != signer_fingerprint:
+        problems.append(Problem("sign.other-signer", SIGNATURE_NAME, f"signed by key {signed.hint[:16]}…, but index.json records signer {signer_fingerprint[:16]}…", fix))
+    for path in sorted(set(files) | set(signed.files)):
+        if path not in signed.files:
+            problems.append(Problem("sign.unsigned-file", path, f"{stale}not covered by model.sig", fix))
         elif path not in files:
-            problems.append(Problem("sign.missing-file", path, "signed in model.sig but not in the release", RESIGN_FIX))
-        elif files[path] != signed[path]:
-            problems.append(Problem("sign.mismatch", path, f"sha256 {files[path][:12]}… but model.sig signed {signed[path][:12]}…", RESIGN_FIX))
+            problems.append(Problem("sign.missing-file", path, f"{stale}signed in model.sig but not in the release", fix))
+        elif files[path] != signed.files[path]:
+            problems.append(Problem("sign.mismatch", path, f"{stale}sha256 {files[path][:12]}… but model.sig signed {signed.files[path][:12]}…", fix))
     return problems
 
 
@@ -145,19 +238,30 @@ class SignaturePolicy:
         if self.required and self.public_key is None:  # index.json's fingerprint alone is the publisher's word
             raise RegistryError("args.missing", "--public-key", "--require-signature needs the signer's public key", "pass --public-key SIGNER.pub (from the publisher; its fingerprint is on the card)")
 
-    def problems(self, data: bytes | None, sums: Mapping[str, str], sums_bytes: bytes, signer: Signer | None) -> list[Problem]:
+    def problems(self, data: bytes | None, sums: Mapping[str, str], sums_bytes: bytes, signer: Signer | None, fix: str = RESIGN_FIX) -> list[Problem]:
         """Why ``data`` (the bytes of model.sig, None: there is none) does not pass for the release
         that ``sums`` (and ``sums_bytes``, SHA256SUMS itself) describes, signed by ``signer``."""
         if data is None:
+            if signer is not None:  # the card promises a signature and prints the verify command
+                return [Problem("sign.missing", SIGNATURE_NAME, f"index.json records signer {signer.fingerprint[:16]}… but there is no model.sig", f"restore model.sig, or {STALE_FIX}")]
             return [Problem("sign.missing", SIGNATURE_NAME, "no model.sig, and a signature is required", RESIGN_FIX)] if self.required else []
-        return signature_problems(data, signed_files(sums, sums_bytes), signer.fingerprint if signer else None, self.public_key)
+        return signature_problems(data, signed_files(sums, sums_bytes), signer.fingerprint if signer else None, self.public_key, fix)
 
-    def folder_problems(self, repo: Repo, sums: Mapping[str, str]) -> list[Problem]:
-        """:meth:`problems` for a registry folder whose SHA256SUMS (``sums``) was checked against its bytes."""
+    def folder_problems(self, repo: Repo, sums: Mapping[str, str], sums_bytes: bytes | None = None, signer: Signer | None = None, fix: str = RESIGN_FIX) -> list[Problem]:
+        """:meth:`problems` for a registry folder whose SHA256SUMS (``sums``; ``sums_bytes``: its
+        bytes, read again when None) was checked against its bytes; ``signer``: index.json's, read
+        when None.  A model.sig that is a link or not a regular file is refused unread."""
         path = repo.root / SIGNATURE_NAME
-        if not path.is_file():  # nothing to check against a signer (a dataset registry records none)
-            return self.problems(None, sums, b"", None)
-        return self.problems(repo.read_bytes(path), sums, repo.read_bytes(repo.sums_path), repo.load_index().registry.signer)
+        if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
+            return [Problem("sign.not-a-file", SIGNATURE_NAME, "model.sig is a symlink or not a regular file, so it could vouch for any bytes", f"remove it, then {STALE_FIX}")]
+        if signer is None and repo.index_path.is_file() and not is_dataset(repo.root):
+            signer = repo.load_index().registry.signer
+        if not path.is_file():
+            return self.problems(None, sums, b"", signer, fix)
+        if path.stat().st_size > MAX_SIGNATURE_BYTES:
+            return [_unreadable(f"larger than {MAX_SIGNATURE_BYTES >> 20} MiB").problem]
+        data = repo.read_bytes(path)
+        return self.problems(data, sums, repo.read_bytes(repo.sums_path) if sums_bytes is None else sums_bytes, signer, fix)
 
 
 # -- Detached signatures over one document (gate receipts), with the same EC key ----------------------------------

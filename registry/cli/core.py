@@ -9,6 +9,9 @@ import click
 from ..core.progress import say
 from .app import DIR_ARG, REGISTRY_OPT, card_front_options, main, registry_dir
 from .output import json_option, output
+from .sign import EXISTING_FILE
+
+REQUIRE_BYTES_OPT = click.option("--require-bytes", is_flag=True, help="Refuse Git LFS pointers (each is a finding) instead of checking them by oid and size.")
 
 
 @main.command()
@@ -28,19 +31,21 @@ def init(directory: Path | None, registry: Path, title: str | None, license_: st
 @DIR_ARG
 @REGISTRY_OPT
 @click.option("--check", is_flag=True, help="Only verify SHA256SUMS against the files; change nothing.")
+@REQUIRE_BYTES_OPT
 @json_option
-def sums(directory: Path | None, registry: Path, check: bool) -> None:
+def sums(directory: Path | None, registry: Path, check: bool, require_bytes: bool) -> None:
     """Recompute SHA256SUMS (or --check it) for the registry in DIR."""
     from ..ops.sums import check_sums, write_sums
 
     root, out = registry_dir(directory, registry), output()
     with out.bar("hashing") as bar:
         if check:
-            problems = check_sums(root, progress=bar.advance)
+            report = check_sums(root, progress=bar.advance, require_bytes=require_bytes)
         else:
             digests = write_sums(root, progress=bar.advance)
     if check:
-        out.check(problems, "SHA256SUMS matches every file")
+        _say_notes(report.notes())
+        out.check(report.problems, "SHA256SUMS matches every file", report.as_dict())
     else:
         out.result({"ok": True, "files": len(digests)}, f"SHA256SUMS written: {len(digests)} files")
 
@@ -53,9 +58,14 @@ def sums(directory: Path | None, registry: Path, check: bool) -> None:
 @click.option("--allow-rewrite", "rewrite_reason", metavar="REASON", help="Accept changes to already-published files and record REASON in index.json.")
 @click.option("--linked", type=click.Path(file_okay=False, path_type=Path), help="The other registry of a dataset link: for a model registry the dataset registry its entries cite; for a dataset registry the model registry its card lists.")
 @click.option("--linked-hub", is_flag=True, help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo at the revision the dataset card was derived from.")
-def validate_cmd(directory: Path | None, registry: Path, index_only: Path | None, rewrite_reason: str | None, linked: Path | None, linked_hub: bool) -> None:
-    """Check layout, schemas, index cross-references and SHA256SUMS; exit 0 only when clean."""
-    from ..ops.vouched import not_covered, validate
+@REQUIRE_BYTES_OPT
+@click.option("--public-key", type=EXISTING_FILE, metavar="SIGNER.pub", help="Also verify model.sig with the signer's PEM public key (authorship; needs the sign extra). Without it, model.sig is checked for consistency only.")
+def validate_cmd(
+    directory: Path | None, registry: Path, index_only: Path | None, rewrite_reason: str | None, linked: Path | None, linked_hub: bool, require_bytes: bool, public_key: Path | None,
+) -> None:
+    """Check layout, schemas, index cross-references, SHA256SUMS and model.sig; exit 0 only when clean.
+    Git LFS pointers are checked by oid and size (pointer mode) unless --require-bytes."""
+    from ..ops.vouched import not_covered, validate_report
 
     root, out = registry_dir(directory, registry), output()
     if rewrite_reason:
@@ -72,11 +82,18 @@ def validate_cmd(directory: Path | None, registry: Path, index_only: Path | None
         out.check(validate_index_file(index_only), f"{index_only} is valid")
         return
     with out.bar("hashing") as bar:
-        problems = validate(root, progress=bar.advance, linked=linked, linked_hub=linked_hub, hub_progress=out.progress)
+        report = validate_report(root, progress=bar.advance, linked=linked, linked_hub=linked_hub, hub_progress=out.progress, require_bytes=require_bytes, public_key=public_key)
     beside = not_covered(root)
-    if beside and out.say:
-        out.say(f"not checked and never published: {', '.join(beside)}")
-    out.check(problems, "registry is valid", {"not_covered": beside})
+    _say_notes(report.notes() + ([f"not checked and never published: {', '.join(beside)}"] if beside else []))
+    out.check(report.problems, "registry is valid", {"not_covered": beside, **report.as_dict()})
+
+
+def _say_notes(lines: list[str]) -> None:
+    """What a check did not do, or did in a lighter way, on stderr before its result."""
+    echo = output().say
+    if echo is not None:
+        for line in lines:
+            echo(line)
 
 
 @main.command()

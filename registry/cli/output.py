@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..core.errors import Exit, Problem
+from ..core.errors import Exit, Problem, take_warnings
 from ..core.progress import ByteProgress, Echo, byte_progress, progress_enabled, say
 
 FLAG = "as_json"
@@ -51,6 +51,9 @@ class Output:
 
     json: bool = False
 
+    def __post_init__(self) -> None:
+        take_warnings()  # a new run's sink: nothing of an earlier run in this process
+
     @property
     def progress(self) -> bool:
         """Whether bars (ours and the Hub client's) may be drawn: on a terminal, never under --json."""
@@ -66,11 +69,14 @@ class Output:
         return byte_progress(description, total=total, enabled=not self.json)
 
     def result(self, document: Any, text: str | Text, *, found_problems: bool = False) -> None:
-        """Print the result, as ``document`` or as ``text``; exit 1 when the command found problems."""
+        """Print the result, as ``document`` or as ``text``, with the warnings the command gave
+        (:func:`registry.core.errors.warn`); exit 1 when the command found problems."""
+        warnings = take_warnings()
         if self.json:
-            _emit_json(document)
+            _emit_json({**document, "warnings": [w.as_dict() for w in warnings]} if warnings and isinstance(document, dict) else document)
         else:
             self.text_now(text)
+            self.text_now(Line(f"warning: {w.one_line()}", err=True) for w in warnings)
         if found_problems:
             sys.exit(Exit.PROBLEMS)
 

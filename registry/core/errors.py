@@ -1,4 +1,4 @@
-"""The one problem type, the one refusal, and the exit codes.
+"""The one problem type, the one refusal, the exit codes, and the warnings a command gives.
 
 A :class:`Problem` is a stable code (for CI), the file it is about, what is wrong and the fix.
 ``validate`` reports problems; a command that refuses raises :class:`RegistryError` carrying one
@@ -97,3 +97,20 @@ class RegistryError(Exception):
     def one_line(self) -> str:
         more = f" (and {len(self.problems) - 1} more problem(s))" if len(self.problems) > 1 else ""
         return self.problem.one_line() + more
+
+
+_WARNINGS: list[Problem] = []
+
+
+def warn(problem: Problem) -> None:
+    """A warning the running command's result carries: something its write left stale (the sink
+    prints it with the result: a ``warning:`` line on stderr, ``warnings`` under --json); once."""
+    if problem not in _WARNINGS:
+        _WARNINGS.append(problem)
+
+
+def take_warnings() -> list[Problem]:
+    """The warnings given since the last call (the sink's: each is printed once)."""
+    taken = list(_WARNINGS)
+    _WARNINGS.clear()
+    return taken

@@ -9,8 +9,10 @@ says what it is, with the one fix that works.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import Problem, RegistryError
@@ -33,6 +35,32 @@ def is_pointer(path: Path) -> bool:
         return stat.S_ISREG(st.st_mode) and st.st_size <= MAX_POINTER_BYTES and os.pread(fd, len(SPEC), 0) == SPEC
     finally:
         os.close(fd)
+
+
+# git-lfs's spec v1: the version line, then the keys in order, one `key value` line each, LF ends.
+_POINTER = re.compile(rb"version https://git-lfs\.github\.com/spec/v1\noid sha256:([0-9a-f]{64})\nsize (0|[1-9][0-9]{0,18})\n")
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """What a pointer says of the file it stands for: its sha256 (the LFS oid) and size."""
+
+    oid: str
+    size: int
+
+
+def read_pointer(root: Path, rel: str) -> Pointer | Problem:
+    """The pointer at ``rel`` (a regular file of the tree walk, :func:`is_pointer`), or why it is
+    not one git-lfs would resolve (anything beyond version, oid sha256 and size is refused)."""
+    fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        data = os.pread(fd, MAX_POINTER_BYTES + 1, 0)
+    finally:
+        os.close(fd)
+    match = _POINTER.fullmatch(data)
+    if match is None:
+        return Problem("lfs.malformed-pointer", rel, "a Git LFS pointer that is not `version`, `oid sha256:<64 hex>` and `size <bytes>` lines", "check the file out again (`git checkout -- FILE`), or `git lfs pull` it")
+    return Pointer(match.group(1).decode(), int(match.group(2)))
 
 
 def pointer_problem(rel: str) -> Problem:

@@ -4,19 +4,23 @@ kept in the stat cache."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+import stat
+from collections.abc import Callable, Mapping, Set
+from pathlib import Path
 
 from .atomic import Transaction
-from .errors import RegistryError
+from .errors import Problem, RegistryError, warn
 from .hashing import StatCache
 from .hashing.engine import Progress
 from .hashing.tree import digest_tree
 from .layout import is_excluded
 from .lfs import refuse_pointers
-from .names import CARRIED, SUMS_NAME
+from .names import CARRIED, SIGNATURE_NAME, SUMS_NAME
 from .repo import Repo
 from .sums import parse_sums, render_sums, sums_problems
 from .tree import scan_tree
+
+STALE_SIGNATURE_FIX = "registry sign --key KEY.pem (sign again over the files as they are now)"
 
 
 def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, absorb: bool | Set[str] = False, known: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -43,9 +47,33 @@ def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, a
     if absorb is not True:
         _require_unchanged(repo, digests, (set(staged) - CARRIED) | removed | set(absorb or ()))
     digests.update(staged)
-    txn.write(SUMS_NAME, render_sums(digests))
+    new_sums = render_sums(digests)
+    txn.write(SUMS_NAME, new_sums)
     txn.after_commit(lambda: remember_digests(repo, staged))
+    txn.after_commit(_warn_if_signature_left_stale(repo, new_sums))
     return digests
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
+
+
+def _warn_if_signature_left_stale(repo: Repo, new_sums: bytes) -> Callable[[], None]:
+    """Every write goes through here: once it commits, a model.sig it did not replace no longer
+    signs SHA256SUMS (and the files it lists) when those changed, and the command says so."""
+    signature = repo.root / SIGNATURE_NAME
+    before = _identity(signature)
+    old_sums = repo.read_bytes(repo.sums_path) if before and repo.sums_path.is_file() and not repo.sums_path.is_symlink() else None
+
+    def check() -> None:
+        if before is not None and _identity(signature) == before and old_sums != new_sums:
+            warn(Problem("sign.stale", SIGNATURE_NAME, "stale signature: this command changed signed files after `registry sign`", STALE_SIGNATURE_FIX))
+
+    return check
 
 
 def _require_unchanged(repo: Repo, digests: dict[str, str], written: set[str]) -> None:

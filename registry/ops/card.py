@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import Problem, RegistryError
+from ..core.validation_result import Validation
 from ..core.verdict import vouching
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def check_card(root: Path) -> CardCheck:
     A card that cannot be compared (a ``card.*`` refusal) is a finding of the check, not a refusal.
     On a tree unchanged since a clean validate or check: fresh, without rendering anything."""
     verdicts = vouching(root)
-    if verdicts is not None and [] in (verdicts.recall("validate"), verdicts.recall("card-check")):
+    if verdicts is not None and (Validation.from_verdict(verdicts.recall("validate")) is not None or verdicts.recall("card-check") == []):
         return CardCheck([], "")
     try:
         states = compare_card(root)

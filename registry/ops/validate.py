@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..artifacts.inspect import check_fits, inspect_weights
+from ..artifacts.signature import STALE_FIX, SignaturePolicy
 from ..card import check_rendered
 from ..convert.shards import shard_set_problems
 from ..core.atomic import transaction
@@ -22,19 +23,20 @@ from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
 from ..core.hashing.tree import digest_tree
 from ..core.layout import declared_root, is_weight, place
-from ..core.lfs import pointer_problem, pointers
+from ..core.lfs import Pointer, pointer_problem, pointers, read_pointer
 from ..core.models import Entry, FileRef, Index, Rewrite
-from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, LFS_SUFFIXES, TRAIN_JSON
+from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, LFS_SUFFIXES, SIGNATURE_NAME, TRAIN_JSON
 from ..core.published import record_rewrites
 from ..core.repo import Repo, is_dataset, no_registry, render_index
 from ..core.schemas import format_problem, read_json, schema_errors
 from ..core.train import read_train, train_problems
 from ..core.tree import TreeScan, scan_tree
+from ..core.validation_result import Validation
 from ..gguf.check import gguf_problems
 from ..hf.check import export_problems, listed_files
 from ..index.derived import stage_derived
 from ..index.rules import base_problems, entry_problems, index_to_change, weight_paths
-from ..index.validation import ACCEPT_BYTES, Check, Context, check_immutable, check_sums
+from ..index.validation import ACCEPT_BYTES, POINTER_FIX, Check, Context, check_immutable, check_sums
 from .add import accept_weight, content_version
 from .validate_dataset import model_link_findings, validate_dataset
 
@@ -155,7 +157,7 @@ def check_entry_hashes(ctx: Context) -> Iterator[Problem]:
         refs = [(entry.path, entry.sha256, entry.size)] + [(s.path, s.sha256, s.size) for s in entry.shards]
         for path, sha, size in refs:
             actual = ctx.digests.get(path)
-            if actual is None:
+            if actual is None or path in ctx.pointers:  # a pointer's oid and size: check_pointers
                 continue
             if actual != sha:
                 yield Problem("index.sha-mismatch", path, f"index.json says sha256 {sha[:12]}… but the file is {actual[:12]}…", ACCEPT_BYTES)
@@ -193,6 +195,50 @@ def check_ggufs(ctx: Context) -> Iterator[Problem]:
     yield from gguf_problems(ctx.root, ctx.index, ctx.scan.files, ctx.digests)
 
 
+def _recorded(index: Index) -> dict[str, tuple[str, int]]:
+    """Every file index.json records with its sha256 and size (entries, shards, exports, GGUFs)."""
+    found: dict[str, tuple[str, int]] = {}
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            path, sha, size = node.get("path"), node.get("sha256"), node.get("size")
+            if isinstance(path, str) and isinstance(sha, str) and isinstance(size, int):
+                found[path] = (sha, size)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(index.model_dump(mode="json"))
+    return found
+
+
+def check_pointers(ctx: Context) -> Iterator[Problem]:
+    """Pointer mode: each Git LFS pointer's oid and size against what index.json records for the
+    file (SHA256SUMS's sha256 is compared in :func:`check_sums`)."""
+    recorded = _recorded(ctx.index)
+    for rel, pointer in sorted(ctx.pointers.items()):
+        if rel not in recorded:
+            continue
+        sha, size = recorded[rel]
+        if pointer.oid != sha and ctx.listed_sums is not None and ctx.listed_sums.get(rel) == pointer.oid:
+            yield Problem("lfs.oid-mismatch", rel, f"the Git LFS pointer's oid is {pointer.oid[:12]}… but index.json says {sha[:12]}…", POINTER_FIX)
+        if pointer.size != size:
+            yield Problem("lfs.size-mismatch", rel, f"the Git LFS pointer says {pointer.size} bytes but index.json says {size}", POINTER_FIX)
+
+
+def check_signature(ctx: Context) -> Iterator[Problem]:
+    """model.sig against SHA256SUMS (as checked against the files) and index.json's signer: it
+    parses, signs exactly what SHA256SUMS lists with the same sha256, by the recorded key hint; with
+    ``--public-key`` also that the key signed it.  A recorded signer needs a model.sig."""
+    if ctx.listed_sums is None or not ctx.options.get("signature"):
+        return  # SHA256SUMS's own finding says what to do first; the signature is compared with it then
+    public_key = ctx.options.get("public_key")
+    policy = SignaturePolicy(public_key, required=public_key is not None)
+    yield from policy.folder_problems(ctx.repo, ctx.listed_sums, signer=ctx.index.registry.signer, fix=STALE_FIX)
+
+
 def check_card(ctx: Context) -> Iterator[Problem]:
     yield from check_rendered(ctx.repo, ctx.index)
 
@@ -211,6 +257,8 @@ CHECKS: list[Check] = [
     check_train_json,
     check_entries,
     check_sums,
+    check_pointers,
+    check_signature,
     check_entry_hashes,
     check_twins,
     check_shards,
@@ -235,23 +283,72 @@ def validate_index_file(path: Path) -> list[Problem]:
     return findings
 
 
+# The checks that read a file's bytes beyond its sha256 (tensor inspection: safetensors and GGUF
+# headers, shard sets, Transformers exports): in pointer mode their findings about a pointer (or a
+# folder holding one) are dropped, and the report names them as skipped.
+NEEDS_BYTES: tuple[Check, ...] = (check_twins, check_shards, check_exports, check_ggufs)
+
+
 def validate(root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True) -> list[Problem]:
     """All findings for the registry at ``root`` (empty when clean); with ``linked`` (a local
-    registry) or ``linked_hub`` its data links too (``hub_progress``: the Hub client's bars)."""
+    registry) or ``linked_hub`` its data links too (``hub_progress``: the Hub client's bars).
+    For the commands that go on to use the files (publish, pull, the demo): a Git LFS pointer is a
+    finding, and model.sig is left to their own signature policy (the fix differs by side)."""
+    return validate_report(root, progress, linked, linked_hub, hub_progress, require_bytes=True, signature=False).problems
+
+
+def validate_report(
+    root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True,
+    require_bytes: bool = False, public_key: Path | None = None, signature: bool = True,
+) -> Validation:
+    """:func:`validate` with what it did.  Where Git LFS pointers stand for files (a checkout made
+    with ``GIT_LFS_SKIP_SMUDGE=1``), each pointer's oid and size are checked against SHA256SUMS and
+    index.json and the checks that need bytes are skipped (``require_bytes``: each pointer is a
+    finding instead).  ``signature``: check model.sig (``public_key``: it must verify with that key,
+    the signing extra)."""
     repo = Repo.open(root, must_exist=False)
     if not repo.index_path.is_file():
-        return [no_registry(repo.root).problem()]
+        return Validation([no_registry(repo.root).problem()])
     if is_dataset(repo.root):  # "kind": "dataset": seed 002's repo shape (registry/dataset/)
-        return validate_dataset(repo, progress, linked, linked_hub, hub_progress)
+        return Validation(validate_dataset(repo, progress, linked, linked_hub, hub_progress))
     scan = scan_tree(repo.root)
     findings, index = check_index(repo)
     if index is None:
-        return findings
-    options = {"linked": linked, "linked_hub": linked_hub, "hub_progress": hub_progress}
+        return Validation(findings)
+    options = {"linked": linked, "linked_hub": linked_hub, "hub_progress": hub_progress, "public_key": public_key, "signature": signature}
     ctx = Context(repo=repo, scan=scan, index=index, progress=progress, options=options)
+    found = pointers(repo.root, scan.files)
+    if require_bytes:
+        found = []
+    for rel in found:
+        pointer = read_pointer(repo.root, rel)
+        if isinstance(pointer, Problem):
+            findings.append(pointer)
+        else:
+            ctx.pointers[rel] = pointer
     for check in CHECKS:
-        findings.extend(check(ctx))
-    return _pointers_named_once(repo, scan, findings)
+        results = list(check(ctx))
+        if ctx.pointers and check in NEEDS_BYTES:
+            results = [f for f in results if not _needs_pointed_bytes(f.file, ctx.pointers)]
+        findings.extend(results)
+    checked = None
+    if signature and ctx.listed_sums is not None and (repo.root / SIGNATURE_NAME).is_file() and not (repo.root / SIGNATURE_NAME).is_symlink():
+        checked = "public-key" if public_key else "consistency"
+    if require_bytes:
+        findings = _pointers_named_once(repo, scan, findings)
+    return Validation(_pointer_findings_first(findings, set(found)), sorted(found), checked)
+
+
+def _needs_pointed_bytes(file: str | None, found: dict[str, Pointer]) -> bool:
+    """Whether a byte check's finding is about a pointer, or a folder (an export) holding one."""
+    return file is not None and any(rel == file or rel.startswith(file.rstrip("/") + "/") for rel in found)
+
+
+def _pointer_findings_first(findings: list[Problem], found: set[str]) -> list[Problem]:
+    """A pointer whose oid or size disagrees is said once, as that: the index and immutability
+    findings the other oid causes (which advise rewrites) are dropped for it."""
+    named = {f.file for f in findings if f.code.startswith("lfs.") and f.file in found}
+    return [f for f in findings if f.file not in named or f.code.startswith("lfs.")]
 
 
 def _pointers_named_once(repo: Repo, scan: TreeScan, findings: list[Problem]) -> list[Problem]:

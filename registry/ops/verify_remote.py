@@ -4,22 +4,25 @@ a local registry, the Hub's Xet hashes against the local bytes (:mod:`registry.h
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..artifacts.signature import SignaturePolicy
 from ..core.errors import Problem
 from ..core.hashing.engine import hash_file
+from ..core.lfs import Pointer, pointers, read_pointer
 from ..core.models import Index
 from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
 from ..core.repo import Repo
 from ..core.schemas import load_model
 from ..core.sums import parse_sums
+from ..core.tree import scan_tree
 from ..dataset.models import DatasetIndex
 from ..dataset.remote import trained_file_findings
-from ..hub.content import ContentCheck, check_content, check_local_bytes, content_problems
+from ..hub.content import REDACTED, ContentCheck, check_content, check_local_bytes, content_problems
 from ..hub.local import local_sums
-from ..hub.plan import plain_paths
+from ..hub.plan import RemoteFile, plain_paths
 from ..hub.remote import Hub
 from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings
 
@@ -75,11 +78,30 @@ def verify_remote(
         repo = Repo.open(registry)
         mine = local_sums(repo)
         findings += compare_findings(mine, sums)
-        same = [p for p, sha in mine.items() if sums.get(p) == sha]  # a differing file is reported above
-        content = check_local_bytes(repo.root, repo.xet_cache_path, state.files, sums, same)
+        found = _pointers(repo, mine)
+        findings += pointer_findings(found, state.files)
+        same = [p for p, sha in mine.items() if sums.get(p) == sha and p not in found]  # a differing file is reported above
+        content = check_local_bytes(repo.root, repo.xet_cache_path, state.files, sums, same)  # a pointer's bytes: not-compared
     findings += content_problems(content, "remote", REPUBLISH)
     # A file SHA256SUMS does not list is no part of the registry: publish keeps it (someone else's,
     # unless --delete-remote-extra), so it is said, never counted as the registry's failure.
     kept = [p.file for p in findings if p.code == "remote.unlisted-file" and p.file]
     findings = [p for p in findings if p.code != "remote.unlisted-file"]
     return RemoteReport(repo_id, revision, state.head, len(state.files), findings, content, kept)
+
+
+def _pointers(repo: Repo, listed: dict[str, str]) -> dict[str, Pointer]:
+    """The Git LFS pointers standing for listed files in a checkout made without their bytes (CI)."""
+    files = set(scan_tree(repo.root).files)  # never a path SHA256SUMS names outside the root or through a link
+    read = {rel: read_pointer(repo.root, rel) for rel in pointers(repo.root, [p for p in listed if p in files])}
+    return {rel: pointer for rel, pointer in read.items() if isinstance(pointer, Pointer)}  # a malformed one: validate's finding
+
+
+def pointer_findings(found: dict[str, Pointer], tree: Mapping[str, RemoteFile]) -> list[Problem]:
+    """Each local pointer against the Hub's tree: the Hub's LFS oid and size are the pointer's."""
+    problems = []
+    for rel, pointer in sorted(found.items()):
+        remote = tree.get(rel)
+        if remote is not None and (remote.lfs_sha256 not in (pointer.oid, REDACTED) or remote.size != pointer.size):
+            problems.append(Problem("remote.pointer-mismatch", rel, f"the local Git LFS pointer says sha256 {pointer.oid[:12]}…, {pointer.size} bytes; the Hub holds {str(remote.lfs_sha256)[:12]}…, {remote.size} bytes", "check out the revision you verify (`--revision` the commit of this checkout)"))
+    return problems

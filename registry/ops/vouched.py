@@ -9,25 +9,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.names import NOT_COVERED
+from ..core.validation_result import Validation
 from ..core.verdict import vouching
 
 if TYPE_CHECKING:
-    from ..core.errors import Problem
     from ..core.hashing.engine import Progress
 
 
-def validate(root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True) -> list[Problem]:
-    """:func:`registry.ops.validate.validate`, remembered while the tree stays as it was (a run with
-    ``linked``/``linked_hub`` reads another registry or the Hub: never remembered)."""
-    verdicts = vouching(root) if linked is None and not linked_hub else None
-    if verdicts is not None and verdicts.recall("validate") == []:
-        return []
+def validate_report(
+    root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True,
+    require_bytes: bool = False, public_key: Path | None = None,
+) -> Validation:
+    """:func:`registry.ops.validate.validate_report`, remembered while the tree stays as it was.  Only
+    the plain run is remembered: ``linked``/``linked_hub`` read another registry or the Hub,
+    ``require_bytes`` and ``public_key`` ask for more than it checked."""
+    plain = linked is None and not linked_hub and not require_bytes and public_key is None
+    verdicts = vouching(root) if plain else None
+    kept = Validation.from_verdict(verdicts.recall("validate")) if verdicts is not None else None
+    if kept is not None:
+        return kept
     from . import validate as full
 
-    problems = full.validate(root, progress=progress, linked=linked, linked_hub=linked_hub, hub_progress=hub_progress)
-    if verdicts is not None and not problems:
-        verdicts.remember("validate", [])
-    return problems
+    report = full.validate_report(root, progress, linked, linked_hub, hub_progress, require_bytes=require_bytes, public_key=public_key)
+    if verdicts is not None and not report.problems:
+        verdicts.remember("validate", report.verdict())
+    return report
 
 
 def not_covered(root: Path) -> list[str]:
