@@ -72,3 +72,9 @@ def place(rel: str, versions: set[str]) -> VersionPath | Problem | None:
     if why:
         return Problem("layout.stray-file", rel, why, "move the file to its place or delete it")
     return VersionPath(version, inner)
+
+
+def version_folders(files: list[str]) -> list[str]:
+    """The top-level folders of ``files`` laid out as data versions (``v1.41/dataset/train/…``):
+    what tells a hand-made dataset repo (seed 002) from a model repo."""
+    return sorted({rel.split("/")[0] for rel in files if re.fullmatch(DATA_VERSION_PATTERN, rel.split("/")[0]) and rel.split("/")[1:2] == [SPLIT_PARENT]})

@@ -54,6 +54,7 @@ from ..core.staged_sums import remember_digests, stage_sums
 from ..core.sums import parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
+from ..dataset.layout import version_folders
 from ..index.arguments import require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
 from ..index.handmade import HandIndex, HandReference, read_hand_index
@@ -214,6 +215,8 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     scan = scan_tree(root)
     if scan.findings:
         raise RegistryError.of(scan.findings)
+    if version_folders(scan.files):
+        raise RegistryError("adopt.dataset-repo", root, f"holds data version folders ({', '.join(version_folders(scan.files))}): a dataset repo", f"run `registry dataset adopt {shlex.quote(str(root))}`")
     refuse_pointers(root, scan.files)
     identities = {rel: _identity(os.stat(root / rel, follow_symlinks=False)) for rel in scan.files}
     hashed = hash_files([root / rel for rel in scan.files], progress)

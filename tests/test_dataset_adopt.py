@@ -1,0 +1,149 @@
+"""``registry dataset adopt``: seed 002's dataset repo, built as its author built it, adopted in place.
+
+The fixture is what No-22/rwkv-agent-distill's author did: the packer's folders copied under their
+version names with shell commands, facts written by hand into each release-manifest.json,
+SHA256SUMS from ``sha256sum``, a README in the seed's words.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from registry.cli import main
+from registry.core.names import RELEASE_MANIFEST
+from registry.ops.validate import validate
+
+from .conftest import snapshot
+from .test_dataset import DATASET_REPO, models, models_template, run, sources  # noqa: F401  (fixtures)
+
+pytest_plugins = ["tests.hubserver"]
+
+README = """---
+license: other
+language:
+- zh
+---
+# RWKV-Agent 蒸馏训练集
+
+RWKV-Agent 用来教 RWKV-7 G1k 7.2B 当本地工具 Agent 的训练数据：读写文件、跑 bash、查网页、算数、查天气，最后用一段话给出答案。
+
+这里只放实际训练过、并且训出了当前推荐权重的两个版本，内容和训练时用的文件逐字节一致（sha256 见 SHA256SUMS）。对应的权重在模型仓库 No-22/rwkv-agent-weights。
+
+| 版本 | 思考 | 训练行 / 验证行 | 老师 |
+|---|---|---|---|
+| v2.1（2026-10-18） | 带思考（g1k-think） | 48 / 6 | Qwen3.7-Flash |
+| v1.41（2026-10-13） | 不带思考（g1k） | 36 / 4 | 以 DeepSeek v4 Flash 为主 |
+
+## 已知问题
+
+1. v1.41 里有 3 行由测试题改编。
+"""
+FLAGS = ["--date", "v1.41=2026-10-13", "--date", "v2.1=2026-10-18", "--teacher", "v1.41=DeepSeek v4 Flash", "--teacher", "v2.1=Qwen3.7-Flash"]
+
+
+def sh(command: str, cwd: Path) -> None:
+    subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=cwd, check=True)
+
+
+@pytest.fixture
+def repo(sources, tmp_path) -> Path:  # noqa: F811
+    """The hand-made repo: the packer's folders as packed, by hand-written facts and sha256sum."""
+    packed = {"v1.41": "final-20261013", "v2.1": "final-20261018"}
+    for version, folder in packed.items():
+        shutil.copytree(sources[version].folder, tmp_path / folder)
+        manifest = tmp_path / folder / RELEASE_MANIFEST  # the author wrote what the packer did not
+        data = json.loads(manifest.read_text())
+        data.update(vocab="rwkv_vocab_v20230424.txt", context=8128)
+        manifest.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    root = tmp_path / "rwkv-agent-distill"
+    root.mkdir()
+    (root / "README.md").write_text(README)
+    sh("cp -r ../final-20261013 v1.41 && cp -r ../final-20261018 v2.1 && find . -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", root)
+    return root
+
+
+def originals_kept(root: Path, before: dict[str, bytes]) -> None:
+    """Every data file and the README's text byte-identical; SHA256SUMS still agrees with sha256sum."""
+    after = snapshot(root)
+    for rel, data in before.items():
+        if rel not in ("README.md", "SHA256SUMS"):
+            assert after[rel] == data, rel
+    assert README.split("---\n", 2)[2] in after["README.md"].decode()
+    sh("sha256sum --quiet -c SHA256SUMS", root)
+
+
+def test_adopt_in_place_with_models_then_validate_card_publish_pull_byte_identical(hub_server, repo, models, tmp_path):  # noqa: F811
+    before = snapshot(repo)
+    adopted = json.loads(run("dataset", "adopt", repo, "--models", models, *FLAGS, "--json").stdout)
+    originals_kept(repo, before)
+    versions = {v["version"]: v for v in adopted["versions"]}
+    # which file the trainer read: the one the model registry's weights cite by sha256
+    assert versions["v1.41"]["trained_file"]["path"] == "dataset/train/segments-1-41.jsonl"
+    assert versions["v2.1"]["trained_file"]["path"] == "dataset/train/segments-shuffled.jsonl"
+    assert adopted["sources"]["v1.41"]["trained_file"].startswith(f"--models {models}")
+    assert adopted["sources"]["v2.1"]["vocabulary"] == f"v2.1/{RELEASE_MANIFEST} vocab" and versions["v2.1"]["context"] == 8128
+    assert adopted["sources"]["v2.1"]["thinking"] == "the wire canonical's thinking=" and versions["v2.1"]["thinking"] == "full"
+    assert (versions["v1.41"]["train_rows"], versions["v1.41"]["teachers"], versions["v1.41"]["date"]) == (36, ["DeepSeek v4 Flash"], "2026-10-13")
+    assert len(adopted["weights"]) == 2 and adopted["next_steps"] == [f"registry validate {repo}", f"registry publish -C {repo}"]
+    index = json.loads((repo / "index.json").read_text())
+    assert index["kind"] == "dataset" and index["dataset"]["repo_id"] == DATASET_REPO and index["dataset"]["title"] == "RWKV-Agent 蒸馏训练集"
+    assert validate(repo) == []
+    run("card", "--check", "-C", repo)
+    for step in adopted["next_steps"]:  # run as printed
+        run(*step.split()[1:])
+    assert hub_server.files(DATASET_REPO, repo_type="dataset") == {rel: data for rel, data in snapshot(repo).items() if rel != ".gitignore"}
+    pulled = tmp_path / "pulled"
+    run("pull", "--repo-id", DATASET_REPO, "--repo-type", "dataset", pulled)
+    assert snapshot(pulled) == {rel: data for rel, data in snapshot(repo).items() if rel != ".gitignore"} and validate(pulled) == []
+    originals_kept(pulled, before)
+
+
+def test_facts_no_source_states_are_refused_all_at_once_and_the_folder_is_unchanged(repo):
+    before = snapshot(repo)
+    result = run("dataset", "adopt", repo, code=3)
+    lines = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    missing = [line for line in lines if "no " in line and "is stated" in line]
+    assert len(missing) == 6, result.output  # date, teacher, trained file of each version (rows, wire, thinking, vocab: the folder states them)
+    for flag in ("--date v1.41=YYYY-MM-DD", "--teacher v2.1=", "--trained-file v1.41=dataset/train/", "--trained-file v2.1=", "--date v2.1="):
+        assert any(f"fix: pass {flag}" in line for line in missing), flag
+    assert all(line.count("; fix: ") == 1 for line in lines)
+    assert snapshot(repo) == before and not (repo / ".registry").exists()
+
+
+def test_flags_alone_adopt_and_the_dry_run_plan_is_the_real_runs(repo):
+    before = snapshot(repo)
+    args = ["dataset", "adopt", repo, *FLAGS, "--trained-file", "v1.41=dataset/train/segments-1-41.jsonl", "--trained-file", "v2.1=dataset/train/segments-shuffled.jsonl", "--json"]
+    planned = json.loads(run(*args, "--dry-run").stdout)
+    assert snapshot(repo) == before and not (repo / ".registry").exists()
+    done = json.loads(run(*args).stdout)
+    assert planned.pop("dry_run") is True and done.pop("dry_run") is False and planned == done
+    assert done["advice"] and not done["weights"] and validate(repo) == []
+
+
+def test_a_flag_against_the_files_or_a_changed_file_is_refused_and_nothing_changes(repo):
+    before = snapshot(repo)
+    result = run("dataset", "adopt", repo, *FLAGS, "--trained-file", "v1.41=dataset/train/segments.jsonl", "--trained-file", "v2.1=dataset/train/segments-shuffled.jsonl", "--train-rows", "v2.1=47", code=3)
+    assert "v2.1/dataset/train/rows.jsonl: holds 48 rows but --train-rows says 47" in result.output
+    assert snapshot(repo) == before
+    (repo / "v2.1" / "pack.log").write_text("edited\n")
+    changed = snapshot(repo)
+    result = run("dataset", "adopt", repo, *FLAGS, code=3)
+    assert "v2.1/pack.log: sha256 is" in result.output and "SHA256SUMS says" in result.output
+    assert snapshot(repo) == changed
+
+
+def test_model_adopt_and_dataset_init_point_a_dataset_repo_to_dataset_adopt(repo):
+    before = snapshot(repo)
+    result = run("adopt", repo, code=3)
+    assert [line for line in result.output.splitlines() if line.startswith("error:")] == [
+        f"error: {repo}: holds data version folders (v1.41, v2.1): a dataset repo; fix: run `registry dataset adopt {repo}`"
+    ]
+    init = CliRunner().invoke(main, ["dataset", "init", str(repo)])
+    assert init.exit_code != 0 and f"fix: run `registry dataset adopt {repo}` to bring existing files in" in init.output
+    assert snapshot(repo) == before
