@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from registry.cli import main
@@ -28,6 +29,11 @@ README = """---
 license: other
 language:
 - zh
+tags:
+- tool-use
+pretty_name: RWKV-Agent Distill
+annotations_creators:
+- machine-generated
 ---
 # RWKV-Agent 蒸馏训练集
 
@@ -79,6 +85,7 @@ def originals_kept(root: Path, before: dict[str, bytes]) -> None:
 
 
 def test_adopt_in_place_with_models_then_validate_card_publish_pull_byte_identical(hub_server, repo, models, tmp_path):  # noqa: F811
+    run("describe", "--method", "miss", "--profile", "g1k-think", "-C", models)  # seed 001: MiSS 必须用 g1k-think
     before = snapshot(repo)
     adopted = json.loads(run("dataset", "adopt", repo, "--models", models, *FLAGS, "--json").stdout)
     originals_kept(repo, before)
@@ -87,14 +94,19 @@ def test_adopt_in_place_with_models_then_validate_card_publish_pull_byte_identic
     assert versions["v1.41"]["trained_file"]["path"] == "dataset/train/segments-1-41.jsonl"
     assert versions["v2.1"]["trained_file"]["path"] == "dataset/train/segments-shuffled.jsonl"
     assert adopted["sources"]["v1.41"]["trained_file"].startswith(f"--models {models}")
+    assert versions["v2.1"]["profile"] == "g1k-think" and adopted["sources"]["v2.1"]["profile"].endswith("serving.profile") and versions["v1.41"]["profile"] is None
     assert adopted["sources"]["v2.1"]["vocabulary"] == f"v2.1/{RELEASE_MANIFEST} vocab" and versions["v2.1"]["context"] == 8128
     assert adopted["sources"]["v2.1"]["thinking"] == "the wire canonical's thinking=" and versions["v2.1"]["thinking"] == "full"
     assert (versions["v1.41"]["train_rows"], versions["v1.41"]["teachers"], versions["v1.41"]["date"]) == (36, ["DeepSeek v4 Flash"], "2026-10-13")
     assert len(adopted["weights"]) == 2 and adopted["next_steps"] == [f"registry validate {repo}", f"registry publish -C {repo}"]
     index = json.loads((repo / "index.json").read_text())
-    assert index["kind"] == "dataset" and index["dataset"]["repo_id"] == DATASET_REPO and index["dataset"]["title"] == "RWKV-Agent 蒸馏训练集"
+    assert index["kind"] == "dataset" and index["dataset"]["repo_id"] == DATASET_REPO and index["dataset"]["title"] == "RWKV-Agent Distill"
     assert validate(repo) == []
     run("card", "--check", "-C", repo)
+    # the author's front matter stands in the card's (lists merged, nothing removed); a key it does not carry is named
+    front = yaml.safe_load((repo / "README.md").read_text().split("---\n")[1])
+    assert (front["license"], front["language"], front["pretty_name"]) == ("other", ["zh"], "RWKV-Agent Distill") and front["tags"][0] == "tool-use" and "rwkv" in front["tags"]
+    assert adopted["front_matter"] == {"kept": ["language", "license", "pretty_name", "tags"], "not_in_metadata": ["annotations_creators"]}
     for step in adopted["next_steps"]:  # run as printed
         run(*step.split()[1:])
     assert hub_server.files(DATASET_REPO, repo_type="dataset") == {rel: data for rel, data in snapshot(repo).items() if rel != ".gitignore"}

@@ -34,6 +34,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..card.handwritten import keep_whole, split_front_matter
 from ..card.metadata import read_front_matter
 from ..card.render import decode_card
@@ -77,6 +79,9 @@ EXAMPLES = {
     "train_rows": "<rows>", "validation_rows": "<rows>", "wire_canonical": "'<meta.wire_canonical>'", "vocabulary": "rwkv_vocab_v20230424.txt",
 }  # fmt: skip
 WORDS = {"teachers": "teacher", "trained_file": "file the trainer read", "train_rows": "train row count", "validation_rows": "validation row count"}
+# The README front matter keys the dataset card carries from the author's values, and those it renders itself.
+CARRIED = ("pretty_name", "license", "language", "tags", "task_categories")
+OWNED = ("size_categories", "configs")
 INTEGERS = ("train_rows", "validation_rows", "context", "flagged_rows")
 MAX_FIRST_ROW = 16 << 20
 
@@ -101,6 +106,8 @@ class DatasetAdoptReport:
     saved: list[str] = field(default_factory=list)
     readme: str = "none"
     given: str = ""
+    front_matter_kept: list[str] = field(default_factory=list)  # the author's keys the card's front matter carries
+    front_matter_dropped: list[str] = field(default_factory=list)  # the author's keys it does not (kept in the hand-written section's comment)
 
     @property
     def next_steps(self) -> list[str]:
@@ -116,6 +123,8 @@ class DatasetAdoptReport:
         lines = []
         if not self.index.models:
             lines.append("no model registry given: `registry dataset link --models` with the model registry trained on these versions lists its weights on the card")
+        if self.front_matter_dropped:
+            lines.append(f"the README's front matter keys {', '.join(self.front_matter_dropped)} are not in the card's metadata (kept as written in a comment of its hand-written section)")
         if not self.index.dataset.repo_id:
             lines.append("no repo id found: pass the Hub dataset repo's id to `registry publish --repo-id`, or record it with `registry dataset set repo-id`")
         return lines
@@ -125,7 +134,7 @@ class DatasetAdoptReport:
             "ok": True, "dry_run": self.dry_run, "registry": str(self.root), "kind": "dataset",
             "versions": [v.model_dump(mode="json") for v in self.index.versions], "sources": self.sources,
             "weights": [w.model_dump(mode="json") for s in self.index.models for w in s.weights],
-            "writes": self.writes, "saved": self.saved, "readme": self.readme, "next_steps": self.next_steps, "advice": self.advice,
+            "writes": self.writes, "saved": self.saved, "readme": self.readme, "front_matter": {"kept": self.front_matter_kept, "not_in_metadata": self.front_matter_dropped}, "next_steps": self.next_steps, "advice": self.advice,
         }  # fmt: skip
 
 
@@ -201,7 +210,7 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
         headline = Problem("adopt.dataset-refused", str(root), f"{len(problems)} problem(s); nothing was changed", problems[0].fix)
         raise RegistryError.of([headline, *problems])
     readme = decode_card(originals[CARD_NAME]) if CARD_NAME in originals else ""
-    index = DatasetIndex(dataset=_info(readme, options.repo_id, models, versions), versions=versions)
+    index = DatasetIndex(dataset=_info(readme, options.repo_id, models, versions, report), versions=versions)
     if models is not None:
         _link(index, models, str(options.models))
     report.index = index
@@ -313,21 +322,38 @@ def _typed(facts: dict[str, Any], name: str) -> dict[str, Any]:
     return typed
 
 
-def _info(readme: str, repo_id: str | None, models: Index | None, versions: list[DataVersion]) -> DatasetInfo:
-    """The card-level facts: title and licence from the author's README, the repo id given or the one the weights cite."""
+def _merged(author: Any, default: list[str]) -> list[str]:
+    """The author's list first, then the registry's values it lacks (nothing removed)."""
+    written = [author] if isinstance(author, str) else list(author) if isinstance(author, list) else []
+    return written + [v for v in default if v not in written]
+
+
+def _info(readme: str, repo_id: str | None, models: Index | None, versions: list[DataVersion], report: DatasetAdoptReport) -> DatasetInfo:
+    """The card-level facts: from the author's README (its front matter's ``pretty_name``, ``license``,
+    ``language``, ``tags``, ``task_categories`` stand, lists merged; else the first ``# `` heading is the
+    title), the repo id given or the one the weights cite."""
     front, body = split_front_matter(readme)
-    info = DatasetInfo()
-    title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), None)
-    if title:
-        info.title = title
-    written = read_front_matter(front, CARD_NAME).get("license") if front.strip() else None
-    info.license = written if isinstance(written, str) else None
+    written = read_front_matter(front, CARD_NAME) if front.strip() else {}
+    defaults = DatasetInfo()
+    heading = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), None)
+    fields: dict[str, Any] = {"title": written.get("pretty_name") or heading or defaults.title, "license": written.get("license")}
     if body.strip():
-        info.languages = _prose_languages(body)
+        fields["languages"] = _prose_languages(body)
+    if "language" in written:
+        fields["data_languages"] = _merged(written["language"], [])
+    fields["tags"] = _merged(written.get("tags"), defaults.tags)
+    fields["task_categories"] = _merged(written.get("task_categories"), defaults.task_categories)
     shas = {v.trained_file.sha256 for v in versions}
     cited = {e.data.dataset_repo for e in (models.entries if models is not None else []) if e.data.sha256 in shas and e.data.dataset_repo}
     repo_id = repo_id or (cited.pop() if len(cited) == 1 else None)
-    info.repo_id = check_repo_id(repo_id, "--repo-id") if repo_id else None
+    fields["repo_id"] = check_repo_id(repo_id, "--repo-id") if repo_id else None
+    try:
+        info = DatasetInfo.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise RegistryError("adopt.dataset-front-matter", CARD_NAME, f"its front matter's {first['loc'][0]} cannot be the card's: {first['msg']}", "correct the YAML between the --- lines of README.md") from exc
+    report.front_matter_kept = sorted(k for k in written if k in CARRIED)
+    report.front_matter_dropped = sorted(k for k in written if k not in CARRIED and k not in OWNED)
     return info
 
 
