@@ -159,3 +159,21 @@ def test_model_adopt_and_dataset_init_point_a_dataset_repo_to_dataset_adopt(repo
     init = CliRunner().invoke(main, ["dataset", "init", str(repo)])
     assert init.exit_code != 0 and f"fix: run `registry dataset adopt {repo}` to bring existing files in" in init.output
     assert snapshot(repo) == before
+
+
+def test_a_file_with_no_place_or_a_trained_file_the_weights_do_not_cite_is_refused(repo, models):  # noqa: F811
+    (repo / "notes.txt").write_text("todo\n")
+    (repo / "v1.41" / "dataset" / "train" / "rows-16k.jsonl").write_text("{}\n")
+    before = snapshot(repo)
+    result = run("dataset", "adopt", repo, "--models", models, *FLAGS, code=3)
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert errors[0].startswith("error: notes.txt: unexpected file at the dataset registry's root") and errors[1].startswith("error: v1.41/dataset/train/rows-16k.jsonl: a split folder holds")
+    assert snapshot(repo) == before
+    (repo / "notes.txt").unlink()
+    (repo / "v1.41" / "dataset" / "train" / "rows-16k.jsonl").unlink()
+    sh("find . -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", repo)
+    before = snapshot(repo)
+    # the flag names another file than the one the State weight cites by sha256: the weights would cite no version
+    result = run("dataset", "adopt", repo, "--models", models, *FLAGS, "--trained-file", "v1.41=dataset/train/segments.jsonl", code=3)
+    assert "link.refused" not in result.output and "was trained on data v1.41 sha256" in result.output and "which is no version of this dataset" in result.output
+    assert snapshot(repo) == before and not (repo / ".registry").exists()
