@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from registry.cli import main
 from registry.core.names import RELEASE_MANIFEST
+from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
 from .conftest import snapshot
@@ -128,14 +129,22 @@ def test_facts_no_source_states_are_refused_all_at_once_and_the_folder_is_unchan
     assert snapshot(repo) == before and not (repo / ".registry").exists()
 
 
-def test_flags_alone_adopt_and_the_dry_run_plan_is_the_real_runs(repo):
+def test_flags_alone_adopt_and_the_dry_run_plan_is_the_real_runs(repo, monkeypatch):
     before = snapshot(repo)
     args = ["dataset", "adopt", repo, *FLAGS, "--trained-file", "v1.41=dataset/train/segments-1-41.jsonl", "--trained-file", "v2.1=dataset/train/segments-shuffled.jsonl", "--json"]
     planned = json.loads(run(*args, "--dry-run").stdout)
     assert snapshot(repo) == before and not (repo / ".registry").exists()
     done = json.loads(run(*args).stdout)
     assert planned.pop("dry_run") is True and done.pop("dry_run") is False and planned == done
-    assert done["advice"] and not done["weights"] and validate(repo) == []
+    import registry.ops.validate_dataset as validating
+
+    calls: list[str] = []
+    real = validating.version_problems
+    monkeypatch.setattr(validating, "version_problems", lambda version, *args: calls.append(version.version) or real(version, *args))
+    assert done["advice"] and not done["weights"] and validate(repo) == [] and calls == []  # adopt checked the rows: validate reads none again
+    (repo / "v2.1" / "pack.log").write_text("edited\n")
+    write_sums(repo)
+    assert [p.code for p in validate(repo)] == ["version.manifest-mismatch"] and calls == ["v2.1"]  # a changed file: that version is checked again
 
 
 def test_a_flag_against_the_files_or_a_changed_file_is_refused_and_nothing_changes(repo):

@@ -45,12 +45,13 @@ from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
 from ..core.lfs import refuse_pointers
 from ..core.models import Index
-from ..core.names import CARD_NAME, FINAL_STATS, INDEX_NAME, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, SUMS_NAME
+from ..core.names import CARD_NAME, DATASET_CHECKED_NAME, FINAL_STATS, INDEX_NAME, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, SUMS_NAME
 from ..core.repo import Repo, render_index
 from ..core.schemas import read_json
 from ..core.staged_sums import remember_digests
 from ..core.tree import scan_tree
 from ..dataset import store
+from ..dataset.checked import CheckedVersions, check_key
 from ..dataset.content import TokenCache
 from ..dataset.layout import GITATTRIBUTES, place, version_folders
 from ..dataset.links import citing_problems, trained_weights
@@ -145,6 +146,7 @@ class _Plan:
     identities: dict[str, tuple[int, ...]]
     originals: dict[str, bytes]
     card: str
+    version_files: dict[str, dict[str, str]]  # version -> its files (path inside it -> sha256), as checked
 
 
 def adopt_dataset(root: Path, options: DatasetAdoptOptions, progress: Progress | None = None) -> DatasetAdoptReport:
@@ -166,8 +168,18 @@ def adopt_dataset(root: Path, options: DatasetAdoptOptions, progress: Progress |
             txn.write(f"{SAVED_DIR}/{name}", data)
         stage_git_files(repo, txn, GITATTRIBUTES)
         store.stage_derived(repo, txn, index, absorb=True, card=plan.card, known=plan.digests)
-        txn.after_commit(lambda: remember_digests(repo, plan.digests))
+        txn.after_commit(lambda: _remember(repo, plan))
     return plan.report
+
+
+def _remember(repo: Repo, plan: _Plan) -> None:
+    """The file hashes in the stat cache, and each version as checked clean (its check key: these
+    statements, these bytes, these rules), so the first ``validate`` reads no row again."""
+    remember_digests(repo, plan.digests)
+    checked = CheckedVersions(repo.private / DATASET_CHECKED_NAME)
+    for version in plan.report.index.versions:
+        checked.record(version.version, check_key(version, plan.version_files[version.version]))
+    checked.save()
 
 
 def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -> _Plan:
@@ -191,8 +203,9 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
     flags, problems = _flag_values(options.flags, names)
     report = DatasetAdoptReport(root, options.dry_run, DatasetIndex(), saved=sorted(f"{SAVED_DIR}/{n}" for n in originals))
     versions: list[DataVersion] = []
+    version_files: dict[str, dict[str, str]] = {}
     for name in names:
-        files = {rel.split("/", 1)[1]: sha for rel, sha in digests.items() if rel.startswith(f"{name}/")}
+        files = version_files[name] = {rel.split("/", 1)[1]: sha for rel, sha in digests.items() if rel.startswith(f"{name}/")}
         facts, sources, missing = _facts(root, name, files, flags.get(name, {}), models, options.models)
         report.sources[name] = sources
         problems += missing
@@ -217,7 +230,7 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
     report.readme = "kept whole as the card's hand-written section" if readme.strip() else "none: the card starts from the default"
     card = store.render_card(index, keep_whole(readme) if readme.strip() else None)
     report.writes = sorted({INDEX_NAME, CARD_NAME, SUMS_NAME, *git_file_changes(repo, GITATTRIBUTES), *report.saved})
-    return _Plan(report, digests, identities, originals, card)
+    return _Plan(report, digests, identities, originals, card, version_files)
 
 
 def _flag_values(given: dict[str, tuple[str, ...]], names: list[str]) -> tuple[dict[str, dict[str, list[str]]], list[Problem]]:
