@@ -133,6 +133,8 @@ def test_flags_alone_adopt_and_the_dry_run_plan_is_the_real_runs(repo, monkeypat
     before = snapshot(repo)
     args = ["dataset", "adopt", repo, *FLAGS, "--trained-file", "v1.41=dataset/train/segments-1-41.jsonl", "--trained-file", "v2.1=dataset/train/segments-shuffled.jsonl", "--json"]
     planned = json.loads(run(*args, "--dry-run").stdout)
+    text = run(*args[:-1], "--dry-run").output
+    assert f"would adopt {repo} as a dataset registry: 2 version(s)" in text and "    trained_file: --trained-file v1.41=…" in text and "    train_rows: v1.41/dataset/train/manifest.json rows" in text
     assert snapshot(repo) == before and not (repo / ".registry").exists()
     done = json.loads(run(*args).stdout)
     assert planned.pop("dry_run") is True and done.pop("dry_run") is False and planned == done
