@@ -188,3 +188,28 @@ def test_a_file_with_no_place_or_a_trained_file_the_weights_do_not_cite_is_refus
     result = run("dataset", "adopt", repo, "--models", models, *FLAGS, "--trained-file", "v1.41=dataset/train/segments.jsonl", code=3)
     assert "link.refused" not in result.output and "was trained on data v1.41 sha256" in result.output and "which is no version of this dataset" in result.output
     assert snapshot(repo) == before and not (repo / ".registry").exists()
+
+
+def test_a_near_empty_dataset_repo_is_pointed_to_dataset_adopt_and_becomes_an_empty_dataset_registry(tmp_path):
+    root = tmp_path / "distill"
+    root.mkdir()
+    (root / "README.md").write_text("---\nlicense: other\ntask_categories:\n- text-generation\n---\n# RWKV-Agent 蒸馏训练集\n\n数据整理中，第一个版本随后上传。\n")
+    sh("sha256sum README.md > SHA256SUMS", root)
+    before = snapshot(root)
+    errors = [line for line in run("adopt", root, code=3).output.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {root}: holds no weight and its README's front matter has dataset-card keys (task_categories): a dataset repo; fix: run `registry dataset adopt {root}`"]
+    assert snapshot(root) == before and not (root / ".registry").exists()
+    adopted = json.loads(run("dataset", "adopt", root, "--json").stdout)
+    assert adopted["versions"] == [] and json.loads((root / "index.json").read_text())["kind"] == "dataset" and validate(root) == []
+    run("card", "--check", "-C", root)
+    assert "数据整理中，第一个版本随后上传。" in (root / "README.md").read_text()
+
+
+def test_dataset_adopt_of_a_model_repo_says_to_use_adopt(tmp_path):
+    root = tmp_path / "weights"
+    root.mkdir()
+    (root / "rwkv-final.pth").write_bytes(b"not read")
+    before = snapshot(root)
+    errors = [line for line in run("dataset", "adopt", root, code=3).output.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: rwkv-final.pth: a weight file: this is a model repo; fix: run `registry adopt {root}`"]
+    assert snapshot(root) == before

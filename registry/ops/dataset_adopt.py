@@ -7,7 +7,8 @@ lock and without creating the private folder, so a refusal leaves the folder exa
 1. the tree: no links, special files or Git LFS pointers; every file is hashed once and an
    existing SHA256SUMS must agree with the files (as ``registry adopt`` checks a model repo);
 2. every file has its place (:func:`registry.dataset.layout.place`): ``<version>/…`` folders,
-   README.md, SHA256SUMS, .gitattributes;
+   README.md, SHA256SUMS, .gitattributes (a weight file: a model repo, for ``registry adopt``);
+   with no version folder yet, the folder becomes an empty dataset registry;
 3. each version's facts, each from the first source that states it (the report says which):
    a flag (``--date v1.41=2026-10-13``), the folder (each split's ``manifest.json`` ``rows``, the
    first row's ``meta.wire_canonical`` and its ``thinking=``, and any of :data:`FOLDER_KEYS` the
@@ -43,6 +44,7 @@ from ..core.atomic import transaction
 from ..core.errors import Problem, RegistryError
 from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
+from ..core.layout import is_weight
 from ..core.lfs import refuse_pointers
 from ..core.models import Index
 from ..core.names import CARD_NAME, DATASET_CHECKED_NAME, FINAL_STATS, INDEX_NAME, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, SUMS_NAME
@@ -194,8 +196,9 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
     originals = {name: repo.read_bytes(root / name) for name in (CARD_NAME, SUMS_NAME) if (root / name).is_file() or (root / name).is_symlink()}
     _check_sums(root, originals.get(SUMS_NAME), digests)
     names = version_folders(scan.files)
-    if not names:
-        raise RegistryError("adopt.no-version", root, "holds no data version folder (v1.41/dataset/train/rows.jsonl …)", "adopt the folder of a dataset repo laid out as seed 002's (docs/formats.md, \"Dataset registries\")")
+    weights = [rel for rel in scan.files if is_weight(rel)]
+    if weights:
+        raise RegistryError("adopt.model-repo", weights[0], "a weight file: this is a model repo", f"run `registry adopt {shlex.quote(str(root))}`")
     problems = [p for rel in scan.files if isinstance(p := place(rel, set(names)), Problem)]
     if problems:
         raise RegistryError.of(problems)
