@@ -17,7 +17,7 @@ import yaml
 from click.testing import CliRunner
 
 from registry.cli import main
-from registry.core.names import RELEASE_MANIFEST
+from registry.core.names import JOURNAL_NAME, PRIVATE_DIR, RELEASE_MANIFEST, STAGING_NAME
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
@@ -213,3 +213,42 @@ def test_dataset_adopt_of_a_model_repo_says_to_use_adopt(tmp_path):
     errors = [line for line in run("dataset", "adopt", root, code=3).output.splitlines() if line.startswith("error:")]
     assert errors == [f"error: rwkv-final.pth: a weight file: this is a model repo; fix: run `registry adopt {root}`"]
     assert snapshot(root) == before
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed: the kill is injected at rename(2) with it")
+def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_complete(sources, tmp_path):  # noqa: F811
+    from .test_crash import RENAMES, _kill_at, registry
+
+    template = tmp_path / "template"
+    shutil.copytree(sources["v1.41"].folder, template / "v1.41")
+    (template / "README.md").write_text("# RWKV-Agent 蒸馏训练集\n\n只放实际训练过的版本。\n")
+    sh("find . -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", template)
+    before = snapshot(template)
+
+    def command(reg: Path) -> list[str | Path]:
+        return ["dataset", "adopt", reg, "--date", "v1.41=2026-10-13", "--teacher", "v1.41=DeepSeek v4 Flash", "--trained-file", "v1.41=dataset/train/segments-1-41.jsonl", "--vocab", "v1.41=rwkv_vocab_v20230424.txt"]
+
+    def fresh(name: str) -> Path:
+        return Path(shutil.copytree(template, tmp_path / name / "reg"))
+
+    done = fresh("done")
+    registry(*command(done))
+    after = snapshot(done)
+    outcomes = []
+    for syscall in RENAMES:
+        for k in range(1, 40):
+            reg = fresh(f"kill-{syscall}-{k}")
+            killed = _kill_at(command(reg), syscall, k)
+            if killed.returncode == 0:
+                assert snapshot(reg) == after
+                break
+            registry("validate", reg, check=False)  # the next command: rolls an interrupted commit forward first
+            now = snapshot(reg)
+            assert now in (before, after), (syscall, k)
+            outcomes.append("before" if now == before else "after")
+            if now == before:  # a folder still as it was is adopted again; no debris either way
+                registry(*command(reg), check=False)  # refused (exit 3) only where it found a commit to finish: then complete
+            assert snapshot(reg) == after and list((reg / PRIVATE_DIR / STAGING_NAME).iterdir()) == [] and not (reg / PRIVATE_DIR / JOURNAL_NAME).exists()
+        else:
+            pytest.fail(f"dataset adopt was still calling {syscall} after 40 kill points")
+    assert "before" in outcomes and "after" in outcomes, outcomes
