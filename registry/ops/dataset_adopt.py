@@ -309,7 +309,7 @@ def _model_facts(name: str, files: dict[str, str], models: Index, where: str, st
     """What the model registry's weights say of the version whose file they cite by sha256."""
     by_sha = {sha: rel for rel, sha in files.items() if rel.startswith(f"{SPLIT_PARENT}/train/")}
     for entry in sorted(models.entries, key=lambda e: (not e.recommended, e.path)):
-        rel = by_sha.get(entry.data.sha256)
+        rel = by_sha.get(entry.data.sha256) if entry.data.sha256 else None  # a weight may name its data by repo and revision only
         if rel is None or entry.derived_from is not None:
             continue
         source = f"--models {where}: {entry.path}"
