@@ -22,6 +22,8 @@ def dataset_group() -> None:
 
     \b
     registry dataset init DIR          create one
+    registry dataset adopt [DIR] [--models DIR] [--date VERSION=YYYY-MM-DD ...]
+                                       make a hand-made dataset repo a registry, in place
     registry dataset add FOLDER ...    check and register a version folder
     registry dataset link --models DIR | --repo-id NS/NAME [--revision REV]
                                        derive the card's table of weights trained on each version
@@ -98,6 +100,57 @@ def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str
         added = add_version(registry, request, bar.advance)
     line = f"added {added.version}: {added.train_rows} / {added.validation_rows} rows, trained file {added.trained_file.path} sha256 {added.trained_file.sha256[:12]}…"
     out.result({"ok": True, "version": added.model_dump(mode="json")}, line)
+
+
+_FACT = "VERSION=VALUE"
+
+
+@dataset_group.command("adopt")
+@DIR_ARG
+@REGISTRY_OPT
+@click.option("--models", type=click.Path(file_okay=False, path_type=Path), help="A model registry whose weights cite the versions' trained files by sha256: it says which file the trainer read, the profile and thinking mode, the vocabulary; its weights are linked.")
+@click.option("--repo-id", metavar="NS/NAME", help="The Hub dataset repo (default: the one --models' weights cite).")
+@click.option("--date", "date_", multiple=True, metavar=_FACT, help="A version's date, e.g. v1.41=2026-10-13 (repeat per version).")
+@click.option("--thinking", multiple=True, metavar=_FACT, help="off or full, e.g. v2.1=full (default: the wire canonical's thinking=).")
+@click.option("--profile", multiple=True, metavar=_FACT, help="The chat format profile, e.g. v1.41=g1k.")
+@click.option("--teacher", "teacher", multiple=True, metavar=_FACT, help="A teacher model, e.g. 'v1.41=DeepSeek v4 Flash' (repeat for several).")
+@click.option("--trained-file", multiple=True, metavar=_FACT, help="The file the trainer read, inside the version folder, e.g. v1.41=dataset/train/segments-1-41.jsonl.")
+@click.option("--train-rows", multiple=True, metavar=_FACT, help="Train rows (default: the split's manifest.json rows); checked.")
+@click.option("--validation-rows", multiple=True, metavar=_FACT, help="Validation rows (default: the split's manifest.json rows); checked.")
+@click.option("--wire-canonical", multiple=True, metavar=_FACT, help="The wire canonical (default: the first row's meta.wire_canonical); checked on every row.")
+@click.option("--vocab", "vocab", multiple=True, metavar=_FACT, help="The vocabulary the rows were checked against, e.g. v1.41=rwkv_vocab_v20230424.txt.")
+@click.option("--stop-text", multiple=True, metavar=_FACT, help="The text every row ends with (default: the profile's).")
+@click.option("--context", multiple=True, metavar=_FACT, help="The most tokens a row holds, e.g. v2.1=8128.")
+@click.option("--family-key", multiple=True, metavar=_FACT, help="The meta key naming a row's family.")
+@click.option("--split-rule", multiple=True, metavar=_FACT, help="How the validation split was chosen, e.g. 'v2.1=sha256(family) mod 32 == 0'.")
+@click.option("--flag-key", multiple=True, metavar=_FACT, help="A meta flag the card warns about (with --flagged-rows).")
+@click.option("--flagged-rows", multiple=True, metavar=_FACT, help="How many rows have the --flag-key flag true (counted).")
+@click.option("--dry-run", is_flag=True, help="Check everything and print the plan; write nothing. It refuses exactly what the real run refuses.")
+@json_option
+def adopt_cmd(directory: Path | None, registry: Path, models: Path | None, repo_id: str | None, dry_run: bool, **facts: tuple[str, ...]) -> None:
+    """Make the hand-made dataset repo in DIR (seed 002: v1.41/, v2.1/ version folders, README, SHA256SUMS) a dataset registry, in place.
+
+    No data file is moved or changed; SHA256SUMS is checked first; each version is checked as
+    `registry dataset add` checks it; the README is kept whole as the card's hand-written section.
+    A fact the folder does not state comes from --models, else from its flag, given as
+    VERSION=VALUE; every missing one is named at once.
+    """
+    from ..ops.dataset_adopt import FLAGS, DatasetAdoptOptions, adopt_dataset
+
+    by_flag = {flag.removeprefix("--").replace("-", "_"): name for name, flag in FLAGS.items()}
+    given = {by_flag[{"date_": "date"}.get(key, key)]: values for key, values in facts.items() if values}
+    out = output()
+    options = DatasetAdoptOptions(models=models, flags=given, repo_id=repo_id, dry_run=dry_run)
+    with out.bar("hashing") as bar:
+        report = adopt_dataset(registry_dir(directory, registry), options, progress=bar.advance)
+    verb = "would adopt" if dry_run else "adopted"
+    lines = [f"{verb} {report.root} as a dataset registry: {len(report.index.versions)} version(s)"]
+    for version in report.index.versions:
+        lines.append(f"  {version.version}: {version.train_rows} / {version.validation_rows} rows, trained file {version.trained_file.path} sha256 {version.trained_file.sha256[:12]}…")
+        lines += [f"    {key}: {source}" for key, source in sorted(report.sources[version.version].items())]
+    lines += [f"README.md: {report.readme}", f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}", "still to do:"]
+    lines += [f"  {step}" for step in report.next_steps] + [f"  ({line})" for line in report.advice]
+    out.result(report.as_dict(), "\n".join(lines))
 
 
 @dataset_group.command("link")

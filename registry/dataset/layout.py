@@ -10,7 +10,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.errors import Problem
 from ..core.models import DATA_VERSION_PATTERN
@@ -72,3 +74,24 @@ def place(rel: str, versions: set[str]) -> VersionPath | Problem | None:
     if why:
         return Problem("layout.stray-file", rel, why, "move the file to its place or delete it")
     return VersionPath(version, inner)
+
+# Front matter keys only the Hub's dataset cards have: a README holding one is a dataset repo's.
+DATASET_CARD_KEYS = frozenset({"task_categories", "task_ids", "size_categories", "configs", "dataset_info", "pretty_name", "annotations_creators", "source_datasets", "multilinguality"})
+
+
+def version_folders(files: list[str]) -> list[str]:
+    """The top-level folders of ``files`` laid out as data versions (``v1.41/dataset/train/…``):
+    what tells a hand-made dataset repo (seed 002) from a model repo."""
+    return sorted({rel.split("/")[0] for rel in files if re.fullmatch(DATA_VERSION_PATTERN, rel.split("/")[0]) and rel.split("/")[1:2] == [SPLIT_PARENT]})
+
+
+def dataset_repo_signs(files: list[str], front_matter: Mapping[str, Any], has_weights: bool) -> str | None:
+    """Why a hand-made folder is a dataset repo (its version folders; with no weight, its README's
+    dataset-card keys), or None."""
+    folders = version_folders(files)
+    if folders:
+        return f"holds data version folders ({', '.join(folders)})"
+    keys = sorted(DATASET_CARD_KEYS & set(front_matter))
+    if keys and not has_weights:
+        return f"holds no weight and its README's front matter has dataset-card keys ({', '.join(keys)})"
+    return None

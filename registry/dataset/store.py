@@ -4,7 +4,7 @@ writing command checks first, and the derived files (card, SHA256SUMS) it stages
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Set
+from collections.abc import Iterator, Mapping, Set
 
 from ..core.atomic import Transaction
 from ..core.errors import Problem, RegistryError
@@ -46,12 +46,18 @@ def index_to_change(repo: Repo) -> DatasetIndex:
     return index
 
 
-def stage_derived(repo: Repo, txn: Transaction, index: DatasetIndex, absorb: bool | Set[str] = False) -> dict[str, str]:
-    """Stage the dataset card and SHA256SUMS after a command's own writes (as the model registry's)."""
+def stage_derived(repo: Repo, txn: Transaction, index: DatasetIndex, absorb: bool | Set[str] = False, card: str | None = None, known: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Stage the dataset card and SHA256SUMS after a command's own writes (as the model registry's);
+    ``card``: the card already rendered (adopt renders it while planning), ``known``: digests
+    already computed (:func:`~registry.core.staged_sums.stage_sums`)."""
+    txn.write(CARD_NAME, (card if card is not None else render_card(index, current_card(repo))).encode("utf-8"))
+    return stage_sums(repo, txn, absorb=absorb, known=known)
+
+
+def render_card(index: DatasetIndex, existing: str | None) -> str:
     from .card import render_dataset_card  # the card imports the Jinja2 machinery
 
-    txn.write(CARD_NAME, render_dataset_card(index, current_card(repo)).encode("utf-8"))
-    return stage_sums(repo, txn, absorb=absorb)
+    return render_dataset_card(index, existing)
 
 
 def current_card(repo: Repo) -> str | None:

@@ -57,6 +57,7 @@ from ..core.staged_sums import remember_digests, stage_sums
 from ..core.sums import parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
+from ..dataset.layout import dataset_repo_signs
 from ..index.arguments import require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
 from ..index.handmade import HandIndex, HandReference, read_hand_index
@@ -217,6 +218,9 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     scan = scan_tree(root)
     if scan.findings:
         raise RegistryError.of(scan.findings)
+    sign = dataset_repo_signs(scan.files, _front_matter(root, scan.files), any(is_weight(rel) for rel in scan.files))
+    if sign:
+        raise RegistryError("adopt.dataset-repo", root, f"{sign}: a dataset repo", f"run `registry dataset adopt {shlex.quote(str(root))}`")
     refuse_pointers(root, scan.files)
     identities = {rel: _identity(os.stat(root / rel, follow_symlinks=False)) for rel in scan.files}
     hashed = hash_files([root / rel for rel in scan.files], progress)
@@ -237,6 +241,14 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     _preview_card(repo, report.index, report)
     report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})
     return _Plan(report, digests, identities, originals)
+
+
+def _front_matter(root: Path, files: list[str]) -> dict[str, Any]:
+    """The README's front matter as the Hub reads it ({} without one)."""
+    if CARD_NAME not in files:
+        return {}
+    front, _ = split_front_matter(decode_card(Repo(root).read_bytes(root / CARD_NAME)))
+    return read_front_matter(front, CARD_NAME) if front.strip() else {}
 
 
 def _check_sums(root: Path, data: bytes | None, digests: dict[str, str]) -> None:

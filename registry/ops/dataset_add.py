@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ..core.atomic import transaction
 from ..core.errors import Problem, RegistryError
@@ -93,16 +95,20 @@ def _rule_key(rule: str | None) -> str | None:
     return match["key"] if match else None
 
 
-def _version(request: VersionRequest, sizes: dict[str, int]) -> DataVersion:
+def version_of(facts: Mapping[str, Any], sizes: Mapping[str, int]) -> DataVersion:
+    """The version ``facts`` state (:class:`VersionRequest`'s fields by name; those left out are
+    not stated), with the trained file's size; a bad value is refused naming its option."""
+    get = facts.get
+    profile, trained = get("profile"), get("trained_file")
     data = {
-        "version": request.version, "date": request.date, "thinking": request.thinking, "profile": request.profile, "teachers": request.teachers,
-        "trained_file": {"path": request.trained_file, "sha256": request.trained_sha256.lower(), "size": sizes.get(request.trained_file, 0)},
-        "train_rows": request.train_rows, "validation_rows": request.validation_rows,
-        "wire": {"canonical": request.wire_canonical, "hash": request.wire_hash.lower()}, "vocabulary": request.vocabulary,
-        "summary": request.summary, "composition": request.composition, "known_issues": request.known_issues,
-        "stop_text": request.stop_text or (PROFILES[request.profile].stop_text if request.profile in PROFILES else None), "context": request.context,
-        "family_key": request.family_key or _rule_key(request.split_rule), "split_rule": request.split_rule,
-        "flag_key": request.flag_key, "flagged_rows": request.flagged_rows,
+        "version": get("version"), "date": get("date"), "thinking": get("thinking"), "profile": profile, "teachers": get("teachers"),
+        "trained_file": {"path": trained, "sha256": str(get("trained_sha256") or "").lower(), "size": sizes.get(trained or "", 0)},
+        "train_rows": get("train_rows"), "validation_rows": get("validation_rows"),
+        "wire": {"canonical": get("wire_canonical"), "hash": str(get("wire_hash") or "").lower()}, "vocabulary": get("vocabulary"),
+        "summary": get("summary") or Localized(), "composition": get("composition") or Localized(), "known_issues": get("known_issues") or Localized(),
+        "stop_text": get("stop_text") or (PROFILES[profile].stop_text if profile in PROFILES else None), "context": get("context"),
+        "family_key": get("family_key") or _rule_key(get("split_rule")), "split_rule": get("split_rule"),
+        "flag_key": get("flag_key"), "flagged_rows": get("flagged_rows"),
     }  # fmt: skip
     return build(DataVersion, data, OPTIONS)
 
@@ -131,7 +137,7 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
                 with pinned(Path(request.source) / rel, "version file") as source:
                     digests[rel] = copy_hashing(source, staged[rel], progress)
                     sizes[rel] = source.stat.st_size
-            version = _version(request, sizes)
+            version = version_of(vars(request), sizes)
             tokens = TokenCache(repo.private / DATASET_TOKENS_NAME)
             problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress, tokens)]
             other = next((v for v in index.versions if v.trained_file.sha256 == version.trained_file.sha256), None)

@@ -25,4 +25,4 @@ def init_dataset(root: Path, title: str | None = None, license: str | None = Non
 
     # the dataset card has no hand-written section and the dataset layout no LICENSE/docs: a folder
     # holding them is refused, never overwritten
-    return create_registry(root, stage, DATASET_INIT_KEPT)
+    return create_registry(root, stage, DATASET_INIT_KEPT, "registry dataset adopt")

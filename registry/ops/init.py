@@ -18,12 +18,12 @@ from ..core.repo import GITATTRIBUTES, Repo, find_root, render_index
 from ..index.derived import stage_derived
 
 
-def _check_place(root: Path, kept: frozenset[str]) -> None:
+def _check_place(root: Path, kept: frozenset[str], adopt: str) -> None:
     if (root / INDEX_NAME).exists():
-        raise RegistryError("init.exists", root / INDEX_NAME, "an index.json already exists here", f"use the existing registry, or run `registry adopt {root}` if the index.json was written by hand")
+        raise RegistryError("init.exists", root / INDEX_NAME, "an index.json already exists here", f"use the existing registry, or run `{adopt} {root}` if the index.json was written by hand")
     others = sorted(p.name for p in root.iterdir() if p.name not in kept and not p.name.startswith(GIT_DIR))
     if others:
-        raise RegistryError("init.not-empty", root, f"the directory holds files init does not keep ({others[0]})", f"run `registry adopt {root}` to bring existing files in, or choose an empty directory")
+        raise RegistryError("init.not-empty", root, f"the directory holds files init does not keep ({others[0]})", f"run `{adopt} {root}` to bring existing files in, or choose an empty directory")
 
 
 def git_file_changes(repo: Repo, attributes: str = GITATTRIBUTES) -> dict[str, bytes]:
@@ -66,9 +66,9 @@ def init_registry(root: Path, title: str | None = None, license: str | None = No
     return create_registry(root, stage)
 
 
-def create_registry(root: Path, stage: Callable[[Repo, Transaction], None], kept: frozenset[str] = INIT_KEPT) -> Repo:
+def create_registry(root: Path, stage: Callable[[Repo, Transaction], None], kept: frozenset[str] = INIT_KEPT, adopt: str = "registry adopt") -> Repo:
     """Create a registry in ``root`` (new, empty, or holding only ``kept`` and git's files) with the
-    files ``stage`` writes, in one transaction."""
+    files ``stage`` writes, in one transaction; a folder holding other files is refused naming ``adopt``."""
     root = Path(root).absolute()
     if root.exists() and not root.is_dir():
         raise RegistryError("fs.not-a-directory", root, "exists and is not a directory", "choose another path")
@@ -80,7 +80,7 @@ def create_registry(root: Path, stage: Callable[[Repo, Transaction], None], kept
     repo = Repo(root)
     private_existed = repo.private.exists()
     try:
-        _check_place(root, kept)
+        _check_place(root, kept, adopt)
         with transaction(root) as txn:
             stage(repo, txn)
     except BaseException:
