@@ -556,3 +556,16 @@ def test_a_row_with_a_key_twice_is_refused_by_add_and_validate(dataset, sources,
     shutil.copyfile(rows, dataset / "v2.1" / "dataset" / "validation" / "rows.jsonl")
     write_sums(dataset)
     assert any(p.file == "v2.1/dataset/validation/rows.jsonl:2" and "appears twice" in p.message for p in validate(dataset))
+
+
+def test_a_file_with_more_problems_than_are_listed_says_the_rest_on_its_last_line():
+    """Issue 38 item 5: one line per problem listed, no count line of its own."""
+    from registry.dataset.rows import MAX_FINDINGS, FileReport
+
+    report = FileReport("v2.1/dataset/train/rows.jsonl")
+    for line in range(1, MAX_FINDINGS + 6):
+        report.add("rows.bad-row", line, "the row's loss span runs past its text", "render the row again")
+    found = report.findings()
+    assert [p.file for p in found] == [f"v2.1/dataset/train/rows.jsonl:{n}" for n in range(1, MAX_FINDINGS + 1)]
+    assert found[-1].message.endswith("(and 5 more problem(s) in this file after it: fix the ones listed, then validate again)")
+    assert all("more" not in p.message for p in found[:-1])

@@ -280,20 +280,19 @@ class VersionContent:
         for display, stats in self.tokens.values():
             if stats is None:
                 continue
-            problems += [
+            over = [
                 Problem("content.over-context", f"{display}:{line}", f"the row holds {tokens} tokens, over the version's context of {version.context}", "drop rows over the context at packing, or state the context the rows were packed for (--context)")
                 for line, tokens in stats.over
             ]
-            problems += [
+            splits = [
                 Problem(
                     "content.segment-splits-token", f"{display}:{line}", f"the loss-span boundary at character {offset} falls inside a token: the segments tokenize differently one by one than the whole text ({version.vocabulary})",
                     "move the boundary to a token boundary (render the row again), or state the vocabulary the rows were checked against (--vocab)",
                 )  # fmt: skip
                 for line, offset in stats.splits
             ]
-            more = stats.over_total - len(stats.over) + stats.splits_total - len(stats.splits)
-            if more:
-                problems.append(Problem("content.more", display, f"{more} more row(s) over the context or with a boundary inside a token", "fix the ones listed, then run validate again"))
+            problems += _with_rest(over, stats.over_total - len(over), "row(s) over the context")
+            problems += _with_rest(splits, stats.splits_total - len(splits), "row(s) with a boundary inside a token")
         train, validation = self.families.get("train", {}), self.families.get("validation", {})
         shared = sorted(set(train) & set(validation))
         if shared:
@@ -315,3 +314,11 @@ class VersionContent:
         for facts, stats in self._remember:
             self.cache.put(facts, stats)
         self.cache.save()
+
+
+def _with_rest(listed: list[Problem], rest: int, what: str) -> list[Problem]:
+    """``listed`` with the ``rest`` not listed said on the last line (one line per problem listed, no count line)."""
+    if not rest:
+        return listed
+    *first, last = listed
+    return [*first, replace(last, message=f"{last.message} (and {rest} more {what} in this file after it)")]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from ..core.schemas import parse_json
 from .models import Wire, wire_hash
 
 MAX_LINE_BYTES = 256 << 20
-MAX_FINDINGS = 20  # per file: the first problems name their lines, the rest are counted
+MAX_FINDINGS = 20  # per file: the first problems name their lines, the rest are counted on the last one
 Piece = tuple[str, bool]  # (text, train)
 Layout = list[tuple[int, bool]]  # (length in characters, train) of each piece
 Progress = Callable[[int], None]
@@ -192,7 +192,8 @@ class FileReport:
     def findings(self) -> list[Problem]:
         if not self.more:
             return list(self.problems)
-        return [*self.problems, Problem("rows.more", self.display, f"{self.more} more problem(s) in this file", "fix the ones listed, then run validate again")]
+        *listed, last = self.problems  # the rest ride on the last line: one line per problem listed, no count line
+        return [*listed, replace(last, message=f"{last.message} (and {self.more} more problem(s) in this file after it: fix the ones listed, then validate again)")]
 
 
 FIX_ROW = "fix the row (or render the version again); a file the trainer read cannot change without new weights"

@@ -223,8 +223,7 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
         problems += version_problems(version, files, (root / name).joinpath, progress, TokenCache(None))
         versions.append(version)
     if problems:
-        headline = Problem("adopt.dataset-refused", str(root), f"{len(problems)} problem(s); nothing was changed", problems[0].fix)
-        raise RegistryError.of([headline, *problems])
+        raise RegistryError.of(problems)  # one line per problem, each naming its file
     readme = decode_card(originals[CARD_NAME]) if CARD_NAME in originals else ""
     index = DatasetIndex(dataset=_info(readme, options.repo_id, models, versions, report), versions=versions)
     if models is not None:
@@ -377,7 +376,6 @@ def _link(index: DatasetIndex, models: Index, where: str) -> None:
     """The weights table, as ``registry dataset link --models`` derives it (refused alike)."""
     problems = list(citing_problems(models, index, "this dataset"))
     if problems:
-        headline = Problem("link.refused", where, f"{len(problems)} problem(s) between the weights and the versions they cite; nothing was changed", problems[0].fix)
-        raise RegistryError.of([headline, *problems])
+        raise RegistryError.of(problems)  # one line per weight, each with its fix
     index.models = [ModelSource(repo_id=models.registry.repo_id, weights=trained_weights(models, index))]
 
