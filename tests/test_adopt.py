@@ -29,7 +29,16 @@ def run(*args, code: int | None = None):
     result = CliRunner().invoke(main, [str(a) for a in args])
     if code is not None:
         assert result.exit_code == code, result.output
+    _adopted_is_valid(args, result.exit_code)
     return result
+
+
+def _adopted_is_valid(args: tuple, exit_code: int) -> None:
+    """Issue 37: an adopt that exits 0 leaves a registry validate accepts, in every test that adopts."""
+    words = [str(a) for a in args]
+    if exit_code == 0 and words[:1] == ["adopt"] and "--dry-run" not in words:
+        folder = next((Path(w) for w in words[1:] if not w.startswith("-") and Path(w).is_dir()), Path.cwd())
+        assert validate(folder) == [], words
 
 
 def codes(root: Path) -> set[str]:
@@ -317,6 +326,7 @@ def make_seed_000(parts: Path, folder: Path) -> Path:
 def adopt_json(folder: Path, *args, code: int = 0) -> dict:
     result = CliRunner().invoke(main, ["adopt", str(folder), "--json", *map(str, args)])
     assert result.exit_code == code, result.output
+    _adopted_is_valid(("adopt", folder, *args), result.exit_code)
     return json.loads(result.stdout)
 
 
