@@ -104,10 +104,12 @@ def test_adopt_in_place_with_models_then_validate_card_publish_pull_byte_identic
     assert index["kind"] == "dataset" and index["dataset"]["repo_id"] == DATASET_REPO and index["dataset"]["title"] == "RWKV-Agent Distill"
     assert validate(repo) == []
     run("card", "--check", "-C", repo)
-    # the author's front matter stands in the card's (lists merged, nothing removed); a key it does not carry is named
+    # every key of the author's front matter stands in the card's (values as written, lists merged, nothing removed)
     front = yaml.safe_load((repo / "README.md").read_text().split("---\n")[1])
     assert (front["license"], front["language"], front["pretty_name"]) == ("other", ["zh"], "RWKV-Agent Distill") and front["tags"][0] == "tool-use" and "rwkv" in front["tags"]
-    assert adopted["front_matter"] == {"kept": ["language", "license", "pretty_name", "tags"], "not_in_metadata": ["annotations_creators"]}
+    author = yaml.safe_load(README.split("---\n")[1])
+    assert front["annotations_creators"] == ["machine-generated"] and set(author) <= set(front)
+    assert adopted["front_matter"] == {"kept": ["annotations_creators", "language", "license", "pretty_name", "tags"], "not_in_metadata": []}
     for step in adopted["next_steps"]:  # run as printed
         run(*step.split()[1:])
     assert hub_server.files(DATASET_REPO, repo_type="dataset") == {rel: data for rel, data in snapshot(repo).items() if rel != ".gitignore"}

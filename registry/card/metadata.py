@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from huggingface_hub import EvalResult, ModelCardData
+from huggingface_hub import CardData, EvalResult, ModelCardData
 
 from ..core.errors import RegistryError
 from ..core.models import Index
@@ -76,14 +76,14 @@ def front_matter(view: CardView) -> str:
     return data.to_yaml(original_order=[*KEY_ORDER, *view.index.registry.front_matter])
 
 
-def with_author(data: ModelCardData, author: dict[str, Any]) -> None:
+def with_author(data: CardData, author: dict[str, Any], owned: tuple[str, ...] = OWNED) -> None:
     """Lay the author's own front matter (``registry.front_matter``) over the registry's: every
     key the author wrote stays; the author's value stands, a list the registry would write is
-    merged into the author's (nothing removed), and only ``model-index`` and
-    ``base_model_relation`` are the registry's."""
+    merged into the author's (nothing removed), and only the ``owned`` keys are the registry's
+    (a model card's ``model-index`` and ``base_model_relation``)."""
     ours = data.to_dict()
     for key, theirs in author.items():
-        if key in OWNED:
+        if key in owned:
             continue
         mine = ours.get(key)
         if isinstance(mine, list) and theirs is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from huggingface_hub import DatasetCardData
 
 from ..card import handwritten
+from ..card.metadata import with_author
 from ..card.render import render_body, require_renderable
 from ..card.sync import Rendered
 from ..card.view import Languages
@@ -25,6 +26,7 @@ from .models import DatasetIndex, DataVersion, ModelSource, TrainedWeight
 TEMPLATE = "dataset_card.md.j2"
 METHOD_LABELS = {"state": "State", "miss": "MiSS", "full": "Full"}
 KEY_ORDER = ["language", "license", "size_categories", "task_categories", "pretty_name", "tags", "configs"]
+OWNED = ("size_categories", "configs")  # computed from the versions: an author's own values give way (card.metadata.with_author)
 # The Hub's size categories, by row count (its dataset-card metadata).
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"))
 
@@ -142,7 +144,9 @@ def render_dataset_card(index: DatasetIndex, existing: str | None) -> str:
     require_renderable(index)
     view = build_view(index, existing)
     body = render_body(TEMPLATE, {"view": view, "index": index})
-    return f"---\n{card_data(view).to_yaml(original_order=KEY_ORDER)}\n---\n\n{body}"
+    data = card_data(view)
+    with_author(data, index.dataset.front_matter, OWNED)
+    return f"---\n{data.to_yaml(original_order=[*KEY_ORDER, *index.dataset.front_matter])}\n---\n\n{body}"
 
 
 def card_problems(index: DatasetIndex, current: str | None) -> Iterator[Problem]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -175,6 +175,10 @@ class DatasetInfo(_Strict):
     tags: list[str] = Field(default_factory=lambda: ["rwkv", "rwkv-7", "agent", "distillation"])
     summary: Localized = Field(default_factory=Localized)
     attribution: Localized = Field(default_factory=Localized)
+    front_matter: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The author's own card metadata (a hand-written README's front matter, as written): every key stays in the card's; the author's values stand, lists the registry writes are merged in; size_categories and configs are the registry's",
+    )
 
 
 class DatasetIndex(_Strict):

@@ -53,6 +53,7 @@ from ..core.schemas import read_json
 from ..core.staged_sums import remember_digests
 from ..core.tree import scan_tree
 from ..dataset import store
+from ..dataset.card import OWNED
 from ..dataset.checked import CheckedVersions, check_key
 from ..dataset.content import TokenCache
 from ..dataset.layout import GITATTRIBUTES, place, version_folders
@@ -83,8 +84,6 @@ EXAMPLES = {
 }  # fmt: skip
 WORDS = {"teachers": "teacher", "trained_file": "file the trainer read", "train_rows": "train row count", "validation_rows": "validation row count"}
 # The README front matter keys the dataset card carries from the author's values, and those it renders itself.
-CARRIED = ("pretty_name", "license", "language", "tags", "task_categories")
-OWNED = ("size_categories", "configs")
 INTEGERS = ("train_rows", "validation_rows", "context", "flagged_rows")
 MAX_FIRST_ROW = 16 << 20
 
@@ -110,7 +109,7 @@ class DatasetAdoptReport:
     readme: str = "none"
     given: str = ""
     front_matter_kept: list[str] = field(default_factory=list)  # the author's keys the card's front matter carries
-    front_matter_dropped: list[str] = field(default_factory=list)  # the author's keys it does not (kept in the hand-written section's comment)
+    front_matter_dropped: list[str] = field(default_factory=list)  # the author's keys the registry computes itself (size_categories, configs)
 
     @property
     def next_steps(self) -> list[str]:
@@ -127,7 +126,7 @@ class DatasetAdoptReport:
         if not self.index.models:
             lines.append("no model registry given: `registry dataset link --models` with the model registry trained on these versions lists its weights on the card")
         if self.front_matter_dropped:
-            lines.append(f"the README's front matter keys {', '.join(self.front_matter_dropped)} are not in the card's metadata (kept as written in a comment of its hand-written section)")
+            lines.append(f"the README's front matter keys {', '.join(self.front_matter_dropped)} are computed from the versions in the card's metadata (the author's values are kept as written in a comment of its hand-written section)")
         if not self.index.dataset.repo_id:
             lines.append("no repo id found: pass the Hub dataset repo's id to `registry publish --repo-id`, or record it with `registry dataset set repo-id`")
         return lines
@@ -367,8 +366,9 @@ def _info(readme: str, repo_id: str | None, models: Index | None, versions: list
     except ValidationError as exc:
         first = exc.errors()[0]
         raise RegistryError("adopt.dataset-front-matter", CARD_NAME, f"its front matter's {first['loc'][0]} cannot be the card's: {first['msg']}", "correct the YAML between the --- lines of README.md") from exc
-    report.front_matter_kept = sorted(k for k in written if k in CARRIED)
-    report.front_matter_dropped = sorted(k for k in written if k not in CARRIED and k not in OWNED)
+    info.front_matter = written
+    report.front_matter_kept = sorted(k for k in written if k not in OWNED)
+    report.front_matter_dropped = sorted(k for k in written if k in OWNED)
     return info
 
 
