@@ -254,3 +254,17 @@ def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_comp
         else:
             pytest.fail(f"dataset adopt was still calling {syscall} after 40 kill points")
     assert "before" in outcomes and "after" in outcomes, outcomes
+
+
+def test_pull_of_a_hand_made_dataset_repo_says_how_to_adopt_it_and_downloads_nothing(hub_server, repo, tmp_path):
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    api.create_repo(DATASET_REPO, repo_type="dataset")
+    api.upload_folder(folder_path=str(repo), repo_id=DATASET_REPO, repo_type="dataset")
+    target = tmp_path / "pulled"
+    result = run("pull", "--repo-id", DATASET_REPO, "--repo-type", "dataset", target, code=3)
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {DATASET_REPO}: is a hand-made dataset repo, not a registry yet")
+    assert "registry dataset adopt DIR" in errors[0] and not target.exists()
+    assert not [p.name for p in tmp_path.iterdir() if ".pull-" in p.name]  # refused before anything was downloaded
