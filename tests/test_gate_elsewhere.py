@@ -238,3 +238,21 @@ def test_the_ci_recipe_names_only_options_that_exist():
     assert {"--fetch-base", "--sign-key"} <= set(commands[0]) and "--trust-gate-key" in commands[1]
     for command in commands:
         Cli()(*command, "--help")
+
+
+def test_a_gguf_gated_with_sign_key_on_the_gate_machine_is_published_from_ci(hub_server, machine, tmp_path):
+    """export-gguf's receipts travel like smoke's: signed with --sign-key, trusted with --trust-gate-key."""
+    pytest.importorskip("gguf")
+    pytest.importorskip("llama_cpp")
+    root, base, keys = machine
+    gate_side = Path(shutil.copytree(root, tmp_path / "gate-side"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "gate-machine-config"))
+        Cli()("smoke", "-C", gate_side, "--device", "cpu", "--base-file", base, "--sign-key", keys["gate"][0])
+        Cli()("export-gguf", "--base", base.name[:-4], "--base-file", base, "--type", "q8_0", "-C", gate_side, "--sign-key", keys["gate"][0])
+    ci = clone(gate_side, tmp_path / "ci")
+    cli = Cli()
+    blockers = cli.json(*_publish(ci, "--dry-run", "--json"), code=1)["blockers"]
+    assert {b["code"] for b in blockers} == {"gate.untrusted-key"} and any(b["file"].endswith(".gguf") for b in blockers)
+    cli(*_publish(ci, "--trust-gate-key", keys["gate"][1]))
+    assert any(path.endswith("-Q8_0.gguf") for path in hub_server.files(REPO))

@@ -57,8 +57,9 @@ def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base
 @click.option("--base-file", type=click.Path(dir_okay=False, path_type=Path), help="The base's .pth (checked against its recorded sha256); a MiSS adapter is merged into it.")
 @click.option("--type", "types", multiple=True, type=click.Choice(["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"]), help="A GGUF type to make (repeatable; q8_0 when none is given).")
 @click.option("--force", is_flag=True, help="Replace an existing GGUF file of the same name whose content differs.")
+@click.option("--sign-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEY.pem", help="Also sign each file's gate receipt with this EC private key, so a publish elsewhere trusts it (publish --trust-gate-key KEY.pub; docs/ci.md).")
 @json_option
-def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, types: tuple[str, ...], force: bool) -> None:
+def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, types: tuple[str, ...], force: bool, sign_key: Path | None) -> None:
     """GGUF files for llama.cpp and Ollama of a base (--base NAME --base-file BASE.pth), a full
     entry (ENTRY, its .pth), or a MiSS adapter (ENTRY) merged into its base (--base-file BASE.pth).
 
@@ -75,7 +76,7 @@ def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, ba
         raise click.UsageError("--base-file goes with --base NAME or a MiSS ENTRY")
     from ..ops.export_gguf import DEFAULT_TYPES, GgufRequest, export_gguf
 
-    request = GgufRequest(entry=entry, base=base_name, base_file=base_file, types=types or DEFAULT_TYPES, force=force)
+    request = GgufRequest(entry=entry, base=base_name, base_file=base_file, types=types or DEFAULT_TYPES, force=force, sign_key=sign_key)
     out = output()
     total = base_file.stat().st_size * len(request.types) if base_file is not None and base_file.is_file() else None
     with out.bar(f"exporting {entry or base_name} to GGUF", total=total) as bar:

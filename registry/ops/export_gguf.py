@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..artifacts.signature import public_pem
 from ..core.atomic import Transaction, transaction
 from ..core.errors import RegistryError
 from ..core.files import atomic_write
@@ -27,7 +28,7 @@ from ..core.models import GgufFile, Index
 from ..core.names import INDEX_NAME
 from ..core.repo import Repo, render_index
 from ..gate.receipt import gate_summary, receipt_path
-from ..gate.seal import sealed_json
+from ..gate.seal import sealed_json, signed
 from ..gguf import mapping, writer
 from ..gguf.files import Made, check_place, gate_files, write_type
 from ..gguf.inputs import Inputs, open_inputs
@@ -51,6 +52,7 @@ class GgufRequest:
     types: tuple[str, ...] = DEFAULT_TYPES
     force: bool = False
     gate: bool = True  # bench/bench_gguf.py measures the writing alone
+    sign_key: Path | None = None  # also sign each receipt, for a publish elsewhere (publish --trust-gate-key)
 
 
 def _refuse_state(source: ExportSource) -> None:
@@ -86,17 +88,19 @@ def _record(repo: Repo, txn: Transaction, index: Index, inputs: Inputs, made: li
     return records
 
 
-def _write_receipts(repo: Repo, made: list[Made]) -> None:
+def _write_receipts(repo: Repo, made: list[Made], sign_key: Path | None) -> None:
     """Receipts before the commit: one for bytes that never land is harmless (keyed by sha256)."""
     repo.gates_dir.mkdir(parents=True, exist_ok=True)
     for item in made:
         if item.receipt is not None:
-            atomic_write(receipt_path(repo.gates_dir, item.sha256), sealed_json(item.receipt))
+            atomic_write(receipt_path(repo.gates_dir, item.sha256), sealed_json(signed(item.receipt, sign_key) if sign_key else item.receipt))
 
 
 def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = None) -> list[GgufFile]:
     """Write, gate and register the GGUF files of one source; nothing changes unless all succeed."""
     writer.require_gguf()
+    if request.sign_key:
+        public_pem(request.sign_key)  # a bad key is refused before anything is written, not after
     unknown = [t for t in request.types if t not in (*mapping.DIRECT_TYPES, *mapping.QUANTIZER_TYPES)]
     if unknown:
         raise RegistryError("args.bad-type", "--type", f"{unknown[0]!r} is not a GGUF type export-gguf makes", f"pass one of {', '.join((*mapping.DIRECT_TYPES, *mapping.QUANTIZER_TYPES))}")
@@ -119,7 +123,7 @@ def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = No
                     gate_files(inputs, plan, made)
                 for item in made:
                     item.discard(keep_file=True)
-            _write_receipts(repo, made)
+            _write_receipts(repo, made, request.sign_key)
             return _record(repo, txn, index, inputs, made, progress)
         except BaseException:
             for item in made:
