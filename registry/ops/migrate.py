@@ -30,7 +30,7 @@ from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.seal import sealed_here
 from ..index.derived import stage_derived
 
-STALE_SIGNATURE = "model.sig signed the files before the migration and no longer matches them; fix: run `registry sign --key KEY.pem` again"
+STALE_SIGNATURE = "model.sig signed the files before the migration and would no longer match them; fix: run `registry sign --key KEY.pem` after migrating"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Migration:
         lines = [f"{verb} index.json from format_version {self.from_version} to {self.to_version}", *self.changes]
         if self.written:
             lines.append(f"{'would write' if self.dry_run else 'wrote'} {', '.join(self.written)}")
-        if self.signature_stale:
+        if self.signature_stale and self.dry_run:  # a real run: the write path itself says so (registry.core.staged_sums)
             lines.append(f"note: {STALE_SIGNATURE}")
         return lines
 
