@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import MIB, report
+from common import MIB, report, run_measured
 
 BASE = "rwkv7-bench-20260101"
 # The weights are made in a child: this process stays small, so a child's rusage peak is its own
@@ -44,22 +44,11 @@ make_adapter_file(folder / "adapter-final.pth", spec, hashlib.sha256(base.read_b
 """
 
 
-def run_once(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one run; wait4 gives this child's own rusage."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
-    return elapsed, usage.ru_maxrss * 1024
-
-
 def measure(cmd: list[str], runs: int, before: Callable[[], None] = lambda: None, cwd: Path | None = None) -> dict:
     samples = []
     for _ in range(runs):
         before()
-        samples.append(run_once(cmd, cwd))
+        samples.append(run_measured(cmd, cwd))
     walls = [s[0] for s in samples]
     return {"median_s": round(statistics.median(walls), 3), "min_s": round(min(walls), 3), "peak_rss_MiB": round(max(s[1] for s in samples) / MIB, 1)}
 
@@ -96,11 +85,11 @@ def main() -> None:
         # A seed-001-shaped registry: a base, two States, a MiSS adapter.
         reg = work / "reg"
         for cmd in ([*registry, "init", str(reg)], [*registry, "add-base", str(base), "-C", str(reg)], add(reg, "s1.pth", "state")):
-            run_once(cmd)
+            run_measured(cmd)
         template = work / "template"  # what the writing commands start from
         shutil.copytree(reg, template)
-        run_once(add(reg, "s2.pth", "state"))
-        run_once(add(reg, "adapter-final.pth", "miss", "--run", "r8"))
+        run_measured(add(reg, "s2.pth", "state"))
+        run_measured(add(reg, "adapter-final.pth", "miss", "--run", "r8"))
         age(reg)
         files = sum(1 for _ in open(reg / "SHA256SUMS"))
 
@@ -111,7 +100,7 @@ def main() -> None:
         verdict = reg / ".registry" / "verdict.json"
         for name, cmd in (("validate", ["validate"]), ("list --json", ["list", "--json"]), ("card --check", ["card", "--check"]), ("sums --check", ["sums", "--check"])):
             full = [*registry, *cmd, "-C", str(reg)]
-            run_once(full)  # the run that leaves the verdict
+            run_measured(full)  # the run that leaves the verdict
             ours = measure(full, args.runs)
             rows[name] = {**ours, "ratio_vs_import_click": round(ours["median_s"] / click["median_s"], 2), "target_met": ours["median_s"] <= 3 * click["median_s"]}
         rows["validate"]["ratio_vs_sha256sum_c"] = round(rows["validate"]["median_s"] / sha256sum["median_s"], 2)

@@ -13,32 +13,19 @@ Target: median <= 0.4 s and peak <= 80 MiB for ``registry validate``.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from common import MIB, report
-
-
-def run(cmd: list[str], cwd: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (bytes) of one run of ``cmd``; wait4 gives this child's own rusage."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed in {cwd}")
-    return elapsed, usage.ru_maxrss * 1024
+from common import MIB, report, run_measured
 
 
 def measure(cmd: list[str], cwd: Path, runs: int) -> dict:
-    run(cmd, cwd)  # warm: page cache, compiled templates, stat cache
-    samples = [run(cmd, cwd) for _ in range(runs)]
+    run_measured(cmd, cwd)  # warm: page cache, compiled templates, stat cache
+    samples = [run_measured(cmd, cwd) for _ in range(runs)]
     walls = [s[0] for s in samples]
     return {"median_s": round(statistics.median(walls), 3), "min_s": round(min(walls), 3), "max_s": round(max(walls), 3), "peak_rss_MiB": round(max(s[1] for s in samples) / MIB, 1)}
 

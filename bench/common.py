@@ -22,6 +22,17 @@ def run_timed(cmd: list[str], **kwargs) -> float:
     return time.perf_counter() - start
 
 
+def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of one run of ``cmd``; wait4 gives this child's own rusage."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed{f' in {cwd}' if cwd else ''}: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
+    return elapsed, usage.ru_maxrss * 1024
+
+
 # Ends with os._exit, as the ``registry`` entry point does (registry.cli.run): no torch teardown.
 PEAK_PROBE = """
 print('PEAK', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')), flush=True)
