@@ -41,9 +41,21 @@ def make_repo(directory: Path, layers: int) -> tuple[Path, Path]:
     tensors = {**tensors, "emb.weight": tensors["emb.weight"] + 1}  # fine-tuned
     torch.save(tensors, repo / "rwkv-final.pth")  # at the root, where people download it by name
     data = {"repo": "mikuhhn1239/novel-agent-sft-dataset", "revision": "5d3040d21f51b3ce90b9396b058e552c47f43cd5"}
-    (repo / "train.json").write_text(json.dumps({"trainer": "RWKV-LM", "base": f"BlinkDL/rwkv7-g1/{BASE}.pth", "hyperparameters": {"lr": 5e-7}, "command": "train.py", "data": data}))
+    (repo / "train.json").write_text(
+        json.dumps(
+            {
+                "trainer": "RWKV-LM",
+                "base": f"BlinkDL/rwkv7-g1/{BASE}.pth",
+                "hyperparameters": {"lr": 5e-7},
+                "command": "train.py",
+                "data": data,
+            }
+        )
+    )
     (repo / "README.md").write_text("# A full fine-tune\n\nMade by hand.\n")
-    subprocess.run("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=repo, check=True)
+    subprocess.run(
+        "find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=repo, check=True
+    )
     return base, repo
 
 
@@ -61,13 +73,51 @@ def make_seed_001(directory: Path, base: Path, spec: TinySpec) -> Path:
         (miss_dir / run).mkdir(parents=True)
         make_adapter_file(miss_dir / run / "adapter-final.pth", spec, base_sha, seed=10 + i)
     data = {"repo": "No-22/rwkv-agent-distill", "version": "v1.41", "sha256": "feb2fd6b" * 8, "rows": 3662}
-    (state_dir / "train.json").write_text(json.dumps({"trainer": "rwkv_state_tune", "trainer_version": "v1.8.1", "base": f"{BASE}.pth", "data": data, "hyperparameters": {"lr_init": 0.01}, "command": "rwkv_state_tune", "step": 1224}))
-    runs = {run: {"lr_init": lr, "command": f"rwkv_miss_tune --lr_init {lr}", "started": "2026-10-16T00:00", "finished": "2026-10-16T03:00"} for run, lr in zip(RUNS, (2e-5, 1e-5, 3e-5), strict=True)}
-    (miss_dir / "train.json").write_text(json.dumps({"trainer": "rwkv_miss_tune", "trainer_version": "v1.8.1", "data": {**data, "version": "v2.1", "sha256": "2fbf6760" * 8, "rows": 5512}, "shared_hyperparameters": {"r": 16}, "runs": runs}))
-    entries = [{"path": f"{BASE}/state/v1.41/v141b-s1224.pth", "recommended": True}] + [{"path": f"{BASE}/miss/v2.1/{run}/adapter-final.pth", "recommended": run == RUNS[0]} for run in RUNS]
-    (repo / "index.json").write_text(json.dumps({"repo": "No-22/rwkv-agent-weights", "bases": [{"dir": BASE, "sha256": base_sha}], "entries": entries}))
+    (state_dir / "train.json").write_text(
+        json.dumps(
+            {
+                "trainer": "rwkv_state_tune",
+                "trainer_version": "v1.8.1",
+                "base": f"{BASE}.pth",
+                "data": data,
+                "hyperparameters": {"lr_init": 0.01},
+                "command": "rwkv_state_tune",
+                "step": 1224,
+            }
+        )
+    )
+    runs = {
+        run: {
+            "lr_init": lr,
+            "command": f"rwkv_miss_tune --lr_init {lr}",
+            "started": "2026-10-16T00:00",
+            "finished": "2026-10-16T03:00",
+        }
+        for run, lr in zip(RUNS, (2e-5, 1e-5, 3e-5), strict=True)
+    }
+    (miss_dir / "train.json").write_text(
+        json.dumps(
+            {
+                "trainer": "rwkv_miss_tune",
+                "trainer_version": "v1.8.1",
+                "data": {**data, "version": "v2.1", "sha256": "2fbf6760" * 8, "rows": 5512},
+                "shared_hyperparameters": {"r": 16},
+                "runs": runs,
+            }
+        )
+    )
+    entries = [{"path": f"{BASE}/state/v1.41/v141b-s1224.pth", "recommended": True}] + [
+        {"path": f"{BASE}/miss/v2.1/{run}/adapter-final.pth", "recommended": run == RUNS[0]} for run in RUNS
+    ]
+    (repo / "index.json").write_text(
+        json.dumps(
+            {"repo": "No-22/rwkv-agent-weights", "bases": [{"dir": BASE, "sha256": base_sha}], "entries": entries}
+        )
+    )
     (repo / "README.md").write_text("# RWKV-Agent 权重\n\n手写的说明。\n")
-    subprocess.run("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=repo, check=True)
+    subprocess.run(
+        "find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=repo, check=True
+    )
     return repo
 
 
@@ -80,7 +130,9 @@ def measure(title: str, repo: Path, base: Path) -> None:
     problems = validate(repo)
     assert not problems, problems
     before = {p.relative_to(repo).as_posix() for p in map(Path, files) if p.suffix == ".pth"}
-    assert before <= {e["path"] for e in json.loads((repo / "index.json").read_text())["entries"]}, "every weight registered where it was"
+    assert before <= {e["path"] for e in json.loads((repo / "index.json").read_text())["entries"]}, (
+        "every weight registered where it was"
+    )
     size = sum(Path(f).stat().st_size for f in files)
     report(
         title,
@@ -96,14 +148,20 @@ def measure(title: str, repo: Path, base: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/bench-adopt"))
-    parser.add_argument("--layers", type=int, default=31, help="31 layers of n_embd 1024, vocab 65536: a 1.02 GiB checkpoint")
+    parser.add_argument(
+        "--layers", type=int, default=31, help="31 layers of n_embd 1024, vocab 65536: a 1.02 GiB checkpoint"
+    )
     args = parser.parse_args()
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
     base, repo = make_repo(args.dir, args.layers)
     measure("seed 000's shape: registry adopt of a ~1 GiB full fine-tune vs sha256sum -c (warm page cache)", repo, base)
     spec = TinySpec(n_layer=args.layers, n_embd=1024, vocab_size=65536)
-    measure("seed 001's shape: registry adopt of 1 State + 3 MiSS vs sha256sum -c (warm page cache)", make_seed_001(args.dir, base, spec), base)
+    measure(
+        "seed 001's shape: registry adopt of 1 State + 3 MiSS vs sha256sum -c (warm page cache)",
+        make_seed_001(args.dir, base, spec),
+        base,
+    )
     shutil.rmtree(args.dir, ignore_errors=True)
 
 

@@ -69,12 +69,15 @@ make_checkpoint(Path(sys.argv[1]), float(sys.argv[2]))
 
 # export-hf imports, besides convert's, what checks its folder (fla, PEFT, Transformers' Auto
 # classes): warmed the same way, and their peak RSS alone is reported beside the command's.
-EXPORT_IMPORTS = WARM_IMPORTS + """
+EXPORT_IMPORTS = (
+    WARM_IMPORTS
+    + """
 import registry.ops.export_hf
 from registry.hf.verify import require_hf
 require_hf()
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 """
+)
 
 NAIVE = """
 import torch
@@ -164,7 +167,13 @@ def bench(directory: Path, gib: float, rounds: int, naive: bool) -> dict:
     saved = small_files(work / "reg")
     copy = work / "copy.pth"
 
-    samples: dict[str, list[float]] = {"cp": [], "cp_then_sync": [], "standalone": [], "registered": [], "export_hf": []}
+    samples: dict[str, list[float]] = {
+        "cp": [],
+        "cp_then_sync": [],
+        "standalone": [],
+        "registered": [],
+        "export_hf": [],
+    }
     peak = {"standalone": 0, "registered": 0}
     export_peak = 0
     for _ in range(rounds):
@@ -215,7 +224,13 @@ def bench(directory: Path, gib: float, rounds: int, naive: bool) -> dict:
     if naive:
         same_start(source)
         t_naive, rss_naive, _ = child_peak_rss(NAIVE, str(source), str(work / "naive.safetensors"))
-        row.update({"naive_s": round(t_naive, 2), "naive_peak_rss_MiB": rss_naive >> 20, "rss_ratio_convert_vs_naive": round(max(peak.values()) / rss_naive, 3)})
+        row.update(
+            {
+                "naive_s": round(t_naive, 2),
+                "naive_peak_rss_MiB": rss_naive >> 20,
+                "rss_ratio_convert_vs_naive": round(max(peak.values()) / rss_naive, 3),
+            }
+        )
     shutil.rmtree(work)
     return row
 
@@ -225,10 +240,15 @@ def main() -> None:
     parser.add_argument("--sizes", default="3,12", help="GiB, comma separated; the naive path runs on the first only")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved repetitions of every step")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/bench-convert"))
-    parser.add_argument("--no-naive", action="store_true", help="skip the naive path (it needs about 2x the first size in RAM)")
+    parser.add_argument(
+        "--no-naive", action="store_true", help="skip the naive path (it needs about 2x the first size in RAM)"
+    )
     args = parser.parse_args()
     for i, gib in enumerate(float(s) for s in args.sizes.split(",")):
-        report(f"convert and export-hf of a {gib:g} GiB checkpoint", bench(args.dir, gib, args.rounds, naive=i == 0 and not args.no_naive))
+        report(
+            f"convert and export-hf of a {gib:g} GiB checkpoint",
+            bench(args.dir, gib, args.rounds, naive=i == 0 and not args.no_naive),
+        )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,11 @@ def measure(cmd: list[str], runs: int, before: Callable[[], None] = lambda: None
         before()
         samples.append(run_measured(cmd, cwd))
     walls = [s[0] for s in samples]
-    return {"median_s": round(statistics.median(walls), 3), "min_s": round(min(walls), 3), "peak_rss_MiB": round(max(s[1] for s in samples) / MIB, 1)}
+    return {
+        "median_s": round(statistics.median(walls), 3),
+        "min_s": round(min(walls), 3),
+        "peak_rss_MiB": round(max(s[1] for s in samples) / MIB, 1),
+    }
 
 
 def age(root: Path) -> None:
@@ -61,7 +65,16 @@ def age(root: Path) -> None:
 
 
 def train_json(path: Path) -> Path:
-    path.write_text(json.dumps({"trainer": {"name": "rwkv_state_tune", "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": "rwkv_state_tune", "data_sha256": "ab" * 32}))
+    path.write_text(
+        json.dumps(
+            {
+                "trainer": {"name": "rwkv_state_tune", "version": "1.8.1"},
+                "hyperparameters": {"lr_init": 0.01},
+                "command": "rwkv_state_tune",
+                "data_sha256": "ab" * 32,
+            }
+        )
+    )
     return path
 
 
@@ -80,11 +93,30 @@ def main() -> None:
         train = train_json(inputs / "train.json")
 
         def add(reg: Path, file: str, method: str, *extra: str) -> list[str]:
-            return [*registry, "add", str(inputs / file), "-C", str(reg), "--base", BASE, "--method", method, "--data-version", "v1.41", "--train-json", str(train), *extra]
+            return [
+                *registry,
+                "add",
+                str(inputs / file),
+                "-C",
+                str(reg),
+                "--base",
+                BASE,
+                "--method",
+                method,
+                "--data-version",
+                "v1.41",
+                "--train-json",
+                str(train),
+                *extra,
+            ]
 
         # A seed-001-shaped registry: a base, two States, a MiSS adapter.
         reg = work / "reg"
-        for cmd in ([*registry, "init", str(reg)], [*registry, "add-base", str(base), "-C", str(reg)], add(reg, "s1.pth", "state")):
+        for cmd in (
+            [*registry, "init", str(reg)],
+            [*registry, "add-base", str(base), "-C", str(reg)],
+            add(reg, "s1.pth", "state"),
+        ):
             run_measured(cmd)
         template = work / "template"  # what the writing commands start from
         shutil.copytree(reg, template)
@@ -96,16 +128,37 @@ def main() -> None:
         click = measure([sys.executable, "-c", "import click"], args.runs)
         torch = measure([sys.executable, "-c", "import torch"], args.runs)
         sha256sum = measure(["sha256sum", "--quiet", "-c", "SHA256SUMS"], args.runs, cwd=reg)
-        rows: dict = {"registry": " ".join(registry), "files": files, "python -c 'import click'": click, "python -c 'import torch'": torch, "sha256sum -c": sha256sum}
+        rows: dict = {
+            "registry": " ".join(registry),
+            "files": files,
+            "python -c 'import click'": click,
+            "python -c 'import torch'": torch,
+            "sha256sum -c": sha256sum,
+        }
         verdict = reg / ".registry" / "verdict.json"
-        for name, cmd in (("validate", ["validate"]), ("list --json", ["list", "--json"]), ("card --check", ["card", "--check"]), ("sums --check", ["sums", "--check"])):
+        for name, cmd in (
+            ("validate", ["validate"]),
+            ("list --json", ["list", "--json"]),
+            ("card --check", ["card", "--check"]),
+            ("sums --check", ["sums", "--check"]),
+        ):
             full = [*registry, *cmd, "-C", str(reg)]
             run_measured(full)  # the run that leaves the verdict
             ours = measure(full, args.runs)
-            rows[name] = {**ours, "ratio_vs_import_click": round(ours["median_s"] / click["median_s"], 2), "target_met": ours["median_s"] <= 3 * click["median_s"]}
+            rows[name] = {
+                **ours,
+                "ratio_vs_import_click": round(ours["median_s"] / click["median_s"], 2),
+                "target_met": ours["median_s"] <= 3 * click["median_s"],
+            }
         rows["validate"]["ratio_vs_sha256sum_c"] = round(rows["validate"]["median_s"] / sha256sum["median_s"], 2)
-        dropped = measure([*registry, "validate", "-C", str(reg)], args.runs, before=lambda: verdict.unlink(missing_ok=True))
-        rows["validate, verdict dropped (stat cache only)"] = {**dropped, "ratio_vs_import_click": round(dropped["median_s"] / click["median_s"], 2), "ratio_vs_sha256sum_c": round(dropped["median_s"] / sha256sum["median_s"], 2)}
+        dropped = measure(
+            [*registry, "validate", "-C", str(reg)], args.runs, before=lambda: verdict.unlink(missing_ok=True)
+        )
+        rows["validate, verdict dropped (stat cache only)"] = {
+            **dropped,
+            "ratio_vs_import_click": round(dropped["median_s"] / click["median_s"], 2),
+            "ratio_vs_sha256sum_c": round(dropped["median_s"] / sha256sum["median_s"], 2),
+        }
 
         # Writing commands, each on a fresh copy of the registry without the weight.
         target = work / "target"
@@ -123,15 +176,27 @@ def main() -> None:
         for name in ("s1.pth", "s2.pth", "train.json"):
             shutil.copy(inputs / name, version / name)
         (hand_made / "README.md").write_text("# Hand-made\n\nState 推荐\n")
-        subprocess.run("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=hand_made, check=True)
+        subprocess.run(
+            "find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS",
+            shell=True,
+            cwd=hand_made,
+            check=True,
+        )
         writing = {
             "add (State, 36 kB)": (add(target, "s2.pth", "state"), fresh(template)),
             "add (MiSS adapter)": (add(target, "adapter-final.pth", "miss", "--run", "r8"), fresh(template)),
-            "adopt (seed-001-shaped, 2 States)": ([*registry, "adopt", str(target), "--base-file", str(base)], fresh(hand_made)),
+            "adopt (seed-001-shaped, 2 States)": (
+                [*registry, "adopt", str(target), "--base-file", str(base)],
+                fresh(hand_made),
+            ),
         }
         for name, (cmd, before) in writing.items():
             ours = measure(cmd, args.runs, before=before)
-            rows[name] = {**ours, "ratio_vs_import_torch": round(ours["median_s"] / torch["median_s"], 2), "target_met": ours["median_s"] < torch["median_s"] and ours["peak_rss_MiB"] <= 100}
+            rows[name] = {
+                **ours,
+                "ratio_vs_import_torch": round(ours["median_s"] / torch["median_s"], 2),
+                "target_met": ours["median_s"] < torch["median_s"] and ours["peak_rss_MiB"] <= 100,
+            }
     report(f"daily commands vs their yardsticks, median of {args.runs} runs", rows)
 
 

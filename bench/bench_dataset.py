@@ -69,13 +69,24 @@ print("PROBLEMS", len(problems))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, default=1.0, help="about how many GB the version folder holds")
-    parser.add_argument("--many-rows", type=int, default=400_000, help="train rows of the short-row version (memory per row)")
+    parser.add_argument(
+        "--many-rows", type=int, default=400_000, help="train rows of the short-row version (memory per row)"
+    )
     parser.add_argument("--dir", type=Path, default=Path("/tmp/bench-dataset"))
     args = parser.parse_args()
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
     train = max(10, int(args.gb * 1e9 / BYTES_PER_TRAIN_ROW))
-    spec = VersionSpec("v2.1", "full", train_rows=train, validation_rows=max(2, train // 40), trained_name="segments-shuffled.jsonl", row_chars=ROW_CHARS, dropped_rows=0, token_stats=False)
+    spec = VersionSpec(
+        "v2.1",
+        "full",
+        train_rows=train,
+        validation_rows=max(2, train // 40),
+        trained_name="segments-shuffled.jsonl",
+        row_chars=ROW_CHARS,
+        dropped_rows=0,
+        token_stats=False,
+    )
     built = build_version(args.dir / "final-20261018", spec)
     size = folder_bytes(built.folder)
     files = sorted(str(p) for p in built.folder.rglob("*") if p.is_file())
@@ -108,11 +119,36 @@ def main() -> None:
     })  # fmt: skip
     shutil.rmtree(args.dir)
     args.dir.mkdir()
-    many = VersionSpec("v1.41", "off", train_rows=args.many_rows, validation_rows=2, trained_name="segments-1-41.jsonl", row_chars=60, dropped_rows=0, token_stats=False)
+    many = VersionSpec(
+        "v1.41",
+        "off",
+        train_rows=args.many_rows,
+        validation_rows=2,
+        trained_name="segments-1-41.jsonl",
+        row_chars=60,
+        dropped_rows=0,
+        token_stats=False,
+    )
     short = build_version(args.dir / "final-20261013", many)
     many_registry = args.dir / "distill"
-    child_peak_rss(ADD, str(many_registry), json.dumps({**request, "source": str(short.folder), "version": many.version, "thinking": many.thinking, "trained_file": short.trained_path,
-                   "trained_sha256": short.trained_sha256, "train_rows": many.train_rows, "validation_rows": many.validation_rows, "wire_canonical": many.wire_canonical, "wire_hash": short.wire_hash}))
+    child_peak_rss(
+        ADD,
+        str(many_registry),
+        json.dumps(
+            {
+                **request,
+                "source": str(short.folder),
+                "version": many.version,
+                "thinking": many.thinking,
+                "trained_file": short.trained_path,
+                "trained_sha256": short.trained_sha256,
+                "train_rows": many.train_rows,
+                "validation_rows": many.validation_rows,
+                "wire_canonical": many.wire_canonical,
+                "wire_hash": short.wire_hash,
+            }
+        ),
+    )
     t_many, rss_many, out_many = child_peak_rss(CHECK, str(many_registry / "v1.41"), str(many_registry / "index.json"))
     assert "PROBLEMS 0" in out_many, out_many
     report("memory per row: check of a version of short rows", {

@@ -55,7 +55,16 @@ def main() -> None:
     shutil.rmtree(args.dir, ignore_errors=True)
     args.dir.mkdir(parents=True)
     os.environ["XDG_CONFIG_HOME"] = str(args.dir / "config")  # the cache's key: this bench's own, not the user's
-    spec = VersionSpec("v2.1", "full", train_rows=0, validation_rows=0, trained_name="segments-shuffled.jsonl", row_chars=ROW_CHARS, dropped_rows=0, token_stats=False)
+    spec = VersionSpec(
+        "v2.1",
+        "full",
+        train_rows=0,
+        validation_rows=0,
+        trained_name="segments-shuffled.jsonl",
+        row_chars=ROW_CHARS,
+        dropped_rows=0,
+        token_stats=False,
+    )
     path = args.dir / "rows.jsonl"
     rows = 0
     with open(path, "wb") as handle:

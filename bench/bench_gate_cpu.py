@@ -69,7 +69,11 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-gate-cpu-") as tmp:
         work, peer = Path(tmp), Path(tmp) / "peer"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(peer), args.peer], check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(peer), args.peer],
+            check=True,
+            capture_output=True,
+        )
         try:
             cases = []
             run(peer, "-m", "registry", "demo", str(work / "demo"))
@@ -78,7 +82,9 @@ def main() -> None:
             if args.big:
                 (work / "big").mkdir()
                 run(peer, "-c", BUILD_BIG, str(work / "big"))
-                cases.append(("0.45B full", work / "big" / "registry", None, (work / "big" / "rwkv-final.pth").stat().st_size))
+                cases.append(
+                    ("0.45B full", work / "big" / "registry", None, (work / "big" / "rwkv-final.pth").stat().st_size)
+                )
             for name, registry, base_file, size in cases:
                 # the peer always needs --base-file; this tree needs it for State/MiSS entries only
                 peer_base = base_file or next(registry.parent.glob("rwkv7-cpu-*.pth"))

@@ -106,7 +106,11 @@ def main() -> None:
         root = work / "reg"
         child_peak_rss(SETUP, str(source), str(root))
         largest = max(torch.Size(s).numel() for s in checkpoint_shapes(spec).values()) * 2
-        rows: dict = {"source_bytes": size, "largest_tensor_bytes": largest, "spec": {"n_layer": spec.n_layer, "n_embd": spec.n_embd}}
+        rows: dict = {
+            "source_bytes": size,
+            "largest_tensor_bytes": largest,
+            "spec": {"n_layer": spec.n_layer, "n_embd": spec.n_embd},
+        }
         rows["imports_peak_rss_MiB"] = round(child_peak_rss(IMPORTS)[1] / 2**20)
         cp_times = []
         for _ in range(args.rounds):
@@ -133,8 +137,14 @@ def main() -> None:
         gate_rows = []
         for shape in json.loads(args.gate_shapes):
             for seed in range(args.gate_seeds):
-                _, _, stdout = child_peak_rss(GATE, str(work), json.dumps({**shape, "seed": seed}), "f16,bf16,q8_0,q6_k,q5_k_m,q4_k_m")
-                gate_rows += [{**shape, "seed": seed, **json.loads(line[5:])} for line in stdout.splitlines() if line.startswith("GATE ")]
+                _, _, stdout = child_peak_rss(
+                    GATE, str(work), json.dumps({**shape, "seed": seed}), "f16,bf16,q8_0,q6_k,q5_k_m,q4_k_m"
+                )
+                gate_rows += [
+                    {**shape, "seed": seed, **json.loads(line[5:])}
+                    for line in stdout.splitlines()
+                    if line.startswith("GATE ")
+                ]
         report("gate figures per type (llama.cpp on CPU vs our fp32 reference)", {"rows": gate_rows})
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -27,8 +27,13 @@ def bench_one_file(directory: Path, size: int) -> dict:
     t_core, _ = timed(hash_file, big)
     t_coreutils = run_timed(["sha256sum", str(big)])
     big.unlink()
-    return {"bytes": size, "registry_s": round(t_core, 3), "sha256sum_s": round(t_coreutils, 3),
-            "registry_GBps": round(size / t_core / 1e9, 2), "ratio_vs_sha256sum": round(t_coreutils / t_core, 2)}
+    return {
+        "bytes": size,
+        "registry_s": round(t_core, 3),
+        "sha256sum_s": round(t_coreutils, 3),
+        "registry_GBps": round(size / t_core / 1e9, 2),
+        "ratio_vs_sha256sum": round(t_coreutils / t_core, 2),
+    }
 
 
 def bench_many_files(directory: Path, count: int, size: int) -> dict:
@@ -39,8 +44,14 @@ def bench_many_files(directory: Path, count: int, size: int) -> dict:
     t_coreutils = run_timed(["sha256sum", *map(str, files)])
     for f in files:
         f.unlink()
-    return {"files": count, "bytes_each": size, "1_worker_s": round(t_one, 3), "2_workers_s": round(t_two, 3),
-            "parallel_speedup": round(t_one / t_two, 2), "ratio_vs_sha256sum": round(t_coreutils / t_two, 2)}
+    return {
+        "files": count,
+        "bytes_each": size,
+        "1_worker_s": round(t_one, 3),
+        "2_workers_s": round(t_two, 3),
+        "parallel_speedup": round(t_one / t_two, 2),
+        "ratio_vs_sha256sum": round(t_coreutils / t_two, 2),
+    }
 
 
 def bench_revalidate(directory: Path, total: int) -> dict:
@@ -56,8 +67,13 @@ def bench_revalidate(directory: Path, total: int) -> dict:
     t_cached, findings = timed(validate, root)
     (root / ".registry" / "statcache.json").unlink()
     t_uncached, _ = timed(validate, root)
-    return {"tree_bytes": total, "stray_findings": len(findings), "revalidate_cached_s": round(t_cached, 3),
-            "revalidate_uncached_s": round(t_uncached, 3), "cache_speedup": round(t_uncached / t_cached, 1)}
+    return {
+        "tree_bytes": total,
+        "stray_findings": len(findings),
+        "revalidate_cached_s": round(t_cached, 3),
+        "revalidate_uncached_s": round(t_uncached, 3),
+        "cache_speedup": round(t_uncached / t_cached, 1),
+    }
 
 
 def main() -> None:

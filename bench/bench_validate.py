@@ -27,7 +27,12 @@ def measure(cmd: list[str], cwd: Path, runs: int) -> dict:
     run_measured(cmd, cwd)  # warm: page cache, compiled templates, stat cache
     samples = [run_measured(cmd, cwd) for _ in range(runs)]
     walls = [s[0] for s in samples]
-    return {"median_s": round(statistics.median(walls), 3), "min_s": round(min(walls), 3), "max_s": round(max(walls), 3), "peak_rss_MiB": round(max(s[1] for s in samples) / MIB, 1)}
+    return {
+        "median_s": round(statistics.median(walls), 3),
+        "min_s": round(min(walls), 3),
+        "max_s": round(max(walls), 3),
+        "peak_rss_MiB": round(max(s[1] for s in samples) / MIB, 1),
+    }
 
 
 def main() -> None:
@@ -37,7 +42,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-validate-") as tmp:
         # The demo needs the torch extra; the light install that pre-commit gets can still be measured.
-        subprocess.run([sys.executable, "-m", "registry", "demo", str(Path(tmp) / "demo")], check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "registry", "demo", str(Path(tmp) / "demo")], check=True, capture_output=True
+        )
         root = Path(tmp) / "demo" / "registry"
         files = sum(1 for _ in open(root / "SHA256SUMS"))
         ours = measure([args.registry_bin, "validate"], root, args.runs)

@@ -64,7 +64,16 @@ def _registry(directory: Path, shape: tuple[int, int]) -> Path:
         handle.seek(-1, os.SEEK_CUR)
         handle.write(bytes([byte ^ 1]))
     train = directory / "train.json"
-    train.write_text(json.dumps({"trainer": {"name": "rwkv_full_tune", "version": "1.0"}, "hyperparameters": {"lr_init": 1e-5}, "command": "train", "data_sha256": "ab" * 32}))
+    train.write_text(
+        json.dumps(
+            {
+                "trainer": {"name": "rwkv_full_tune", "version": "1.0"},
+                "hyperparameters": {"lr_init": 1e-5},
+                "command": "train",
+                "data_sha256": "ab" * 32,
+            }
+        )
+    )
     root = init_registry(directory / "reg").root
     add_base(root, BaseRequest(path=base, filename=base.name))
     add_weight(root, AddRequest(full, base.stem, "full", "v1.0", train, move=True))
@@ -82,7 +91,16 @@ def bench_sign(directory: Path, shape: tuple[int, int], key: Path) -> dict:
     root = _registry(directory, shape)
     weight_bytes = max(p.stat().st_size for p in root.rglob("*.pth"))
     t_sign, _ = timed(sign, root, key)
-    stock = ["model_signing", "sign", "key", str(root), "--signature", str(directory / "stock.sig"), "--private_key", str(key)]
+    stock = [
+        "model_signing",
+        "sign",
+        "key",
+        str(root),
+        "--signature",
+        str(directory / "stock.sig"),
+        "--private_key",
+        str(key),
+    ]
     stock += [arg for path in UNSIGNED for arg in ("--ignore-paths", str(root / path))]
     t_stock = run_timed(stock)
     shutil.rmtree(directory)
@@ -98,9 +116,14 @@ def main() -> None:
     args.dir.mkdir(parents=True)
     key = args.dir / "signer.pem"
     private = ec.generate_private_key(ec.SECP256R1())
-    key.write_bytes(private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     report("Xet file hash vs sha256, one 1 GiB file (warm)", bench_hashes(args.dir))
     import model_signing._signing.sign_ec_key  # noqa: F401 - imported once, before any timing
+
     small, big = (bench_sign(args.dir / name, SHAPES[name], key) for name in ("small", "big"))
     report("registry sign vs stock model_signing sign key", {"small": small, "big": big,
            "registry_sign_big_vs_small": round(big["registry_sign_s"] / small["registry_sign_s"], 2)})  # fmt: skip

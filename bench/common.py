@@ -29,7 +29,9 @@ def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed{f' in {cwd}' if cwd else ''}: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
+        raise SystemExit(
+            f"{' '.join(cmd)} failed{f' in {cwd}' if cwd else ''}: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}"
+        )
     return elapsed, usage.ru_maxrss * 1024
 
 

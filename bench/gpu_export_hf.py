@@ -41,7 +41,13 @@ from pathlib import Path
 import torch
 
 from registry.artifacts.miss import default_targets, write_adapter
-from registry.artifacts.synthetic import TinySpec, checkpoint_shapes, make_adapter_tensors, make_base_state_dict, save_checkpoint
+from registry.artifacts.synthetic import (
+    TinySpec,
+    checkpoint_shapes,
+    make_adapter_tensors,
+    make_base_state_dict,
+    save_checkpoint,
+)
 from registry.gate.checks import BF16_FLOOR, BF16_RATIO, TOPK_MIN_OVERLAP, Logits, compare_logits, official_logits
 from registry.gate.official import load_official
 from registry.gate.prompts import PROMPTS
@@ -113,7 +119,14 @@ def hf_logits(model, ids: Mapping[str, list[int]], nxt: Mapping[str, int]) -> Lo
     return Logits(prefill, step)
 
 
-def fla_runs(base_folder: Path, adapter_folder: Path, ids, first: Mapping[str, Mapping[str, int]], merged: Mapping[str, torch.Tensor], n_layer: int) -> dict:
+def fla_runs(
+    base_folder: Path,
+    adapter_folder: Path,
+    ids,
+    first: Mapping[str, Mapping[str, int]],
+    merged: Mapping[str, torch.Tensor],
+    n_layer: int,
+) -> dict:
     """fla's logits for the base, then PEFT's merge of the adapter onto it and its logits."""
     import fla  # noqa: F401
     from peft import PeftModel
@@ -131,7 +144,11 @@ def fla_runs(base_folder: Path, adapter_folder: Path, ids, first: Mapping[str, M
         model = PeftModel.from_pretrained(model, adapter_folder).merge_and_unload()
         state = model.state_dict()
         target = {rule.source: rule.target for rule in rules(n_layer)}
-        equal = [name for name, want in merged.items() if torch.equal(state[target[name]], want.to(state[target[name]].device))]
+        equal = [
+            name
+            for name, want in merged.items()
+            if torch.equal(state[target[name]], want.to(state[target[name]].device))
+        ]
         found["merged_equal"], found["merged_targets"] = len(equal), len(merged)
         extra.update(equal_to_ours=len(equal), targets=len(merged))
     with Timer("fla-miss-logits"):
@@ -145,12 +162,25 @@ def fla_verdict(fla: Logits, official: Logits, reference: Logits) -> dict:
     fla_vs_ref, official_vs_ref = compare_logits(fla, reference), compare_logits(official, reference)
     bound = BF16_RATIO * official_vs_ref["max_scaled_err"] + BF16_FLOOR
     passed = fla_vs_ref["max_scaled_err"] <= bound and fla_vs_ref["top5_overlap_min"] >= TOPK_MIN_OVERLAP
-    return {"passed": passed, "fla_vs_reference": fla_vs_ref, "official_vs_reference": official_vs_ref, "fla_vs_official": compare_logits(fla, official), "bound": bound}
+    return {
+        "passed": passed,
+        "fla_vs_reference": fla_vs_ref,
+        "official_vs_reference": official_vs_ref,
+        "fla_vs_official": compare_logits(fla, official),
+        "bound": bound,
+    }
 
 
 def train_json(path: Path) -> Path:
     path.write_text(
-        json.dumps({"trainer": {"name": "rwkv_miss_tune", "version": "bench"}, "hyperparameters": {"r": RANK}, "command": "bench/gpu_export_hf.py", "data_sha256": "ab" * 32})
+        json.dumps(
+            {
+                "trainer": {"name": "rwkv_miss_tune", "version": "bench"},
+                "hyperparameters": {"r": RANK},
+                "command": "bench/gpu_export_hf.py",
+                "data_sha256": "ab" * 32,
+            }
+        )
     )
     return path
 
@@ -175,7 +205,9 @@ def main() -> None:
     with Timer("make-and-add-base") as extra:
         base = save_checkpoint(args.work / f"{name}.pth", make_base_state_dict(spec, device=DEVICE))
         root = init_registry(args.work / "registry").root
-        base_sha = add_base(root, BaseRequest(path=base, filename=base.name, source="random (bench)", vocab="rwkv_vocab_v20230424.txt")).base.sha256
+        base_sha = add_base(
+            root, BaseRequest(path=base, filename=base.name, source="random (bench)", vocab="rwkv_vocab_v20230424.txt")
+        ).base.sha256
         extra["bytes"] = base.stat().st_size
     with Timer("export-hf-base") as extra:
         base_export = export_hf(root, ExportRequest(base=name, base_file=base))
@@ -184,7 +216,9 @@ def main() -> None:
         blocks = make_adapter_tensors(spec, RANK, seed=11)
         adapter = args.work / "adapter-final.pth"
         write_adapter(adapter, blocks, RANK, SCALE, default_targets(checkpoint_shapes(spec)), base_sha)
-        entry = add_weight(root, AddRequest(adapter, name, "miss", "v1", train_json(args.work / "train.json"), run=f"r{RANK}"))
+        entry = add_weight(
+            root, AddRequest(adapter, name, "miss", "v1", train_json(args.work / "train.json"), run=f"r{RANK}")
+        )
         adapter_export = export_hf(root, ExportRequest(entry=entry.path))
         extra.update(targets=len(blocks), files=[f.path for f in adapter_export.files])
 
@@ -194,7 +228,10 @@ def main() -> None:
     ours_model = Rwkv7(tensors, dtype=torch.bfloat16, device=DEVICE)
     reference, ours, first = {}, {}, {}
     for variant in VARIANTS:
-        with Timer(f"reference-and-ours-{variant}"), patched(ours_model.replace_weight, tensors, merged.items()) if variant == "miss" else nullcontext():
+        with (
+            Timer(f"reference-and-ours-{variant}"),
+            patched(ours_model.replace_weight, tensors, merged.items()) if variant == "miss" else nullcontext(),
+        ):
             fp32 = ours_model.computing_in(torch.float32, "reference")
             first[variant] = {n: int(torch.argmax(fp32.forward(tokens)[0])) for n, tokens in ids.items()}
             reference[variant] = runtime_logits(fp32, ids, first[variant])
@@ -202,7 +239,9 @@ def main() -> None:
     del ours_model
     free()
     with Timer("ours-from-export"):
-        ours_export = runtime_logits(Rwkv7(read_export(root / base_export.path), dtype=torch.bfloat16, device=DEVICE), ids, first["base"])
+        ours_export = runtime_logits(
+            Rwkv7(read_export(root / base_export.path), dtype=torch.bfloat16, device=DEVICE), ids, first["base"]
+        )
     free()
     official = {}
     with Timer("official") as extra:
@@ -216,10 +255,19 @@ def main() -> None:
     free()
     fla = fla_runs(root / base_export.path, root / adapter_export.path, ids, first, merged, spec.n_layer)
 
-    same = all(torch.equal(ours_export.prefill[n], ours["base"].prefill[n]) and torch.equal(ours_export.step[n], ours["base"].step[n]) for n in ids)
+    same = all(
+        torch.equal(ours_export.prefill[n], ours["base"].prefill[n])
+        and torch.equal(ours_export.step[n], ours["base"].step[n])
+        for n in ids
+    )
     verdicts = {variant: fla_verdict(fla[variant], official[variant], reference[variant]) for variant in VARIANTS}
     adapter_effect = compare_logits(reference["miss"], reference["base"])
-    passed = same and fla["merged_equal"] == fla["merged_targets"] and all(v["passed"] for v in verdicts.values()) and adapter_effect["max_scaled_err"] > verdicts["miss"]["bound"]
+    passed = (
+        same
+        and fla["merged_equal"] == fla["merged_targets"]
+        and all(v["passed"] for v in verdicts.values())
+        and adapter_effect["max_scaled_err"] > verdicts["miss"]["bound"]
+    )
     emit(
         step="result", passed=passed, prompts={n: len(t) for n, t in ids.items()},
         ours_export_equals_ours_pth=same, ours_export_vs_ours_pth=compare_logits(ours_export, ours["base"]), peft_merge_equals_ours=f"{fla['merged_equal']}/{fla['merged_targets']}",

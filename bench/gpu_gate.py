@@ -38,7 +38,10 @@ from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.init import init_registry
 
-SHAPES = {"7b": TinySpec(n_layer=32, n_embd=4096, vocab_size=65536, seed=72), "13b": TinySpec(n_layer=61, n_embd=4096, vocab_size=65536, seed=133)}
+SHAPES = {
+    "7b": TinySpec(n_layer=32, n_embd=4096, vocab_size=65536, seed=72),
+    "13b": TinySpec(n_layer=61, n_embd=4096, vocab_size=65536, seed=133),
+}
 NAMES = {"7b": "rwkv7-random-7.2b-shape-20261203", "13b": "rwkv7-random-13.3b-shape-20261203"}
 MISS_RUNS = ("r16-lr2e-5-e2", "r16-lr1e-5-e2", "r16-lr3e-5-e2")
 
@@ -110,7 +113,16 @@ class Bench:
 
     def train_json(self) -> Path:
         train = self.work / "train.json"
-        train.write_text(json.dumps({"trainer": {"name": "synthetic", "version": "0"}, "hyperparameters": {}, "command": "bench/gpu_gate.py", "data_sha256": "0" * 64}))
+        train.write_text(
+            json.dumps(
+                {
+                    "trainer": {"name": "synthetic", "version": "0"},
+                    "hyperparameters": {},
+                    "command": "bench/gpu_gate.py",
+                    "data_sha256": "0" * 64,
+                }
+            )
+        )
         return train
 
 
@@ -119,9 +131,18 @@ def part_7b(bench: Bench) -> None:
     base = bench.build("7b")
     root = init_registry(bench.work / "registry-7b").root
     start = time.perf_counter()
-    base_sha = add_base(root, BaseRequest(path=base, filename=base.name, source="random (7.2B shape)", vocab="rwkv_vocab_v20230424.txt")).base.sha256
+    base_sha = add_base(
+        root, BaseRequest(path=base, filename=base.name, source="random (7.2B shape)", vocab="rwkv_vocab_v20230424.txt")
+    ).base.sha256
     train = bench.train_json()
-    entries = [add_weight(root, AddRequest(make_state_file(bench.work / "state-7b.pth", spec, seed=5), name, "state", "v1.41", train, move=True)).path]
+    entries = [
+        add_weight(
+            root,
+            AddRequest(
+                make_state_file(bench.work / "state-7b.pth", spec, seed=5), name, "state", "v1.41", train, move=True
+            ),
+        ).path
+    ]
     for i, run in enumerate(MISS_RUNS):
         adapter = make_adapter_file(bench.work / run / "adapter-final.pth", spec, base_sha, rank=16, seed=6 + i)
         entries.append(add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train, run=run, move=True)).path)
@@ -138,7 +159,12 @@ def part_13b(bench: Bench) -> None:
     weights = bench.build("13b")
     root = init_registry(bench.work / "registry-13b").root
     start = time.perf_counter()
-    add_base(root, BaseRequest(path=weights, filename=weights.name, source="random (13.3B shape)", vocab="rwkv_vocab_v20230424.txt"))
+    add_base(
+        root,
+        BaseRequest(
+            path=weights, filename=weights.name, source="random (13.3B shape)", vocab="rwkv_vocab_v20230424.txt"
+        ),
+    )
     # The fine-tune is the base's bytes moved into the registry: the gate runs a full entry on its own.
     entry = add_weight(root, AddRequest(weights, name, "full", "v1.0", bench.train_json(), move=True)).path
     bench.emit(step="registry-13b", seconds=round(time.perf_counter() - start, 1), entry=entry)
@@ -157,7 +183,13 @@ def main() -> None:
     args.work.mkdir(parents=True)
     args.out.mkdir(parents=True, exist_ok=True)
     bench = Bench(args.work, args.out)
-    bench.emit(step="env", gpu=torch.cuda.get_device_name(0), torch=torch.__version__, cuda=torch.version.cuda, cpus=os.cpu_count())
+    bench.emit(
+        step="env",
+        gpu=torch.cuda.get_device_name(0),
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        cpus=os.cpu_count(),
+    )
     {"7b": part_7b, "13b": part_13b}[args.part](bench)
 
 

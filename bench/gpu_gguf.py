@@ -75,10 +75,30 @@ class Run:
             log.write(line + "\n")
 
     def export(self, root: Path, name: str, base: Path, kind: str) -> int:
-        command = [sys.executable, "-m", "registry", "export-gguf", "-C", str(root), "--base", name, "--base-file", str(base), "--type", kind, "--json"]
+        command = [
+            sys.executable,
+            "-m",
+            "registry",
+            "export-gguf",
+            "-C",
+            str(root),
+            "--base",
+            name,
+            "--base-file",
+            str(base),
+            "--type",
+            kind,
+            "--json",
+        ]
         proc, wall, peak = peak_rss_of(command)
         (self.out / f"{kind}.stderr.txt").write_text(proc.stderr[-6000:])
-        row: dict = {"step": f"export-{kind}", "rc": proc.returncode, "wall_s": round(wall, 1), "peak_rss_GiB": round(peak / 2**30, 2), "source_bytes": base.stat().st_size}
+        row: dict = {
+            "step": f"export-{kind}",
+            "rc": proc.returncode,
+            "wall_s": round(wall, 1),
+            "peak_rss_GiB": round(peak / 2**30, 2),
+            "source_bytes": base.stat().st_size,
+        }
         try:
             document = json.loads(proc.stdout)
         except ValueError:
@@ -138,7 +158,9 @@ def probe(run: Run, root: Path, name: str, base: Path) -> None:
         source = ("import torch\n" if variant == "torch-first" else "") + PROBE
         command = [sys.executable, "-X", "faulthandler", "-c", source, str(file), *extra]
         proc = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False, env=env)
-        run.emit(step=f"probe-{variant}", rc=proc.returncode, stdout=proc.stdout[-800:], stderr_tail=proc.stderr[-6000:])
+        run.emit(
+            step=f"probe-{variant}", rc=proc.returncode, stdout=proc.stdout[-800:], stderr_tail=proc.stderr[-6000:]
+        )
     if shutil.which("gdb"):
         command = ["gdb", "-batch", "-ex", "run", "-ex", "bt 25", "--args", sys.executable, "-c", PROBE, str(file)]
         proc = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
@@ -147,7 +169,9 @@ def probe(run: Run, root: Path, name: str, base: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--layers", type=int, default=4, help="layers of the 7.2B shape (it has 32; export-gguf needs 2 or more)")
+    parser.add_argument(
+        "--layers", type=int, default=4, help="layers of the 7.2B shape (it has 32; export-gguf needs 2 or more)"
+    )
     parser.add_argument("--types", default="q8_0,q4_k_m")
     parser.add_argument("--probe", action="store_true", help="run the llama.cpp probes even when every export passed")
     parser.add_argument("--tiny", action="store_true", help="a 2-layer n_embd-256 base instead (smoke try, CPU)")
@@ -174,7 +198,9 @@ def main() -> None:
     run.emit(step="build", on=device, seconds=round(time.perf_counter() - start, 1), bytes=base.stat().st_size)
     start = time.perf_counter()
     root = init_registry(args.work / "registry").root
-    add_base(root, BaseRequest(path=base, filename=base.name, source=f"random ({shape})", vocab="rwkv_vocab_v20230424.txt"))
+    add_base(
+        root, BaseRequest(path=base, filename=base.name, source=f"random ({shape})", vocab="rwkv_vocab_v20230424.txt")
+    )
     run.emit(step="add-base", seconds=round(time.perf_counter() - start, 1))
     failed = False
     for kind in args.types.split(","):

@@ -39,7 +39,14 @@ from registry.gate.reference import make_wkv7_inputs, relative_error  # noqa: E4
 
 STEPS, HEADS = 1024, 64
 BATCHES = (1, 2, 4, 8)
-PACKAGE_CUDA_FLAGS = ["-res-usage", "--use_fast_math", "-O3", "-Xptxas -O3", "--extra-device-vectorization", f"-D_N_={HEAD_SIZE}"]
+PACKAGE_CUDA_FLAGS = [
+    "-res-usage",
+    "--use_fast_math",
+    "-O3",
+    "-Xptxas -O3",
+    "--extra-device-vectorization",
+    f"-D_N_={HEAD_SIZE}",
+]
 
 
 def cuda_seconds(fn, warmup: int = 3, reps: int = 20) -> float:
@@ -100,8 +107,14 @@ def against_package() -> dict:
     our_state = state.clone()
     our_y = torch.ops.rwkv_registry.wkv7_forward(*inputs, our_state)
     package_op()
-    agreement = {"y_rel_err": relative_error(our_y[0], package_y), "state_rel_err": relative_error(our_state[0], package_state)}
-    agreement["ok"] = agreement["y_rel_err"] <= OUTPUT_TOLERANCE[torch.bfloat16] and agreement["state_rel_err"] <= 10 * STATE_TOLERANCE
+    agreement = {
+        "y_rel_err": relative_error(our_y[0], package_y),
+        "state_rel_err": relative_error(our_state[0], package_state),
+    }
+    agreement["ok"] = (
+        agreement["y_rel_err"] <= OUTPUT_TOLERANCE[torch.bfloat16]
+        and agreement["state_rel_err"] <= 10 * STATE_TOLERANCE
+    )
 
     package_seconds = cuda_seconds(package_op)
     ours_seconds = cuda_seconds(lambda: torch.ops.rwkv_registry.wkv7_forward(*inputs, our_state))
@@ -124,7 +137,12 @@ def main() -> int:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "shape": {"T": STEPS, "H": HEADS, "N": HEAD_SIZE, "dtype": "bfloat16"},
-        "build": {"key": build.key, "cached": build.cached, "seconds": round(build.seconds, 2), "source_hash": build.source_hash},
+        "build": {
+            "key": build.key,
+            "cached": build.cached,
+            "seconds": round(build.seconds, 2),
+            "source_hash": build.source_hash,
+        },
         "parity": [parity_check(*case, seed=7) for case in PARITY_CASES],
     }
     try:

@@ -22,6 +22,7 @@ def user_environment() -> dict[str, str]:
     runs the tool as a user would."""
     return {k: v for k, v in os.environ.items() if k not in TEST_ONLY_ENVIRONMENT}
 
+
 # Small enough to build in milliseconds; vocab 65536 only where a tokenizer is involved.
 SMALL = TinySpec(n_layer=2, n_embd=128, vocab_size=512)
 
@@ -61,4 +62,5 @@ def small_base(tmp_path_factory) -> Path:
 @pytest.fixture
 def empty_registry(tmp_path) -> Path:
     from registry.ops.init import init_registry
+
     return init_registry(tmp_path / "reg").root

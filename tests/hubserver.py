@@ -524,7 +524,11 @@ class HubServer:
             self._lies.add(((repo_type, repo_id), path))
 
     def _served(self, repo: Repo, path: str, content: bytes) -> bytes:
-        return content[:-1] + bytes([content[-1] ^ 1]) if content and ((repo.repo_type, repo.repo_id), path) in self._lies else content
+        return (
+            content[:-1] + bytes([content[-1] ^ 1])
+            if content and ((repo.repo_type, repo.repo_id), path) in self._lies
+            else content
+        )
 
     def push_before_next_commit(self, repo_id: str, *, branch: str = "main", repo_type: str = "model") -> None:
         """Simulate someone else pushing to ``branch`` right before the next commit request is processed."""
@@ -649,7 +653,9 @@ class HubServer:
         if "private" in payload and not isinstance(payload["private"], bool):
             raise HubError(400, "private must be a boolean")
         repo.gated = payload.get("gated", repo.gated)
-        repo.private = payload["visibility"] == "private" if "visibility" in payload else payload.get("private", repo.private)
+        repo.private = (
+            payload["visibility"] == "private" if "visibility" in payload else payload.get("private", repo.private)
+        )
         return json_response({})
 
     def _on_delete_repo(self, request: Request, params: Mapping[str, str]) -> Response:

@@ -53,7 +53,9 @@ def as_compiled() -> Iterator[None]:
 
     def exec_as_compiled(self: Any, tree: Any) -> Any:
         # The rewritten kernel is executed in a copy of its module's names, with `range` replaced.
-        kernel = types.SimpleNamespace(__globals__={**self.fn.__globals__, "range": induction_range}, __name__=self.fn.__name__)
+        kernel = types.SimpleNamespace(
+            __globals__={**self.fn.__globals__, "range": induction_range}, __name__=self.fn.__name__
+        )
         return compile_and_exec(types.SimpleNamespace(fn=kernel, kwargs=self.kwargs, filename=self.filename), tree)
 
     def rounded_to_bf16(handle: Any) -> Any:  # to nearest, ties to even: what the GPU does
@@ -97,7 +99,9 @@ def as_compiled() -> Iterator[None]:
         patch.setattr(FunctionRewriter, "_compile_and_exec", exec_as_compiled)
         patch.setattr(InterpreterBuilder, "cast_impl", cast)
         for name, operands, result_like in computed_in_fp32:
-            patch.setattr(InterpreterBuilder, name, bf16_in_fp32(getattr(InterpreterBuilder, name), operands, result_like))
+            patch.setattr(
+                InterpreterBuilder, name, bf16_in_fp32(getattr(InterpreterBuilder, name), operands, result_like)
+            )
         InterpretedFunction.rewritten_fn.clear()  # kernels are rewritten, with the names above, on first use
         try:
             yield

@@ -12,7 +12,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-COMMANDS = {"from", "license", "template", "system", "adapter", "draft", "renderer", "parser", "parameter", "message", "requires"}
+COMMANDS = {
+    "from",
+    "license",
+    "template",
+    "system",
+    "adapter",
+    "draft",
+    "renderer",
+    "parser",
+    "parameter",
+    "message",
+    "requires",
+}
 
 
 def _unquote(value: str) -> str | None:
@@ -60,7 +72,9 @@ _ACTION = re.compile(r"\{\{(-?)\s*(.*?)\s*(-?)\}\}", re.S)
 class _Node:
     kind: str  # "text", "field", "range", "if"
     value: str = ""
-    branches: list[tuple[str | None, list[_Node]]] = field(default_factory=list)  # if: (condition or None for else, body)
+    branches: list[tuple[str | None, list[_Node]]] = field(
+        default_factory=list
+    )  # if: (condition or None for else, body)
     body: list[_Node] = field(default_factory=list)  # range
 
 
@@ -152,7 +166,16 @@ def _render(nodes: list[_Node], scope: dict[str, Any]) -> str:
         elif node.kind == "range":
             out.extend(_render(node.body, {"Role": m["role"], "Content": m["content"]}) for m in scope["Messages"])
         else:
-            out.append(next((_render(body, scope) for condition, body in node.branches if condition is None or _true(condition, scope)), ""))
+            out.append(
+                next(
+                    (
+                        _render(body, scope)
+                        for condition, body in node.branches
+                        if condition is None or _true(condition, scope)
+                    ),
+                    "",
+                )
+            )
     return "".join(out)
 
 

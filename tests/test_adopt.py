@@ -105,7 +105,11 @@ def test_init_keeps_readme_license_and_git_files_and_ignores_the_private_folder(
     run("init", root, code=0)
     assert (root / ".gitignore").read_text() == "*.tmp\n.registry/\n"
     attributes = (root / ".gitattributes").read_text()
-    assert attributes.startswith("*.bin filter=lfs") and "*.pth filter=lfs" in attributes and "*.safetensors filter=lfs" in attributes
+    assert (
+        attributes.startswith("*.bin filter=lfs")
+        and "*.pth filter=lfs" in attributes
+        and "*.safetensors filter=lfs" in attributes
+    )
     card = (root / "README.md").read_text()
     assert readme in card  # the whole text, as the card's hand-written section
     assert "LICENSE" in (root / "SHA256SUMS").read_text()
@@ -188,22 +192,48 @@ def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empt
     before = snapshot(root)
 
     assert [(p.code, p.file) for p in validate(root)] == [("lfs.pointer", entry.path)]
-    assert "pointer mode: 1 file(s)" in run("validate", "-C", root).output  # the pointer's oid and size are the file's (issue 44)
-    for args in (["validate", "-C", root, "--require-bytes"], ["validate", "-C", root, "--allow-rewrite", "why"], ["sums", "-C", root], ["convert", entry.path, "-C", root]):
+    assert (
+        "pointer mode: 1 file(s)" in run("validate", "-C", root).output
+    )  # the pointer's oid and size are the file's (issue 44)
+    for args in (
+        ["validate", "-C", root, "--require-bytes"],
+        ["validate", "-C", root, "--allow-rewrite", "why"],
+        ["sums", "-C", root],
+        ["convert", entry.path, "-C", root],
+    ):
         result = run(*args)
         assert result.exit_code in (1, 3), (args, result.output)
-        assert f"{entry.path}: a Git LFS pointer, not the file; fix: git lfs pull" in result.output, (args, result.output)
+        assert f"{entry.path}: a Git LFS pointer, not the file; fix: git lfs pull" in result.output, (
+            args,
+            result.output,
+        )
         assert "allow-rewrite" not in result.output.replace("--allow-rewrite why", ""), (args, result.output)
     pointer = tmp_path / "pointer.pth"
     pointer.write_bytes((root / entry.path).read_bytes())
-    result = run("add", pointer, "-C", root, "--base", small_base.stem, "--method", "state", "--data-version", "v1.42", "--train-json", tmp_path / "t.json", code=3)
+    result = run(
+        "add",
+        pointer,
+        "-C",
+        root,
+        "--base",
+        small_base.stem,
+        "--method",
+        "state",
+        "--data-version",
+        "v1.42",
+        "--train-json",
+        tmp_path / "t.json",
+        code=3,
+    )
     assert result.output.strip().endswith("a Git LFS pointer, not the file; fix: git lfs pull")
     base_pointer = tmp_path / "rwkv7-tiny-b-20260101.pth"
     base_pointer.write_bytes(lfs_pointer(small_base))
     result = run("add-base", base_pointer, "-C", root, code=3)
     assert result.output == f"error: {base_pointer}: a Git LFS pointer, not the file; fix: git lfs pull\n"
     result = run("smoke", entry.path, "-C", root, "--device", "cpu", "--base-file", base_pointer, code=3)
-    assert result.output.endswith(f"error: {base_pointer}: a Git LFS pointer, not the file; fix: git lfs pull\n"), result.output
+    assert result.output.endswith(f"error: {base_pointer}: a Git LFS pointer, not the file; fix: git lfs pull\n"), (
+        result.output
+    )
     assert snapshot(root) == before
 
 
@@ -263,12 +293,22 @@ def parts(tmp_path_factory) -> Path:
     tensors = torch.load(base, weights_only=True)
     tensors["emb.weight"] = tensors["emb.weight"] + 1  # fine-tuned
     torch.save(tensors, d / "rwkv-final.pth")
-    (d / "content_versions.json").write_text(json.dumps({run: inspect_weights(d / f"{run}.pth").miss.content_version for run in RUNS}))
+    (d / "content_versions.json").write_text(
+        json.dumps({run: inspect_weights(d / f"{run}.pth").miss.content_version for run in RUNS})
+    )
     return d
 
 
 def train(data_sha: str, trainer: str) -> str:
-    return json.dumps({"trainer": {"name": trainer, "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": trainer, "data_sha256": data_sha}, indent=2)
+    return json.dumps(
+        {
+            "trainer": {"name": trainer, "version": "1.8.1"},
+            "hyperparameters": {"lr_init": 0.01},
+            "command": trainer,
+            "data_sha256": data_sha,
+        },
+        indent=2,
+    )
 
 
 def hand_index(parts: Path) -> dict:
@@ -281,8 +321,20 @@ def hand_index(parts: Path) -> dict:
          "sha256": sha256_of(parts / f"{run}.pth"), "content_version": versions[run], "recommended": run == "r16-lr2e-5-e2"}
         for run, path in zip(RUNS, MISS, strict=True)
     ]  # fmt: skip
-    miss[0]["scores"] = [{"benchmark": "exam", "value": 52.2, "count": 296.5, "unit": "%", "date": "2026-10-17", "backend": "App harness", "runs": 2}]
-    miss[1]["scores"] = [{"benchmark": "exam", "value": 51.3, "date": "2026-10-17", "note": "与 2e-5 分不出"}]  # no backend: cannot map
+    miss[0]["scores"] = [
+        {
+            "benchmark": "exam",
+            "value": 52.2,
+            "count": 296.5,
+            "unit": "%",
+            "date": "2026-10-17",
+            "backend": "App harness",
+            "runs": 2,
+        }
+    ]
+    miss[1]["scores"] = [
+        {"benchmark": "exam", "value": 51.3, "date": "2026-10-17", "note": "与 2e-5 分不出"}
+    ]  # no backend: cannot map
     return {
         "bases": [{"dir": BASE, "source": "BlinkDL/rwkv7-g1", "filename": f"{BASE}.pth", "sha256": base_sha, "vocab": "rwkv_vocab_v20230424.txt"}],
         "entries": [
@@ -299,7 +351,10 @@ def make_seed_001(parts: Path, folder: Path, index: dict | None = None) -> Path:
     """Seed 001's repo as its author made it: cp, a hand-written index.json, README, sha256sum."""
     folder.mkdir(parents=True)
     (folder / ".git").mkdir()
-    sh(f"mkdir -p {BASE}/state/v1.41 {BASE}/miss/v2.1 docs/evaluations && cp {parts}/v141b-s1224.pth {BASE}/state/v1.41/", folder)
+    sh(
+        f"mkdir -p {BASE}/state/v1.41 {BASE}/miss/v2.1 docs/evaluations && cp {parts}/v141b-s1224.pth {BASE}/state/v1.41/",
+        folder,
+    )
     for run in RUNS:
         sh(f"mkdir -p {BASE}/miss/v2.1/{run} && cp {parts}/{run}.pth {BASE}/miss/v2.1/{run}/adapter-final.pth", folder)
     (folder / BASE / "state/v1.41/train.json").write_text(train(DATA_STATE, "rwkv_state_tune"))
@@ -340,12 +395,18 @@ def test_seed_001_adopted_then_published_pulled_and_verified(parts, tmp_path, hu
     assert [e["path"] for e in report["entries"]] == sorted([STATE, *MISS])
     recommended = {e["path"] for e in report["entries"] if e["recommended"]}
     assert recommended == {STATE, MISS[0]}
-    assert any("$.evaluations" in line for line in report["unmapped"]) and any("data.rows" in line for line in report["unmapped"])
-    assert any(line.startswith("$.entries[2].scores[0]: ") and line.endswith("lacks backend)") for line in report["unmapped"])  # named, not a command with a blank
+    assert any("$.evaluations" in line for line in report["unmapped"]) and any(
+        "data.rows" in line for line in report["unmapped"]
+    )
+    assert any(
+        line.startswith("$.entries[2].scores[0]: ") and line.endswith("lacks backend)") for line in report["unmapped"]
+    )  # named, not a command with a blank
     assert not any(step.startswith("registry score") for step in report["next_steps"])
     assert report["overridden"] == [] and report["readme"].startswith("kept whole")
     index = json.loads((folder / "index.json").read_text())
-    assert [b["source"] for b in index["bases"]] == ["BlinkDL/rwkv7-g1"] and index["bases"][0]["vocab"] == "rwkv_vocab_v20230424.txt"
+    assert [b["source"] for b in index["bases"]] == ["BlinkDL/rwkv7-g1"] and index["bases"][0][
+        "vocab"
+    ] == "rwkv_vocab_v20230424.txt"
     scored = {e["path"]: [s["value"] for s in e["scores"]] for e in index["entries"]}
     assert scored[STATE] == [46.9] and scored[MISS[0]] == [52.2] and scored[MISS[1]] == []
     assert {e["path"]: e["data"]["sha256"] for e in index["entries"]}[STATE] == DATA_STATE
@@ -367,8 +428,12 @@ def test_seed_001_adopted_then_published_pulled_and_verified(parts, tmp_path, hu
     run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", code=0)
     pulled = tmp_path / "pulled"
     run("pull", "--repo-id", REPO, pulled, code=0)
-    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}  # .gitignore stays local
-    assert {"CITATION.cff", "docs/evaluations/exam-v21-20261017.md"} <= set(hub_server.files(REPO))  # root files users keep
+    assert snapshot(pulled) == {
+        rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"
+    }  # .gitignore stays local
+    assert {"CITATION.cff", "docs/evaluations/exam-v21-20261017.md"} <= set(
+        hub_server.files(REPO)
+    )  # root files users keep
     assert run("verify-remote", "--repo-id", REPO, "-C", folder, code=0).exit_code == 0
     assert adopt_json(pulled, code=3)["problems"][0]["code"] == "adopt.already-a-registry"
 
@@ -381,7 +446,9 @@ def test_seed_000_full_fine_tune_with_an_english_readme_and_license(parts, tmp_p
     assert index["registry"]["languages"] == ["en"] and index["registry"]["license"] == "apache-2.0"
     assert index["registry"]["title"] == "RWKV Novel Agent (tiny)"
     card = (folder / "README.md").read_text()
-    assert "This is an experimental full fine-tune." in card and "language:\n- zh" in card  # the old front matter, kept in a comment
+    assert (
+        "This is an experimental full fine-tune." in card and "language:\n- zh" in card
+    )  # the old front matter, kept in a comment
     assert "LICENSE" in (folder / "SHA256SUMS").read_text() and codes(folder) == set()
     assert not any("registry set license" in step for step in report["next_steps"])
     assert any(step.startswith("registry smoke") for step in report["next_steps"])
@@ -391,8 +458,15 @@ def test_dry_run_prints_the_plan_and_changes_nothing(parts, tmp_path):
     folder = make_seed_001(parts, tmp_path / "agent-weights")
     before = snapshot(folder)
     result = run("adopt", folder, "--base-file", parts / f"{BASE}.pth", "--dry-run", code=0)
-    assert f"would adopt {folder}: 1 base(s), 4 entries" in result.output and "NOT mapped" in result.output and "registry smoke" in result.output
-    assert "would write: .gitattributes, .gitignore, .registry/adopted/README.md, .registry/adopted/SHA256SUMS, .registry/adopted/index.json, README.md, SHA256SUMS, evaluation.json, index.json" in result.output
+    assert (
+        f"would adopt {folder}: 1 base(s), 4 entries" in result.output
+        and "NOT mapped" in result.output
+        and "registry smoke" in result.output
+    )
+    assert (
+        "would write: .gitattributes, .gitignore, .registry/adopted/README.md, .registry/adopted/SHA256SUMS, .registry/adopted/index.json, README.md, SHA256SUMS, evaluation.json, index.json"
+        in result.output
+    )
     assert snapshot(folder) == before and not (folder / ".registry").exists()
 
 
@@ -404,7 +478,9 @@ def test_files_win_over_the_hand_written_index_only_with_trust_files(parts, tmp_
     before = snapshot(folder)
     result = run("adopt", folder, "--base-file", parts / f"{BASE}.pth", code=3)
     lines = result.output.splitlines()
-    assert len(lines) == 2 and all(line.startswith("error: index.json: $.entries[") and "--trust-files" in line for line in lines)
+    assert len(lines) == 2 and all(
+        line.startswith("error: index.json: $.entries[") and "--trust-files" in line for line in lines
+    )
     assert snapshot(folder) == before and not (folder / ".registry").exists()
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--trust-files")
     assert len(report["overridden"]) == 2 and codes(folder) == set()
@@ -444,7 +520,12 @@ BAD = [
     ("sums-mismatch", _sums_mismatch, True, f"error: {BASE}/state/v1.41/train.json: sha256 is "),
     ("unknown-base", None, False, f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog"),
     ("state-of-another-base", _swap(STATE, "other-base-state.pth"), True, f"error: {STATE}: State has 3 layers"),
-    ("miss-for-another-base", _swap(MISS[1], "other-base-adapter.pth"), True, f"error: {MISS[1]}: adapter was trained on base 0000"),
+    (
+        "miss-for-another-base",
+        _swap(MISS[1], "other-base-adapter.pth"),
+        True,
+        f"error: {MISS[1]}: adapter was trained on base 0000",
+    ),
     ("unsafe-pickle", _unsafe_pickle, True, f"error: {STATE}: "),
     ("index-not-json", _not_json, True, "error: index.json:1:12: malformed JSON"),
     ("lfs-pointer", _lfs_pointer, True, f"error: {MISS[2]}: a Git LFS pointer, not the file; fix: git lfs pull"),
@@ -453,12 +534,18 @@ BAD = [
 
 @pytest.mark.parametrize(("name", "damage", "with_base", "line"), BAD, ids=[b[0] for b in BAD])
 def test_bad_input_is_one_line_and_the_folder_stays_byte_identical(parts, tmp_path, name, damage, with_base, line):
-    folder = make_seed_001(parts, tmp_path / "agent-weights", hand_index(parts) if name not in ("state-of-another-base", "miss-for-another-base") else {"bases": []})
+    folder = make_seed_001(
+        parts,
+        tmp_path / "agent-weights",
+        hand_index(parts) if name not in ("state-of-another-base", "miss-for-another-base") else {"bases": []},
+    )
     if damage:
         damage(folder, parts)
     before = snapshot(folder)
     result = run("adopt", folder, *(["--base-file", parts / f"{BASE}.pth"] if with_base else []), code=3)
-    assert result.output.startswith(line) and result.output.count("\n") == 1 and "; fix: " in result.output, result.output
+    assert result.output.startswith(line) and result.output.count("\n") == 1 and "; fix: " in result.output, (
+        result.output
+    )
     assert snapshot(folder) == before and not (folder / ".registry").exists()
     assert not (folder.parent / "pwned").exists()
 
@@ -468,7 +555,10 @@ def test_a_weight_at_the_root_without_train_json_is_refused_saying_what_to_write
     folder.mkdir()
     sh(f"cp {parts}/rwkv-final.pth . && echo '# raw' > README.md", folder)
     result = run("adopt", folder, code=3)
-    assert result.output.startswith("error: train.json: rwkv-final.pth sits at the root with no train.json") and "write train.json at the root" in result.output
+    assert (
+        result.output.startswith("error: train.json: rwkv-final.pth sits at the root with no train.json")
+        and "write train.json at the root" in result.output
+    )
     assert not (folder / ".registry").exists()
 
 
@@ -485,10 +575,23 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
 
     result = run("pull", "--repo-id", "no-22/agent-weights", tmp_path / "p", code=3)
     errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
-    assert errors == [f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog, so the weights under {BASE}/ cannot be checked against it; fix: pass --base-file {BASE}.pth (read, not copied)"]
+    assert errors == [
+        f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog, so the weights under {BASE}/ cannot be checked against it; fix: pass --base-file {BASE}.pth (read, not copied)"
+    ]
     assert not (tmp_path / "p").exists() and not [p for p in tmp_path.iterdir() if ".pull-" in p.name]
 
-    pulled = json.loads(run("pull", "--repo-id", "no-22/agent-weights", tmp_path / "p", "--base-file", parts / f"{BASE}.pth", "--json", code=0).stdout)
+    pulled = json.loads(
+        run(
+            "pull",
+            "--repo-id",
+            "no-22/agent-weights",
+            tmp_path / "p",
+            "--base-file",
+            parts / f"{BASE}.pth",
+            "--json",
+            code=0,
+        ).stdout
+    )
     assert pulled["adopted"]["registry"] == str(tmp_path / "p") and len(pulled["adopted"]["entries"]) == 4
     assert all(str(tmp_path / "p") in step for step in pulled["adopted"]["next_steps"] if " -C " in step)
     assert codes(tmp_path / "p") == set()
@@ -519,13 +622,20 @@ def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(pa
     mismatch = [p for p in found if p["code"] == "remote.mismatch"]
     assert [p["file"] for p in mismatch] == [STATE] and "registry publish --restore" in mismatch[0]["fix"]
     refused = run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", code=3)
-    assert f"error: {STATE}: already on the Hub with other bytes" in refused.output and "registry publish --restore" in refused.output
+    assert (
+        f"error: {STATE}: already on the Hub with other bytes" in refused.output
+        and "registry publish --restore" in refused.output
+    )
     assert "--allow-rewrite" not in refused.output
     commits = hub_server.commits_made
 
-    restored = json.loads(run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", "--restore", "--json", code=0).stdout)
+    restored = json.loads(
+        run("publish", "--repo-id", REPO, "-C", folder, "--allow-cpu-gate", "--restore", "--json", code=0).stdout
+    )
     assert restored["plan"]["upload"]["files"] == 1 and hub_server.commits_made == commits + 1
-    assert hub_server.files(REPO) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}
+    assert hub_server.files(REPO) == {
+        rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"
+    }
     assert snapshot(folder) == before
     assert json.loads(run("verify-remote", "--repo-id", REPO, "-C", folder, "--json", code=0).stdout)["ok"]
 
@@ -540,7 +650,10 @@ def test_catalog_and_metadata_only_bases_need_the_base_file_to_check_weights(par
     (folder / known.name / "state/v1.41/train.json").write_text(train(DATA_STATE, "rwkv_state_tune"))
     before = snapshot(folder)
     result = run("adopt", folder, code=3)
-    assert result.output == f"error: {known.name}/state/v1.41/v141b-s1224.pth: the base {known.name} was not read, so its shapes are unknown and this weight cannot be checked; fix: pass --base-file {known.filename} (read, not copied)\n"
+    assert (
+        result.output
+        == f"error: {known.name}/state/v1.41/v141b-s1224.pth: the base {known.name} was not read, so its shapes are unknown and this weight cannot be checked; fix: pass --base-file {known.filename} (read, not copied)\n"
+    )
     unknown = make_seed_001(parts, tmp_path / "unknown")
     result = run("adopt", unknown, "--sha256", "ab" * 32, "--metadata-only", code=3)
     assert "was not read, so its shapes are unknown" in result.output and "pass --base-file" in result.output

@@ -15,7 +15,21 @@ import pytest
 from registry.ops.validate import validate
 
 from .conftest import sha256_of, snapshot
-from .test_adopt import BASE, DATA_MISS, DATA_STATE, MISS, README_001, RUNS, STATE, adopt_json, codes, hand_index, parts, run, sh
+from .test_adopt import (
+    BASE,
+    DATA_MISS,
+    DATA_STATE,
+    MISS,
+    README_001,
+    RUNS,
+    STATE,
+    adopt_json,
+    codes,
+    hand_index,
+    parts,
+    run,
+    sh,
+)
 
 __all__ = ["parts"]  # the module fixture, shared with test_adopt
 pytest_plugins = ["tests.hubserver"]  # the hub_server fixture
@@ -72,7 +86,9 @@ def sums(folder: Path) -> None:
     sh("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", folder)
 
 
-def make_seed_001_words(parts: Path, folder: Path, state_train: str | None = None, miss_train: str | None = None, index: dict | None = None) -> Path:
+def make_seed_001_words(
+    parts: Path, folder: Path, state_train: str | None = None, miss_train: str | None = None, index: dict | None = None
+) -> Path:
     """Seed 001's repo with its train.json files in the card's words (not the tool's schema)."""
     folder.mkdir(parents=True)
     (folder / ".git").mkdir()
@@ -114,7 +130,11 @@ def test_train_json_in_the_cards_words_is_adopted_kept_and_shown(parts, tmp_path
     # What the registry reads, and what it does not map, both shown: the trainer and its version,
     # the shared and per-run hyperparameters, the runs' times, the data's file and rows, the other fields.
     assert "`rwkv_miss_tune` v1.8.1" in card and "`rwkv_state_tune` v1.8.1" in card
-    assert "`alpha=16`" in card and "`lr_init=2e-05`" in card and "2026-10-16T00:00:00+08:00 → 2026-10-16T03:00:00+08:00" in card
+    assert (
+        "`alpha=16`" in card
+        and "`lr_init=2e-05`" in card
+        and "2026-10-16T00:00:00+08:00 → 2026-10-16T03:00:00+08:00" in card
+    )
     assert "`v2.1/dataset/train/segments-shuffled.jsonl`" in card and "5512" in card
     assert "`gpus`: `1x A800 80GB`" in card and "`step`: `1224`" in card and "`total_steps`: `1374`" in card
     assert "python -m rwkv_miss_tune --lr_init 3e-05" in card
@@ -127,13 +147,43 @@ def test_add_takes_the_same_shapes_and_keeps_the_file_byte_for_byte(parts, tmp_p
     root = init_registry(tmp_path / "reg").root
     add_base(root, BaseRequest(path=parts / f"{BASE}.pth", filename=f"{BASE}.pth"))
     heredoc("train.json", state_train_json(), tmp_path)
-    run("add", parts / "v141b-s1224.pth", "-C", root, "--base", BASE, "--method", "state", "--data-version", "v1.41", "--train-json", tmp_path / "train.json", code=0)
+    run(
+        "add",
+        parts / "v141b-s1224.pth",
+        "-C",
+        root,
+        "--base",
+        BASE,
+        "--method",
+        "state",
+        "--data-version",
+        "v1.41",
+        "--train-json",
+        tmp_path / "train.json",
+        code=0,
+    )
     assert (root / BASE / "state/v1.41/train.json").read_bytes() == (tmp_path / "train.json").read_bytes()
     entry = json.loads((root / "index.json").read_text())["entries"][0]
     assert entry["data"]["sha256"] == DATA_STATE and entry["data"]["dataset_repo"] == DISTILL
     assert codes(root) == set()
-    result = run("add", parts / "v141b-s1224.pth", "-C", root, "--base", BASE, "--method", "state", "--data-version", "v1.42", "--train-json", tmp_path / "train.json", code=3)
-    assert result.output.startswith(f"error: {tmp_path / 'train.json'}: names data version v1.41 but sits in the folder v1.42/")
+    result = run(
+        "add",
+        parts / "v141b-s1224.pth",
+        "-C",
+        root,
+        "--base",
+        BASE,
+        "--method",
+        "state",
+        "--data-version",
+        "v1.42",
+        "--train-json",
+        tmp_path / "train.json",
+        code=3,
+    )
+    assert result.output.startswith(
+        f"error: {tmp_path / 'train.json'}: names data version v1.41 but sits in the folder v1.42/"
+    )
 
 
 def test_a_train_json_without_data_identity_is_refused_once_naming_field_and_file(parts, tmp_path):
@@ -152,21 +202,32 @@ def test_contradictory_facts_in_a_train_json_are_refused_naming_both_fields(part
     both = miss_train_json(extra=f'\n  "data_sha256": "{"e" * 64}",')
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", miss_train=both)
     out = refused(folder, parts)
-    assert out.startswith(f"error: {BASE}/miss/v2.1/train.json: ") and "data.sha256" in out and "data_sha256" in out and out.count("\n") == 1
+    assert (
+        out.startswith(f"error: {BASE}/miss/v2.1/train.json: ")
+        and "data.sha256" in out
+        and "data_sha256" in out
+        and out.count("\n") == 1
+    )
 
 
 def test_a_train_json_naming_another_base_is_refused(parts, tmp_path):
-    other = state_train_json().replace(f"BlinkDL/rwkv7-g1/{BASE}.pth", "BlinkDL/rwkv7-g1/rwkv7-g1k-7.2b-20261031-ctx25600.pth")
+    other = state_train_json().replace(
+        f"BlinkDL/rwkv7-g1/{BASE}.pth", "BlinkDL/rwkv7-g1/rwkv7-g1k-7.2b-20261031-ctx25600.pth"
+    )
     folder = make_seed_001_words(parts, tmp_path / "by-name", state_train=other)
     out = refused(folder, parts)
     assert out == (
         f"error: {BASE}/state/v1.41/train.json: base names base rwkv7-g1k-7.2b-20261031-ctx25600.pth but this folder's base is {BASE}.pth; "
         f"fix: move the weights to the folder rwkv7-g1k-7.2b-20261031-ctx25600/, or correct base\n"
     )
-    by_sha = state_train_json().replace(f'"BlinkDL/rwkv7-g1/{BASE}.pth"', '{"repo": "BlinkDL/rwkv7-g1", "sha256": "' + "0853d4ce" * 8 + '"}')
+    by_sha = state_train_json().replace(
+        f'"BlinkDL/rwkv7-g1/{BASE}.pth"', '{"repo": "BlinkDL/rwkv7-g1", "sha256": "' + "0853d4ce" * 8 + '"}'
+    )
     folder = make_seed_001_words(parts, tmp_path / "by-sha", state_train=by_sha)
     out = refused(folder, parts)
-    assert out.startswith(f"error: {BASE}/state/v1.41/train.json: base.sha256 names base sha256 0853d4ce0853… but this folder's base {BASE} is ")
+    assert out.startswith(
+        f"error: {BASE}/state/v1.41/train.json: base.sha256 names base sha256 0853d4ce0853… but this folder's base {BASE} is "
+    )
     right = state_train_json().replace(f'"BlinkDL/rwkv7-g1/{BASE}.pth"', '"' + sha256_of(parts / f"{BASE}.pth") + '"')
     folder = make_seed_001_words(parts, tmp_path / "right-sha", state_train=right)
     adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
@@ -200,7 +261,10 @@ def test_two_recommended_files_are_refused_unless_recommended_says_which(parts, 
     index["entries"][2]["recommended"] = True  # MISS[1] as well as MISS[0]
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=index)
     out = both_runs(folder, parts)
-    assert out.startswith(f"error: index.json: marks 2 miss files of one base recommended ({MISS[1]}, {MISS[0]})") and out.count("\n") == 1
+    assert (
+        out.startswith(f"error: index.json: marks 2 miss files of one base recommended ({MISS[1]}, {MISS[0]})")
+        and out.count("\n") == 1
+    )
     assert f"pass --recommended {MISS[1]} (or another)" in out
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--recommended", MISS[1])
     assert {e["path"] for e in report["entries"] if e["recommended"]} == {STATE, MISS[1]}
@@ -212,7 +276,10 @@ def test_a_listed_file_that_is_absent_is_refused_unless_the_files_win(parts, tmp
     sh(f"rm -r {BASE}/miss/v2.1/{RUNS[2]}", folder)
     sums(folder)
     out = both_runs(folder, parts)
-    assert out == f"error: index.json: $.entries[3] lists {MISS[2]}, which is not in the folder; fix: restore the file (download it again), remove the item from index.json, or pass --trust-files to adopt without it\n"
+    assert (
+        out
+        == f"error: index.json: $.entries[3] lists {MISS[2]}, which is not in the folder; fix: restore the file (download it again), remove the item from index.json, or pass --trust-files to adopt without it\n"
+    )
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--trust-files")
     assert len(report["entries"]) == 3 and any(MISS[2] in line for line in report["overridden"])
     assert codes(folder) == set()
@@ -239,7 +306,11 @@ def test_a_safetensors_beside_a_state_with_other_tensors_is_refused_unless_not_a
     _state_safetensors(folder, other)
     twin = STATE.removesuffix(".pth") + ".safetensors"
     out = both_runs(folder, parts)
-    assert out.startswith(f"error: {twin}: beside v141b-s1224.pth with the same name but tensor ") and "holds other values" in out and f"--not-a-twin {twin}" in out
+    assert (
+        out.startswith(f"error: {twin}: beside v141b-s1224.pth with the same name but tensor ")
+        and "holds other values" in out
+        and f"--not-a-twin {twin}" in out
+    )
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--not-a-twin", twin)
     assert twin in [e["path"] for e in report["entries"]]
     index = json.loads((folder / "index.json").read_text())
@@ -274,12 +345,20 @@ def test_score_takes_a_value_with_its_unit(parts, tmp_path):
     common = ["-C", folder, "--date", "2026-10-13", "--backend", "App harness", "--runs", "3"]
     run("score", STATE, "--benchmark", "bfcl-product", "--value", "41.0/60", *common, code=0)
     run("score", STATE, "--benchmark", "workbank", "--value", "25.0%", *common, code=0)
-    scores = {s["benchmark"]: (s["value"], s["unit"]) for e in json.loads((folder / "index.json").read_text())["entries"] if e["path"] == STATE for s in e["scores"]}
+    scores = {
+        s["benchmark"]: (s["value"], s["unit"])
+        for e in json.loads((folder / "index.json").read_text())["entries"]
+        if e["path"] == STATE
+        for s in e["scores"]
+    }
     assert scores["bfcl-product"] == (41.0, "/60") and scores["workbank"] == (25.0, "%")
     assert "41.0/60" in (folder / "README.md").read_text() or "41/60" in (folder / "README.md").read_text()
     before = snapshot(folder)
     out = run("score", STATE, "--benchmark", "bash", "--value", "9.0/26", "--unit", "%", *common, code=3).output
-    assert out == "error: --value: '9.0/26' carries the unit /26 but --unit says %; fix: give the unit once: in --value or with --unit\n"
+    assert (
+        out
+        == "error: --value: '9.0/26' carries the unit /26 but --unit says %; fix: give the unit once: in --value or with --unit\n"
+    )
     assert "not a number" in run("score", STATE, "--benchmark", "bash", "--value", "nine", *common, code=3).output
     assert snapshot(folder) == before
 
@@ -289,13 +368,18 @@ def test_next_steps_use_the_paths_given_and_the_authors_repo_id(parts, tmp_path,
 
     index = hand_index(parts)
     index["repo"] = "No-22/rwkv-agent-weights"
-    index["entries"][0]["scores"].append({"benchmark": "bfcl-product", "value": "41.0/60", "date": "2026-10-13", "backend": "App harness", "runs": 3})
+    index["entries"][0]["scores"].append(
+        {"benchmark": "bfcl-product", "value": "41.0/60", "date": "2026-10-13", "backend": "App harness", "runs": 3}
+    )
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=index)
     monkeypatch.chdir(tmp_path)
     sh(f"cp {parts}/{BASE}.pth .", tmp_path)
     base = Path(f"{BASE}.pth")  # relative, as the user typed it
     report = adopt_json(Path("agent-weights"), "--base-file", base)
-    assert report["next_steps"] == [f"registry smoke -C agent-weights --base-file {shlex.quote(str(base))}", "registry publish -C agent-weights"]
+    assert report["next_steps"] == [
+        f"registry smoke -C agent-weights --base-file {shlex.quote(str(base))}",
+        "registry publish -C agent-weights",
+    ]
     assert not any(mark in step for step in report["next_steps"] for mark in ("<", "NAMESPACE", "SPDX-ID"))
     saved = json.loads((folder / "index.json").read_text())
     assert saved["registry"]["repo_id"] == "No-22/rwkv-agent-weights"
@@ -356,7 +440,9 @@ def make_seed_000_hub(parts: Path, folder: Path) -> Path:
     """Seed 000's README with front matter as the Hub's metadata editor writes it."""
     folder.mkdir(parents=True)
     sh(f"mkdir -p {BASE}/full/v1 && cp {parts}/rwkv-final.pth {BASE}/full/v1/", folder)
-    heredoc(f"{BASE}/full/v1/train.json", json.dumps({"trainer": "RWKV-LM", "data": {"sha256": "ab" * 32}}) + "\n", folder)
+    heredoc(
+        f"{BASE}/full/v1/train.json", json.dumps({"trainer": "RWKV-LM", "data": {"sha256": "ab" * 32}}) + "\n", folder
+    )
     heredoc("README.md", README_000_HUB, folder)
     return folder
 
@@ -365,11 +451,18 @@ def test_every_front_matter_key_the_author_wrote_stays_in_the_live_metadata(part
     folder = make_seed_000_hub(parts, tmp_path / "novel-agent")
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--source", "BlinkDL/rwkv7-g1")
     meta = card_front_matter(folder)
-    assert meta["license"] == "apache-2.0" and meta["pipeline_tag"] == "text-generation" and meta["library_name"] == "rwkv"
+    assert (
+        meta["license"] == "apache-2.0" and meta["pipeline_tag"] == "text-generation" and meta["library_name"] == "rwkv"
+    )
     assert meta["datasets"] == ["mikuhhn1239/novel-agent-sft-dataset"] and meta["base_model"] == ["BlinkDL/rwkv7-g1"]
-    assert meta["tags"][:3] == ["rwkv", "novel", "chinese"] and "rwkv-7" in meta["tags"]  # the author's first, nothing removed
+    assert (
+        meta["tags"][:3] == ["rwkv", "novel", "chinese"] and "rwkv-7" in meta["tags"]
+    )  # the author's first, nothing removed
     assert meta["language"][0] == "zh" and meta["base_model_relation"] == "finetune"
-    assert "tags: rwkv-7" in report["front_matter"]["added"] and "base_model_relation: finetune" in report["front_matter"]["added"]
+    assert (
+        "tags: rwkv-7" in report["front_matter"]["added"]
+        and "base_model_relation: finetune" in report["front_matter"]["added"]
+    )
     assert not any(line.startswith(("license", "pipeline_tag", "datasets")) for line in report["front_matter"]["added"])
     # The English card quoting a Chinese prompt stays English.
     index = json.loads((folder / "index.json").read_text())
@@ -379,7 +472,11 @@ def test_every_front_matter_key_the_author_wrote_stays_in_the_live_metadata(part
     run("set", "license", "mit", "-C", folder, code=0)
     run("card", "-C", folder, code=0)
     meta = card_front_matter(folder)
-    assert meta["license"] == "mit" and meta["pipeline_tag"] == "text-generation" and meta["datasets"] == ["mikuhhn1239/novel-agent-sft-dataset"]
+    assert (
+        meta["license"] == "mit"
+        and meta["pipeline_tag"] == "text-generation"
+        and meta["datasets"] == ["mikuhhn1239/novel-agent-sft-dataset"]
+    )
     assert codes(folder) == set()
 
 
@@ -404,7 +501,9 @@ def seed_001_index_in_full(parts: Path) -> dict:
     own score, a run that was never uploaded, adapter ids and profiles, steps, rows, the update date."""
     index = hand_index(parts)
     index.update({"repo": "No-22/rwkv-agent-weights", "dataset_repo": DISTILL, "updated": "2026-10-18"})
-    index["bases"][0]["scores"] = [{"benchmark": "exam", "value": 21.4, "date": "2026-10-16", "backend": "App harness", "runs": 2}]
+    index["bases"][0]["scores"] = [
+        {"benchmark": "exam", "value": 21.4, "date": "2026-10-16", "backend": "App harness", "runs": 2}
+    ]
     index["entries"][0].update({"profile": "g1k", "sampling": "g1k-agent", "step": 1224, "total_steps": 1374})
     for item, adapter_id in zip(index["entries"][1:], ("v21-lr2e-5-e2", "v21-lr1e-5-e2", "v21-lr3e-5-e2"), strict=True):
         item.update({"adapter_id": adapter_id, "profile": "g1k-think", "sampling": "g1k-agent"})
@@ -421,18 +520,30 @@ def test_unmapped_facts_are_published_in_index_json_and_shown_on_the_card(parts,
     index = json.loads((folder / "index.json").read_text())
     base = index["bases"][0]
     assert [(s["benchmark"], s["value"]) for s in base["scores"]] == [("exam", 21.4)]
-    assert [(r["name"], r["location"], [s["value"] for s in r["scores"]]) for r in base["references"]] == [("MiSS v2.0 r16 lr3e-5", None, [46.0])]
+    assert [(r["name"], r["location"], [s["value"] for s in r["scores"]]) for r in base["references"]] == [
+        ("MiSS v2.0 r16 lr3e-5", None, [46.0])
+    ]
     serving = {e["path"]: e["serving"] for e in index["entries"]}
     assert serving[MISS[0]] == {"profile": "g1k-think", "sampling": "g1k-agent", "adapter_id": "v21-lr2e-5-e2"}
     assert serving[STATE]["profile"] == "g1k"
     kept = index["kept_facts"]
-    assert kept["$.entries[0].step"] == 1224 and kept["$.entries[0].total_steps"] == 1374 and kept["$.updated"] == "2026-10-18"
-    assert kept["$.entries[0].data.rows"] == 3662 and kept["$.dataset_repo"] == DISTILL and kept["$.evaluations"] == "docs/evaluations/"
+    assert (
+        kept["$.entries[0].step"] == 1224
+        and kept["$.entries[0].total_steps"] == 1374
+        and kept["$.updated"] == "2026-10-18"
+    )
+    assert (
+        kept["$.entries[0].data.rows"] == 3662
+        and kept["$.dataset_repo"] == DISTILL
+        and kept["$.evaluations"] == "docs/evaluations/"
+    )
     assert index["registry"]["repo_id"] == "No-22/rwkv-agent-weights"
     assert set(kept) <= {line.split(": ", 1)[0] for line in report["unmapped"]}  # each one reported too
     card = (folder / "README.md").read_text()
     assert "21.4" in card and "MiSS v2.0 r16 lr3e-5" in card and "46.0" in card
-    assert "--adapter-id v21-lr2e-5-e2" in card and "v21-r16-lr2e-5-e2" not in card  # the author's id, not an invented one
+    assert (
+        "--adapter-id v21-lr2e-5-e2" in card and "v21-r16-lr2e-5-e2" not in card
+    )  # the author's id, not an invented one
     assert "`$.entries[0].total_steps`: `1374`" in card and "`$.updated`: `2026-10-18`" in card
     assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0
 
@@ -444,17 +555,27 @@ def test_pull_adopts_a_repo_whose_readme_and_index_are_lfs_files(parts, tmp_path
     from huggingface_hub import HfApi
 
     folder = make_seed_001_words(parts, tmp_path / "made-by-hand")
-    heredoc(".gitattributes", "*.pth filter=lfs diff=lfs merge=lfs -text\n*.md filter=lfs diff=lfs merge=lfs -text\n*.json filter=lfs diff=lfs merge=lfs -text\n", folder)
+    heredoc(
+        ".gitattributes",
+        "*.pth filter=lfs diff=lfs merge=lfs -text\n*.md filter=lfs diff=lfs merge=lfs -text\n*.json filter=lfs diff=lfs merge=lfs -text\n",
+        folder,
+    )
     sums(folder)
     api = HfApi()
     api.create_repo("no-22/lfs-text")
-    api.upload_file(path_or_fileobj=str(folder / ".gitattributes"), path_in_repo=".gitattributes", repo_id="no-22/lfs-text")  # the Hub reads it before the upload
+    api.upload_file(
+        path_or_fileobj=str(folder / ".gitattributes"), path_in_repo=".gitattributes", repo_id="no-22/lfs-text"
+    )  # the Hub reads it before the upload
     api.upload_folder(folder_path=str(folder), repo_id="no-22/lfs-text", ignore_patterns=[".git/*"])
     tree = {f.path: f for f in api.list_repo_tree("no-22/lfs-text", recursive=True) if hasattr(f, "lfs")}
     assert tree["README.md"].lfs is not None and tree["index.json"].lfs is not None  # stored in LFS on the Hub
 
     target = tmp_path / "pulled"
-    pulled = json.loads(run("pull", "--repo-id", "no-22/lfs-text", target, "--base-file", parts / f"{BASE}.pth", "--json", code=0).stdout)
+    pulled = json.loads(
+        run(
+            "pull", "--repo-id", "no-22/lfs-text", target, "--base-file", parts / f"{BASE}.pth", "--json", code=0
+        ).stdout
+    )
     assert len(pulled["adopted"]["entries"]) == 4
     assert (target / ".registry/adopted/README.md").read_bytes() == (folder / "README.md").read_bytes()
     assert (target / ".registry/adopted/index.json").read_bytes() == (folder / "index.json").read_bytes()
@@ -468,7 +589,12 @@ def test_seed_001_in_its_authors_words_round_trips_through_the_hub(parts, tmp_pa
     from .test_publish import gate_all
 
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=seed_001_index_in_full(parts))
-    heredoc("README.md", "---\nlicense: other\ntags:\n- rwkv\n- agent\npipeline_tag: text-generation\ndatasets:\n- No-22/rwkv-agent-distill\n---\n" + README_001, folder)
+    heredoc(
+        "README.md",
+        "---\nlicense: other\ntags:\n- rwkv\n- agent\npipeline_tag: text-generation\ndatasets:\n- No-22/rwkv-agent-distill\n---\n"
+        + README_001,
+        folder,
+    )
     sums(folder)
     originals = snapshot(folder)
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
@@ -481,9 +607,16 @@ def test_seed_001_in_its_authors_words_round_trips_through_the_hub(parts, tmp_pa
     run("publish", "-C", folder, "--allow-cpu-gate", code=0)  # the author's repo id, from index.json
     pulled = tmp_path / "pulled"
     run("pull", "--repo-id", "No-22/rwkv-agent-weights", pulled, code=0)
-    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}
+    assert snapshot(pulled) == {
+        rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"
+    }
     meta = card_front_matter(pulled)
-    assert meta["license"] == "other" and meta["pipeline_tag"] == "text-generation" and meta["datasets"] == [DISTILL] and meta["tags"][:2] == ["rwkv", "agent"]
+    assert (
+        meta["license"] == "other"
+        and meta["pipeline_tag"] == "text-generation"
+        and meta["datasets"] == [DISTILL]
+        and meta["tags"][:2] == ["rwkv", "agent"]
+    )
     assert json.loads((pulled / "index.json").read_text())["kept_facts"]["$.entries[0].step"] == 1224
 
 
@@ -553,7 +686,11 @@ def test_seed_000_root_weight_round_trips_in_place_through_the_hub(world_parts, 
     report = adopt_json(folder, "--base-file", parts / f"{WORLD_BASE}.pth")
     assert (dry.pop("dry_run"), report.pop("dry_run")) == (True, False) and dry == report  # the dry run predicted it
     entry = json.loads((folder / "index.json").read_text())["entries"][0]
-    assert (entry["path"], entry["method"], entry["data"]) == ("rwkv-final.pth", "full", {"version": "v1", "sha256": None, "dataset_repo": NOVEL_DATA, "dataset_revision": NOVEL_REVISION})
+    assert (entry["path"], entry["method"], entry["data"]) == (
+        "rwkv-final.pth",
+        "full",
+        {"version": "v1", "sha256": None, "dataset_repo": NOVEL_DATA, "dataset_revision": NOVEL_REVISION},
+    )
     for rel in ("rwkv-final.pth", "train.json"):  # the weight keeps its name and place; train.json its bytes
         assert snapshot(folder)[rel] == originals[rel], rel
     assert not (folder / BASE).exists()
@@ -567,11 +704,15 @@ def test_seed_000_root_weight_round_trips_in_place_through_the_hub(world_parts, 
     run("publish", "-C", folder, "--repo-id", "xiaol/rwkv-novel-agent-tiny", "--allow-cpu-gate", code=0)
     from huggingface_hub import hf_hub_download
 
-    downloaded = hf_hub_download("xiaol/rwkv-novel-agent-tiny", filename="rwkv-final.pth", cache_dir=tmp_path / "cache")  # as people download it
+    downloaded = hf_hub_download(
+        "xiaol/rwkv-novel-agent-tiny", filename="rwkv-final.pth", cache_dir=tmp_path / "cache"
+    )  # as people download it
     assert Path(downloaded).read_bytes() == originals["rwkv-final.pth"]
     pulled = tmp_path / "pulled"
     run("pull", "--repo-id", "xiaol/rwkv-novel-agent-tiny", pulled, code=0)
-    assert snapshot(pulled) == {rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"}
+    assert snapshot(pulled) == {
+        rel: data for rel, data in snapshot(folder).items() if not rel.startswith(".git/") and rel != ".gitignore"
+    }
     assert (pulled / "rwkv-final.pth").read_bytes() == originals["rwkv-final.pth"] and codes(pulled) == set()
 
 
@@ -583,11 +724,17 @@ def test_an_undeclared_second_root_weight_is_refused(parts, tmp_path):
     assert ("layout.stray-file", "rwkv-extra.pth") in found and ("index.unlisted-weight", "rwkv-extra.pth") in found
     assert ("layout.stray-file", "notes.json") in found  # every other root file is checked as before
     other = make_seed_000_root(parts, tmp_path / "two")
-    sh(f"cp {parts}/v141b-s1224.pth rwkv-extra.pth && sha256sum rwkv-final.pth train.json README.md rwkv-extra.pth > SHA256SUMS", other)
+    sh(
+        f"cp {parts}/v141b-s1224.pth rwkv-extra.pth && sha256sum rwkv-final.pth train.json README.md rwkv-extra.pth > SHA256SUMS",
+        other,
+    )
     before = snapshot(other)
     for args in ((), ("--dry-run",)):  # adopt, and its dry run alike
         result = run("adopt", other, "--base-file", parts / f"{BASE}.pth", *args, code=3)
-        assert result.output.startswith("error: rwkv-extra.pth: one of 2 weights at the root") and result.output.count("\n") == 1, result.output
+        assert (
+            result.output.startswith("error: rwkv-extra.pth: one of 2 weights at the root")
+            and result.output.count("\n") == 1
+        ), result.output
     assert snapshot(other) == before and not (other / ".registry").exists()
 
 
@@ -602,7 +749,12 @@ def test_a_root_entry_stays_full_and_its_exports_go_to_its_data_version_folder(p
     from registry.index.rules import entry_problems
 
     index = json.loads((folder / "index.json").read_text())
-    other = {**index["entries"][0], "path": "rwkv-other.pth", "sha256": "cd" * 32, "data": {"version": "v2", "sha256": "ef" * 32}}
+    other = {
+        **index["entries"][0],
+        "path": "rwkv-other.pth",
+        "sha256": "cd" * 32,
+        "data": {"version": "v2", "sha256": "ef" * 32},
+    }
     two = Index.model_validate({**index, "entries": [*index["entries"], other]})
     assert [p.code for p in entry_problems(two)] == ["index.root-entries"]  # they would share the root's one train.json
     index["entries"][0]["method"] = "state"
@@ -618,7 +770,9 @@ def test_a_root_weight_without_data_identity_or_train_json_is_refused(parts, tmp
     bare = tmp_path / "raw"
     bare.mkdir()
     sh(f"cp {parts}/rwkv-final.pth . && echo '# raw' > README.md", bare)
-    assert refused(bare, parts).startswith("error: train.json: rwkv-final.pth sits at the root with no train.json beside it")
+    assert refused(bare, parts).startswith(
+        "error: train.json: rwkv-final.pth sits at the root with no train.json beside it"
+    )
 
 
 def test_a_root_entrys_exports_go_to_its_data_version_folder_and_validate(world_parts, tmp_path):
@@ -628,5 +782,7 @@ def test_a_root_entrys_exports_go_to_its_data_version_folder_and_validate(world_
     assert hf["path"] == f"{WORLD_BASE}/full/v1/hf" and (folder / WORLD_BASE / "full/v1/hf/config.json").is_file()
     gguf = json.loads(run("export-gguf", "rwkv-final.pth", "--type", "q8_0", "-C", folder, "--json", code=0).stdout)
     assert f"{WORLD_BASE}/full/v1/gguf/rwkv-final-Q8_0.gguf" in json.dumps(gguf)
-    assert (folder / WORLD_BASE / "full/v1/gguf/rwkv-final-Q8_0.gguf").is_file() and (folder / "rwkv-final.pth").is_file()
+    assert (folder / WORLD_BASE / "full/v1/gguf/rwkv-final-Q8_0.gguf").is_file() and (
+        folder / "rwkv-final.pth"
+    ).is_file()
     assert codes(folder) == set() and run("card", "--check", "-C", folder).exit_code == 0

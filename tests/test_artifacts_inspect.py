@@ -107,7 +107,10 @@ def test_safetensors_is_read_from_the_header_only(tmp_path):
 
 def write_sharded(directory: Path, tensors: dict[str, torch.Tensor], weight_map_edit=None) -> Path:
     names = list(tensors)
-    shards = {"model-00001-of-00002.safetensors": names[: len(names) // 2], "model-00002-of-00002.safetensors": names[len(names) // 2 :]}
+    shards = {
+        "model-00001-of-00002.safetensors": names[: len(names) // 2],
+        "model-00002-of-00002.safetensors": names[len(names) // 2 :],
+    }
     directory.mkdir(parents=True, exist_ok=True)
     weight_map = {}
     for shard, members in shards.items():
@@ -125,8 +128,15 @@ def test_sharded_checkpoint_via_its_index(tmp_path):
     index = write_sharded(tmp_path / "sharded", tensors)
     for target in (index, index.parent):
         inspection = inspect_weights(target)
-        assert (inspection.kind, inspection.format, inspection.architecture) == ("checkpoint", "safetensors-sharded", SMALL_ARCH)
-        assert [f.name for f in inspection.files] == ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+        assert (inspection.kind, inspection.format, inspection.architecture) == (
+            "checkpoint",
+            "safetensors-sharded",
+            SMALL_ARCH,
+        )
+        assert [f.name for f in inspection.files] == [
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+        ]
         assert inspection.tensors.keys() == tensors.keys()
 
 
@@ -244,7 +254,10 @@ def test_non_rwkv_checkpoint_is_refused(tmp_path):
 def test_incomplete_rwkv7_checkpoint_is_refused(tmp_path, dropped):
     tensors = make_base_state_dict(SMALL)
     del tensors[dropped]
-    assert dropped.split(".", 2)[2] in refused(save_checkpoint(tmp_path / "base.pth", tensors), "weights.not-rwkv7").message
+    assert (
+        dropped.split(".", 2)[2]
+        in refused(save_checkpoint(tmp_path / "base.pth", tensors), "weights.not-rwkv7").message
+    )
 
 
 def test_inconsistent_linear_shape_is_refused(tmp_path):

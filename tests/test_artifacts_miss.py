@@ -113,7 +113,11 @@ def test_written_adapter_loads_with_mmap_and_describes_itself(adapter, base_sha,
 
 def test_content_version_ignores_container_bytes(tmp_path, tensors, base_sha):
     targets = default_targets(checkpoint_shapes(SMALL))
-    plain_path, renamed_path, shared_path = tmp_path / "adapter-final.pth", tmp_path / "other-name.pth", tmp_path / "copy" / "adapter-final.pth"
+    plain_path, renamed_path, shared_path = (
+        tmp_path / "adapter-final.pth",
+        tmp_path / "other-name.pth",
+        tmp_path / "copy" / "adapter-final.pth",
+    )
     plain = write_adapter(plain_path, tensors, RANK, 1.0, targets, base_sha)
     renamed = write_adapter(renamed_path, tensors, RANK, 1.0, targets, base_sha)  # top folder "other-name/"
     reordered_shared = dict(reversed(list(share_storage(tensors).items())))
@@ -128,7 +132,12 @@ def test_content_version_ignores_container_bytes(tmp_path, tensors, base_sha):
     assert len({f.read_bytes() for f in files}) == len(files)
     with zipfile.ZipFile(resaved_path) as archive:
         assert "archive/miss.json" in archive.namelist()
-    versions = {plain.content_version, renamed.content_version, shared.content_version, read_miss_json(resaved_path).content_version}
+    versions = {
+        plain.content_version,
+        renamed.content_version,
+        shared.content_version,
+        read_miss_json(resaved_path).content_version,
+    }
     assert versions == {content_version(load(f)) for f in files} == {content_version(tensors)}
 
 
@@ -151,11 +160,19 @@ def test_content_version_follows_the_documented_normalization():
         return struct.pack("<Q", len(data)) + data
 
     stream = (
-        field(b"a") + field(b"F32") + field(struct.pack("<Q", 3)) + field(struct.pack("<3f", 0.0, 1.0, 2.0))
-        + field(b"b") + field(b"BF16") + field(struct.pack("<2Q", 1, 2)) + field(struct.pack("<2H", 0x3FC0, 0xC000))
+        field(b"a")
+        + field(b"F32")
+        + field(struct.pack("<Q", 3))
+        + field(struct.pack("<3f", 0.0, 1.0, 2.0))
+        + field(b"b")
+        + field(b"BF16")
+        + field(struct.pack("<2Q", 1, 2))
+        + field(struct.pack("<2H", 0x3FC0, 0xC000))
     )
     assert content_version(tensors) == hashlib.sha256(stream).hexdigest()
-    assert content_version(tensors) == "4ab7dab9ca65d41c841718926892d94b3c84ee4f4e36c11367376ae5728a3744"  # docs' check value
+    assert (
+        content_version(tensors) == "4ab7dab9ca65d41c841718926892d94b3c84ee4f4e36c11367376ae5728a3744"
+    )  # docs' check value
 
 
 def test_miss_json_is_read_without_unpickling(tmp_path, tensors, base_sha, monkeypatch):
@@ -204,7 +221,15 @@ def test_malformed_miss_json_is_refused(tmp_path, tensors, text, code):
 
 @pytest.mark.parametrize(
     "changes",
-    [{"rank": 0}, {"format": "lora"}, {"format_version": 2}, {"base_sha256": "abc"}, {"targets": []}, {"extra": 1}, {"scale": "NaN"}],
+    [
+        {"rank": 0},
+        {"format": "lora"},
+        {"format_version": 2},
+        {"base_sha256": "abc"},
+        {"targets": []},
+        {"extra": 1},
+        {"scale": "NaN"},
+    ],
     ids=["rank0", "format", "version", "sha", "no-targets", "unknown-field", "nan-scale"],
 )
 def test_schema_errors_are_refused(tmp_path, tensors, base_sha, changes):
@@ -247,7 +272,15 @@ def test_damaged_container_is_refused(adapter, damage):
 def test_writer_refuses_tensors_that_do_not_match_targets(tmp_path, tensors, base_sha, edit, needle):
     name = "blocks.0.att.value.weight"
     path = tmp_path / "adapter.pth"
-    error = refusal(write_adapter, path, {**tensors, name: edit(tensors[name])}, RANK, 1.0, default_targets(checkpoint_shapes(SMALL)), base_sha)
+    error = refusal(
+        write_adapter,
+        path,
+        {**tensors, name: edit(tensors[name])},
+        RANK,
+        1.0,
+        default_targets(checkpoint_shapes(SMALL)),
+        base_sha,
+    )
     assert error.code == "miss.tensor-mismatch" and name in error.message and needle in error.message
     assert not path.exists()
 
@@ -257,11 +290,20 @@ def test_writer_refuses_tensor_sets_that_differ_from_targets(tmp_path, tensors, 
     extra = {**tensors, "blocks.0.att.g1": torch.zeros(4, RANK, dtype=torch.bfloat16)}
     assert "blocks.0.att.g1" in refusal(write_adapter, tmp_path / "a.pth", extra, RANK, 1.0, targets, base_sha).message
     fewer = dict(list(tensors.items())[1:])
-    assert refusal(write_adapter, tmp_path / "b.pth", fewer, RANK, 1.0, targets, base_sha).code == "miss.tensor-mismatch"
+    assert (
+        refusal(write_adapter, tmp_path / "b.pth", fewer, RANK, 1.0, targets, base_sha).code == "miss.tensor-mismatch"
+    )
 
 
 def test_default_targets_agree_between_architecture_and_shapes():
-    arch = Architecture(n_layer=SMALL.n_layer, n_embd=SMALL.n_embd, head_size=SMALL.head_size, vocab_size=SMALL.vocab_size, n_head=SMALL.n_head, dim_ffn=SMALL.dim_ffn)
+    arch = Architecture(
+        n_layer=SMALL.n_layer,
+        n_embd=SMALL.n_embd,
+        head_size=SMALL.head_size,
+        vocab_size=SMALL.vocab_size,
+        n_head=SMALL.n_head,
+        dim_ffn=SMALL.dim_ffn,
+    )
     assert default_targets(arch) == default_targets(checkpoint_shapes(SMALL))
     assert default_targets(arch)[0].name == "blocks.0.att.receptance.weight"
     assert refusal(default_targets, arch.model_copy(update={"dim_ffn": None})).code == "base.architecture-incomplete"

@@ -53,31 +53,70 @@ def _score(value: float, day: date, backend: str, notes: str = "") -> Score:
 
 def _miss(run_name: str, content_version: str, notes: str, score: Score, recommended: bool = False) -> Entry:
     return Entry(
-        path=f"{BASE_A}/miss/v2.1/{run_name}/adapter-final.pth", method="miss", base_sha256=SHA_A, data=DATA_MISS,
-        sha256=content_version[::-1], size=36 << 20, content_version=content_version, recommended=recommended,
-        notes=notes, scores=[score], serving=Serving(profile="g1k-think", sampling="g1k-agent"),
+        path=f"{BASE_A}/miss/v2.1/{run_name}/adapter-final.pth",
+        method="miss",
+        base_sha256=SHA_A,
+        data=DATA_MISS,
+        sha256=content_version[::-1],
+        size=36 << 20,
+        content_version=content_version,
+        recommended=recommended,
+        notes=notes,
+        scores=[score],
+        serving=Serving(profile="g1k-think", sampling="g1k-agent"),
     )
 
 
 def seed001_index() -> Index:
     """A registry shaped like seed 001: two bases, one State file, three MiSS runs, two score days."""
     state = Entry(
-        path=f"{BASE_A}/state/v1.41/v141b-s1224.pth", method="state", base_sha256=SHA_A, data=DATA_STATE,
-        sha256="1" * 64, size=16 << 20, recommended=True, notes="lr 0.01→0.00167，第 1224 步（共 1374 步）。State 推荐",
-        scores=[_score(46.9, DAY1, BACKEND1)], serving=Serving(profile="g1k", sampling="g1k-agent"),
+        path=f"{BASE_A}/state/v1.41/v141b-s1224.pth",
+        method="state",
+        base_sha256=SHA_A,
+        data=DATA_STATE,
+        sha256="1" * 64,
+        size=16 << 20,
+        recommended=True,
+        notes="lr 0.01→0.00167，第 1224 步（共 1374 步）。State 推荐",
+        scores=[_score(46.9, DAY1, BACKEND1)],
+        serving=Serving(profile="g1k", sampling="g1k-agent"),
     )
     miss = [
-        _miss("r16-lr2e-5-e2", "360fa110a40e324bd1bf2976a7b31739e46379752c6ebc4bf8c370c77d93daa5",
-              "lr 2e-5→2e-6，2 epoch 共 1378 步，最终权重。MiSS 推荐",
-              _score(52.2, DAY2, BACKEND2, "296.5 题；对 v2.0 逐题 +95/−54，p=0.001"), recommended=True),
-        _miss("r16-lr1e-5-e2", "3935b51573ca92350ceb783958171a54b765f09b79ad29be5422ea338dd59ee7",
-              "lr 1e-5→1e-6，对照组", _score(51.3, DAY2, BACKEND2, "291.5 题 | 与 2e-5 分不出")),
-        _miss("r16-lr3e-5-e2", "a5d0b1b11d2f11efeeebc50f2290b5b0dd3978adeaaf8095f017b857429a5782",
-              "lr 3e-5→3e-6，对照组\n读对了却取错值的题变多", _score(49.4, DAY2, BACKEND2)),
+        _miss(
+            "r16-lr2e-5-e2",
+            "360fa110a40e324bd1bf2976a7b31739e46379752c6ebc4bf8c370c77d93daa5",
+            "lr 2e-5→2e-6，2 epoch 共 1378 步，最终权重。MiSS 推荐",
+            _score(52.2, DAY2, BACKEND2, "296.5 题；对 v2.0 逐题 +95/−54，p=0.001"),
+            recommended=True,
+        ),
+        _miss(
+            "r16-lr1e-5-e2",
+            "3935b51573ca92350ceb783958171a54b765f09b79ad29be5422ea338dd59ee7",
+            "lr 1e-5→1e-6，对照组",
+            _score(51.3, DAY2, BACKEND2, "291.5 题 | 与 2e-5 分不出"),
+        ),
+        _miss(
+            "r16-lr3e-5-e2",
+            "a5d0b1b11d2f11efeeebc50f2290b5b0dd3978adeaaf8095f017b857429a5782",
+            "lr 3e-5→3e-6，对照组\n读对了却取错值的题变多",
+            _score(49.4, DAY2, BACKEND2),
+        ),
     ]
     bases = [
-        Base(name=BASE_B, filename=f"{BASE_B}.pth", source="BlinkDL/rwkv7-g1", sha256=SHA_B, vocab="rwkv_vocab_v20230424.txt"),
-        Base(name=BASE_A, filename=f"{BASE_A}.pth", source="BlinkDL/rwkv7-g1", sha256=SHA_A, vocab="rwkv_vocab_v20230424.txt"),
+        Base(
+            name=BASE_B,
+            filename=f"{BASE_B}.pth",
+            source="BlinkDL/rwkv7-g1",
+            sha256=SHA_B,
+            vocab="rwkv_vocab_v20230424.txt",
+        ),
+        Base(
+            name=BASE_A,
+            filename=f"{BASE_A}.pth",
+            source="BlinkDL/rwkv7-g1",
+            sha256=SHA_A,
+            vocab="rwkv_vocab_v20230424.txt",
+        ),
     ]
     info = RegistryInfo(title="RWKV-Agent 权重（State 与 MiSS 适配器）", repo_id="No-22/rwkv-agent-weights")
     return Index(registry=info, bases=bases, entries=[miss[1], state, miss[2], miss[0]])
@@ -176,10 +215,18 @@ def test_no_license_is_said_in_both_languages(seed_card):
 
 @pytest.mark.parametrize(
     ("methods", "relation"),
-    [(["state"], "adapter"), (["miss", "state"], "adapter"), (["full"], "finetune"), (["full", "miss"], "adapter"), ([], None)],
+    [
+        (["state"], "adapter"),
+        (["miss", "state"], "adapter"),
+        (["full"], "finetune"),
+        (["full", "miss"], "adapter"),
+        ([], None),
+    ],
 )
 def test_base_model_relation(methods, relation):
-    index = Index(entries=[full_entry(f"x/{m}/v1/{i}.pth").model_copy(update={"method": m}) for i, m in enumerate(methods)])
+    index = Index(
+        entries=[full_entry(f"x/{m}/v1/{i}.pth").model_copy(update={"method": m}) for i, m in enumerate(methods)]
+    )
     assert base_model_relation(index) == relation
 
 
@@ -226,7 +273,10 @@ def test_scores_are_grouped_by_date_and_backend(seed_card):
 def test_files_table_lists_state_then_the_recommended_miss_then_the_controls(seed_card):
     files = sections(base_section(seed_card), "### ")["文件 · Files"]
     paths = re.findall(r"^\| `([^`]+)`", files, flags=re.M)
-    assert paths == ["state/v1.41/v141b-s1224.pth", *(f"miss/v2.1/{run}/adapter-final.pth" for run in ("r16-lr2e-5-e2", "r16-lr1e-5-e2", "r16-lr3e-5-e2"))]
+    assert paths == [
+        "state/v1.41/v141b-s1224.pth",
+        *(f"miss/v2.1/{run}/adapter-final.pth" for run in ("r16-lr2e-5-e2", "r16-lr1e-5-e2", "r16-lr3e-5-e2")),
+    ]
     assert "`feb2fd6b…`" in files and "`2fbf6760…`" in files
 
 
@@ -245,16 +295,26 @@ def test_full_checkpoint_usage_names_the_path_without_pth():
     index.entries.append(full_entry())
     card = render_card(index, None)
     usage = sections(card)["用法 · Usage"]
-    for needle in ('os.environ["RWKV_V7_ON"] = "1"', 'os.environ["RWKV_CUDA_ON"] = "1"', f'RWKV(model="{BASE_A}/full/v1.0/rwkv-final"',
-                   'PIPELINE(model, "rwkv_vocab_v20230424")', "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    token_stop=[0],\n    chunk_len=256,",
-                   'prompt = """User: 你好\n\nAssistant:"""', 'split("\\n\\nUser:", 1)'):
+    for needle in (
+        'os.environ["RWKV_V7_ON"] = "1"',
+        'os.environ["RWKV_CUDA_ON"] = "1"',
+        f'RWKV(model="{BASE_A}/full/v1.0/rwkv-final"',
+        'PIPELINE(model, "rwkv_vocab_v20230424")',
+        "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    token_stop=[0],\n    chunk_len=256,",
+        'prompt = """User: 你好\n\nAssistant:"""',
+        'split("\\n\\nUser:", 1)',
+    ):
         assert needle in usage, needle
     assert ModelCard(card).data["base_model_relation"] == "adapter"
 
 
 def test_method_without_a_pth_file_says_so_instead_of_an_example():
     index = seed001_index()
-    index.entries.append(full_entry(f"{BASE_A}/full/v1.0/model.safetensors.index.json").model_copy(update={"format": "safetensors-sharded"}))
+    index.entries.append(
+        full_entry(f"{BASE_A}/full/v1.0/model.safetensors.index.json").model_copy(
+            update={"format": "safetensors-sharded"}
+        )
+    )
     usage = sections(render_card(index, None))["用法 · Usage"]
     full = sections(usage, "### ")["完整权重 · Full checkpoints"]
     assert "RWKV(model=" not in full and "都不是 `.pth` 文件" in full and "is a `.pth` file" in full
@@ -305,7 +365,9 @@ def test_default_handwritten_section_is_bilingual(seed_card):
     assert handwritten.extract(seed_card) == default
     assert CJK.search(default) and ENGLISH_SENTENCE.search(default)
     assert not CJK.search(handwritten.default(("en",))) and not ENGLISH_SENTENCE.search(handwritten.default(("zh",)))
-    assert handwritten.extract(seed_card, ("en",)) == handwritten.default(("en",))  # the placeholder follows the languages
+    assert handwritten.extract(seed_card, ("en",)) == handwritten.default(
+        ("en",)
+    )  # the placeholder follows the languages
 
 
 @pytest.mark.parametrize(
@@ -314,7 +376,14 @@ def test_default_handwritten_section_is_bilingual(seed_card):
         (lambda c: c.replace(handwritten.END, ""), "no end marker"),
         (lambda c: c.replace(handwritten.START, ""), "no start marker"),
         (lambda c: c + handwritten.START + "\n" + handwritten.END + "\n", "2 start and 2 end"),
-        (lambda c: c.replace(handwritten.START, "@@").replace(handwritten.END, handwritten.START).replace("@@", handwritten.END), "comes before"),
+        (
+            lambda c: (
+                c.replace(handwritten.START, "@@")
+                .replace(handwritten.END, handwritten.START)
+                .replace("@@", handwritten.END)
+            ),
+            "comes before",
+        ),
         (lambda c: "my own README\n", "no hand-written section"),
     ],
 )
@@ -369,7 +438,11 @@ def test_template_not_utf8_is_refused(templates):
     path.write_bytes(path.read_bytes().replace("本仓库".encode(), b"\xff\xfe", 1))
     with pytest.raises(RegistryError) as err:
         render_card(seed001_index(), None, templates)
-    assert err.value.code == "card.template-not-utf8" and "overview.md.j2" in err.value.file and "UTF-8" in err.value.message
+    assert (
+        err.value.code == "card.template-not-utf8"
+        and "overview.md.j2" in err.value.file
+        and "UTF-8" in err.value.message
+    )
 
 
 def test_lone_surrogate_in_index_text_is_refused():
@@ -377,7 +450,11 @@ def test_lone_surrogate_in_index_text_is_refused():
     index.entries[0].notes = "bad \ud800 text"
     with pytest.raises(RegistryError) as err:
         render_card(index, None)
-    assert err.value.code == "card.not-utf8" and err.value.file == "index.json" and "$.entries[0].notes" in err.value.message
+    assert (
+        err.value.code == "card.not-utf8"
+        and err.value.file == "index.json"
+        and "$.entries[0].notes" in err.value.message
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -401,7 +478,11 @@ def test_check_exits_1_with_diff_after_index_change_then_0_after_card(empty_regi
     before = snapshot(empty_registry)
     stale = run("card", empty_registry, "--check")
     assert stale.exit_code == 1
-    assert "--- README.md" in stale.output and "-# RWKV-7 weights" in stale.output and "+# Renamed registry" in stale.output
+    assert (
+        "--- README.md" in stale.output
+        and "-# RWKV-7 weights" in stale.output
+        and "+# Renamed registry" in stale.output
+    )
     assert snapshot(empty_registry) == before
     assert {f.code for f in validate(empty_registry)} == {"card.stale", "sums.mismatch"}
 
@@ -431,13 +512,19 @@ def test_check_json_and_missing_card(empty_registry):
     assert "card.missing" in {f.code for f in validate(empty_registry)}
     missing = run("card", empty_registry, "--check", "--json")
     document = json.loads(missing.output)
-    assert missing.exit_code == 1 and document["diff"].startswith("--- /dev/null") and document["problems"][0]["code"] == "card.missing"
+    assert (
+        missing.exit_code == 1
+        and document["diff"].startswith("--- /dev/null")
+        and document["problems"][0]["code"] == "card.missing"
+    )
     assert run("card", empty_registry).exit_code == 0 and validate(empty_registry) == []
 
 
 def test_editing_the_handwritten_section_keeps_the_card_fresh(empty_registry):
     card = empty_registry / "README.md"
-    card.write_text(card.read_text(encoding="utf-8").replace("这一段由人维护", "MiSS 可能自称 Qwen。"), encoding="utf-8")
+    card.write_text(
+        card.read_text(encoding="utf-8").replace("这一段由人维护", "MiSS 可能自称 Qwen。"), encoding="utf-8"
+    )
     assert {f.code for f in validate(empty_registry)} == {"sums.mismatch"}
     assert run("sums", empty_registry).exit_code == 0
     assert validate(empty_registry) == []
@@ -496,7 +583,13 @@ def _markdown_shape(card: str) -> tuple[list[str], list[str], int]:
 
     tokens = MarkdownIt("commonmark").enable("table").parse(card.split("\n---\n", 1)[1])
     headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
-    html = [t.content for t in tokens if t.type == "html_block"] + [c.content for t in tokens if t.type == "inline" for c in t.children or [] if c.type == "html_inline" and c.content != "<br>"]  # md_cell's line breaks
+    html = [t.content for t in tokens if t.type == "html_block"] + [
+        c.content
+        for t in tokens
+        if t.type == "inline"
+        for c in t.children or []
+        if c.type == "html_inline" and c.content != "<br>"
+    ]  # md_cell's line breaks
     return headings, html, sum(t.type in ("fence", "code_block") for t in tokens)
 
 
@@ -532,7 +625,9 @@ def test_set_summary_with_an_unterminated_comment_hides_no_heading(tmp_path):
     assert run("set", "limitations", "```", "-C", tmp_path / "reg", "--lang", "en").exit_code == 0
     card = (tmp_path / "reg" / "README.md").read_text()
     headings, html, code = _markdown_shape(card)
-    assert len(headings) == len(before) + 1 and code == code_before and "intro &lt;!-- never closed" in card  # + the Limitations heading
+    assert (
+        len(headings) == len(before) + 1 and code == code_before and "intro &lt;!-- never closed" in card
+    )  # + the Limitations heading
     assert all(h.startswith("<!--") and h.rstrip().endswith("-->") for h in html)
 
 

@@ -22,7 +22,9 @@ PROBE = "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in
 
 def probe(*args, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RWKV_REGISTRY", "REGISTRY_DEBUG"))}
-    return subprocess.run([sys.executable, "-c", PROBE, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def invoke(*args, env: dict[str, str] | None = None):
@@ -32,9 +34,18 @@ def invoke(*args, env: dict[str, str] | None = None):
 @pytest.mark.parametrize(
     "args",
     [
-        ["validate"], ["sums", "--check"], ["sums"], ["list"], ["card", "--check"], ["card"], ["publish", "--repo-id", "ns/name", "--dry-run", "--assume-empty-remote"],
-        ["set", "title", "T"], ["set", "summary", "S", "--lang", "en"], ["eval-setup", "exam", "--items", "568"],
-        ["describe", "--method", "miss", "--profile", "p"], ["train-stage", "x/full/v1/x.pth", "s1", "--gpus", "6"],
+        ["validate"],
+        ["sums", "--check"],
+        ["sums"],
+        ["list"],
+        ["card", "--check"],
+        ["card"],
+        ["publish", "--repo-id", "ns/name", "--dry-run", "--assume-empty-remote"],
+        ["set", "title", "T"],
+        ["set", "summary", "S", "--lang", "en"],
+        ["eval-setup", "exam", "--items", "568"],
+        ["describe", "--method", "miss", "--profile", "p"],
+        ["train-stage", "x/full/v1/x.pth", "s1", "--gpus", "6"],
         ["score", "--base", "b", "--benchmark", "e", "--value", "1", "--date", "2026-10-16", "--backend", "b"],
     ],  # fmt: skip
     ids=lambda a: " ".join(a[:2]),
@@ -42,7 +53,9 @@ def invoke(*args, env: dict[str, str] | None = None):
 def test_light_commands_never_import_torch(empty_registry, args):
     result = probe(*args, cwd=empty_registry)
     assert result.stderr.strip().endswith("NO-TORCH"), result.stderr
-    assert result.returncode in (0, 1, 3), result.stderr  # publish --dry-run exits 1 (no gate receipts yet); describe, train-stage, score refuse in an empty registry (3)
+    assert result.returncode in (0, 1, 3), (
+        result.stderr
+    )  # publish --dry-run exits 1 (no gate receipts yet); describe, train-stage, score refuse in an empty registry (3)
 
 
 def test_init_imports_no_torch(tmp_path):
@@ -75,14 +88,38 @@ def test_exit_codes_are_distinct(empty_registry, tmp_path):
     (empty_registry / "SHA256SUMS").unlink()
     (empty_registry / "SHA256SUMS").mkdir()
     failed = invoke("sums", "-C", empty_registry, "--json")
-    assert failed.exit_code == 5 and json.loads(failed.stdout)["problems"][0]["file"] == str(empty_registry / "SHA256SUMS")
+    assert failed.exit_code == 5 and json.loads(failed.stdout)["problems"][0]["file"] == str(
+        empty_registry / "SHA256SUMS"
+    )
 
 
 def test_every_refusal_under_json_is_one_document(tmp_path):
-    for args in (["list", "-C", tmp_path / "nope", "--json"], ["sums", "-C", tmp_path / "nope", "--json"], ["score", "x.pth", "-C", tmp_path / "nope", "--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b", "--json"]):
+    for args in (
+        ["list", "-C", tmp_path / "nope", "--json"],
+        ["sums", "-C", tmp_path / "nope", "--json"],
+        [
+            "score",
+            "x.pth",
+            "-C",
+            tmp_path / "nope",
+            "--benchmark",
+            "b",
+            "--value",
+            "1",
+            "--date",
+            "2026-01-01",
+            "--backend",
+            "b",
+            "--json",
+        ],
+    ):
         result = invoke(*args)
         document = json.loads(result.stdout)  # stdout alone: the error line goes to stderr
-        assert result.exit_code == 3 and document["ok"] is False and {"code", "file", "message", "fix"} == set(document["problems"][0])
+        assert (
+            result.exit_code == 3
+            and document["ok"] is False
+            and {"code", "file", "message", "fix"} == set(document["problems"][0])
+        )
 
 
 def test_registry_debug_prints_the_traceback_with_its_cause(empty_registry):
@@ -90,7 +127,9 @@ def test_registry_debug_prints_the_traceback_with_its_cause(empty_registry):
     quiet = probe("list", cwd=empty_registry)
     assert quiet.returncode == 3 and "Traceback" not in quiet.stderr
     env = {**os.environ, "REGISTRY_DEBUG": "1"}
-    loud = subprocess.run([sys.executable, "-m", "registry", "list"], cwd=empty_registry, capture_output=True, text=True, env=env)
+    loud = subprocess.run(
+        [sys.executable, "-m", "registry", "list"], cwd=empty_registry, capture_output=True, text=True, env=env
+    )
     assert loud.returncode == 3 and "Traceback" in loud.stderr and "JSONDecodeError" in loud.stderr
     assert "direct cause" in loud.stderr and loud.stderr.rstrip().splitlines()[-1].startswith("error: ")
 
@@ -139,7 +178,10 @@ def test_a_usage_error_is_one_line_naming_the_option(empty_registry, args, optio
 
 def test_a_range_error_says_which_values_fit(empty_registry):
     line = invoke("train-stage", "x.pth", "s1", "--deepspeed-stage", "5", "-C", empty_registry).stderr
-    assert line == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number at least 0 and at most 3\n"
+    assert (
+        line
+        == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number at least 0 and at most 3\n"
+    )
 
 
 WRITE_COMMANDS = [
@@ -163,7 +205,9 @@ def test_a_full_disk_names_the_file_it_could_not_write(empty_registry, small_bas
     result = invoke(*args, "-C", empty_registry)
     assert result.exit_code == 5, result.output
     line = result.stderr.strip()
-    assert line.startswith(f"error: {empty_registry}/") and ": No space left on device; fix: free disk space" in line, line
+    assert line.startswith(f"error: {empty_registry}/") and ": No space left on device; fix: free disk space" in line, (
+        line
+    )
 
 
 def test_a_full_disk_during_add_and_init_names_a_file(empty_registry, small_base, tmp_path, monkeypatch):
@@ -175,11 +219,34 @@ def test_a_full_disk_during_add_and_init_names_a_file(empty_registry, small_base
     add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
     state = make_state_file(tmp_path / "s.pth", SMALL)
     train = tmp_path / "t.json"
-    train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}))
+    train.write_text(
+        json.dumps(
+            {"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}
+        )
+    )
     monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
-    for args in (["add", state, "-C", empty_registry, "--base", "rwkv7-tiny-a-20260101", "--method", "state", "--data-version", "v1", "--train-json", train], ["init", tmp_path / "new"]):
+    for args in (
+        [
+            "add",
+            state,
+            "-C",
+            empty_registry,
+            "--base",
+            "rwkv7-tiny-a-20260101",
+            "--method",
+            "state",
+            "--data-version",
+            "v1",
+            "--train-json",
+            train,
+        ],
+        ["init", tmp_path / "new"],
+    ):
         result = invoke(*args)
-        assert result.exit_code == 5 and re.match(rf"error: {re.escape(str(args[-1] if args[0] == 'init' else empty_registry))}/\S+: No space left on device; fix: ", result.stderr), result.stderr
+        assert result.exit_code == 5 and re.match(
+            rf"error: {re.escape(str(args[-1] if args[0] == 'init' else empty_registry))}/\S+: No space left on device; fix: ",
+            result.stderr,
+        ), result.stderr
 
 
 SHRINK_DURING_CONVERT = """
@@ -204,8 +271,12 @@ convert.convert_standalone(Path(sys.argv[1]), 1 << 30)
 def test_a_sigbus_in_standalone_convert_names_the_source(tmp_path):
     source = tmp_path / "s.pth"
     source.write_bytes(bytes(1 << 20))
-    died = subprocess.run([sys.executable, "-c", SHRINK_DURING_CONVERT, str(source)], capture_output=True, text=True, timeout=120)
-    assert died.returncode == 5 and died.stderr.startswith(f"error: {source}: the file shrank while it was being read (SIGBUS)"), (died.returncode, died.stderr)
+    died = subprocess.run(
+        [sys.executable, "-c", SHRINK_DURING_CONVERT, str(source)], capture_output=True, text=True, timeout=120
+    )
+    assert died.returncode == 5 and died.stderr.startswith(
+        f"error: {source}: the file shrank while it was being read (SIGBUS)"
+    ), (died.returncode, died.stderr)
 
 
 SHRINK_WHILE_HASHING = """
@@ -233,8 +304,12 @@ def test_a_sigbus_in_the_background_hash_of_a_convert_names_the_source(tmp_path)
     """Issue 38: convert hashes its source on a thread, before and after it names it for inspection."""
     source = tmp_path / "s.pth"
     source.write_bytes(bytes(1 << 20))
-    died = subprocess.run([sys.executable, "-c", SHRINK_WHILE_HASHING, str(source)], capture_output=True, text=True, timeout=120)
-    assert died.returncode == 5 and died.stderr.startswith(f"error: {source}: the file shrank while it was being read (SIGBUS)"), (died.returncode, died.stderr)
+    died = subprocess.run(
+        [sys.executable, "-c", SHRINK_WHILE_HASHING, str(source)], capture_output=True, text=True, timeout=120
+    )
+    assert died.returncode == 5 and died.stderr.startswith(
+        f"error: {source}: the file shrank while it was being read (SIGBUS)"
+    ), (died.returncode, died.stderr)
 
 
 def _action_script() -> str:
@@ -248,9 +323,17 @@ def test_the_action_annotates_a_json_error_at_its_line_and_column(empty_registry
     (empty_registry / "index.json").write_text('{\n  "registry": \n}\n')
     result = tmp_path / "result.json"
     result.write_text(invoke("validate", empty_registry, "--json").stdout)
-    ran = subprocess.run([sys.executable, "-c", _action_script()], capture_output=True, text=True, env={**os.environ, "RESULT": str(result), "REGISTRY": str(empty_registry)}, timeout=60)
+    ran = subprocess.run(
+        [sys.executable, "-c", _action_script()],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RESULT": str(result), "REGISTRY": str(empty_registry)},
+        timeout=60,
+    )
     annotation = next(line for line in ran.stdout.splitlines() if line.startswith("::error "))
-    assert annotation.startswith(f"::error file={empty_registry}/index.json,line=3,col=1,title=json.malformed::"), annotation
+    assert annotation.startswith(f"::error file={empty_registry}/index.json,line=3,col=1,title=json.malformed::"), (
+        annotation
+    )
 
 
 def test_list_prints_whole_paths_when_not_on_a_terminal(empty_registry, small_base, tmp_path):
@@ -262,7 +345,11 @@ def test_list_prints_whole_paths_when_not_on_a_terminal(empty_registry, small_ba
 
     add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
     train = tmp_path / "t.json"
-    train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}))
+    train.write_text(
+        json.dumps(
+            {"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}
+        )
+    )
     state = make_state_file(tmp_path / f"{'state-lr0.01-step1224-' * 5}final.pth", SMALL)
     entry = add_weight(empty_registry, AddRequest(state, small_base.name[:-4], "state", "v1.41", train))
     listed = invoke("list", "-C", empty_registry)  # CliRunner's stdout is no terminal, as in a pipe
@@ -277,7 +364,11 @@ def test_pull_help_says_what_revision_means_there():
 def test_the_catalog_note_points_at_nothing_a_wheel_user_lacks(empty_registry, small_base):
     result = invoke("add-base", small_base, "-C", empty_registry)
     note = result.stderr.strip()
-    assert result.exit_code == 0 and note.startswith(f"note: {small_base.name} is not in the known-bases catalog; ") and "docs/" not in note
+    assert (
+        result.exit_code == 0
+        and note.startswith(f"note: {small_base.name} is not in the known-bases catalog; ")
+        and "docs/" not in note
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -289,7 +380,9 @@ def test_the_cli_leaves_the_environment_as_it_found_it(empty_registry, monkeypat
     before = dict(os.environ)
     assert invoke("list", "-C", empty_registry, "--json").exit_code == 0
     assert invoke("validate", "--bogus", "--json").exit_code == 2
-    assert dict(os.environ) == before  # the Hub client's bars are switched by an argument (Hub(progress=...)), not by a variable
+    assert (
+        dict(os.environ) == before
+    )  # the Hub client's bars are switched by an argument (Hub(progress=...)), not by a variable
 
 
 def test_the_hub_client_s_bars_follow_the_argument():
@@ -333,7 +426,11 @@ def test_list_and_card_check_are_ops_functions(empty_registry):
     from registry.ops.list import list_registry
 
     listing = list_registry(empty_registry)
-    assert listing.as_dict() == json.loads(invoke("list", "-C", empty_registry, "--json").stdout) == {"bases": [], "entries": []}
+    assert (
+        listing.as_dict()
+        == json.loads(invoke("list", "-C", empty_registry, "--json").stdout)
+        == {"bases": [], "entries": []}
+    )
     assert check_card(empty_registry).problems == [] and check_card(empty_registry).diff == ""
     readme = empty_registry / "README.md"
     readme.write_text(readme.read_text() + "edited\n")
@@ -350,4 +447,6 @@ def test_every_refusal_line_names_a_file_even_an_empty_argument_or_a_missing_bas
     assert empty.exit_code in (2, 3) and empty.stderr.startswith('error: "": '), empty.stderr
     add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
     missing = invoke("export-hf", "--base", small_base.name[:-4], "-C", empty_registry)
-    assert missing.exit_code == 3 and missing.stderr.startswith(f"error: {small_base.name}: exporting base"), missing.stderr
+    assert missing.exit_code == 3 and missing.stderr.startswith(f"error: {small_base.name}: exporting base"), (
+        missing.stderr
+    )

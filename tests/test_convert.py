@@ -48,7 +48,9 @@ def read_all(paths: list[Path]) -> tuple[dict[str, torch.Tensor], dict[str, str]
 
 
 def same_bits(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
-    return a.keys() == b.keys() and all(a[k].dtype == b[k].dtype and torch.equal(a[k].view(torch.uint8), b[k].contiguous().view(torch.uint8)) for k in a)
+    return a.keys() == b.keys() and all(
+        a[k].dtype == b[k].dtype and torch.equal(a[k].view(torch.uint8), b[k].contiguous().view(torch.uint8)) for k in a
+    )
 
 
 @pytest.fixture
@@ -56,9 +58,14 @@ def populated(empty_registry, small_base, tmp_path):
     """A registry with a State, a MiSS adapter and a full checkpoint on the small base."""
     add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
     name = small_base.name[:-4]
-    state = add_weight(empty_registry, AddRequest(make_state_file(tmp_path / "s.pth", SMALL), name, "state", "v1.41", train_json(tmp_path / "t.json")))
+    state = add_weight(
+        empty_registry,
+        AddRequest(make_state_file(tmp_path / "s.pth", SMALL), name, "state", "v1.41", train_json(tmp_path / "t.json")),
+    )
     adapter = make_adapter_file(tmp_path / "adapter-final.pth", SMALL, sha256_of(small_base))
-    miss = add_weight(empty_registry, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r16"))
+    miss = add_weight(
+        empty_registry, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r16")
+    )
     full_src = save_checkpoint(tmp_path / "rwkv-final.pth", share_storage(make_base_state_dict(SMALL)))
     full = add_weight(empty_registry, AddRequest(full_src, name, "full", "v1.0", train_json(tmp_path / "f.json")))
     return empty_registry, {"state": state, "miss": miss, "full": full}
@@ -71,7 +78,11 @@ def test_state_twin_is_bit_exact_recorded_and_valid(populated):
     assert derived.derived_from == entries["state"].path and derived.format == "safetensors"
     tensors, meta = read_all([root / derived.path])
     assert same_bits(tensors, torch.load(root / entries["state"].path, weights_only=True))
-    assert meta["format"] == "pt" and meta["source_sha256"] == entries["state"].sha256 and meta["base_sha256"] == entries["state"].base_sha256
+    assert (
+        meta["format"] == "pt"
+        and meta["source_sha256"] == entries["state"].sha256
+        and meta["base_sha256"] == entries["state"].base_sha256
+    )
     assert derived.sha256 == sha256_of(root / derived.path)
     assert validate(root) == []
 
@@ -154,10 +165,14 @@ def test_pickle_with_non_tensor_objects_refused(tmp_path):
 
 
 def test_unsupported_dtype_refused(tmp_path):
-    source = save_checkpoint(tmp_path / "s.pth", {"blocks.0.att.time_state": torch.zeros(1, 64, 64, dtype=torch.complex64)})
+    source = save_checkpoint(
+        tmp_path / "s.pth", {"blocks.0.att.time_state": torch.zeros(1, 64, 64, dtype=torch.complex64)}
+    )
     with pytest.raises(RegistryError) as err:
         convert_file(source, "state", {}, "0" * 64, BIG, tmp_path)
-    assert err.value.code == "weights.dtype" and "complex64" in err.value.message  # refused by the reader torch.load runs after
+    assert (
+        err.value.code == "weights.dtype" and "complex64" in err.value.message
+    )  # refused by the reader torch.load runs after
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.pth"]
 
 
@@ -286,8 +301,12 @@ def test_a_byte_changed_on_disk_fails_verification(populated, monkeypatch, piece
     assert end - begin > 3 * 64  # several pieces of 64 bytes, so the flipped one is not the last
     before = snapshot(root)
     with pytest.raises(RegistryError) as err:
-        convert_entry(root, entries["full"].path, BIG, force=True, opener=_flipping_opener(data_start + (begin + end) // 2))
-    assert err.value.code == "convert.verify-failed" and "emb.weight differs from the source" in err.value.message, err.value.message
+        convert_entry(
+            root, entries["full"].path, BIG, force=True, opener=_flipping_opener(data_start + (begin + end) // 2)
+        )
+    assert err.value.code == "convert.verify-failed" and "emb.weight differs from the source" in err.value.message, (
+        err.value.message
+    )
     assert snapshot(root) == before and not list((root / ".registry" / "staging").iterdir())
     assert validate(root) == []
 
@@ -340,7 +359,9 @@ def test_copy_through_memory_when_the_kernel_cannot_copy(populated, monkeypatch)
 def test_tensors_that_are_not_file_ranges_are_written_from_memory(tmp_path):
     """A transposed view is not a byte range of the file: its bytes come from the loaded tensor."""
     base = torch.arange(64 * 48, dtype=torch.float32).reshape(64, 48)
-    source = save_checkpoint(tmp_path / "s.pth", {"blocks.0.att.time_state": base.t(), "blocks.1.att.time_state": base + 1})
+    source = save_checkpoint(
+        tmp_path / "s.pth", {"blocks.0.att.time_state": base.t(), "blocks.1.att.time_state": base + 1}
+    )
     result = convert_file(source, "state", {}, "0" * 64, BIG, tmp_path)
     tensors, _ = read_all([result.main.temp])
     assert same_bits(tensors, torch.load(source, weights_only=True))
@@ -357,7 +378,13 @@ def test_writeback_starts_in_order_while_copying(populated, monkeypatch):
     monkeypatch.setattr(writer_module, "WRITEBACK_EVERY", 16384)
     started: list[tuple[int, int, str]] = []
     real = writer_module.start_writeback
-    monkeypatch.setattr(writer_module, "start_writeback", lambda fd, offset, length: started.append((offset, length, threading.current_thread().name)) or real(fd, offset, length))
+    monkeypatch.setattr(
+        writer_module,
+        "start_writeback",
+        lambda fd, offset, length: (
+            started.append((offset, length, threading.current_thread().name)) or real(fd, offset, length)
+        ),
+    )
     derived = convert_entry(root, entries["full"].path, BIG)
     assert derived.sha256 == sha256_of(root / derived.path)
     assert same_bits(read_all([root / derived.path])[0], torch.load(root / entries["full"].path, weights_only=True))
@@ -446,11 +473,25 @@ def test_tensors_copied_through_the_mapping_leave_no_pages_behind(tmp_path):
         return {name: t.t() for name, t in tensors.items()}
 
     resident: list[int] = []  # KiB of the file mapped into this process, after each tensor is copied
-    result = convert_file(path, "checkpoint", {}, "0" * 64, BIG, tmp_path, remap=transposed, into=tmp_path / "out", progress=lambda _: resident.append(_mapped_kib(path)))
+    result = convert_file(
+        path,
+        "checkpoint",
+        {},
+        "0" * 64,
+        BIG,
+        tmp_path,
+        remap=transposed,
+        into=tmp_path / "out",
+        progress=lambda _: resident.append(_mapped_kib(path)),
+    )
     try:
         assert len(loaded) == len(resident) == 8
-        assert max(resident) < 2 << 10 and _mapped_kib(path) < 2 << 10  # while copying, and after the checks: under one tensor's 2 MiB
+        assert (
+            max(resident) < 2 << 10 and _mapped_kib(path) < 2 << 10
+        )  # while copying, and after the checks: under one tensor's 2 MiB
         with safe_open(result.files[0].temp, framework="pt") as written:
-            assert all(torch.equal(written.get_tensor(name), t.t()) for name, t in loaded.items())  # the data came back from the file
+            assert all(
+                torch.equal(written.get_tensor(name), t.t()) for name, t in loaded.items()
+            )  # the data came back from the file
     finally:
         result.discard()

@@ -58,7 +58,13 @@ def test_sums_format_sorted_lf_two_spaces():
 
 @pytest.mark.parametrize(
     "bad",
-    [b"zz  file\n", b"a" * 64 + b" file\n", b"A" * 64 + b"  file\n", b"a" * 64 + b"  file", b"a" * 64 + b"  f\n" + b"b" * 64 + b"  f\n"],
+    [
+        b"zz  file\n",
+        b"a" * 64 + b" file\n",
+        b"A" * 64 + b"  file\n",
+        b"a" * 64 + b"  file",
+        b"a" * 64 + b"  f\n" + b"b" * 64 + b"  f\n",
+    ],
 )
 def test_sums_parse_rejects_malformed(bad):
     with pytest.raises(RegistryError) as err:
@@ -94,7 +100,11 @@ def test_malformed_and_schema_breaking_json(empty_registry):
 
 def test_cli_validate_json_output_and_exit(empty_registry):
     ok = run("validate", empty_registry, "--json")
-    assert ok.exit_code == 0 and json.loads(ok.output) == {"ok": True, "problems": [], "not_covered": [".gitignore"]}  # init writes .gitignore, which validate never checks
+    assert ok.exit_code == 0 and json.loads(ok.output) == {
+        "ok": True,
+        "problems": [],
+        "not_covered": [".gitignore"],
+    }  # init writes .gitignore, which validate never checks
     (empty_registry / "stray.txt").write_text("x")
     bad = run("validate", empty_registry, "--json")
     assert bad.exit_code == 1
@@ -131,7 +141,12 @@ def test_unknown_method_bad_version_unlisted_weight(empty_registry):
         (empty_registry / rel).parent.mkdir(parents=True, exist_ok=True)
         (empty_registry / rel).write_bytes(b"x")
     found = codes(empty_registry)
-    assert {"layout.unknown-method", "layout.bad-data-version", "index.unlisted-weight", "layout.missing-train-json"} <= found
+    assert {
+        "layout.unknown-method",
+        "layout.bad-data-version",
+        "index.unlisted-weight",
+        "layout.missing-train-json",
+    } <= found
 
 
 def test_empty_directory_and_missing_index(tmp_path):
@@ -205,7 +220,9 @@ def test_schemas_checked_in_match_models():
 
     for kind in all_models():
         path = schema_dir() / f"{kind}.schema.json"
-        assert path.read_text(encoding="utf-8") == render_schema(kind), f"{path} drifted: run `python -m registry.index.schema_files`"
+        assert path.read_text(encoding="utf-8") == render_schema(kind), (
+            f"{path} drifted: run `python -m registry.index.schema_files`"
+        )
 
 
 def test_project_catalog_is_valid_and_holds_the_seed_base():
@@ -261,7 +278,11 @@ def test_index_sha_must_equal_sums_sha(empty_registry, tmp_path):
     data = _index_with_entry(empty_registry)
     (empty_registry / "b1" / "state" / "v1").mkdir(parents=True)
     (empty_registry / "b1" / "state" / "v1" / "x.pth").write_bytes(b"x")
-    (empty_registry / "b1" / "state" / "v1" / "train.json").write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "c", "data_sha256": "2" * 64}))
+    (empty_registry / "b1" / "state" / "v1" / "train.json").write_text(
+        json.dumps(
+            {"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "c", "data_sha256": "2" * 64}
+        )
+    )
     (empty_registry / "index.json").write_text(json.dumps(data))
     write_sums(empty_registry)
     assert "index.sha-mismatch" in codes(empty_registry)
@@ -289,7 +310,13 @@ def test_mapped_reads_any_range_and_lets_go(tmp_path):
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
     try:
-        for offset, length in [(0, len(data)), (1, 10), (mmap.ALLOCATIONGRANULARITY + 7, 5000), (len(data) - 3, 3), (17, 0)]:
+        for offset, length in [
+            (0, len(data)),
+            (1, 10),
+            (mmap.ALLOCATIONGRANULARITY + 7, 5000),
+            (len(data) - 3, 3),
+            (17, 0),
+        ]:
             with mapped(fd, offset, length) as view:
                 assert bytes(view) == data[offset : offset + length]
             if length:
@@ -326,7 +353,9 @@ def test_mapped_and_background_hashes_agree_with_sha256sum(tmp_path):
     for size in (0, 1, MAPPED_WINDOW + 4097):
         path = tmp_path / f"f{size}"
         path.write_bytes(os.urandom(size))
-        expected = subprocess.run(["sha256sum", str(path)], capture_output=True, text=True, check=True).stdout.split()[0]
+        expected = subprocess.run(["sha256sum", str(path)], capture_output=True, text=True, check=True).stdout.split()[
+            0
+        ]
         assert hash_mapped(path) == expected == hash_in_background(path).result(timeout=60)
 
 
@@ -351,7 +380,10 @@ def test_a_stat_cache_that_arrived_with_the_folder_vouches_for_nothing(tmp_path,
     cache_path = tmp_path / ".registry" / "statcache.json"
     cache_path.parent.mkdir()
     forged = [st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns, "0" * 64]
-    for form in ({"version": 2, "files": {"a.bin": forged}}, {"content": {"version": 2, "files": {"a.bin": forged}}, "seal": "00" * 32}):
+    for form in (
+        {"version": 2, "files": {"a.bin": forged}},
+        {"content": {"version": 2, "files": {"a.bin": forged}}, "seal": "00" * 32},
+    ):
         cache_path.write_text(json.dumps(form))
         assert tree_module.digest_tree(tmp_path, ["a.bin"], StatCache(cache_path)) == {"a.bin": sha256_of(f)}
 

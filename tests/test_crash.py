@@ -35,7 +35,10 @@ from registry.dataset.synthetic import SEED_002, build_version
 from .conftest import SMALL, snapshot
 
 STRACE = shutil.which("strace")
-pytestmark = pytest.mark.skipif(STRACE is None, reason="strace is not installed (apt-get install strace): the crash tests inject SIGKILL at rename(2) with it")
+pytestmark = pytest.mark.skipif(
+    STRACE is None,
+    reason="strace is not installed (apt-get install strace): the crash tests inject SIGKILL at rename(2) with it",
+)
 
 CLI = [sys.executable, "-m", "registry"]
 BIG = TinySpec(n_layer=4, n_embd=512, vocab_size=65536)  # a ~90 MB checkpoint: long enough to be killed mid-copy
@@ -49,7 +52,16 @@ def registry(*args: str | Path, cwd: Path | None = None, check: bool = True) -> 
 
 
 def train_json(path: Path) -> Path:
-    path.write_text(json.dumps({"trainer": {"name": "rwkv_state_tune", "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": "rwkv_state_tune", "data_sha256": "ab" * 32}))
+    path.write_text(
+        json.dumps(
+            {
+                "trainer": {"name": "rwkv_state_tune", "version": "1.8.1"},
+                "hyperparameters": {"lr_init": 0.01},
+                "command": "rwkv_state_tune",
+                "data_sha256": "ab" * 32,
+            }
+        )
+    )
     return path
 
 
@@ -67,7 +79,20 @@ def _base(reg: Path, inputs: Path) -> None:
 
 def _with_full(reg: Path, inputs: Path) -> None:
     _base(reg, inputs)
-    registry("add", inputs / "full.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", inputs / "train.json")
+    registry(
+        "add",
+        inputs / "full.pth",
+        "-C",
+        reg,
+        "--base",
+        "rwkv7-crash-20260101",
+        "--method",
+        "full",
+        "--data-version",
+        "v1.0",
+        "--train-json",
+        inputs / "train.json",
+    )
 
 
 STATE_PATH = "rwkv7-crash-20260101/state/v1.41/s1.pth"
@@ -75,7 +100,20 @@ STATE_PATH = "rwkv7-crash-20260101/state/v1.41/s1.pth"
 
 def _with_state(reg: Path, inputs: Path) -> None:
     _base(reg, inputs)
-    registry("add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json")
+    registry(
+        "add",
+        inputs / "s1.pth",
+        "-C",
+        reg,
+        "--base",
+        "rwkv7-crash-20260101",
+        "--method",
+        "state",
+        "--data-version",
+        "v1.41",
+        "--train-json",
+        inputs / "train.json",
+    )
 
 
 GATE = TinySpec(n_layer=2, n_embd=128, vocab_size=65536)  # the gate tokenizes real prompts: the world vocabulary
@@ -85,7 +123,20 @@ GATE_STATE_PATH = "rwkv7-crashgate-20260101/state/v1.41/g1.pth"
 def _with_gate_state(reg: Path, inputs: Path) -> None:
     registry("init", reg)
     registry("add-base", inputs / "rwkv7-crashgate-20260101.pth", "-C", reg)
-    registry("add", inputs / "g1.pth", "-C", reg, "--base", "rwkv7-crashgate-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json")
+    registry(
+        "add",
+        inputs / "g1.pth",
+        "-C",
+        reg,
+        "--base",
+        "rwkv7-crashgate-20260101",
+        "--method",
+        "state",
+        "--data-version",
+        "v1.41",
+        "--train-json",
+        inputs / "train.json",
+    )
 
 
 def _with_gate_base(reg: Path, inputs: Path) -> None:
@@ -108,10 +159,14 @@ def _hand_made(reg: Path, inputs: Path) -> None:
     version.mkdir(parents=True)
     shutil.copy(inputs / "s1.pth", version / "s1.pth")
     shutil.copy(inputs / "train.json", version / "train.json")
-    (reg / "index.json").write_text(json.dumps({"entries": [{"path": STATE_PATH, "recommended": True, "sha256sum": "see SHA256SUMS"}]}))
+    (reg / "index.json").write_text(
+        json.dumps({"entries": [{"path": STATE_PATH, "recommended": True, "sha256sum": "see SHA256SUMS"}]})
+    )
     (reg / "README.md").write_text("# Hand-made\n\nState 推荐\n")
     # The shell creates SHA256SUMS as the pipeline starts, so find may or may not list it: never let it.
-    subprocess.run("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=reg, check=True)
+    subprocess.run(
+        "find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=reg, check=True
+    )
 
 
 def _format_1(reg: Path, inputs: Path) -> None:
@@ -137,22 +192,115 @@ def _dataset_add(reg: Path, inputs: Path) -> list[str | Path]:
 
 
 SCENARIOS = [
-    Scenario("add-base", lambda reg, inputs: registry("init", reg), lambda reg, inputs: ["add-base", inputs / "rwkv7-crash-20260101.pth", "-C", reg]),
-    Scenario("add-state", _base, lambda reg, inputs: ["add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json"]),
-    Scenario("add-full", _base, lambda reg, inputs: ["add", inputs / "full.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", inputs / "train.json"]),
-    Scenario("convert-3-shards", _with_full, lambda reg, inputs: ["convert", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--shard-size", "450KB"]),
-    Scenario("score", _with_full, lambda reg, inputs: ["score", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--benchmark", "exam", "--value", "46.9", "--date", "2026-10-16", "--backend", "rwkv 0.8.32"]),
+    Scenario(
+        "add-base",
+        lambda reg, inputs: registry("init", reg),
+        lambda reg, inputs: ["add-base", inputs / "rwkv7-crash-20260101.pth", "-C", reg],
+    ),
+    Scenario(
+        "add-state",
+        _base,
+        lambda reg, inputs: [
+            "add",
+            inputs / "s1.pth",
+            "-C",
+            reg,
+            "--base",
+            "rwkv7-crash-20260101",
+            "--method",
+            "state",
+            "--data-version",
+            "v1.41",
+            "--train-json",
+            inputs / "train.json",
+        ],
+    ),
+    Scenario(
+        "add-full",
+        _base,
+        lambda reg, inputs: [
+            "add",
+            inputs / "full.pth",
+            "-C",
+            reg,
+            "--base",
+            "rwkv7-crash-20260101",
+            "--method",
+            "full",
+            "--data-version",
+            "v1.0",
+            "--train-json",
+            inputs / "train.json",
+        ],
+    ),
+    Scenario(
+        "convert-3-shards",
+        _with_full,
+        lambda reg, inputs: ["convert", "rwkv7-crash-20260101/full/v1.0/full.pth", "-C", reg, "--shard-size", "450KB"],
+    ),
+    Scenario(
+        "score",
+        _with_full,
+        lambda reg, inputs: [
+            "score",
+            "rwkv7-crash-20260101/full/v1.0/full.pth",
+            "-C",
+            reg,
+            "--benchmark",
+            "exam",
+            "--value",
+            "46.9",
+            "--date",
+            "2026-10-16",
+            "--backend",
+            "rwkv 0.8.32",
+        ],
+    ),
     Scenario("card", _base, lambda reg, inputs: ["card", "-C", reg]),
     Scenario("sums", _base, lambda reg, inputs: ["sums", "-C", reg]),
-    Scenario("smoke", _with_gate_state, lambda reg, inputs: ["smoke", GATE_STATE_PATH, "-C", reg, "--device", "cpu", "--base-file", inputs / "rwkv7-crashgate-20260101.pth"]),
     Scenario(
-        "export-gguf", _with_gate_base,
-        lambda reg, inputs: ["export-gguf", "--base", "rwkv7-crashgate-20260101", "--base-file", inputs / "rwkv7-crashgate-20260101.pth", "--type", "q8_0", "-C", reg],
+        "smoke",
+        _with_gate_state,
+        lambda reg, inputs: [
+            "smoke",
+            GATE_STATE_PATH,
+            "-C",
+            reg,
+            "--device",
+            "cpu",
+            "--base-file",
+            inputs / "rwkv7-crashgate-20260101.pth",
+        ],
+    ),
+    Scenario(
+        "export-gguf",
+        _with_gate_base,
+        lambda reg, inputs: [
+            "export-gguf",
+            "--base",
+            "rwkv7-crashgate-20260101",
+            "--base-file",
+            inputs / "rwkv7-crashgate-20260101.pth",
+            "--type",
+            "q8_0",
+            "-C",
+            reg,
+        ],
     ),  # fmt: skip
     Scenario("set", _base, lambda reg, inputs: ["set", "title", "Crash test title", "-C", reg]),
-    Scenario("describe", _with_state, lambda reg, inputs: ["describe", STATE_PATH, "-C", reg, "--lang", "en", "--notes", "the recommended State"]),
-    Scenario("validate-allow-rewrite", _published_then_changed, lambda reg, inputs: ["validate", "-C", reg, "--allow-rewrite", "fixed a typo"]),
-    Scenario("adopt", _hand_made, lambda reg, inputs: ["adopt", reg, "--base-file", inputs / "rwkv7-crash-20260101.pth"]),
+    Scenario(
+        "describe",
+        _with_state,
+        lambda reg, inputs: ["describe", STATE_PATH, "-C", reg, "--lang", "en", "--notes", "the recommended State"],
+    ),
+    Scenario(
+        "validate-allow-rewrite",
+        _published_then_changed,
+        lambda reg, inputs: ["validate", "-C", reg, "--allow-rewrite", "fixed a typo"],
+    ),
+    Scenario(
+        "adopt", _hand_made, lambda reg, inputs: ["adopt", reg, "--base-file", inputs / "rwkv7-crash-20260101.pth"]
+    ),
     Scenario("dataset-add", lambda reg, inputs: registry("dataset", "init", reg), _dataset_add),
     Scenario("migrate", _format_1, lambda reg, inputs: ["migrate", "-C", reg]),
 ]
@@ -195,13 +343,30 @@ RENAMES = ("rename", "renameat", "renameat2")
 
 
 def _kill_at(cmd: list[str | Path], syscall: str, k: int) -> subprocess.CompletedProcess[str]:
-    injected = [STRACE, "-f", "-qq", "-o", "/dev/null", "-e", f"trace={syscall}", "-e", f"inject={syscall}:signal=SIGKILL:when={k}", *CLI, *map(str, cmd)]
+    injected = [
+        STRACE,
+        "-f",
+        "-qq",
+        "-o",
+        "/dev/null",
+        "-e",
+        f"trace={syscall}",
+        "-e",
+        f"inject={syscall}:signal=SIGKILL:when={k}",
+        *CLI,
+        *map(str, cmd),
+    ]
     return subprocess.run(injected, capture_output=True, text=True, timeout=300)
 
 
 def _counted_run(cmd: list[str | Path], log: Path) -> dict[str, int]:
     """Run the command to the end under strace; how many times it called each rename syscall."""
-    traced = subprocess.run([STRACE, "-f", "-qq", "-o", str(log), "-e", f"trace={','.join(RENAMES)}", *CLI, *map(str, cmd)], capture_output=True, text=True, timeout=300)
+    traced = subprocess.run(
+        [STRACE, "-f", "-qq", "-o", str(log), "-e", f"trace={','.join(RENAMES)}", *CLI, *map(str, cmd)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert traced.returncode == 0, traced.stderr[-2000:]
     called = [m[1] for line in log.read_text().splitlines() if (m := re.match(r"(?:\d+\s+)?(\w+)\(", line))]
     return {syscall: called.count(syscall) for syscall in RENAMES}
@@ -223,14 +388,30 @@ def test_kill_points_sample_long_runs_and_keep_short_ones_whole():
 
 
 def _assert_old_or_new_then_clean(reg: Path, before: dict, after: dict) -> str:
-    checked = registry("validate", "-C", reg, check=False)  # the next command: rolls an interrupted commit forward first
+    checked = registry(
+        "validate", "-C", reg, check=False
+    )  # the next command: rolls an interrupted commit forward first
     now = snapshot(reg)
     assert now in (before, after), sorted(set(now) ^ set(after))
     assert not (reg / PRIVATE_DIR / JOURNAL_NAME).exists()
     if now == after:
         assert checked.returncode == 0, checked.stdout
     # Any command that takes the lock removes staging debris, even one that then refuses.
-    refused = registry("score", "no/such/entry.pth", "-C", reg, "--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b", check=False)
+    refused = registry(
+        "score",
+        "no/such/entry.pth",
+        "-C",
+        reg,
+        "--benchmark",
+        "b",
+        "--value",
+        "1",
+        "--date",
+        "2026-01-01",
+        "--backend",
+        "b",
+        check=False,
+    )
     assert refused.returncode == 3 and list((reg / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
     assert snapshot(reg) == now
     return "before" if now == before else "after"
@@ -261,7 +442,12 @@ def test_a_kill_at_every_rename_leaves_the_registry_old_or_new(scenario, inputs,
             if killed.returncode == 0:
                 assert snapshot(reg) == after
                 continue
-            assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (syscall, k, killed.returncode, killed.stderr[-500:])
+            assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (
+                syscall,
+                k,
+                killed.returncode,
+                killed.stderr[-500:],
+            )
             outcomes.append(_assert_old_or_new_then_clean(reg, before, after))
     # Before the journal is written the old registry stands; once it is written, the new one.
     assert len(outcomes) >= 3 and "before" in outcomes and "after" in outcomes, outcomes
@@ -274,7 +460,18 @@ def test_kills_at_random_instants_during_a_long_copy(inputs, tmp_path):
     registry("init", template)
     registry("add-base", big, "-C", template)
     before = snapshot(template)
-    cmd = ["add", big, "--base", "rwkv7-big-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", inputs / "train.json"]
+    cmd = [
+        "add",
+        big,
+        "--base",
+        "rwkv7-big-20260101",
+        "--method",
+        "full",
+        "--data-version",
+        "v1.0",
+        "--train-json",
+        inputs / "train.json",
+    ]
     done = Path(shutil.copytree(template, tmp_path / "done" / "reg"))
     started = time.perf_counter()
     registry(*cmd, "-C", done)
@@ -283,7 +480,9 @@ def test_kills_at_random_instants_during_a_long_copy(inputs, tmp_path):
     chooser = random.Random(16)
     for trial in range(5):
         reg = Path(shutil.copytree(template, tmp_path / f"trial-{trial}" / "reg"))
-        process = subprocess.Popen([*CLI, *map(str, cmd), "-C", str(reg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            [*CLI, *map(str, cmd), "-C", str(reg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         time.sleep(chooser.uniform(0.3, 0.9) * duration)
         process.send_signal(signal.SIGKILL)
         process.wait()
@@ -297,7 +496,26 @@ def test_concurrent_adds_lose_no_entry(inputs, tmp_path, writers):
         reg = tmp_path / f"trial-{trial}" / "reg"
         _base(reg, inputs)
         procs = [
-            subprocess.Popen([*CLI, "add", str(s), "-C", str(reg), "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", str(inputs / "train.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [
+                    *CLI,
+                    "add",
+                    str(s),
+                    "-C",
+                    str(reg),
+                    "--base",
+                    "rwkv7-crash-20260101",
+                    "--method",
+                    "state",
+                    "--data-version",
+                    "v1.41",
+                    "--train-json",
+                    str(inputs / "train.json"),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             for s in states
         ]
         results = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
@@ -307,7 +525,9 @@ def test_concurrent_adds_lose_no_entry(inputs, tmp_path, writers):
             if code == 0:
                 assert state.name in registered, (trial, stderr)
             else:  # a clean refusal: the lock was busy for too long
-                assert code == 3 and "fs.locked" not in stderr and "lock" in stderr and state.name not in registered, stderr
+                assert code == 3 and "fs.locked" not in stderr and "lock" in stderr and state.name not in registered, (
+                    stderr
+                )
         assert registry("validate", "-C", reg).returncode == 0
 
 
@@ -319,7 +539,12 @@ def test_an_index_json_symlinked_outside_the_root_is_never_read(inputs, tmp_path
     (reg / "index.json").unlink()
     (reg / "index.json").symlink_to(outside)
     before = snapshot(reg)
-    for args in (["list"], ["card"], ["card", "--check"], ["score", "x.pth", "--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b"]):
+    for args in (
+        ["list"],
+        ["card"],
+        ["card", "--check"],
+        ["score", "x.pth", "--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b"],
+    ):
         result = registry(*args, "-C", reg, check=False)
         assert result.returncode in (1, 3) and "symlink" in result.stdout + result.stderr, (args, result.stderr)
     assert snapshot(reg) == before and outside.read_bytes() == (tmp_path / "outside-index.json").read_bytes()
@@ -328,14 +553,34 @@ def test_an_index_json_symlinked_outside_the_root_is_never_read(inputs, tmp_path
 def test_bytes_swapped_behind_the_index_are_refused_before_anything_runs(inputs, tmp_path):
     reg = tmp_path / "reg"
     _base(reg, inputs)
-    registry("add", inputs / "s1.pth", "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "state", "--data-version", "v1.41", "--train-json", inputs / "train.json")
+    registry(
+        "add",
+        inputs / "s1.pth",
+        "-C",
+        reg,
+        "--base",
+        "rwkv7-crash-20260101",
+        "--method",
+        "state",
+        "--data-version",
+        "v1.41",
+        "--train-json",
+        inputs / "train.json",
+    )
     rel = "rwkv7-crash-20260101/state/v1.41/s1.pth"
     other = make_state_file(tmp_path / "other.pth", SMALL, seed=7)  # a valid State, other bytes
     shutil.copyfile(other, reg / rel)
     before = snapshot(reg)
-    for args in (["convert", rel, "--force"], ["smoke", rel, "--device", "cpu", "--base-file", inputs / "rwkv7-crash-20260101.pth"]):
+    for args in (
+        ["convert", rel, "--force"],
+        ["smoke", rel, "--device", "cpu", "--base-file", inputs / "rwkv7-crash-20260101.pth"],
+    ):
         result = registry(*args, "-C", reg, check=False)
-        assert result.returncode == 3 and f"error: {rel}: sha256 is" in result.stderr and "index.json says" in result.stderr, result.stderr
+        assert (
+            result.returncode == 3
+            and f"error: {rel}: sha256 is" in result.stderr
+            and "index.json says" in result.stderr
+        ), result.stderr
     assert snapshot(reg) == before and not list((reg / PRIVATE_DIR / "gates").glob("*.json"))
 
 

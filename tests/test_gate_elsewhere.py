@@ -50,7 +50,16 @@ def machine(tmp_path_factory):
     root = init_registry(tmp / "reg", title="Gated elsewhere").root
     base = make_base_checkpoint(tmp / "rwkv7-elsewhere-20260101.pth", GATE_SPEC)
     add_base(root, BaseRequest(path=base, filename=base.name))
-    add_weight(root, AddRequest(make_state_file(tmp / "s.pth", GATE_SPEC, seed=2), base.name[:-4], "state", "v1.41", train_json(tmp / "t.json")))
+    add_weight(
+        root,
+        AddRequest(
+            make_state_file(tmp / "s.pth", GATE_SPEC, seed=2),
+            base.name[:-4],
+            "state",
+            "v1.41",
+            train_json(tmp / "t.json"),
+        ),
+    )
     keys = {name: write_key(tmp, name) for name in ("gate", "other")}
     return root, base, keys
 
@@ -95,7 +104,9 @@ def test_a_signed_receipt_counts_only_with_the_trusted_key(hub_server, ci, machi
     assert [b["code"] for b in untrusted] == ["gate.untrusted-key"] and "--trust-gate-key" in untrusted[0]["fix"]
     other = cli.json(*_publish(ci, "--dry-run", "--json", "--trust-gate-key", keys["other"][1]), code=1)["blockers"]
     assert [b["code"] for b in other] == ["gate.untrusted-key"]
-    cli(*_publish(ci, "--trust-gate-key", keys["other"][1], "--trust-gate-key", keys["gate"][1]))  # any one of several keys
+    cli(
+        *_publish(ci, "--trust-gate-key", keys["other"][1], "--trust-gate-key", keys["gate"][1])
+    )  # any one of several keys
     assert set(hub_server.files(REPO)) >= {Repo(ci).load_index().entries[0].path, "SHA256SUMS", "index.json"}
     assert not any(".registry" in path for path in hub_server.files(REPO))
 
@@ -108,12 +119,30 @@ def _edit(path: Path, change) -> None:
 
 CASES = {
     # the receipt's own facts re-bound, its signature kept
-    "re-bound to another file": (lambda ci, p: _edit(p, lambda d: d.update(file_sha256="cd" * 32)), "gate.bad-signature"),
-    "re-bound to another base": (lambda ci, p: _edit(p, lambda d: d.update(base_sha256="ef" * 32)), "gate.bad-signature"),
-    "re-bound to another kernel": (lambda ci, p: _edit(p, lambda d: d["environment"].update(kernel_source_hash="01" * 32)), "gate.bad-signature"),
-    "a CPU run made to say CUDA": (lambda ci, p: _edit(p, lambda d: d["environment"].update(device="cuda")), "gate.bad-signature"),
-    "a forged signature": (lambda ci, p: _edit(p, lambda d: d["signature"].update(sig="MEUCIQ" + d["signature"]["sig"][6:])), "gate.bad-signature"),
-    "not base64": (lambda ci, p: _edit(p, lambda d: d["signature"].update(sig="not a signature!")), "gate.bad-signature"),
+    "re-bound to another file": (
+        lambda ci, p: _edit(p, lambda d: d.update(file_sha256="cd" * 32)),
+        "gate.bad-signature",
+    ),
+    "re-bound to another base": (
+        lambda ci, p: _edit(p, lambda d: d.update(base_sha256="ef" * 32)),
+        "gate.bad-signature",
+    ),
+    "re-bound to another kernel": (
+        lambda ci, p: _edit(p, lambda d: d["environment"].update(kernel_source_hash="01" * 32)),
+        "gate.bad-signature",
+    ),
+    "a CPU run made to say CUDA": (
+        lambda ci, p: _edit(p, lambda d: d["environment"].update(device="cuda")),
+        "gate.bad-signature",
+    ),
+    "a forged signature": (
+        lambda ci, p: _edit(p, lambda d: d["signature"].update(sig="MEUCIQ" + d["signature"]["sig"][6:])),
+        "gate.bad-signature",
+    ),
+    "not base64": (
+        lambda ci, p: _edit(p, lambda d: d["signature"].update(sig="not a signature!")),
+        "gate.bad-signature",
+    ),
     "unsigned": (lambda ci, p: _edit(p, lambda d: d.update(signature=None)), "gate.not-ours"),
 }
 
@@ -183,7 +212,13 @@ def catalog(machine, tmp_path, monkeypatch) -> Path:
     """A known-bases catalog naming the test base and where it lives on the (loopback) Hub."""
     _, base, _ = machine
     path = tmp_path / "catalog.json"
-    known = Base(name=base.name[:-4], filename=base.name, source=BASE_SOURCE, sha256=sha256_of(base), vocab="rwkv_vocab_v20230424.txt")
+    known = Base(
+        name=base.name[:-4],
+        filename=base.name,
+        source=BASE_SOURCE,
+        sha256=sha256_of(base),
+        vocab="rwkv_vocab_v20230424.txt",
+    )
     path.write_bytes(render_index(Index(bases=[known])))
     monkeypatch.setattr("registry.index.catalog.catalog_path", lambda: path)
     return path
@@ -195,13 +230,26 @@ def _upload_base(data: bytes, name: str) -> None:
     api.upload_file(path_or_fileobj=data, path_in_repo=name, repo_id=BASE_SOURCE)
 
 
-def test_fetch_base_downloads_the_catalog_source_and_the_receipt_publishes_elsewhere(hub_server, machine, catalog, tmp_path, monkeypatch):
+def test_fetch_base_downloads_the_catalog_source_and_the_receipt_publishes_elsewhere(
+    hub_server, machine, catalog, tmp_path, monkeypatch
+):
     root, base, keys = machine
     _upload_base(base.read_bytes(), base.name)
     gate_side = Path(shutil.copytree(root, tmp_path / "gate-side"))
     with monkeypatch.context() as mp:
         mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "gate-machine-config"))
-        done = Cli().json("smoke", "-C", gate_side, "--device", "cpu", "--fetch-base", tmp_path / "bases", "--sign-key", keys["gate"][0], "--json")
+        done = Cli().json(
+            "smoke",
+            "-C",
+            gate_side,
+            "--device",
+            "cpu",
+            "--fetch-base",
+            tmp_path / "bases",
+            "--sign-key",
+            keys["gate"][0],
+            "--json",
+        )
     assert [r["passed"] for r in done] == [True] and done[0]["base_sha256"] == sha256_of(base)
     assert sha256_of(tmp_path / "bases" / base.name) == sha256_of(base)  # fetched through the Hub client
     ci = clone(gate_side, tmp_path / "ci")
@@ -212,10 +260,16 @@ def test_fetch_base_downloads_the_catalog_source_and_the_receipt_publishes_elsew
 def test_fetch_base_refuses_bytes_the_catalog_does_not_name(hub_server, machine, catalog, tmp_path):
     root, base, _ = machine
     data = base.read_bytes()
-    _upload_base(data[:100] + bytes([data[100] ^ 1]) + data[101:], base.name)  # the Hub serves other bytes under the name
+    _upload_base(
+        data[:100] + bytes([data[100] ^ 1]) + data[101:], base.name
+    )  # the Hub serves other bytes under the name
     here = Path(shutil.copytree(root, tmp_path / "here"))
     refused = Cli()("smoke", "-C", here, "--device", "cpu", "--fetch-base", tmp_path / "bases", code=3)
-    assert len(errors(refused.output)) == 1 and "the catalog says" in refused.output and not (tmp_path / "bases" / base.name).exists()
+    assert (
+        len(errors(refused.output)) == 1
+        and "the catalog says" in refused.output
+        and not (tmp_path / "bases" / base.name).exists()
+    )
     assert not Repo(here).gates_dir.exists() or not list(Repo(here).gates_dir.iterdir())
 
 
@@ -224,8 +278,21 @@ def test_fetch_base_refuses_a_base_the_catalog_does_not_know(hub_server, machine
     empty = tmp_path / "catalog.json"
     empty.write_bytes(render_index(Index()))
     monkeypatch.setattr("registry.index.catalog.catalog_path", lambda: empty)
-    refused = Cli()("smoke", "-C", Path(shutil.copytree(root, tmp_path / "here")), "--device", "cpu", "--fetch-base", tmp_path / "bases", code=3)
-    assert len(errors(refused.output)) == 1 and "not in the known-bases catalog" in refused.output and "--base-file" in refused.output
+    refused = Cli()(
+        "smoke",
+        "-C",
+        Path(shutil.copytree(root, tmp_path / "here")),
+        "--device",
+        "cpu",
+        "--fetch-base",
+        tmp_path / "bases",
+        code=3,
+    )
+    assert (
+        len(errors(refused.output)) == 1
+        and "not in the known-bases catalog" in refused.output
+        and "--base-file" in refused.output
+    )
 
 
 def test_the_ci_recipe_names_only_options_that_exist():
@@ -233,7 +300,11 @@ def test_the_ci_recipe_names_only_options_that_exist():
     option fails before the trailing --help is reached), and the steps are the ones tested above."""
     text = (Path(__file__).resolve().parent.parent / "docs" / "ci.md").read_text(encoding="utf-8")
     section = text.split("## Gate on a GPU machine, publish from CI", 1)[1].split("\n## ", 1)[0]
-    commands = [shlex.split(line.split("run: ", 1)[-1])[1:] for line in section.splitlines() if line.strip().removeprefix("run: ").startswith("registry ")]
+    commands = [
+        shlex.split(line.split("run: ", 1)[-1])[1:]
+        for line in section.splitlines()
+        if line.strip().removeprefix("run: ").startswith("registry ")
+    ]
     assert [c[0] for c in commands] == ["smoke", "publish"]
     assert {"--fetch-base", "--sign-key"} <= set(commands[0]) and "--trust-gate-key" in commands[1]
     for command in commands:
@@ -249,10 +320,24 @@ def test_a_gguf_gated_with_sign_key_on_the_gate_machine_is_published_from_ci(hub
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "gate-machine-config"))
         Cli()("smoke", "-C", gate_side, "--device", "cpu", "--base-file", base, "--sign-key", keys["gate"][0])
-        Cli()("export-gguf", "--base", base.name[:-4], "--base-file", base, "--type", "q8_0", "-C", gate_side, "--sign-key", keys["gate"][0])
+        Cli()(
+            "export-gguf",
+            "--base",
+            base.name[:-4],
+            "--base-file",
+            base,
+            "--type",
+            "q8_0",
+            "-C",
+            gate_side,
+            "--sign-key",
+            keys["gate"][0],
+        )
     ci = clone(gate_side, tmp_path / "ci")
     cli = Cli()
     blockers = cli.json(*_publish(ci, "--dry-run", "--json"), code=1)["blockers"]
-    assert {b["code"] for b in blockers} == {"gate.untrusted-key"} and any(b["file"].endswith(".gguf") for b in blockers)
+    assert {b["code"] for b in blockers} == {"gate.untrusted-key"} and any(
+        b["file"].endswith(".gguf") for b in blockers
+    )
     cli(*_publish(ci, "--trust-gate-key", keys["gate"][1]))
     assert any(path.endswith("-Q8_0.gguf") for path in hub_server.files(REPO))

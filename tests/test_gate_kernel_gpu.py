@@ -94,7 +94,9 @@ class TestKernelOnGpu:
             "x = torch.zeros(1, 4, 128, device='cuda'); "
             "torch.ops.rwkv_registry.wkv7_forward(x, x, x, x, x, x, torch.zeros(1, 1, 64, 64, device='cuda'))"
         )
-        proc = subprocess.run([sys.executable, "-c", probe, str(built.directory.parent)], capture_output=True, text=True, cwd=REPO_ROOT)
+        proc = subprocess.run(
+            [sys.executable, "-c", probe, str(built.directory.parent)], capture_output=True, text=True, cwd=REPO_ROOT
+        )
         assert proc.returncode == 1 and "state must be [B, H, 64, 64]" in proc.stderr, proc.stderr[-2000:]
 
     def test_runtime_on_cuda_matches_the_cpu_reference_path(self, built):
@@ -112,7 +114,9 @@ class TestKernelOnGpu:
     def test_second_build_is_cached(self, built):
         assert build_kernel().cached
         probe = "import json, sys; from registry.gate.kernel import build_kernel; b = build_kernel(cache_root=sys.argv[1]); print(json.dumps([b.key, b.cached, b.seconds]))"
-        proc = subprocess.run([sys.executable, "-c", probe, str(built.directory.parent)], capture_output=True, text=True, cwd=REPO_ROOT)
+        proc = subprocess.run(
+            [sys.executable, "-c", probe, str(built.directory.parent)], capture_output=True, text=True, cwd=REPO_ROOT
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         key, cached, seconds = json.loads(proc.stdout.splitlines()[-1])
         assert (key, cached) == (built.key, True) and seconds < 10

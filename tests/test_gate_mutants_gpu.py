@@ -32,7 +32,10 @@ MUTANTS = {
     "scaled-ab-term": ("sa * sh_b[slot][j]", "1.02f * sa * sh_b[slot][j]"),
     "drifted-state-write-back": ("row[j] = s[j];", "row[j] = 1.01f * s[j];"),
     "wrong-decay": ("__expf(-__expf(static_cast<float>(cur.w)))", "__expf(-1.02f * __expf(static_cast<float>(cur.w)))"),
-    "perturbed-k": ("sh_k[slot][i] = static_cast<float>(cur.k);", "sh_k[slot][i] = 1.003f * static_cast<float>(cur.k);"),
+    "perturbed-k": (
+        "sh_k[slot][i] = static_cast<float>(cur.k);",
+        "sh_k[slot][i] = 1.003f * static_cast<float>(cur.k);",
+    ),
 }
 # Runs the gate with the kernel sources taken from argv[1] instead of the installed ones.
 GATE_WITH_SOURCES = """
@@ -77,7 +80,12 @@ def _gate(sources: Path, root: Path, entry: str, base: Path, tmp_path: Path, *ex
     # The kernel check's reference runs on CPU: with every parallel test process starting one torch
     # thread per core, their spinning threads starve each other (minutes instead of a second).
     env = {**os.environ, "RWKV_REGISTRY_KERNEL_CACHE": str(tmp_path / "kcache"), "OMP_NUM_THREADS": "2"}
-    proc = subprocess.run([sys.executable, "-c", GATE_WITH_SOURCES, str(sources), str(root), entry, str(base), *extra], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", GATE_WITH_SOURCES, str(sources), str(root), entry, str(base), *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

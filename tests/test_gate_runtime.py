@@ -55,7 +55,11 @@ def naive_wkv7(r, w, k, v, a, b, state):
                 decay = torch.exp(-torch.exp(w[e, t, lanes]))
                 for i in range(n):
                     row = s[e, h, i]
-                    row = row * decay + torch.dot(row, a[e, t, lanes]) * b[e, t, lanes] + v[e, t, h * n + i] * k[e, t, lanes]
+                    row = (
+                        row * decay
+                        + torch.dot(row, a[e, t, lanes]) * b[e, t, lanes]
+                        + v[e, t, h * n + i] * k[e, t, lanes]
+                    )
                     s[e, h, i] = row
                     y[e, t, h * n + i] = torch.dot(row, r[e, t, lanes])
     return y, s
@@ -97,7 +101,9 @@ def test_reference_keeps_bf16_inputs_dtype():
 
 def test_wkv7_on_cpu_tensors_is_the_reference():
     inputs, state = make_wkv7_inputs(1, 5, 2, seed=7)
-    torch.testing.assert_close(wkv7(*inputs, state.clone())[0], wkv7_reference(*inputs, state.clone())[0], rtol=0, atol=0)
+    torch.testing.assert_close(
+        wkv7(*inputs, state.clone())[0], wkv7_reference(*inputs, state.clone())[0], rtol=0, atol=0
+    )
 
 
 @pytest.mark.parametrize(
@@ -236,7 +242,11 @@ def test_full_output_gives_every_position(model):
 
 
 def test_layer0_value_tensors_are_optional(model, artifacts):
-    trimmed = {k: v for k, v in artifacts["tensors"].items() if not k.startswith(("blocks.0.att.v0", "blocks.0.att.v1", "blocks.0.att.v2"))}
+    trimmed = {
+        k: v
+        for k, v in artifacts["tensors"].items()
+        if not k.startswith(("blocks.0.att.v0", "blocks.0.att.v1", "blocks.0.att.v2"))
+    }
     logits, _ = Rwkv7(trimmed, wkv="reference").forward(PROMPT)
     torch.testing.assert_close(logits, model.forward(PROMPT)[0], rtol=0, atol=0)
 
@@ -421,16 +431,23 @@ def test_a_runtime_stores_contiguous_weights_whatever_the_callers_strides(artifa
     (seen on the H200: the 7.2B export read back was not bit-equal to its .pth)."""
     tensors = artifacts["tensors"]
     strided = {k: (v.t().contiguous().t() if v.dim() == 2 else v) for k, v in tensors.items()}
-    assert not strided["blocks.1.att.w1"].is_contiguous() and torch.equal(strided["blocks.1.att.w1"], tensors["blocks.1.att.w1"])
+    assert not strided["blocks.1.att.w1"].is_contiguous() and torch.equal(
+        strided["blocks.1.att.w1"], tensors["blocks.1.att.w1"]
+    )
     stored = Rwkv7(strided).stored_weights()
     assert all(t.is_contiguous() for t in stored.values())
-    assert all(torch.equal(t, want) for t, want in zip(stored.values(), Rwkv7(tensors).stored_weights().values(), strict=True))
+    assert all(
+        torch.equal(t, want) for t, want in zip(stored.values(), Rwkv7(tensors).stored_weights().values(), strict=True)
+    )
 
 
 def test_a_patch_is_undone_bit_exactly_in_both_runtimes(artifacts, tmp_path):
     """What a multi-entry gate does per MiSS entry: merge into each runtime, run, restore."""
     base = {k: v.to(torch.bfloat16) for k, v in artifacts["tensors"].items()}
-    adapter = {"blocks.0.att.key.weight": torch.randn(128, 8).bfloat16(), "blocks.1.ffn.value.weight": torch.randn(128, 8).bfloat16()}
+    adapter = {
+        "blocks.0.att.key.weight": torch.randn(128, 8).bfloat16(),
+        "blocks.1.ffn.value.weight": torch.randn(128, 8).bfloat16(),
+    }
     path = save_checkpoint(tmp_path / "rwkv7-restore.pth", base)
     script = textwrap.dedent(f"""
         import torch

@@ -46,15 +46,21 @@ def gated_registry(tmp_path_factory):
     """A registry with one State, one MiSS and one full entry, gated once on CPU."""
     tmp = tmp_path_factory.mktemp("gate")
     from registry.ops.init import init_registry
+
     root = init_registry(tmp / "reg").root
     base = make_base_checkpoint(tmp / "rwkv7-gate-20260101.pth", GATE_SPEC)
     add_base(root, BaseRequest(path=base, filename=base.name))
     name = base.name[:-4]
-    state = add_weight(root, AddRequest(make_state_file(tmp / "s.pth", GATE_SPEC), name, "state", "v1.41", train_json(tmp / "t.json")))
+    state = add_weight(
+        root, AddRequest(make_state_file(tmp / "s.pth", GATE_SPEC), name, "state", "v1.41", train_json(tmp / "t.json"))
+    )
     adapter = make_adapter_file(tmp / "adapter-final.pth", GATE_SPEC, sha256_of(base), rank=8, scale=2.0)
     miss = add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp / "m.json"), run="r8"))
     tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
-    full = add_weight(root, AddRequest(save_checkpoint(tmp / "rwkv-final.pth", tuned), name, "full", "v1.0", train_json(tmp / "f.json")))
+    full = add_weight(
+        root,
+        AddRequest(save_checkpoint(tmp / "rwkv-final.pth", tuned), name, "full", "v1.0", train_json(tmp / "f.json")),
+    )
     receipts = smoke(root, [], base, "cpu")
     return root, base, {"state": state, "miss": miss, "full": full}, receipts
 
@@ -71,8 +77,13 @@ def test_every_method_passes_on_cpu_with_receipts(gated_registry):
         assert receipt.environment.device == "cpu" and receipt.file_sha256 == entry.sha256
         assert entry.gate.passed and entry.gate.device == "cpu" and entry.gate.file_sha256 == entry.sha256
         # index.json records the run's facts (a clone has no .registry/), never the receipt's path
-        assert entry.gate.versions["torch"] == receipt.environment.torch and entry.gate.versions["rwkv"] == receipt.environment.rwkv
-        assert [(c.name, c.passed, c.figures) for c in entry.gate.checks] == [(c.name, c.passed, c.figures) for c in receipt.checks]
+        assert (
+            entry.gate.versions["torch"] == receipt.environment.torch
+            and entry.gate.versions["rwkv"] == receipt.environment.rwkv
+        )
+        assert [(c.name, c.passed, c.figures) for c in entry.gate.checks] == [
+            (c.name, c.passed, c.figures) for c in receipt.checks
+        ]
         assert ".registry" not in (root / INDEX_NAME).read_text()
         assert sealed_here(Receipt.model_validate_json(path.read_bytes()))  # the file on disk, as publish reads it
         names = {c.name for c in receipt.checks}
@@ -110,7 +121,9 @@ def test_wrong_base_file_is_refused_before_loading(gated_registry, tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 def test_cuda_without_cuda_is_refused(gated_registry):
     root, base, entries, _ = gated_registry
-    result = CliRunner().invoke(main, ["smoke", entries["state"].path, "-C", str(root), "--base-file", str(base), "--device", "cuda"])
+    result = CliRunner().invoke(
+        main, ["smoke", entries["state"].path, "-C", str(root), "--base-file", str(base), "--device", "cuda"]
+    )
     assert result.exit_code == 3 and "CUDA is not available" in result.output and "--device cpu" in result.output
 
 
@@ -152,15 +165,15 @@ def state_registry(tmp: Path, spec: TinySpec = GATE_SPEC, name: str = "rwkv7-gat
     root = init_registry(tmp / "reg").root
     base = make_base_checkpoint(tmp / f"{name}.pth", spec)
     add_base(root, BaseRequest(path=base, filename=base.name))
-    entry = add_weight(root, AddRequest(make_state_file(tmp / "s.pth", spec), name, "state", "v1.41", train_json(tmp / "t.json")))
+    entry = add_weight(
+        root, AddRequest(make_state_file(tmp / "s.pth", spec), name, "state", "v1.41", train_json(tmp / "t.json"))
+    )
     return root, base, entry
 
 
 @pytest.fixture
 def small_registry_factory():
     return state_registry
-
-
 
 
 def test_a_model_without_the_world_vocabulary_is_refused_in_one_line(tmp_path):
@@ -171,8 +184,15 @@ def test_a_model_without_the_world_vocabulary_is_refused_in_one_line(tmp_path):
     base = make_base_checkpoint(tmp_path / "rwkv7-smallvocab-20260101.pth", small)
     add_base(root, BaseRequest(path=base, filename=base.name))
     train = tmp_path / "t.json"
-    train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}))
-    entry = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", small), "rwkv7-smallvocab-20260101", "state", "v1.41", train))
+    train.write_text(
+        json.dumps(
+            {"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}
+        )
+    )
+    entry = add_weight(
+        root,
+        AddRequest(make_state_file(tmp_path / "s.pth", small), "rwkv7-smallvocab-20260101", "state", "v1.41", train),
+    )
     with pytest.raises(RegistryError) as refused:
         smoke(root, [entry.path], base, "cpu")
     assert refused.value.code == "gate.vocab" and refused.value.file == entry.path
@@ -208,7 +228,14 @@ def test_progress_names_each_entry_and_each_step(gated_registry):
     lines: list[str] = []
     smoke(root, [entries["state"].path, entries["miss"].path], base, "cpu", echo=lines.append)
     text = "\n".join(lines)
-    for needle in ("loading the base", "base sha256", "kernel parity", "official rwkv runtime", f"{entries['state'].path}: our runtime", f"{entries['miss'].path}: PASSED"):
+    for needle in (
+        "loading the base",
+        "base sha256",
+        "kernel parity",
+        "official rwkv runtime",
+        f"{entries['state'].path}: our runtime",
+        f"{entries['miss'].path}: PASSED",
+    ):
         assert needle in text, text
 
 
@@ -285,7 +312,9 @@ def test_the_gate_tokenizer_is_the_packages_from_its_cache(tmp_path, monkeypatch
     for name, text in prompts.PROMPTS.items():
         assert cached.prompt_ids[name] == built.prompt_ids[name] == trie.encode(text)
     rng = random.Random(5)
-    ids = [[rng.randrange(1, 65530) for _ in range(rng.randrange(1, 12))] for _ in range(500)] + [trie.encode("User: 你好 🙂\n\nAssistant: ok")]
+    ids = [[rng.randrange(1, 65530) for _ in range(rng.randrange(1, 12))] for _ in range(500)] + [
+        trie.encode("User: 你好 🙂\n\nAssistant: ok")
+    ]
     assert [cached.decode(tokens) for tokens in ids] == [trie.decode(tokens) for tokens in ids]
     assert sum(trie.decode(tokens) != "\ufffd" for tokens in ids) > 100  # most decode: the comparison is not all U+FFFD
     (tmp_path / "rwkv-registry" / "world-tokenizer.json").write_text("{broken")
@@ -306,9 +335,23 @@ def test_a_twin_carries_its_sources_results_only_after_its_tensors_compare_equal
 
     root, base, state = state_registry(tmp_path)
     name = base.name[:-4]
-    other = add_weight(root, AddRequest(make_state_file(tmp_path / "s2.pth", GATE_SPEC, seed=9), name, "state", "v1.42", train_json(tmp_path / "t2.json")))
+    other = add_weight(
+        root,
+        AddRequest(
+            make_state_file(tmp_path / "s2.pth", GATE_SPEC, seed=9),
+            name,
+            "state",
+            "v1.42",
+            train_json(tmp_path / "t2.json"),
+        ),
+    )
     tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
-    full = add_weight(root, AddRequest(save_checkpoint(tmp_path / "rwkv-final.pth", tuned), name, "full", "v1.0", train_json(tmp_path / "f.json")))
+    full = add_weight(
+        root,
+        AddRequest(
+            save_checkpoint(tmp_path / "rwkv-final.pth", tuned), name, "full", "v1.0", train_json(tmp_path / "f.json")
+        ),
+    )
     state_twin = convert_entry(root, state.path, 1 << 30)
     full_twin = convert_entry(root, full.path, 1 << 20)
     lines: list[str] = []
@@ -331,7 +374,16 @@ def test_a_full_twin_whose_tensors_differ_from_its_source_fails_alone(tmp_path):
 
     root, base, _ = state_registry(tmp_path)
     tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
-    full = add_weight(root, AddRequest(save_checkpoint(tmp_path / "rwkv-final.pth", tuned), base.name[:-4], "full", "v1.0", train_json(tmp_path / "f.json")))
+    full = add_weight(
+        root,
+        AddRequest(
+            save_checkpoint(tmp_path / "rwkv-final.pth", tuned),
+            base.name[:-4],
+            "full",
+            "v1.0",
+            train_json(tmp_path / "f.json"),
+        ),
+    )
     twin = convert_entry(root, full.path, 1 << 30)
     swapped = load_file(root / twin.path)
     name = next(iter(swapped))
@@ -354,7 +406,9 @@ def test_twins_are_compared_by_their_bits_not_their_values():
     assert equal_tensors(nan, {"w": nan["w"].clone()})  # torch.equal calls NaN unequal to itself
     assert not equal_tensors({"w": torch.tensor([0.0])}, {"w": torch.tensor([-0.0])})  # and -0.0 equal to 0.0
     assert not equal_tensors({"w": torch.zeros(2, 3)}, {"w": torch.zeros(3, 2)})
-    assert equal_tensors({"w": torch.arange(6.0).reshape(2, 3).t()}, {"w": torch.arange(6.0).reshape(2, 3).t().contiguous()})
+    assert equal_tensors(
+        {"w": torch.arange(6.0).reshape(2, 3).t()}, {"w": torch.arange(6.0).reshape(2, 3).t().contiguous()}
+    )
 
 
 def test_smoke_keeps_the_runtimes_banner_and_loading_lines_off_stderr(tmp_path):
@@ -363,9 +417,24 @@ def test_smoke_keeps_the_runtimes_banner_and_loading_lines_off_stderr(tmp_path):
     from .conftest import user_environment
 
     root, base, entry = state_registry(tmp_path)
-    args = [sys.executable, "-m", "registry", "smoke", entry.path, "-C", str(root), "--base-file", str(base), "--device", "cpu", "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "registry",
+        "smoke",
+        entry.path,
+        "-C",
+        str(root),
+        "--base-file",
+        str(base),
+        "--device",
+        "cpu",
+        "--json",
+    ]
     done = subprocess.run(args, capture_output=True, text=True, env=user_environment(), timeout=600)
     assert done.returncode == 0 and json.loads(done.stdout)[0]["entry"] == entry.path, done.stderr
     assert done.stderr == "", done.stderr
-    debug = subprocess.run(args, capture_output=True, text=True, env={**user_environment(), "REGISTRY_DEBUG": "1"}, timeout=600)
+    debug = subprocess.run(
+        args, capture_output=True, text=True, env={**user_environment(), "REGISTRY_DEBUG": "1"}, timeout=600
+    )
     assert debug.returncode == 0 and "Loading" in debug.stderr

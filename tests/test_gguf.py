@@ -19,7 +19,15 @@ import pytest
 import torch
 
 from registry.artifacts.miss import merge_delta, read_miss_json
-from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_base_state_dict, make_state_file, save_checkpoint, share_storage
+from registry.artifacts.synthetic import (
+    TinySpec,
+    make_adapter_file,
+    make_base_checkpoint,
+    make_base_state_dict,
+    make_state_file,
+    save_checkpoint,
+    share_storage,
+)
 from registry.core.errors import RegistryError
 from registry.core.layout import gguf_path
 from registry.core.names import SUMS_NAME
@@ -78,23 +86,45 @@ def test_base_full_and_merged_miss_become_f16_bf16_q8_0_ggufs_that_pass_the_gate
         *export_gguf(root, GgufRequest(entry=miss.path, base_file=world_base, types=DIRECT)),
     ]
     assert [g.path for g in made] == [gguf_path(BASE, src, t) for src in (None, full.path, miss.path) for t in DIRECT]
-    assert made[0].path == f"{BASE}/gguf/{BASE}-F16.gguf" and made[-1].path == f"{BASE}/miss/v2.1/r16/gguf/adapter-final-merged-Q8_0.gguf"
+    assert (
+        made[0].path == f"{BASE}/gguf/{BASE}-F16.gguf"
+        and made[-1].path == f"{BASE}/miss/v2.1/r16/gguf/adapter-final-merged-Q8_0.gguf"
+    )
     sums = parse_sums((root / SUMS_NAME).read_bytes())
     repo = Repo.open(root)
     for g in made:
         assert g.sha256 == sha256_of(root / g.path) == sums[g.path] and g.size == (root / g.path).stat().st_size
-        assert g.gate is not None and g.gate.passed and g.nmse is not None and g.nmse <= gate.bounds(g.type, WORLD.n_layer)[0]
+        assert (
+            g.gate is not None
+            and g.gate.passed
+            and g.nmse is not None
+            and g.nmse <= gate.bounds(g.type, WORLD.n_layer)[0]
+        )
         assert g.top1_agreement is not None and g.top1_agreement >= gate.bounds(g.type, WORLD.n_layer)[1]
         receipt = json.loads(receipt_path(repo.gates_dir, g.sha256).read_text())  # index.json names no private path
         assert receipt["file_sha256"] == g.sha256 and receipt["passed"] and receipt["files"][g.path] == g.sha256
         assert {c["name"] for c in receipt["checks"]} == {"gguf-logits", "gguf-tokenizer", "finite-logits"}
         assert set(g.tools) == {"rwkv-registry", "gguf", "llama-cpp-python"} and g.tools["gguf"] == "0.19.0"
-    assert [(g.source, g.source_sha256, g.merged) for g in made[::3]] == [(BASE, sha256_of(world_base), False), (full.path, full.sha256, False), (miss.path, miss.sha256, True)]
+    assert [(g.source, g.source_sha256, g.merged) for g in made[::3]] == [
+        (BASE, sha256_of(world_base), False),
+        (full.path, full.sha256, False),
+        (miss.path, miss.sha256, True),
+    ]
     assert repo.load_index().ggufs == sorted(made, key=lambda g: g.path)
     assert validate(root) == []
-    assert list(gate_findings(repo, repo.load_index(), local_sums(repo), [g.path for g in made], GateTrust(allow_cpu=True))) == []
+    assert (
+        list(
+            gate_findings(repo, repo.load_index(), local_sums(repo), [g.path for g in made], GateTrust(allow_cpu=True))
+        )
+        == []
+    )
     card = (root / "README.md").read_text()
-    assert "### GGUF (llama.cpp, Ollama)" in card and all(f"`{g.path}`" in card for g in made) and "llama-cli -m" in card and "ollama create" in card
+    assert (
+        "### GGUF (llama.cpp, Ollama)" in card
+        and all(f"`{g.path}`" in card for g in made)
+        and "llama-cli -m" in card
+        and "ollama create" in card
+    )
     assert "- gguf" in card.split("---")[1]  # the Hub's tag for repositories with GGUF files
 
 
@@ -118,11 +148,18 @@ def test_a_k_quant_is_made_by_llama_cpp_quantizer_and_gated(sources, world_base)
     types = {t.name: t.tensor_type.name for t in reader.tensors}
     assert reader.get_field("general.file_type").contents() == mapping.QUANTIZER_TYPES["q4_k_m"]
     # rows of 128 values are too short for k-quant blocks (256): llama.cpp's quantizer falls back per tensor
-    assert types["blk.0.channel_mix_key.weight"] in ("Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q8_0") and types["blk.0.time_mix_w1.weight"] == "F32"
+    assert (
+        types["blk.0.channel_mix_key.weight"] in ("Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q8_0")
+        and types["blk.0.time_mix_w1.weight"] == "F32"
+    )
     assert record.gate is not None and record.gate.passed and validate(root) == []
     receipt = json.loads(receipt_path(Repo.open(root).gates_dir, record.sha256).read_text())
-    assert [c.name for c in record.gate.checks] == [c["name"] for c in receipt["checks"]]  # index.json records the run's facts
-    lossless = next(c for c in receipt["checks"] if c["name"] == "gguf-lossless-logits")  # the bf16 file it was quantized from
+    assert [c.name for c in record.gate.checks] == [
+        c["name"] for c in receipt["checks"]
+    ]  # index.json records the run's facts
+    lossless = next(
+        c for c in receipt["checks"] if c["name"] == "gguf-lossless-logits"
+    )  # the bf16 file it was quantized from
     assert lossless["passed"] and lossless["thresholds"]["nmse_max"] == gate.BOUNDS["bf16"][0]
     staging = root / ".registry" / "staging"
     assert not staging.exists() or list(staging.iterdir()) == []  # the lossless file is gone
@@ -134,7 +171,9 @@ def test_a_planted_wrong_mapping_fails_a_k_quant_through_its_lossless_file(sourc
     _plant(monkeypatch, "swapped")
     with pytest.raises(RegistryError) as failed:
         export_gguf(root, GgufRequest(base=BASE, base_file=world_base, types=("q4_k_m",)))
-    assert failed.value.code == "gguf.gate-failed" and "gguf-lossless-logits" in failed.value.message, failed.value.message
+    assert failed.value.code == "gguf.gate-failed" and "gguf-lossless-logits" in failed.value.message, (
+        failed.value.message
+    )
     assert snapshot(root) == before and list((root / ".registry" / "staging").iterdir()) == []
 
 
@@ -143,16 +182,25 @@ def test_a_miss_adapter_without_its_base_file_is_refused(sources):
     before = snapshot(root)
     with pytest.raises(RegistryError) as refused:
         export_gguf(root, GgufRequest(entry=miss.path))
-    assert refused.value.code == "args.missing-file" and f"--base-file {BASE}.pth" in refused.value.fix and snapshot(root) == before
+    assert (
+        refused.value.code == "args.missing-file"
+        and f"--base-file {BASE}.pth" in refused.value.fix
+        and snapshot(root) == before
+    )
 
 
 def test_a_state_is_refused_with_the_reason(empty_registry, world_base, tmp_path):
     add_base(empty_registry, BaseRequest(path=world_base, filename=world_base.name, vocab="rwkv_vocab_v20230424.txt"))
-    state = add_weight(empty_registry, AddRequest(make_state_file(tmp_path / "s.pth", WORLD), BASE, "state", "v1.41", train_json(tmp_path / "s.json")))
+    state = add_weight(
+        empty_registry,
+        AddRequest(make_state_file(tmp_path / "s.pth", WORLD), BASE, "state", "v1.41", train_json(tmp_path / "s.json")),
+    )
     before = snapshot(empty_registry)
     with pytest.raises(RegistryError) as refused:
         export_gguf(empty_registry, GgufRequest(entry=state.path))
-    assert refused.value.code == "gguf.state" and "not a model" in refused.value.message and refused.value.exit_code == 3
+    assert (
+        refused.value.code == "gguf.state" and "not a model" in refused.value.message and refused.value.exit_code == 3
+    )
     assert snapshot(empty_registry) == before
 
 
@@ -192,7 +240,9 @@ def test_a_planted_wrong_mapping_fails_the_gate_and_changes_nothing(sources, wor
 
 
 @pytest.mark.parametrize(("kind", "code"), [("f16", "gguf.gate-failed"), ("q4_k_m", "gguf.quantize-failed")])
-def test_llama_cpp_dying_of_a_signal_is_a_refusal_naming_the_file(sources, world_base, monkeypatch, tmp_path, kind, code):
+def test_llama_cpp_dying_of_a_signal_is_a_refusal_naming_the_file(
+    sources, world_base, monkeypatch, tmp_path, kind, code
+):
     """llama.cpp runs in a child process: a crash of the native library (SIGSEGV) while it gates a
     file or quantizes one refuses that file in one line and leaves the registry as it was."""
     root, _, _ = sources
@@ -247,8 +297,19 @@ def test_validate_refuses_a_truncated_gguf(sources, world_base):
 def test_validate_refuses_a_gguf_whose_metadata_lies(sources, world_base, monkeypatch, lie, said):
     root, _, _ = sources
     real_metadata, real_lineage = mapping.metadata, mapping.lineage_metadata
-    monkeypatch.setattr(mapping, "metadata", lambda config, file_type: {**real_metadata(config, file_type), **{k: v for k, v in lie.items() if k.startswith("rwkv7.")}})
-    monkeypatch.setattr(mapping, "lineage_metadata", lambda *args: {**real_lineage(*args), **{k: v for k, v in lie.items() if k.startswith("rwkv_registry.")}})
+    monkeypatch.setattr(
+        mapping,
+        "metadata",
+        lambda config, file_type: {
+            **real_metadata(config, file_type),
+            **{k: v for k, v in lie.items() if k.startswith("rwkv7.")},
+        },
+    )
+    monkeypatch.setattr(
+        mapping,
+        "lineage_metadata",
+        lambda *args: {**real_lineage(*args), **{k: v for k, v in lie.items() if k.startswith("rwkv_registry.")}},
+    )
     _registered_without_gate(root, world_base)
     monkeypatch.undo()
     messages = [p.message for p in validate(root) if p.code == "gguf.invalid"]
@@ -269,7 +330,9 @@ def test_publish_refuses_a_gguf_without_a_passing_receipt_and_validate_a_changed
     assert any("neither an entry nor its base" in p.message for p in problems), problems
 
 
-@pytest.mark.parametrize("spec", [WORLD, TinySpec(n_layer=3, n_embd=256, vocab_size=512, with_layer0_v=False)], ids=["world", "no-layer0-v"])
+@pytest.mark.parametrize(
+    "spec", [WORLD, TinySpec(n_layer=3, n_embd=256, vocab_size=512, with_layer0_v=False)], ids=["world", "no-layer0-v"]
+)
 def test_the_mapping_makes_exactly_the_tensors_validate_expects_for_its_metadata(spec):
     from registry.artifacts.synthetic import checkpoint_shapes
     from registry.gguf.check import expected_shapes
@@ -280,14 +343,19 @@ def test_the_mapping_makes_exactly_the_tensors_validate_expects_for_its_metadata
     made = {rule.target: mapping.target_shape(rule, shapes) for rule in plan.rules}
     assert made == expected_shapes(meta, spec.vocab_size)
     used = {s for rule in plan.rules for s in rule.sources}
-    assert set(shapes) - used == ({"blocks.0.att.v0", "blocks.0.att.v1", "blocks.0.att.v2"} if spec.with_layer0_v else set())
+    assert set(shapes) - used == (
+        {"blocks.0.att.v0", "blocks.0.att.v1", "blocks.0.att.v2"} if spec.with_layer0_v else set()
+    )
 
 
 def test_the_gate_bounds_scale_with_the_source_depth_not_its_width():
     """NMSE grows with depth (each layer adds its rounding; docs/gpu-gate.md run 11): a 32-layer
     source gets 8× the 4-layer NMSE bound, the same top-1 floor; up to 4 layers the bounds stand."""
     for layers, width in ((2, 128), (4, 256), (32, 64)):  # the depth the gate is given: the GGUF plan's
-        shapes = {name: tuple(t.shape) for name, t in make_base_state_dict(TinySpec(n_layer=layers, n_embd=width, vocab_size=256)).items()}
+        shapes = {
+            name: tuple(t.shape)
+            for name, t in make_base_state_dict(TinySpec(n_layer=layers, n_embd=width, vocab_size=256)).items()
+        }
         assert mapping.gguf_plan(shapes, "x.pth").config["num_hidden_layers"] == layers
     for kind, (max_nmse, min_top1) in gate.BOUNDS.items():
         assert gate.bounds(kind, 2) == gate.bounds(kind, 4) == (max_nmse, min_top1)
@@ -306,18 +374,32 @@ def test_the_plain_reader_agrees_with_the_gguf_package_on_real_exports(sources, 
     for record in made:
         ours, theirs = read_header(root / record.path), gguf.GGUFReader(root / record.path)
         assert ours.data_offset == theirs.data_offset and ours.alignment == theirs.alignment
-        assert set(ours.fields) == {key for key in theirs.fields if not key.startswith("GGUF.")}  # gguf lists the header's counts as fields
-        assert (ours.version, len(ours.tensors)) == (theirs.get_field("GGUF.version").contents(), theirs.get_field("GGUF.tensor_count").contents())
+        assert set(ours.fields) == {
+            key for key in theirs.fields if not key.startswith("GGUF.")
+        }  # gguf lists the header's counts as fields
+        assert (ours.version, len(ours.tensors)) == (
+            theirs.get_field("GGUF.version").contents(),
+            theirs.get_field("GGUF.tensor_count").contents(),
+        )
         for key, value in ours.fields.items():
             want = theirs.get_field(key).contents()
             assert value == want or (isinstance(value, float) and abs(value - want) < 1e-12), key
         assert [(t.name, t.shape, t.type_name, t.offset, t.n_bytes) for t in ours.tensors] == [
-            (t.name, tuple(int(d) for d in reversed(t.shape.tolist())), t.tensor_type.name, t.data_offset, int(t.n_bytes)) for t in theirs.tensors
+            (
+                t.name,
+                tuple(int(d) for d in reversed(t.shape.tolist())),
+                t.tensor_type.name,
+                t.data_offset,
+                int(t.n_bytes),
+            )
+            for t in theirs.tensors
         ]
         kinds |= {t.type_name for t in ours.tensors}
     assert {"F32", "F16", "Q8_0", "Q4_K"} <= kinds  # the k-quant mixes its types: each was read
     for kind, (name, block, size) in GGML_TYPES.items():  # our table is ggml's
-        assert gguf.GGMLQuantizationType(kind).name == name and gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)] == (block, size)
+        assert gguf.GGMLQuantizationType(kind).name == name and gguf.GGML_QUANT_SIZES[
+            gguf.GGMLQuantizationType(kind)
+        ] == (block, size)
 
 
 def test_validate_finds_a_header_past_its_own_end_without_the_gguf_package(sources, world_base, monkeypatch):
@@ -330,7 +412,11 @@ def test_validate_finds_a_header_past_its_own_end_without_the_gguf_package(sourc
     (root / rel).write_bytes(bytes(data))
     _accept(root, rel)
     (problem,) = [p for p in validate(root) if p.code == "gguf.invalid"]
-    assert problem.file == rel and "is truncated: its header claims" in problem.message and "export-gguf --force" in problem.fix
+    assert (
+        problem.file == rel
+        and "is truncated: its header claims" in problem.message
+        and "export-gguf --force" in problem.fix
+    )
 
 
 # -- the Ollama Modelfile beside each GGUF --------------------------------------------------------------------------
@@ -346,19 +432,42 @@ def test_export_writes_an_ollama_modelfile_that_renders_the_rwkv_chat_format(sou
     rel = record.path.removesuffix(".gguf") + ".Modelfile"
     assert rel in parse_sums((root / SUMS_NAME).read_bytes()) and validate(root) == []
     commands = parse_modelfile((root / rel).read_text())
-    assert [name for name, _ in commands] == ["from", "template", "parameter stop", "parameter temperature", "parameter top_p"]
+    assert [name for name, _ in commands] == [
+        "from",
+        "template",
+        "parameter stop",
+        "parameter temperature",
+        "parameter top_p",
+    ]
     values = dict(commands)
-    assert (root / rel).parent / values["from"] == (root / record.path).parent / f"./{Path(record.path).name}" and (root / rel).parent.joinpath(values["from"]).is_file()
-    assert values["parameter stop"] == "\n\nUser:" and (values["parameter temperature"], values["parameter top_p"]) == ("0", "0")
+    assert (root / rel).parent / values["from"] == (root / record.path).parent / f"./{Path(record.path).name}" and (
+        root / rel
+    ).parent.joinpath(values["from"]).is_file()
+    assert values["parameter stop"] == "\n\nUser:" and (values["parameter temperature"], values["parameter top_p"]) == (
+        "0",
+        "0",
+    )
     template = values["template"]
     conversation = [
         {"role": "system", "content": "你是本地工具 Agent。"}, {"role": "user", "content": "现在几点？"},
         {"role": "assistant", "content": "<think>用工具。</think> 十点。"}, {"role": "user", "content": "Thanks.\nBye"},
     ]  # fmt: skip
-    assert render_template(template, conversation) == "System: 你是本地工具 Agent。\n\nUser: 现在几点？\n\nAssistant: <think>用工具。</think> 十点。\n\nUser: Thanks.\nBye\n\nAssistant:"
+    assert (
+        render_template(template, conversation)
+        == "System: 你是本地工具 Agent。\n\nUser: 现在几点？\n\nAssistant: <think>用工具。</think> 十点。\n\nUser: Thanks.\nBye\n\nAssistant:"
+    )
     # seed 000's prompt format, the demo's: a system turn and a user turn render to exactly it
     system, user = NOVEL_PROMPT.removesuffix("\n\nAssistant:").split("\n\n", 1)
-    assert render_template(template, [{"role": "system", "content": system.removeprefix("System: ")}, {"role": "user", "content": user.removeprefix("User: ")}]) == NOVEL_PROMPT
+    assert (
+        render_template(
+            template,
+            [
+                {"role": "system", "content": system.removeprefix("System: ")},
+                {"role": "user", "content": user.removeprefix("User: ")},
+            ],
+        )
+        == NOVEL_PROMPT
+    )
 
 
 def test_a_missing_or_edited_modelfile_is_found_and_registry_card_writes_it_again(sources, world_base):
@@ -403,7 +512,9 @@ def test_export_adds_the_gguf_lfs_rule_to_a_registry_made_before_it(sources, wor
     assert (root / ".gitattributes").read_text() == old + "*.gguf filter=lfs diff=lfs merge=lfs -text\n"
     assert validate(root) == []
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    said = subprocess.run(["git", "check-attr", "filter", "--", rel], cwd=root, capture_output=True, text=True, check=True).stdout
+    said = subprocess.run(
+        ["git", "check-attr", "filter", "--", rel], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
     assert said == f"{rel}: filter: lfs\n"
 
 
@@ -416,7 +527,11 @@ def test_a_stray_file_in_a_gguf_folder_is_told_to_move_out_not_to_export_again(s
     (root / stray).write_bytes(b"GGUF")
     write_sums(root)
     (problem,) = [p for p in validate(root) if p.code == "gguf.unlisted-file"]
-    assert problem.file == stray and problem.fix.startswith("move it out of the gguf folder") and "export-gguf --force" not in problem.fix
+    assert (
+        problem.file == stray
+        and problem.fix.startswith("move it out of the gguf folder")
+        and "export-gguf --force" not in problem.fix
+    )
     (root / stray).unlink()
     write_sums(root)
     assert validate(root) == []

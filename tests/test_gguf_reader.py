@@ -22,7 +22,13 @@ def _kv(key: str, kind: int, payload: bytes) -> bytes:
 
 
 def _tensor(name: str, dims: tuple[int, ...], kind: int, offset: int) -> bytes:
-    return _string(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack("<I", kind) + struct.pack("<Q", offset)
+    return (
+        _string(name)
+        + struct.pack("<I", len(dims))
+        + b"".join(struct.pack("<Q", d) for d in dims)
+        + struct.pack("<I", kind)
+        + struct.pack("<Q", offset)
+    )
 
 
 def build(
@@ -59,7 +65,9 @@ def test_a_well_formed_header_is_read_whole(tmp_path):
     tensors = [_tensor("a.weight", (8, 2), 0, 0), _tensor("b.weight", (32, 1), 8, 64)]
     header = read(tmp_path, build(kvs, tensors, data=64 + 34))
     assert header.fields["general.architecture"] == "rwkv7" and header.fields["rwkv7.block_count"] == 2
-    assert header.fields["tokenizer.ggml.tokens"] == ["a", "\n\n", "中"] and header.fields["tokenizer.ggml.token_type"] == [1, 1, 6]
+    assert header.fields["tokenizer.ggml.tokens"] == ["a", "\n\n", "中"] and header.fields[
+        "tokenizer.ggml.token_type"
+    ] == [1, 1, 6]
     assert header.fields["tokenizer.ggml.add_bos_token"] is False
     assert abs(header.fields["rwkv7.attention.layer_norm_epsilon"] - 1e-5) < 1e-12
     a, b = header.tensors

@@ -134,7 +134,11 @@ def test_unchanged_files_are_not_committed_again(lfs_hub_server, api, repo, big)
     info = commit(api, {"config.json": b"{}", "big.txt": big})
 
     assert info.oid == lfs_hub_server.head(REPO)
-    assert (lfs_hub_server.commits_made, lfs_hub_server.uploaded_objects, lfs_hub_server.requests["commit"]) == (1, 1, 1)
+    assert (lfs_hub_server.commits_made, lfs_hub_server.uploaded_objects, lfs_hub_server.requests["commit"]) == (
+        1,
+        1,
+        1,
+    )
 
 
 def test_deleting_files_and_folders(hub_server, api, repo):
@@ -190,7 +194,11 @@ def test_readme_with_broken_metadata_is_rejected_before_anything_is_uploaded(lfs
     with pytest.raises(ValueError, match="Invalid metadata in README.md"):
         commit(api, {"README.md": b"---\nlicense: [apache\n---\n# card\n", "big.txt": big})
 
-    assert (lfs_hub_server.requests["preupload"], lfs_hub_server.uploaded_objects, lfs_hub_server.commits_made) == (0, 0, 0)
+    assert (lfs_hub_server.requests["preupload"], lfs_hub_server.uploaded_objects, lfs_hub_server.commits_made) == (
+        0,
+        0,
+        0,
+    )
 
 
 def test_commit_naming_an_lfs_object_that_was_never_uploaded_is_rejected(hub_server, repo):

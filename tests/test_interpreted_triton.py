@@ -9,7 +9,9 @@ import torch
 
 from .interpreted_triton import as_compiled
 
-pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="Triton compiles with CUDA; the interpreter runs without it")
+pytestmark = pytest.mark.skipif(
+    torch.cuda.is_available(), reason="Triton compiles with CUDA; the interpreter runs without it"
+)
 
 if not torch.cuda.is_available():
     import triton
@@ -61,7 +63,17 @@ def test_bf16_arithmetic_and_casts_round_as_the_gpu_does():
     with as_compiled():
         _bf16_arithmetic[(1,)](a, b, c, wide, out, n)
     exact_fma = (a.double() * b.double() + c.double()).float().bfloat16()  # rounded twice, as the shim does
-    want = [a + b, a - b, a * b, -a, torch.where(a < b, a, b), torch.maximum(a, b), exact_fma, wide.bfloat16(), wide.bfloat16()]
+    want = [
+        a + b,
+        a - b,
+        a * b,
+        -a,
+        torch.where(a < b, a, b),
+        torch.maximum(a, b),
+        exact_fma,
+        wide.bfloat16(),
+        wide.bfloat16(),
+    ]
     for k, expected in enumerate(want):
         assert torch.equal(_bits(out[k]), _bits(expected)), f"result {k} differs from torch's bf16"
 

@@ -33,14 +33,20 @@ if os.environ.get("FAKE_TORCH") == "absent":
 BROKEN_TORCH = 'raise {kind}("libcudnn.so.9: cannot open shared object file: No such file or directory")\n'
 
 
-def run(*args: str | Path, env: dict[str, str] | None = None, importtime: bool = False) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str | Path, env: dict[str, str] | None = None, importtime: bool = False
+) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "registry", *map(str, args)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
 
 
 def imported(result: subprocess.CompletedProcess[str]) -> set[str]:
     """The top-level packages a ``-X importtime`` run imported."""
-    return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in result.stderr.splitlines() if line.startswith("import time:") and "|" in line}
+    return {
+        line.rsplit("|", 1)[1].strip().split(".")[0]
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
 
 
 def fake_torch(tmp_path: Path, kind: str) -> dict[str, str]:
@@ -56,7 +62,16 @@ def fake_torch(tmp_path: Path, kind: str) -> dict[str, str]:
 
 
 def train_json(path: Path) -> Path:
-    path.write_text(json.dumps({"trainer": {"name": "rwkv_state_tune", "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": "rwkv_state_tune", "data_sha256": "ab" * 32}))
+    path.write_text(
+        json.dumps(
+            {
+                "trainer": {"name": "rwkv_state_tune", "version": "1.8.1"},
+                "hyperparameters": {"lr_init": 0.01},
+                "command": "rwkv_state_tune",
+                "data_sha256": "ab" * 32,
+            }
+        )
+    )
     return path
 
 
@@ -79,13 +94,32 @@ def inputs(tmp_path_factory) -> Path:
 
 
 def add_args(inputs: Path, reg: Path, file: str, method: str, *extra: str) -> list[str | Path]:
-    return ["add", inputs / file, "-C", reg, "--base", BASE, "--method", method, "--data-version", "v1.41", "--train-json", inputs / "train.json", *extra]
+    return [
+        "add",
+        inputs / file,
+        "-C",
+        reg,
+        "--base",
+        BASE,
+        "--method",
+        method,
+        "--data-version",
+        "v1.41",
+        "--train-json",
+        inputs / "train.json",
+        *extra,
+    ]
 
 
 def test_registering_weights_needs_no_torch(inputs, tmp_path):
     env = fake_torch(tmp_path, "absent")
     reg = tmp_path / "reg"
-    for args in (["init", reg], ["add-base", inputs / f"{BASE}.pth", "-C", reg], add_args(inputs, reg, "s1.pth", "state"), add_args(inputs, reg, "adapter-final.pth", "miss", "--run", "r8")):
+    for args in (
+        ["init", reg],
+        ["add-base", inputs / f"{BASE}.pth", "-C", reg],
+        add_args(inputs, reg, "s1.pth", "state"),
+        add_args(inputs, reg, "adapter-final.pth", "miss", "--run", "r8"),
+    ):
         result = run(*args, env=env, importtime=True)
         assert result.returncode == 0, result.stderr[-2000:]
         assert not {"torch", "numpy", "safetensors"} & imported(result), args
@@ -101,8 +135,12 @@ def test_adopting_a_seed_001_shaped_repo_needs_no_torch(inputs, tmp_path):
     shutil.copy(inputs / "s1.pth", version / "s1.pth")
     shutil.copy(inputs / "train.json", version / "train.json")
     (reg / "README.md").write_text("# Hand-made\n\nState 推荐\n")
-    subprocess.run("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=reg, check=True)
-    result = run("adopt", reg, "--base-file", inputs / f"{BASE}.pth", env=fake_torch(tmp_path, "absent"), importtime=True)
+    subprocess.run(
+        "find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", shell=True, cwd=reg, check=True
+    )
+    result = run(
+        "adopt", reg, "--base-file", inputs / f"{BASE}.pth", env=fake_torch(tmp_path, "absent"), importtime=True
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "torch" not in imported(result)
     assert json.loads((reg / "index.json").read_text())["entries"][0]["path"] == f"{BASE}/state/v1.41/s1.pth"
@@ -123,7 +161,12 @@ def test_a_command_that_computes_with_tensors_names_the_extra_in_one_line(tmp_pa
 @pytest.fixture(scope="module")
 def made(inputs, tmp_path_factory) -> Path:
     reg = tmp_path_factory.mktemp("made") / "reg"
-    for args in (["init", reg], ["add-base", inputs / f"{BASE}.pth", "-C", reg], add_args(inputs, reg, "s1.pth", "state"), add_args(inputs, reg, "adapter-final.pth", "miss", "--run", "r8")):
+    for args in (
+        ["init", reg],
+        ["add-base", inputs / f"{BASE}.pth", "-C", reg],
+        add_args(inputs, reg, "s1.pth", "state"),
+        add_args(inputs, reg, "adapter-final.pth", "miss", "--run", "r8"),
+    ):
         assert run(*args).returncode == 0
     return reg
 
@@ -143,7 +186,9 @@ READ_ONLY = [["validate"], ["list", "--json"], ["card", "--check"], ["sums", "--
 @pytest.mark.parametrize("command", READ_ONLY, ids=lambda c: " ".join(c))
 def test_read_only_commands_on_an_unchanged_tree_import_no_models_schemas_or_templates(vouched, command):
     first = run(*command, "-C", vouched, importtime=True)
-    assert first.returncode == 0 and "pydantic" in imported(first)  # the full run: the budget below is the verdict's doing
+    assert first.returncode == 0 and "pydantic" in imported(
+        first
+    )  # the full run: the budget below is the verdict's doing
     again = run(*command, "-C", vouched, importtime=True)
     assert again.returncode == 0, again.stderr[-2000:]
     assert not set(HEAVY) & imported(again), sorted(set(HEAVY) & imported(again))
@@ -166,7 +211,9 @@ def test_bytes_changed_under_an_old_mtime_are_found(vouched):
     os.utime(state, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     for command in READ_ONLY[:1] + READ_ONLY[3:]:
         result = run(*command, "-C", vouched, "--json")
-        assert result.returncode == 1 and any(p["file"] == state.relative_to(vouched).as_posix() for p in json.loads(result.stdout)["problems"]), command
+        assert result.returncode == 1 and any(
+            p["file"] == state.relative_to(vouched).as_posix() for p in json.loads(result.stdout)["problems"]
+        ), command
 
 
 def test_a_verdict_that_came_with_a_copy_vouches_for_nothing(vouched, tmp_path):
@@ -197,7 +244,9 @@ def test_a_verdict_without_this_users_seal_vouches_for_nothing(vouched):
     assert run("validate", "-C", vouched).returncode == 0
     path = vouched / ".registry" / "verdict.json"
     kept = json.loads(path.read_text())
-    assert run("validate", "-C", vouched, importtime=True).returncode == 0  # sealed: recalled (checked by the budget test)
+    assert (
+        run("validate", "-C", vouched, importtime=True).returncode == 0
+    )  # sealed: recalled (checked by the budget test)
     for forged in ({**kept, "seal": "0" * 64}, {k: v for k, v in kept.items() if k != "seal"}):
         path.write_text(json.dumps(forged))
         result = run("validate", "-C", vouched, importtime=True)

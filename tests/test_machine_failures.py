@@ -29,14 +29,29 @@ def run_limited(args: list, limit_bytes: int) -> subprocess.CompletedProcess[str
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, preexec_fn=limit, timeout=300)
 
 
-def test_a_write_the_machine_refuses_is_one_line_and_a_rerun_succeeds(inputs, tmp_path):  # noqa: F811
+def test_a_write_the_machine_refuses_is_one_line_and_a_rerun_succeeds(inputs, tmp_path):
     reg = tmp_path / "reg"
     _base(reg, inputs)
     full = make_base_checkpoint(tmp_path / "full.pth", SMALL)
-    args = ["add", full, "-C", reg, "--base", "rwkv7-crash-20260101", "--method", "full", "--data-version", "v1.0", "--train-json", train_json(tmp_path / "t.json")]
+    args = [
+        "add",
+        full,
+        "-C",
+        reg,
+        "--base",
+        "rwkv7-crash-20260101",
+        "--method",
+        "full",
+        "--data-version",
+        "v1.0",
+        "--train-json",
+        train_json(tmp_path / "t.json"),
+    ]
     before = snapshot(reg)
     failed = run_limited([*args, "--json"], 256 << 10)
-    assert failed.returncode == 5 and failed.stderr.startswith("error: ") and failed.stderr.count("\n") == 1, failed.stderr
+    assert failed.returncode == 5 and failed.stderr.startswith("error: ") and failed.stderr.count("\n") == 1, (
+        failed.stderr
+    )
     assert "File too large" in failed.stderr and "ulimit -f" in failed.stderr and "Traceback" not in failed.stderr
     assert '"ok": false' in failed.stdout and snapshot(reg) == before
     assert list((reg / PRIVATE_DIR / STAGING_NAME).iterdir()) == []  # the transaction removed its temp files
@@ -62,7 +77,7 @@ def immutable():
 
 
 @pytest.mark.parametrize("what", ["lock", "private-folder"])
-def test_a_private_folder_the_user_cannot_write_is_one_line(inputs, tmp_path, immutable, what):  # noqa: F811
+def test_a_private_folder_the_user_cannot_write_is_one_line(inputs, tmp_path, immutable, what):
     reg = tmp_path / "reg"
     _base(reg, inputs)
     (reg / PRIVATE_DIR / STAGING_NAME).mkdir(exist_ok=True)
@@ -70,7 +85,9 @@ def test_a_private_folder_the_user_cannot_write_is_one_line(inputs, tmp_path, im
     before = snapshot(reg)
     args = ["card", "-C", reg]
     failed = registry(*args, check=False)
-    assert failed.returncode == 5 and failed.stderr.count("\n") == 1 and "Operation not permitted" in failed.stderr, failed.stderr
+    assert failed.returncode == 5 and failed.stderr.count("\n") == 1 and "Operation not permitted" in failed.stderr, (
+        failed.stderr
+    )
     assert "Traceback" not in failed.stderr and snapshot(reg) == before
     subprocess.run(["chattr", "-i", str(reg / PRIVATE_DIR / ("lock" if what == "lock" else STAGING_NAME))], check=True)
     registry(*args)
@@ -93,7 +110,10 @@ def test_a_file_that_shrinks_while_mapped_is_one_line_not_a_silent_death(tmp_pat
     source.write_bytes(bytes(1 << 20))
     died = subprocess.run([sys.executable, "-c", SHRINK, str(source)], capture_output=True, text=True, timeout=60)
     assert died.returncode == 5, (died.returncode, died.stderr)
-    assert died.stderr == f"error: {source}: the file shrank while it was being read (SIGBUS); nothing was changed; fix: run the command again once nothing else writes to it\n"
+    assert (
+        died.stderr
+        == f"error: {source}: the file shrank while it was being read (SIGBUS); nothing was changed; fix: run the command again once nothing else writes to it\n"
+    )
 
 
 def test_the_cli_installs_the_sigbus_handler(empty_registry):

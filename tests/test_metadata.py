@@ -53,16 +53,31 @@ def test_set_edits_registry_fields_and_rerenders(reg):
     assert run("set", "languages", "en", "zh", "-C", reg).exit_code == 0
     assert run("set", "intended-use", "Agents on a laptop.", "--lang", "en", "-C", reg).exit_code == 0
     info = index_of(reg).registry
-    assert (info.title, info.license, info.repo_id, info.languages) == ("New title", "apache-2.0", "ns/other", ["en", "zh"])
+    assert (info.title, info.license, info.repo_id, info.languages) == (
+        "New title",
+        "apache-2.0",
+        "ns/other",
+        ["en", "zh"],
+    )
     text = card(reg)
-    assert "# New title" in text and "hf download ns/other" in text and "## Intended use · 用途" in text and "- Agents on a laptop." in text
+    assert (
+        "# New title" in text
+        and "hf download ns/other" in text
+        and "## Intended use · 用途" in text
+        and "- Agents on a laptop." in text
+    )
     assert run("set", "license", "-C", reg).exit_code == 0 and index_of(reg).registry.license is None  # no value: unset
     assert validate(reg) == []
 
 
 def test_describe_a_base_an_entry_and_a_method(reg):
     assert run("describe", "--base", BASE, "--known-issue", "基模问题甲", "-C", reg).exit_code == 0
-    assert run("describe", STATE, "--notes", "新说明", "--parameters", "7200000000", "--dtype", "bf16", "-C", reg).exit_code == 0
+    assert (
+        run(
+            "describe", STATE, "--notes", "新说明", "--parameters", "7200000000", "--dtype", "bf16", "-C", reg
+        ).exit_code
+        == 0
+    )
     assert run("describe", "--method", "miss", "--profile", "g1k-think2", "-C", reg).exit_code == 0
     index = index_of(reg)
     assert index.bases[0].known_issues.zh == ["基模问题甲"]
@@ -76,26 +91,61 @@ def test_describe_a_base_an_entry_and_a_method(reg):
 
 
 def test_score_on_a_base_and_a_reference_replaces_the_same_result(reg):
-    args = ["--benchmark", "exam", "--date", "2026-10-17", "--backend", "rwkv_lightning 1.8.2", "--setup", "exam", "-C", reg]
+    args = [
+        "--benchmark",
+        "exam",
+        "--date",
+        "2026-10-17",
+        "--backend",
+        "rwkv_lightning 1.8.2",
+        "--setup",
+        "exam",
+        "-C",
+        reg,
+    ]
     assert run("score", "--base", BASE, "--reference", "MiSS v2.0 r16 lr3e-5", "--value", "47.0", *args).exit_code == 0
     base = index_of(reg).bases[0]
     (reference,) = [r for r in base.references if r.name == "MiSS v2.0 r16 lr3e-5"]
     assert [s.value for s in reference.scores] == [47.0]  # replaced, not appended
     assert "47.0%（未上传）" not in card(reg) and "MiSS v2.0 r16 lr3e-5（未上传）" in card(reg)
     results = json.loads((reg / "evaluation.json").read_text())["results"]
-    compared = next(r for r in results if r["subject"]["name"].endswith("r16-lr2e-5-e2/adapter-final.pth") and r["benchmark"] == "exam")
+    compared = next(
+        r
+        for r in results
+        if r["subject"]["name"].endswith("r16-lr2e-5-e2/adapter-final.pth") and r["benchmark"] == "exam"
+    )
     assert compared["baseline"] == {"name": "MiSS v2.0 r16 lr3e-5", "value": 47.0}  # the baseline's value follows it
 
 
 def test_train_stage_and_eval_setup(reg):
-    assert run("train-stage", STATE, "warm start", "--gpus", "8", "--precision", "BF16", "--caveat", "只训了一半", "-C", reg).exit_code == 0
+    assert (
+        run(
+            "train-stage",
+            STATE,
+            "warm start",
+            "--gpus",
+            "8",
+            "--precision",
+            "BF16",
+            "--caveat",
+            "只训了一半",
+            "-C",
+            reg,
+        ).exit_code
+        == 0
+    )
     assert run("train-stage", STATE, "warm start", "--gpus", "4", "-C", reg).exit_code == 0  # replaced in place
     assert run("eval-setup", "exam", "--gpu", "RTX 4090", "--metric", "exam=答对的题占比", "-C", reg).exit_code == 0
     entry = index_of(reg).entry_by_path(STATE)
     (stage,) = entry.training
     assert (stage.gpus, stage.precision, stage.caveats.zh) == (4, "BF16", ["只训了一半"])
     text = card(reg)
-    assert "| GPU 数 | 4 |" in text and "只训了一半" in text and "| GPU | RTX 4090 |" in text and "- `exam`: 答对的题占比" in text
+    assert (
+        "| GPU 数 | 4 |" in text
+        and "只训了一半" in text
+        and "| GPU | RTX 4090 |" in text
+        and "- `exam`: 答对的题占比" in text
+    )
     setup = next(s for s in json.loads((reg / "evaluation.json").read_text())["setups"] if s["name"] == "exam")
     assert setup["items"] == 568 and setup["gpu"] == "RTX 4090"  # updating keeps what was recorded before
 
@@ -103,18 +153,120 @@ def test_train_stage_and_eval_setup(reg):
 @pytest.mark.parametrize(
     ("args", "field", "fix"),
     [
-        (["describe", "--method", "full", "--prompt-format", "User: hi\n\nAssistant:"], "--method", "add full weights first"),
+        (
+            ["describe", "--method", "full", "--prompt-format", "User: hi\n\nAssistant:"],
+            "--method",
+            "add full weights first",
+        ),
         (["describe", STATE, "--prompt-format", "User: hi\n\nBot:"], "--prompt-format", "correct --prompt-format"),
-        (["describe", STATE, "--prompt-format", "User: hi\n\nAssistant: "], "--prompt-format", "correct --prompt-format"),
+        (
+            ["describe", STATE, "--prompt-format", "User: hi\n\nAssistant: "],
+            "--prompt-format",
+            "correct --prompt-format",
+        ),
         (["describe", STATE, "--dataset-revision", "5d3040d2"], "--dataset-revision", "full commit sha"),
-        (["describe", STATE, "--dataset-revision", "5D3040D21F51B3CE90B9396B058E552C47F43CD5"], "--dataset-revision", "full commit sha"),
-        (["score", STATE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-17", "--backend", "b", "--baseline", "no such weights"], "--baseline", "pass --baseline the base's name"),
+        (
+            ["describe", STATE, "--dataset-revision", "5D3040D21F51B3CE90B9396B058E552C47F43CD5"],
+            "--dataset-revision",
+            "full commit sha",
+        ),
+        (
+            [
+                "score",
+                STATE,
+                "--benchmark",
+                "exam",
+                "--value",
+                "1",
+                "--date",
+                "2026-10-17",
+                "--backend",
+                "b",
+                "--baseline",
+                "no such weights",
+            ],
+            "--baseline",
+            "pass --baseline the base's name",
+        ),
         # the base has an exam result, but not on this date with this backend: nothing comparable
-        (["score", STATE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-18", "--backend", "b", "--setup", "exam", "--baseline", BASE], "--baseline", "same --setup, --date and --backend"),
-        (["score", "--base", BASE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-16", "--backend", "rwkv_lightning 1.8.1", "--baseline", BASE], "--baseline", "record the baseline's result first"),
-        (["score", STATE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-16", "--backend", "rwkv_lightning 1.8.1", "--setup", "exam", "--baseline", STATE], "--baseline", "record the baseline's result first"),
+        (
+            [
+                "score",
+                STATE,
+                "--benchmark",
+                "exam",
+                "--value",
+                "1",
+                "--date",
+                "2026-10-18",
+                "--backend",
+                "b",
+                "--setup",
+                "exam",
+                "--baseline",
+                BASE,
+            ],
+            "--baseline",
+            "same --setup, --date and --backend",
+        ),
+        (
+            [
+                "score",
+                "--base",
+                BASE,
+                "--benchmark",
+                "exam",
+                "--value",
+                "1",
+                "--date",
+                "2026-10-16",
+                "--backend",
+                "rwkv_lightning 1.8.1",
+                "--baseline",
+                BASE,
+            ],
+            "--baseline",
+            "record the baseline's result first",
+        ),
+        (
+            [
+                "score",
+                STATE,
+                "--benchmark",
+                "exam",
+                "--value",
+                "1",
+                "--date",
+                "2026-10-16",
+                "--backend",
+                "rwkv_lightning 1.8.1",
+                "--setup",
+                "exam",
+                "--baseline",
+                STATE,
+            ],
+            "--baseline",
+            "record the baseline's result first",
+        ),
         (["describe", STATE, "--stop-text", ""], "--stop-text", "correct --stop-text"),
-        (["score", STATE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-17", "--backend", "b", "--setup", "nope"], "--setup", "registry eval-setup nope"),
+        (
+            [
+                "score",
+                STATE,
+                "--benchmark",
+                "exam",
+                "--value",
+                "1",
+                "--date",
+                "2026-10-17",
+                "--backend",
+                "b",
+                "--setup",
+                "nope",
+            ],
+            "--setup",
+            "registry eval-setup nope",
+        ),
         (["set", "languages", "zh", "fr"], "languages", "pass zh, en, or both"),
         (["set", "summary", "x", "--lang", "fr"], "--lang", "pass --lang zh or --lang en"),
         (["describe", STATE, "--notes", "x", "--lang", "de"], "--lang", "pass --lang zh or --lang en"),
@@ -122,7 +274,24 @@ def test_train_stage_and_eval_setup(reg):
         (["describe", STATE, "--notes", NOT_UTF8], "--notes", "as UTF-8 text"),
         (["train-stage", STATE, "s1", "--loss-masking", NOT_UTF8], "--loss-masking", "as UTF-8 text"),
         (["eval-setup", "exam", "--gpu", NOT_UTF8], "--gpu", "as UTF-8 text"),
-        (["score", STATE, "--benchmark", "exam", "--value", "1", "--date", "2026-10-17", "--backend", "b", "--notes", NOT_UTF8], "--notes", "as UTF-8 text"),
+        (
+            [
+                "score",
+                STATE,
+                "--benchmark",
+                "exam",
+                "--value",
+                "1",
+                "--date",
+                "2026-10-17",
+                "--backend",
+                "b",
+                "--notes",
+                NOT_UTF8,
+            ],
+            "--notes",
+            "as UTF-8 text",
+        ),
         (["set", "repo-id", "not a repo"], "repo-id", "NAMESPACE/NAME"),
         (["set", "license", "Apache License 2.0"], "license", "SPDX-like id"),
         (["describe", "--base", BASE, "--profile", "g1k"], "--profile", "name the weights"),
@@ -135,8 +304,12 @@ def test_bad_input_is_one_line_naming_the_field_and_changes_nothing(reg, args, f
     result = run(*args, "-C", reg)
     errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
     assert result.exit_code == 3, result.output
-    assert len(errors) == 1 and errors[0].startswith(f"error: {field}: ") and "; fix: " in errors[0] and fix in errors[0], errors
-    assert not errors[0].startswith(f"error: {field}: {field}: ") and "Value error" not in errors[0], errors  # no pydantic noise
+    assert (
+        len(errors) == 1 and errors[0].startswith(f"error: {field}: ") and "; fix: " in errors[0] and fix in errors[0]
+    ), errors
+    assert not errors[0].startswith(f"error: {field}: {field}: ") and "Value error" not in errors[0], (
+        errors
+    )  # no pydantic noise
     assert snapshot(reg) == before
     document = json.loads(run(*args, "-C", reg, "--json").stdout)
     assert document["ok"] is False and document["problems"][0]["file"] == field

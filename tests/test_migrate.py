@@ -71,7 +71,12 @@ def current(tmp_path_factory) -> Path:
     root = init_registry(tmp / "reg", title="Migrate test").root
     base = make_base_checkpoint(tmp / "rwkv7-tiny-mig-20260101.pth", SMALL)
     add_base(root, BaseRequest(path=base, filename=base.name))
-    entry = add_weight(root, AddRequest(make_state_file(tmp / "s1.pth", SMALL, seed=4), base.name[:-4], "state", "v1.41", train_json(tmp / "t.json")))
+    entry = add_weight(
+        root,
+        AddRequest(
+            make_state_file(tmp / "s1.pth", SMALL, seed=4), base.name[:-4], "state", "v1.41", train_json(tmp / "t.json")
+        ),
+    )
     write_receipt(root, entry)
     return root
 
@@ -85,15 +90,44 @@ def old(current, tmp_path) -> Path:
 
 def test_the_fixture_is_what_format_1_was(old):
     data = json.loads((old / "index.json").read_text())
-    assert data["format_version"] == 1 < INDEX_FORMAT_VERSION and set(data["entries"][0]["gate"]) == {"passed", "device", "file_sha256", "receipt", "gpu", "date"}
+    assert data["format_version"] == 1 < INDEX_FORMAT_VERSION and set(data["entries"][0]["gate"]) == {
+        "passed",
+        "device",
+        "file_sha256",
+        "receipt",
+        "gpu",
+        "date",
+    }
     listed = dict(reversed(line.split("  ", 1)) for line in (old / "SHA256SUMS").read_text().splitlines())
-    assert listed["index.json"] == hashlib.sha256((old / "index.json").read_bytes()).hexdigest()  # as the old tool left it
+    assert (
+        listed["index.json"] == hashlib.sha256((old / "index.json").read_bytes()).hexdigest()
+    )  # as the old tool left it
 
 
 COMMANDS = [
-    ["validate"], ["validate", "--json"], ["sums"], ["sums", "--check"], ["card"], ["card", "--check"], ["list"], ["set", "title", "New"],
-    ["score", "rwkv7-tiny-mig-20260101/state/v1.41/s1.pth", "--benchmark", "b", "--value", "1", "--date", "2026-01-01", "--backend", "b"],
-    ["describe", "rwkv7-tiny-mig-20260101/state/v1.41/s1.pth", "--lang", "en", "--notes", "n"], ["smoke", "--device", "cpu"], ["publish", "--repo-id", "a/b", "--dry-run", "--assume-empty-remote", "--allow-cpu-gate"],
+    ["validate"],
+    ["validate", "--json"],
+    ["sums"],
+    ["sums", "--check"],
+    ["card"],
+    ["card", "--check"],
+    ["list"],
+    ["set", "title", "New"],
+    [
+        "score",
+        "rwkv7-tiny-mig-20260101/state/v1.41/s1.pth",
+        "--benchmark",
+        "b",
+        "--value",
+        "1",
+        "--date",
+        "2026-01-01",
+        "--backend",
+        "b",
+    ],
+    ["describe", "rwkv7-tiny-mig-20260101/state/v1.41/s1.pth", "--lang", "en", "--notes", "n"],
+    ["smoke", "--device", "cpu"],
+    ["publish", "--repo-id", "a/b", "--dry-run", "--assume-empty-remote", "--allow-cpu-gate"],
 ]
 
 
@@ -103,7 +137,11 @@ def test_every_command_meeting_format_1_says_run_registry_migrate_in_one_line(ol
     result = run(*command, "-C", old, code=3)
     if "--json" in command:
         document = json.loads(result.stdout)
-        assert document["ok"] is False and [p["code"] for p in document["problems"]] == ["index.old-format"] and MIGRATE in document["problems"][0]["fix"]
+        assert (
+            document["ok"] is False
+            and [p["code"] for p in document["problems"]] == ["index.old-format"]
+            and MIGRATE in document["problems"][0]["fix"]
+        )
     else:
         lines = errors(result.output)
         assert len(lines) == 1 and MIGRATE in lines[0] and "format_version 1" in lines[0], result.output
@@ -137,7 +175,11 @@ def test_migrate_brings_format_1_to_the_current_one(old, current):
     again = run("migrate", "-C", old)  # a second run has nothing to do
     assert "nothing to migrate" in again.output
     # the files the migration did not concern are byte-identical
-    untouched = {p: b for p, b in snapshot(current).items() if p not in ("index.json", "README.md", "evaluation.json", "SHA256SUMS")}
+    untouched = {
+        p: b
+        for p, b in snapshot(current).items()
+        if p not in ("index.json", "README.md", "evaluation.json", "SHA256SUMS")
+    }
     assert {p: b for p, b in snapshot(old).items() if p in untouched} == untouched
 
 
@@ -154,12 +196,23 @@ def test_a_receipt_not_written_here_lends_no_figures(old, tmp_path, monkeypatch)
 def test_migrate_json_and_dry_run(old):
     before = snapshot(old)
     planned = json.loads(run("migrate", "-C", old, "--dry-run", "--json").stdout)
-    assert planned["ok"] and planned["dry_run"] and planned["from_version"] == 1 and planned["to_version"] == INDEX_FORMAT_VERSION
-    assert {"index.json", "SHA256SUMS"} <= set(planned["written"]) and planned["signature_stale"] is False and len(planned["changes"]) == 1
+    assert (
+        planned["ok"]
+        and planned["dry_run"]
+        and planned["from_version"] == 1
+        and planned["to_version"] == INDEX_FORMAT_VERSION
+    )
+    assert (
+        {"index.json", "SHA256SUMS"} <= set(planned["written"])
+        and planned["signature_stale"] is False
+        and len(planned["changes"]) == 1
+    )
     assert snapshot(old) == before and "would migrate" in run("migrate", "-C", old, "--dry-run").output
     assert snapshot(old) == before
     done = json.loads(run("migrate", "-C", old, "--json").stdout)
-    assert {k: v for k, v in done.items() if k != "dry_run"} == {k: v for k, v in planned.items() if k != "dry_run"} and done["dry_run"] is False
+    assert {k: v for k, v in done.items() if k != "dry_run"} == {
+        k: v for k, v in planned.items() if k != "dry_run"
+    } and done["dry_run"] is False
     current = json.loads(run("migrate", "-C", old, "--json").stdout)
     assert current["from_version"] == current["to_version"] == INDEX_FORMAT_VERSION and current["written"] == []
 
@@ -178,10 +231,16 @@ def test_migrate_says_the_signature_is_stale(current, tmp_path):
     to_format_1(root)
     result = run("migrate", "-C", root)
     stale = [line for line in result.output.splitlines() if "model.sig" in line]
-    assert len(stale) == 1 and stale[0].startswith("warning: model.sig: stale signature") and "registry sign" in stale[0]  # said once, by the write path
+    assert (
+        len(stale) == 1 and stale[0].startswith("warning: model.sig: stale signature") and "registry sign" in stale[0]
+    )  # said once, by the write path
     assert json.loads((root / "index.json").read_text())["registry"]["signer"] is not None
+
     def signature_problems() -> list[str]:  # what publish checks of a present model.sig
-        return [p.code for p in SignaturePolicy(public).folder_problems(Repo(root), parse_sums((root / "SHA256SUMS").read_bytes()))]
+        return [
+            p.code
+            for p in SignaturePolicy(public).folder_problems(Repo(root), parse_sums((root / "SHA256SUMS").read_bytes()))
+        ]
 
     assert "sign.mismatch" in signature_problems()  # it is stale indeed
     run("sign", "--key", private, "-C", root)
@@ -194,11 +253,15 @@ def test_migrate_refuses_a_file_changed_behind_the_tools_back(old):
     train.write_text(train.read_text() + " ")
     before = snapshot(old)
     lines = errors(run("migrate", "-C", old, code=3).output)
-    assert lines == [f"error: {train.relative_to(old).as_posix()}: sha256 is {lines[0].split('sha256 is ')[1].split(' ')[0]} but SHA256SUMS says {lines[0].split('SHA256SUMS says ')[1].split(';')[0]}; fix: restore the original file, or run `registry sums` if the change is intended"]
+    assert lines == [
+        f"error: {train.relative_to(old).as_posix()}: sha256 is {lines[0].split('sha256 is ')[1].split(' ')[0]} but SHA256SUMS says {lines[0].split('SHA256SUMS says ')[1].split(';')[0]}; fix: restore the original file, or run `registry sums` if the change is intended"
+    ]
     assert snapshot(old) == before
 
 
 def test_a_dataset_registry_has_nothing_to_migrate(tmp_path):
     run("dataset", "init", tmp_path / "data")
     before = snapshot(tmp_path / "data")
-    assert "nothing to migrate" in run("migrate", "-C", tmp_path / "data").output and snapshot(tmp_path / "data") == before
+    assert (
+        "nothing to migrate" in run("migrate", "-C", tmp_path / "data").output and snapshot(tmp_path / "data") == before
+    )

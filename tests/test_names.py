@@ -47,14 +47,22 @@ def _string_constants(body: list[ast.stmt], owner: str = "") -> Iterator[tuple[s
     for node in body:
         if isinstance(node, ast.ClassDef):
             yield from _string_constants(node.body, f"{owner}{node.name}.")
-        elif isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        elif (
+            isinstance(node, ast.Assign | ast.AnnAssign)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 yield f"{owner}{ast.unparse(target)}", node.value.value, node.lineno
 
 
 def _redefined(source: str, rel: str, names: set[str]) -> list[str]:
-    return [f"{rel}:{line}: {target} = {value!r}" for target, value, line in _string_constants(ast.parse(source).body) if value in names and (rel, target) not in OTHER_MEANING]
+    return [
+        f"{rel}:{line}: {target} = {value!r}"
+        for target, value, line in _string_constants(ast.parse(source).body)
+        if value in names and (rel, target) not in OTHER_MEANING
+    ]
 
 
 def test_names_imports_nothing_of_the_package() -> None:
@@ -63,8 +71,20 @@ def test_names_imports_nothing_of_the_package() -> None:
 
 def test_no_module_defines_a_name_of_its_own() -> None:
     names = _name_values()
-    assert {"index.json", "SHA256SUMS", ".registry", "journal.json", "release-manifest.json", "LICENSE"} <= names  # the set is read right
-    found = [hit for path in sorted(PACKAGE.rglob("*.py")) if path != NAMES for hit in _redefined(path.read_text(), path.relative_to(PACKAGE).as_posix(), names)]
+    assert {
+        "index.json",
+        "SHA256SUMS",
+        ".registry",
+        "journal.json",
+        "release-manifest.json",
+        "LICENSE",
+    } <= names  # the set is read right
+    found = [
+        hit
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != NAMES
+        for hit in _redefined(path.read_text(), path.relative_to(PACKAGE).as_posix(), names)
+    ]
     assert found == []
 
 
@@ -72,11 +92,15 @@ def test_a_redefined_name_is_found() -> None:
     """The check above sees a module- or class-level twin of a name (so it can fail)."""
     names = _name_values()
     assert _redefined('INDEX = "index.json"\n', "repo.py", names) == ["repo.py:1: INDEX = 'index.json'"]
-    assert _redefined('class Paths:\n    lock: str = "lock"\n', "atomic.py", names) == ["atomic.py:2: Paths.lock = 'lock'"]
+    assert _redefined('class Paths:\n    lock: str = "lock"\n', "atomic.py", names) == [
+        "atomic.py:2: Paths.lock = 'lock'"
+    ]
     assert _redefined('def f() -> str:\n    return "index.json"\nLABEL = "an index.json"\n', "repo.py", names) == []
 
 
 def test_layout_stands_on_names_models_and_errors() -> None:
-    package_imports = {m for m in _imported_modules(PACKAGE / "core" / "layout.py") if m.startswith(".") or m.startswith("registry")}
+    package_imports = {
+        m for m in _imported_modules(PACKAGE / "core" / "layout.py") if m.startswith(".") or m.startswith("registry")
+    }
     assert package_imports <= {".names", ".models", ".errors"}
     assert ".names" in package_imports

@@ -34,13 +34,27 @@ OTHER_SPEC = TinySpec(n_layer=3, n_embd=128, vocab_size=512)
 
 
 def train_json(path: Path, data_sha: str = DATA) -> Path:
-    path.write_text(json.dumps({"trainer": {"name": "rwkv_state_tune", "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": "rwkv_state_tune --lr_init 0.01", "data_sha256": data_sha}))
+    path.write_text(
+        json.dumps(
+            {
+                "trainer": {"name": "rwkv_state_tune", "version": "1.8.1"},
+                "hyperparameters": {"lr_init": 0.01},
+                "command": "rwkv_state_tune --lr_init 0.01",
+                "data_sha256": data_sha,
+            }
+        )
+    )
     return path
 
 
 @pytest.fixture
 def registry_with_base(empty_registry, small_base):
-    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt"))
+    add_base(
+        empty_registry,
+        BaseRequest(
+            path=small_base, filename=small_base.name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt"
+        ),
+    )
     return empty_registry
 
 
@@ -63,14 +77,25 @@ def test_add_base_records_architecture_and_stays_valid(registry_with_base, small
     index = Index.model_validate_json((registry_with_base / "index.json").read_text())
     base = index.bases[0]
     assert base.sha256 == sha256_of(small_base) and base.name == base_name(small_base)
-    assert (base.architecture.n_layer, base.architecture.n_embd, base.architecture.head_size, base.architecture.vocab_size) == (2, 128, 64, 512)
+    assert (
+        base.architecture.n_layer,
+        base.architecture.n_embd,
+        base.architecture.head_size,
+        base.architecture.vocab_size,
+    ) == (2, 128, 64, 512)
     assert (registry_with_base / base.name).is_dir()
     assert validate(registry_with_base) == []
 
 
 def test_add_base_catalog_mismatch_is_refused(empty_registry, tmp_path):
     fake = make_base_checkpoint(tmp_path / "rwkv7-g1k-7.2b-20260930-ctx25600.pth", SMALL)
-    err = refuse(empty_registry, add_base, empty_registry, BaseRequest(path=fake, filename=fake.name), code="base.catalog-mismatch")
+    err = refuse(
+        empty_registry,
+        add_base,
+        empty_registry,
+        BaseRequest(path=fake, filename=fake.name),
+        code="base.catalog-mismatch",
+    )
     assert "0853d4ce" in err.message
 
 
@@ -87,19 +112,43 @@ def test_add_base_metadata_only_then_add_needs_the_file(empty_registry, tmp_path
 
 
 def test_add_base_refuses_rwkv6_and_non_rwkv(empty_registry, tmp_path):
-    rwkv6 = save_checkpoint(tmp_path / "rwkv6-x.pth", {"emb.weight": torch.zeros(8, 4), "blocks.0.att.time_maa_x": torch.zeros(1, 1, 4), "blocks.0.att.time_decay": torch.zeros(4)})
-    err = refuse(empty_registry, add_base, empty_registry, BaseRequest(path=rwkv6, filename=rwkv6.name), code="weights.not-rwkv7")
+    rwkv6 = save_checkpoint(
+        tmp_path / "rwkv6-x.pth",
+        {
+            "emb.weight": torch.zeros(8, 4),
+            "blocks.0.att.time_maa_x": torch.zeros(1, 1, 4),
+            "blocks.0.att.time_decay": torch.zeros(4),
+        },
+    )
+    err = refuse(
+        empty_registry, add_base, empty_registry, BaseRequest(path=rwkv6, filename=rwkv6.name), code="weights.not-rwkv7"
+    )
     assert "RWKV-6" in err.message
     other = save_checkpoint(tmp_path / "bert.pth", {"linear.weight": torch.zeros(2, 2)})
-    refuse(empty_registry, add_base, empty_registry, BaseRequest(path=other, filename=other.name), code="weights.not-rwkv")
+    refuse(
+        empty_registry, add_base, empty_registry, BaseRequest(path=other, filename=other.name), code="weights.not-rwkv"
+    )
 
 
 def test_add_state_and_miss_happy_path(registry_with_base, small_base, tmp_path):
     name = base_name(small_base)
-    state = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "v141b.pth", SMALL), name, "state", "v1.41", train_json(tmp_path / "t.json"), recommended=True))
+    state = add_weight(
+        registry_with_base,
+        AddRequest(
+            make_state_file(tmp_path / "v141b.pth", SMALL),
+            name,
+            "state",
+            "v1.41",
+            train_json(tmp_path / "t.json"),
+            recommended=True,
+        ),
+    )
     assert state.path == f"{name}/state/v1.41/v141b.pth" and state.recommended
     adapter = make_adapter_file(tmp_path / "adapter-final.pth", SMALL, sha256_of(small_base))
-    miss = add_weight(registry_with_base, AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r16-lr2e-5-e2"))
+    miss = add_weight(
+        registry_with_base,
+        AddRequest(adapter, name, "miss", "v2.1", train_json(tmp_path / "m.json"), run="r16-lr2e-5-e2"),
+    )
     assert miss.path == f"{name}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth" and len(miss.content_version) == 64
     assert validate(registry_with_base) == []
     assert parse_sums((registry_with_base / "SHA256SUMS").read_bytes())[miss.path] == miss.sha256
@@ -137,15 +186,33 @@ def test_tampered_content_version_refused(registry_with_base, small_base, tmp_pa
 def test_missing_train_json_and_data_mismatch(registry_with_base, small_base, tmp_path):
     state = make_state_file(tmp_path / "s.pth", SMALL)
     name = base_name(small_base)
-    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(state, name, "state", "v1.41", tmp_path / "nope.json"), code="train.missing")
+    refuse(
+        registry_with_base,
+        add_weight,
+        registry_with_base,
+        AddRequest(state, name, "state", "v1.41", tmp_path / "nope.json"),
+        code="train.missing",
+    )
     request = AddRequest(state, name, "state", "v1.41", train_json(tmp_path / "t.json"), data_sha256="ef" * 32)
     refuse(registry_with_base, add_weight, registry_with_base, request, code="train.data-mismatch")
 
 
 def test_base_name_with_separator_and_unknown_base(registry_with_base, tmp_path):
     state = make_state_file(tmp_path / "s.pth", SMALL)
-    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(state, "../evil", "state", "v1.41", train_json(tmp_path / "t.json")), code="args.bad-name")
-    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(state, "nobase", "state", "v1.41", train_json(tmp_path / "t.json")), code="base.unknown")
+    refuse(
+        registry_with_base,
+        add_weight,
+        registry_with_base,
+        AddRequest(state, "../evil", "state", "v1.41", train_json(tmp_path / "t.json")),
+        code="args.bad-name",
+    )
+    refuse(
+        registry_with_base,
+        add_weight,
+        registry_with_base,
+        AddRequest(state, "nobase", "state", "v1.41", train_json(tmp_path / "t.json")),
+        code="base.unknown",
+    )
 
 
 @pytest.mark.parametrize("run", ["hf", "gguf"])
@@ -161,10 +228,22 @@ def test_same_file_twice_refused(registry_with_base, small_base, tmp_path):
     state = make_state_file(tmp_path / "s.pth", SMALL)
     name = base_name(small_base)
     add_weight(registry_with_base, AddRequest(state, name, "state", "v1.41", train_json(tmp_path / "t.json")))
-    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(state, name, "state", "v1.41", tmp_path / "t.json"), code="entry.exists")
+    refuse(
+        registry_with_base,
+        add_weight,
+        registry_with_base,
+        AddRequest(state, name, "state", "v1.41", tmp_path / "t.json"),
+        code="entry.exists",
+    )
     copy = tmp_path / "other-name.pth"
     copy.write_bytes(state.read_bytes())
-    refuse(registry_with_base, add_weight, registry_with_base, AddRequest(copy, name, "state", "v1.41", tmp_path / "t.json"), code="entry.duplicate")
+    refuse(
+        registry_with_base,
+        add_weight,
+        registry_with_base,
+        AddRequest(copy, name, "state", "v1.41", tmp_path / "t.json"),
+        code="entry.duplicate",
+    )
     assert copy.exists()
 
 
@@ -172,7 +251,15 @@ def test_move_moves_and_data_sums_provenance(registry_with_base, small_base, tmp
     state = make_state_file(tmp_path / "s.pth", SMALL)
     dataset_sums = tmp_path / "SHA256SUMS"
     dataset_sums.write_bytes(render_sums({"v1.41/dataset/train/segments-1-41.jsonl": "12" * 32}))
-    request = AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"), data_sums=dataset_sums, move=True)
+    request = AddRequest(
+        state,
+        base_name(small_base),
+        "state",
+        "v1.41",
+        train_json(tmp_path / "t.json"),
+        data_sums=dataset_sums,
+        move=True,
+    )
     refuse(registry_with_base, add_weight, registry_with_base, request, code="data.not-in-dataset")
     assert state.exists()
     request.train_json = train_json(tmp_path / "t2.json", "12" * 32)
@@ -183,14 +270,32 @@ def test_move_moves_and_data_sums_provenance(registry_with_base, small_base, tmp
 def test_score_unknown_entry_refused_and_known_recorded(registry_with_base, small_base, tmp_path):
     score = Score(benchmark="exam", value=46.9, date="2026-10-16", backend="rwkv_lightning 1.8.1", runs=2)
     refuse(registry_with_base, add_score, registry_with_base, "nope/state/v1/x.pth", score, code="entry.unknown")
-    state = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "s.pth", SMALL), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
+    state = add_weight(
+        registry_with_base,
+        AddRequest(
+            make_state_file(tmp_path / "s.pth", SMALL),
+            base_name(small_base),
+            "state",
+            "v1.41",
+            train_json(tmp_path / "t.json"),
+        ),
+    )
     entry = add_score(registry_with_base, state.path, score)
     assert entry.scores == [score]
     assert validate(registry_with_base) == []
 
 
 def test_published_file_rewrite_needs_recorded_reason(registry_with_base, small_base, tmp_path):
-    state = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "s.pth", SMALL), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
+    state = add_weight(
+        registry_with_base,
+        AddRequest(
+            make_state_file(tmp_path / "s.pth", SMALL),
+            base_name(small_base),
+            "state",
+            "v1.41",
+            train_json(tmp_path / "t.json"),
+        ),
+    )
     from registry.core.repo import Repo
 
     record_published(Repo(registry_with_base), parse_sums((registry_with_base / "SHA256SUMS").read_bytes()))
@@ -202,17 +307,34 @@ def test_published_file_rewrite_needs_recorded_reason(registry_with_base, small_
     assert {f.code for f in findings} == {"immutable.rewritten", "sums.mismatch", "index.sha-mismatch"}
     # every hint leads to the one command that accepts the new bytes (`registry sums` would leave the
     # entry's sha256 wrong, and `registry add` refuses a registered path)
-    assert all("--allow-rewrite" in f.fix and "registry sums" not in f.fix and "registry add" not in f.fix for f in findings)
-    result = CliRunner().invoke(main, ["validate", str(registry_with_base), "--allow-rewrite", "fixed a corrupt upload"])
+    assert all(
+        "--allow-rewrite" in f.fix and "registry sums" not in f.fix and "registry add" not in f.fix for f in findings
+    )
+    result = CliRunner().invoke(
+        main, ["validate", str(registry_with_base), "--allow-rewrite", "fixed a corrupt upload"]
+    )
     assert result.exit_code == 0, result.output
     index = Index.model_validate_json((registry_with_base / "index.json").read_text())
-    assert index.rewrites and index.rewrites[0].reason == "fixed a corrupt upload" and index.rewrites[0].path == state.path
-    assert index.entries[0].sha256 == sha256_of(target) and index.entries[0].gate is None  # the gate must run on the new bytes
+    assert (
+        index.rewrites and index.rewrites[0].reason == "fixed a corrupt upload" and index.rewrites[0].path == state.path
+    )
+    assert (
+        index.entries[0].sha256 == sha256_of(target) and index.entries[0].gate is None
+    )  # the gate must run on the new bytes
     assert validate(registry_with_base) == []
 
 
 def _state_entry(root: Path, base: Path, tmp_path: Path, name: str = "s.pth", seed: int = 1):
-    return add_weight(root, AddRequest(make_state_file(tmp_path / name, SMALL, seed=seed), base_name(base), "state", "v1.41", train_json(tmp_path / "t.json")))
+    return add_weight(
+        root,
+        AddRequest(
+            make_state_file(tmp_path / name, SMALL, seed=seed),
+            base_name(base),
+            "state",
+            "v1.41",
+            train_json(tmp_path / "t.json"),
+        ),
+    )
 
 
 def test_rewrite_runs_adds_acceptance_on_the_new_bytes(registry_with_base, small_base, tmp_path):
@@ -234,8 +356,15 @@ def test_rewrite_refuses_two_entries_with_one_sha256(registry_with_base, small_b
 
 def test_rewrite_refreshes_miss_content_version_and_drops_old_results(registry_with_base, small_base, tmp_path):
     adapter = make_adapter_file(tmp_path / "adapter-final.pth", SMALL, sha256_of(small_base))
-    entry = add_weight(registry_with_base, AddRequest(adapter, base_name(small_base), "miss", "v2.1", train_json(tmp_path / "t.json"), run="r16"))
-    add_score(registry_with_base, entry.path, Score(benchmark="exam", value=52.2, date="2026-10-17", backend="rwkv_lightning 1.8.2"))
+    entry = add_weight(
+        registry_with_base,
+        AddRequest(adapter, base_name(small_base), "miss", "v2.1", train_json(tmp_path / "t.json"), run="r16"),
+    )
+    add_score(
+        registry_with_base,
+        entry.path,
+        Score(benchmark="exam", value=52.2, date="2026-10-17", backend="rwkv_lightning 1.8.2"),
+    )
     make_adapter_file(registry_with_base / entry.path, SMALL, sha256_of(small_base), seed=9)
     result = CliRunner().invoke(main, ["validate", str(registry_with_base), "--allow-rewrite", "retrained"])
     assert result.exit_code == 0, result.output
@@ -258,7 +387,9 @@ def test_rewrite_of_a_converted_source_leads_through_its_twin(registry_with_base
     (registry_with_base / twin.path).unlink()
     done = allow_rewrite(registry_with_base, "retrained")
     assert any(f"dropped the stale twin {twin.path}" in note for note in done.notes)
-    assert [e.path for e in Index.model_validate_json((registry_with_base / "index.json").read_text()).entries] == [state.path]
+    assert [e.path for e in Index.model_validate_json((registry_with_base / "index.json").read_text()).entries] == [
+        state.path
+    ]
     new_twin = convert_entry(registry_with_base, state.path, 1 << 40)
     assert (registry_with_base / new_twin.path).read_bytes() != original_twin
     assert validate(registry_with_base) == []
@@ -280,11 +411,46 @@ def test_rewrite_of_a_twin_is_refused(registry_with_base, small_base, tmp_path):
 def test_cli_add_list_json_and_errors(registry_with_base, small_base, tmp_path):
     runner = CliRunner()
     state = make_state_file(tmp_path / "s.pth", SMALL)
-    ok = runner.invoke(main, ["add", str(state), "-C", str(registry_with_base), "--base", base_name(small_base), "--method", "state", "--data-version", "v1.41", "--train-json", str(train_json(tmp_path / "t.json")), "--json"])
+    ok = runner.invoke(
+        main,
+        [
+            "add",
+            str(state),
+            "-C",
+            str(registry_with_base),
+            "--base",
+            base_name(small_base),
+            "--method",
+            "state",
+            "--data-version",
+            "v1.41",
+            "--train-json",
+            str(train_json(tmp_path / "t.json")),
+            "--json",
+        ],
+    )
     assert ok.exit_code == 0, ok.output
     listed = json.loads(runner.invoke(main, ["list", "-C", str(registry_with_base), "--json"]).output)
     assert [e["path"] for e in listed["entries"]] == [json.loads(ok.output)["path"]]
-    bad = runner.invoke(main, ["add", str(state), "-C", str(registry_with_base), "--base", base_name(small_base), "--method", "miss", "--data-version", "v1.41", "--run", "r", "--train-json", str(tmp_path / "t.json")])
+    bad = runner.invoke(
+        main,
+        [
+            "add",
+            str(state),
+            "-C",
+            str(registry_with_base),
+            "--base",
+            base_name(small_base),
+            "--method",
+            "miss",
+            "--data-version",
+            "v1.41",
+            "--run",
+            "r",
+            "--train-json",
+            str(tmp_path / "t.json"),
+        ],
+    )
     assert bad.exit_code == 3 and bad.output.startswith("error: ") and "fix:" in bad.output
 
 
@@ -299,9 +465,16 @@ def test_added_weight_is_not_read_again_by_the_next_check(registry_with_base, sm
     state = make_state_file(tmp_path / "s.pth", SMALL)
     old = time.time() - 60
     os.utime(state, (old, old))
-    entry = add_weight(registry_with_base, AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"), move=True))
+    entry = add_weight(
+        registry_with_base,
+        AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"), move=True),
+    )
     hashed: list = []
     real = tree_module.hash_files
-    monkeypatch.setattr(tree_module, "hash_files", lambda paths, progress=None, workers=None: hashed.extend(paths) or real(paths, progress, workers))
+    monkeypatch.setattr(
+        tree_module,
+        "hash_files",
+        lambda paths, progress=None, workers=None: hashed.extend(paths) or real(paths, progress, workers),
+    )
     assert validate(registry_with_base) == []
     assert registry_with_base / entry.path not in hashed

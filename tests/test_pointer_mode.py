@@ -53,9 +53,14 @@ def test_a_pointer_checkout_validates_in_pointer_mode(registry, tmp_path, cli):
     before = snapshot(checkout)
     result = cli.json("validate", "-C", checkout, "--json")
     assert result["ok"] and result["pointer_mode"]["files"] == weights
-    assert any("tensor inspection" in s for s in result["pointer_mode"]["skipped"]) and any("gate" in s for s in result["pointer_mode"]["skipped"])
+    assert any("tensor inspection" in s for s in result["pointer_mode"]["skipped"]) and any(
+        "gate" in s for s in result["pointer_mode"]["skipped"]
+    )
     text = cli("validate", "-C", checkout)
-    assert f"pointer mode: {len(weights)} file(s) are Git LFS pointers" in text.stderr and "registry is valid" in text.stdout
+    assert (
+        f"pointer mode: {len(weights)} file(s) are Git LFS pointers" in text.stderr
+        and "registry is valid" in text.stdout
+    )
     assert cli.json("sums", "--check", "-C", checkout, "--json")["pointer_mode"]["files"] == weights
     cli("card", "--check", "-C", checkout)
     required = cli.json("validate", "-C", checkout, "--require-bytes", "--json", code=1)
@@ -107,7 +112,9 @@ def _operand(text: str, inputs: dict[str, str], outcomes: dict[str, str]) -> str
         return outcomes.get(match.group(1), "skipped")
     if match := re.fullmatch(r"'([^']*)'", text):
         return match.group(1)
-    raise AssertionError(f"an expression this runner does not know: {text}")  # the action must not grow what this runs blind
+    raise AssertionError(
+        f"an expression this runner does not know: {text}"
+    )  # the action must not grow what this runs blind
 
 
 def _condition(text: str, inputs: dict[str, str], outcomes: dict[str, str]) -> bool:
@@ -141,7 +148,7 @@ def run_action(workspace: Path, inputs: dict[str, str], tmp_path: Path) -> dict[
     inputs = {**defaults, **inputs}
     shim = tmp_path / "bin"
     shim.mkdir(exist_ok=True)
-    (shim / "registry").write_text(f"#!/bin/sh\nexec {sys.executable} -m registry \"$@\"\n")
+    (shim / "registry").write_text(f'#!/bin/sh\nexec {sys.executable} -m registry "$@"\n')
     (shim / "registry").chmod(0o755)
     env = {**user_environment(), "PATH": f"{shim}:{os.environ['PATH']}", "PYTHONPATH": str(PROJECT), "GITHUB_ACTION_PATH": str(PROJECT),
            "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(tmp_path / "github_output"), "GITHUB_WORKSPACE": str(workspace)}  # fmt: skip
@@ -157,7 +164,14 @@ def run_action(workspace: Path, inputs: dict[str, str], tmp_path: Path) -> dict[
             continue
         step_env = {k: _substitute(str(v), inputs, outcomes) for k, v in step.get("env", {}).items()}
         script = _substitute(step["run"], inputs, outcomes)
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=workspace, env={**env, **step_env}, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+            cwd=workspace,
+            env={**env, **step_env},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         ran[name] = done
         outcomes[name] = "success" if done.returncode == 0 else "failure"
     return ran
@@ -172,10 +186,15 @@ def test_the_actions_steps_on_a_pointer_checkout_against_the_hub(hub_server, reg
     assert set(ran) >= {"validate", "verify-remote"}, ran
     for name, done in ran.items():
         assert done.returncode == 0, (name, done.stdout, done.stderr)
-    assert f"pointer mode: {len(weights)} Git LFS pointer(s)" in ran["validate"].stdout and "registry is valid" in ran["validate"].stdout
+    assert (
+        f"pointer mode: {len(weights)} Git LFS pointer(s)" in ran["validate"].stdout
+        and "registry is valid" in ran["validate"].stdout
+    )
     report = cli.json("verify-remote", "--repo-id", REPO, "--revision", head, "-C", workspace / "reg", "--json")
     assert report["commit"] == head and {c["path"] for c in report["content"]} >= set(weights)
-    assert all(hub_server.files(REPO)[w] == (registry / w).read_bytes() for w in weights)  # what the pointers name is there
+    assert all(
+        hub_server.files(REPO)[w] == (registry / w).read_bytes() for w in weights
+    )  # what the pointers name is there
     weight = weight_path(registry)
     set_pointer(workspace / "reg" / weight, oid="ab" * 32)  # a pull request that points a weight elsewhere
     ran = run_action(workspace, {"registry": "reg", "repo-id": REPO, "revision": head}, tmp_path)

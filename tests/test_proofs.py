@@ -38,7 +38,12 @@ def test_xet_upload_lists_xet_hashes_that_match_the_local_bytes(hub_server, regi
     listed = {f.path: f.xet_hash for f in HfApi().list_repo_tree(REPO, recursive=True) if isinstance(f, RepoFile)}
     assert listed[weight] == xet_digests(registry, [weight], None)[weight]
     report = verify_remote(cli, registry)
-    assert report["ok"] and content(report, weight) == {"path": weight, "xet": "match", "sha256": "match", "note": "Xet hash matches the local bytes"}
+    assert report["ok"] and content(report, weight) == {
+        "path": weight,
+        "xet": "match",
+        "sha256": "match",
+        "note": "Xet hash matches the local bytes",
+    }
     assert "1 file(s) verified by the Hub's Xet hash" in cli("verify-remote", "--repo-id", REPO, "-C", registry).output
 
 
@@ -48,14 +53,18 @@ def test_xet_hashes_are_cached_like_sha256s(registry, monkeypatch):
     os.utime(registry / weight, (1e9, 1e9))  # not just written: a fresh file is never cached (racy), as with sha256
     first = xet_digests(registry, [weight], cache)
     chunked: list = []
-    monkeypatch.setattr(xet, "hash_xet_files", lambda paths, progress=None: chunked.append(paths) or dict.fromkeys(paths, "rehashed"))
+    monkeypatch.setattr(
+        xet, "hash_xet_files", lambda paths, progress=None: chunked.append(paths) or dict.fromkeys(paths, "rehashed")
+    )
 
     assert xet_digests(registry, [weight], cache) == first and chunked == [[]]  # the same file is not chunked twice
     (registry / weight).write_bytes((registry / weight).read_bytes()[:-1] + b"\0")
     assert xet_digests(registry, [weight], cache) == {weight: "rehashed"}  # a changed file is
 
 
-def test_bytes_unlike_their_asserted_sha256_are_caught_by_publish_verify_remote_and_pull(hub_server, registry, tmp_path, cli):
+def test_bytes_unlike_their_asserted_sha256_are_caught_by_publish_verify_remote_and_pull(
+    hub_server, registry, tmp_path, cli
+):
     weight = weight_path(registry)
     hub_server.store_other_bytes(REPO, weight)
 
@@ -67,7 +76,11 @@ def test_bytes_unlike_their_asserted_sha256_are_caught_by_publish_verify_remote_
     assert listed[weight].lfs.sha256 == Repo(registry).load_index().entries[0].sha256  # the sha256 label lies
     report = verify_remote(cli, registry, code=1)
     # the failed publish kept the repo id it staged out of the local index.json and card: they differ too
-    assert sorted((p["code"], p["file"]) for p in report["problems"]) == [("local.differs", "README.md"), ("local.differs", "index.json"), ("remote.xet-mismatch", weight)]
+    assert sorted((p["code"], p["file"]) for p in report["problems"]) == [
+        ("local.differs", "README.md"),
+        ("local.differs", "index.json"),
+        ("remote.xet-mismatch", weight),
+    ]
     assert content(report, weight)["xet"] == "mismatch" and content(report, weight)["sha256"] == "match"
     pulled = cli("pull", "--repo-id", REPO, tmp_path / "pulled", code=3)
     assert f"error: {weight}:" in pulled.output and not (tmp_path / "pulled").exists()
@@ -82,7 +95,10 @@ def test_a_redacted_xet_hash_is_unverifiable_never_a_pass_nor_a_mismatch(hub_ser
 
     assert not report["ok"]
     assert [(p["code"], p["file"]) for p in report["problems"]] == [("remote.unverifiable", weight)]
-    assert content(report, weight)["xet"] == "unverifiable" and "unverifiable without access" in content(report, weight)["note"]
+    assert (
+        content(report, weight)["xet"] == "unverifiable"
+        and "unverifiable without access" in content(report, weight)["note"]
+    )
 
 
 def test_an_lfs_only_file_is_compared_by_sha256_and_said_so(hub_server, registry, cli, monkeypatch):
@@ -93,7 +109,12 @@ def test_an_lfs_only_file_is_compared_by_sha256_and_said_so(hub_server, registry
 
     report = verify_remote(cli, registry)
 
-    assert report["ok"] and content(report, weight) == {"path": weight, "xet": "lfs-only", "sha256": "match", "note": "LFS-stored, sha256 only"}
+    assert report["ok"] and content(report, weight) == {
+        "path": weight,
+        "xet": "lfs-only",
+        "sha256": "match",
+        "note": "LFS-stored, sha256 only",
+    }
     assert f"note: {weight}: LFS-stored, sha256 only" in cli("verify-remote", "--repo-id", REPO, "-C", registry).output
 
 
@@ -112,13 +133,19 @@ def change_when_uploading(path, monkeypatch) -> None:
     monkeypatch.setattr(HfApi, "preupload_lfs_files", change_then_upload)
 
 
-def test_a_weight_changed_between_plan_and_upload_is_refused_and_nothing_committed(hub_server, registry, cli, monkeypatch):
-    monkeypatch.setattr(upload, "IN_MEMORY", 0)  # the weight goes by path, hashed by hf_xet as it uploads (a multi-GB weight's way)
+def test_a_weight_changed_between_plan_and_upload_is_refused_and_nothing_committed(
+    hub_server, registry, cli, monkeypatch
+):
+    monkeypatch.setattr(
+        upload, "IN_MEMORY", 0
+    )  # the weight goes by path, hashed by hf_xet as it uploads (a multi-GB weight's way)
     change_when_uploading(registry / weight_path(registry), monkeypatch)
 
     result = cli.json(*publish_args(registry, "--json"), code=3)
 
-    assert [(p["code"], p["file"]) for p in result["problems"]] == [("publish.changed-meanwhile", weight_path(registry))]
+    assert [(p["code"], p["file"]) for p in result["problems"]] == [
+        ("publish.changed-meanwhile", weight_path(registry))
+    ]
     assert hub_server.commits_made == 0
     assert set(hub_server.files(REPO)) == {".gitattributes"}  # the Hub's initial commit, nothing else
     assert_nothing_recorded(registry)

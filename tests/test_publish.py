@@ -114,7 +114,16 @@ def template(tmp_path_factory) -> Path:
     root = init_registry(tmp / "reg", title="Publish test").root
     base = make_base_checkpoint(tmp / "rwkv7-tiny-pub-20260101.pth", SMALL)
     add_base(root, BaseRequest(path=base, filename=base.name))
-    add_weight(root, AddRequest(make_state_file(tmp / "s1224.pth", SMALL, seed=3), base.name[:-4], "state", "v1.41", train_json(tmp / "t.json")))
+    add_weight(
+        root,
+        AddRequest(
+            make_state_file(tmp / "s1224.pth", SMALL, seed=3),
+            base.name[:-4],
+            "state",
+            "v1.41",
+            train_json(tmp / "t.json"),
+        ),
+    )
     return root
 
 
@@ -154,7 +163,9 @@ def assert_published(server, root: Path) -> None:
     assert hub_files(server) == local_files(root)
     record = json.loads((Repo(root).published_dir / "remote.json").read_text())
     assert record == {"repo_id": REPO, "revision": "main", "commit": server.head(REPO)}
-    assert parse_sums((Repo(root).published_dir / "SHA256SUMS").read_bytes()) == parse_sums((root / "SHA256SUMS").read_bytes())
+    assert parse_sums((Repo(root).published_dir / "SHA256SUMS").read_bytes()) == parse_sums(
+        (root / "SHA256SUMS").read_bytes()
+    )
 
 
 # -- the pure core -----------------------------------------------------------------------------------------------
@@ -192,14 +203,19 @@ def test_plan_refuses_changing_a_published_weight_unless_the_rewrite_is_recorded
     remote = RemoteState(REPO, "main", "c" * 40, {"w/a.pth": RemoteFile("w/a.pth", 10, "9" * 40, SHA_A)})
 
     refused = make_plan(local, remote)
-    allowed = make_plan(local, remote, [Rewrite(path="w/a.pth", old_sha256=SHA_A, new_sha256=SHA_B, reason="fix", date="2026-01-01")])
+    allowed = make_plan(
+        local, remote, [Rewrite(path="w/a.pth", old_sha256=SHA_A, new_sha256=SHA_B, reason="fix", date="2026-01-01")]
+    )
 
     assert [(p.code, p.file) for p in refused.problems] == [("immutable.on-hub", "w/a.pth")]
     assert allowed.problems == () and [f.path for f in allowed.uploads] == ["w/a.pth"]
 
 
 def test_verify_tree_wants_exactly_the_planned_files():
-    local = {"w/a.pth": LocalFile("w/a.pth", SHA_A, 10), "index.json": LocalFile("index.json", SHA_B, 5, git_sha1="1" * 40)}
+    local = {
+        "w/a.pth": LocalFile("w/a.pth", SHA_A, 10),
+        "index.json": LocalFile("index.json", SHA_B, 5, git_sha1="1" * 40),
+    }
     plan = make_plan(local, RemoteState(REPO, "main", None))
     good = {"w/a.pth": RemoteFile("w/a.pth", 10, "9" * 40, SHA_A), "index.json": RemoteFile("index.json", 5, "1" * 40)}
 
@@ -312,7 +328,9 @@ def test_failing_or_stale_receipts_are_refused(hub_server, registry, cli):
     path = write_receipt(registry, entry)
     stale = json.loads(path.read_text())
     stale["files"][entry.path] = "0" * 64
-    path.write_text(sealed(Receipt.model_validate({**stale, "seal": None})).model_dump_json())  # sealed here, so only staleness is wrong
+    path.write_text(
+        sealed(Receipt.model_validate({**stale, "seal": None})).model_dump_json()
+    )  # sealed here, so only staleness is wrong
     assert "the gate loaded other bytes" in cli(*publish_args(registry), code=3).output
     assert hub_server.commits_made == 0
 
@@ -404,7 +422,11 @@ def test_wrong_token_is_a_clear_error_without_the_token(hub_server, registry, cl
     wrong = "hf_WrongTokenZq81xYvKp3Ld"
     monkeypatch.setenv("HF_TOKEN", wrong)
 
-    for args in (publish_args(registry), ["verify-remote", "--repo-id", REPO], ["pull", "--repo-id", REPO, registry.parent / "p"]):
+    for args in (
+        publish_args(registry),
+        ["verify-remote", "--repo-id", REPO],
+        ["pull", "--repo-id", REPO, registry.parent / "p"],
+    ):
         result = cli(*args, code=3)
         assert f"error: {REPO}: the Hub refused the credentials (401); fix: set HF_TOKEN" in result.output
     assert not any(wrong in out or "WrongToken" in out for out in cli.outputs)
@@ -504,7 +526,9 @@ def test_pull_refuses_a_hostile_tree_before_downloading_anything(hub_server, reg
     result = cli("pull", "--repo-id", REPO, tmp_path / "new", "--json", code=3)
     document = json.loads(result.stdout)
     assert document["problems"][0]["code"] == "remote.bad-path" and "'..'" in document["problems"][0]["message"]
-    assert "Traceback" not in result.output and not (tmp_path / "new").exists() and not (tmp_path / "escape.txt").exists()
+    assert (
+        "Traceback" not in result.output and not (tmp_path / "new").exists() and not (tmp_path / "escape.txt").exists()
+    )
     assert not [p for p in tmp_path.iterdir() if ".pull-" in p.name]
 
 
@@ -522,7 +546,12 @@ def test_plan_restores_only_the_registry_own_bytes_and_only_when_asked():
 
 @pytest.mark.parametrize(
     "extra,code",
-    [({"README.MD": b"twin\n"}, "remote.name-collision"), ({"caf\u00e9.txt": b"1\n", "cafe\u0301.txt": b"2\n"}, "remote.name-collision"), ({"x\u202etxt.pth": b"x\n"}, "remote.bad-path"), ({"a\u200b.txt": b"x\n"}, "remote.bad-path")],
+    [
+        ({"README.MD": b"twin\n"}, "remote.name-collision"),
+        ({"caf\u00e9.txt": b"1\n", "cafe\u0301.txt": b"2\n"}, "remote.name-collision"),
+        ({"x\u202etxt.pth": b"x\n"}, "remote.bad-path"),
+        ({"a\u200b.txt": b"x\n"}, "remote.bad-path"),
+    ],
     ids=["case twin", "NFC and NFD twins", "bidi control", "zero-width space"],
 )
 def test_pull_refuses_names_that_read_or_land_as_others(hub_server, registry, tmp_path, cli, extra, code):
@@ -531,7 +560,9 @@ def test_pull_refuses_names_that_read_or_land_as_others(hub_server, registry, tm
     cli(*publish_args(registry))
     repo = hub_server._repos[("model", REPO)]
     head = repo.resolve("main")
-    hostile = repo.add_commit(head.oid, {**head.tree, **{name: Blob(data) for name, data in extra.items()}}, "twins", "", "mallory")
+    hostile = repo.add_commit(
+        head.oid, {**head.tree, **{name: Blob(data) for name, data in extra.items()}}, "twins", "", "mallory"
+    )
     repo.move_ref("main", hostile.oid)
     result = cli("pull", "--repo-id", REPO, tmp_path / "new", "--json", code=3)
     assert json.loads(result.stdout)["problems"][0]["code"] == code and not (tmp_path / "new").exists()
@@ -553,7 +584,11 @@ def test_publish_private_makes_the_first_publish_private_and_the_plan_and_card_s
     assert info.private is True and not info.gated
     assert json.loads((registry / "index.json").read_text())["registry"]["access"] == "private"
     card = (registry / "README.md").read_text(encoding="utf-8")
-    assert "This repository is private" in card and "本仓库是私有的" in card and card.index("private") < card.index(f"hf download {REPO}")
+    assert (
+        "This repository is private" in card
+        and "本仓库是私有的" in card
+        and card.index("private") < card.index(f"hf download {REPO}")
+    )
     assert_published(hub_server, registry)
     assert hub_files(hub_server)["README.md"] == (registry / "README.md").read_bytes()  # the published card says so too
     # Without the owner's token it is not there.
@@ -567,7 +602,10 @@ def test_publish_private_makes_the_first_publish_private_and_the_plan_and_card_s
     # Once it holds a published registry, publish does not change who may see it.
     refused = cli(*publish_args(registry, "--gated", "auto"), code=3)
     assert f"error: {REPO}: is private: its owners only and holds a published registry" in refused.output
-    assert f"https://huggingface.co/{REPO}/settings" in refused.output and "registry set access gated-auto" in refused.output
+    assert (
+        f"https://huggingface.co/{REPO}/settings" in refused.output
+        and "registry set access gated-auto" in refused.output
+    )
     assert HfApi().model_info(REPO).private is True
 
 
@@ -593,7 +631,10 @@ def test_publish_gated_sets_the_gate_before_anything_is_committed(hub_server, re
 
 def test_publish_private_and_gated_together_is_a_usage_error(hub_server, registry, cli):
     result = cli(*publish_args(registry, "--private", "--gated", "manual"), code=2)
-    assert result.output.startswith("error: --gated: a private repo is seen by its owners only") and "fix: pass --private or --gated, not both" in result.output
+    assert (
+        result.output.startswith("error: --gated: a private repo is seen by its owners only")
+        and "fix: pass --private or --gated, not both" in result.output
+    )
     assert_nothing_recorded(registry)
 
 

@@ -20,7 +20,16 @@ from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
 from .conftest import snapshot
-from .test_publish import REPO, assert_nothing_recorded, assert_published, cli, hub_files, publish_args, registry, template  # noqa: F401  (fixtures)
+from .test_publish import (
+    REPO,
+    assert_nothing_recorded,
+    assert_published,
+    cli,  # noqa: F401  (fixture)
+    hub_files,
+    publish_args,
+    registry,  # noqa: F401  (fixture)
+    template,  # noqa: F401  (fixture)
+)
 
 pytest_plugins = ["tests.hubserver"]
 
@@ -28,14 +37,31 @@ pytest_plugins = ["tests.hubserver"]
 # -- 11. a server error is not a machine failure, and nothing local changes before the commit lands ---------------
 
 
-@pytest.mark.parametrize(("endpoint", "status"), [("commit", 501), ("commit", 503), ("preupload", 501), ("create_repo", 501), ("xet_write_token", 501), ("lfs_batch", 501), ("lfs_upload", 501), ("lfs_verify", 501), ("validate_yaml", 501)])
+@pytest.mark.parametrize(
+    ("endpoint", "status"),
+    [
+        ("commit", 501),
+        ("commit", 503),
+        ("preupload", 501),
+        ("create_repo", 501),
+        ("xet_write_token", 501),
+        ("lfs_batch", 501),
+        ("lfs_upload", 501),
+        ("lfs_verify", 501),
+        ("validate_yaml", 501),
+    ],
+)
 def test_a_server_error_is_exit_4_and_changes_nothing_local(request, registry, cli, instant_retries, endpoint, status):
-    hub_server = request.getfixturevalue("lfs_hub_server" if endpoint.startswith("lfs_") else "hub_server")  # only a client without Xet reaches the LFS endpoints
+    hub_server = request.getfixturevalue(
+        "lfs_hub_server" if endpoint.startswith("lfs_") else "hub_server"
+    )  # only a client without Xet reaches the LFS endpoints
     before = snapshot(registry)
     hub_server.fail_next(endpoint, status=status, times=10)
     result = cli(*publish_args(registry), code=4)
     assert str(status) in result.output or "HfHubHTTPError" in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]  # hf_xet's messages hold "error: " too
+    errors = [
+        line for line in result.output.splitlines() if line.startswith("error: ")
+    ]  # hf_xet's messages hold "error: " too
     assert len(errors) == 1 and result.output.endswith(errors[0] + "\n"), result.output  # one error line, the last
     assert snapshot(registry) == before  # index.json, README.md and SHA256SUMS still as they were
     assert_nothing_recorded(registry)
@@ -45,7 +71,9 @@ def test_a_server_error_is_exit_4_and_changes_nothing_local(request, registry, c
     assert_published(hub_server, registry)
 
 
-def test_a_server_error_on_the_xet_download_path_is_exit_4_and_pull_writes_nothing(hub_server, registry, cli, tmp_path, instant_retries):
+def test_a_server_error_on_the_xet_download_path_is_exit_4_and_pull_writes_nothing(
+    hub_server, registry, cli, tmp_path, instant_retries
+):
     cli(*publish_args(registry))
     hub_server.fail_next("xet_read_token", status=501, times=10)
     result = cli("pull", "--repo-id", REPO, tmp_path / "pulled", code=4)
@@ -67,7 +95,9 @@ def _blockers(cli, root: Path) -> set[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("how", ["hand-written", "edited", "another user's key"])
-def test_a_receipt_this_installation_did_not_write_does_not_count(hub_server, registry, cli, tmp_path, monkeypatch, how):
+def test_a_receipt_this_installation_did_not_write_does_not_count(
+    hub_server, registry, cli, tmp_path, monkeypatch, how
+):
     entry = Repo(registry).load_index().entries[0]
     receipt_file = _receipt(registry)
     receipt = Receipt.model_validate_json(receipt_file.read_text())
@@ -94,12 +124,19 @@ def test_gitattributes_that_drop_lfs_for_weights_fail_validate(registry, cli):
     weight = Repo(registry).load_index().entries[0].path
     attributes = registry / ".gitattributes"
     written = attributes.read_text()  # init's: one line per binary kind (.pth, .safetensors, .gguf)
-    for text, line in [("*.safetensors filter=lfs diff=lfs merge=lfs -text\n", None), (written + "*.pth -filter -diff -merge text\n", len(written.splitlines()) + 1)]:
+    for text, line in [
+        ("*.safetensors filter=lfs diff=lfs merge=lfs -text\n", None),
+        (written + "*.pth -filter -diff -merge text\n", len(written.splitlines()) + 1),
+    ]:
         attributes.write_text(text)
-        assert ("sums.mismatch", ".gitattributes") in {(p.code, p.file) for p in validate(registry)}  # SHA256SUMS covers it
+        assert ("sums.mismatch", ".gitattributes") in {
+            (p.code, p.file) for p in validate(registry)
+        }  # SHA256SUMS covers it
         write_sums(registry)
         found = {(p.code, p.file): p.message for p in validate(registry)}
-        assert ("gitattributes.no-lfs", weight) in found and (line is None or f"line {line}" in found[("gitattributes.no-lfs", weight)])
+        assert ("gitattributes.no-lfs", weight) in found and (
+            line is None or f"line {line}" in found[("gitattributes.no-lfs", weight)]
+        )
         assert cli(*publish_args(registry), code=3) and hub_server_untouched(registry)
     attributes.unlink()
     write_sums(registry)
@@ -110,7 +147,9 @@ def hub_server_untouched(root: Path) -> bool:
     return not (Repo(root).published_dir / "remote.json").exists()
 
 
-def test_hidden_folders_are_checked_and_gits_files_are_reported_as_not_covered_and_never_published(hub_server, registry, cli):
+def test_hidden_folders_are_checked_and_gits_files_are_reported_as_not_covered_and_never_published(
+    hub_server, registry, cli
+):
     hidden = registry / ".gitx" / "objects.pth"  # a pickle behind a name that looked like git's
     hidden.parent.mkdir()
     hidden.write_bytes(b"\x80\x04K\x01.")
@@ -131,7 +170,10 @@ def test_hidden_folders_are_checked_and_gits_files_are_reported_as_not_covered_a
     cli(*publish_args(registry))
     published = set(hub_files(hub_server))
     assert published == set(parse_sums((registry / "SHA256SUMS").read_bytes())) | {"SHA256SUMS"}
-    assert ".gitattributes" in published and not {".github/workflows/ci.yml", ".pre-commit-config.yaml", ".gitignore"} & published
+    assert (
+        ".gitattributes" in published
+        and not {".github/workflows/ci.yml", ".pre-commit-config.yaml", ".gitignore"} & published
+    )
 
 
 def test_pull_refuses_a_remote_gitattributes_that_sha256sums_does_not_cover(hub_server, registry, cli, tmp_path):
@@ -147,7 +189,9 @@ def test_pull_and_verify_remote_refuse_a_remote_index_json_with_a_key_twice(hub_
 
     cli(*publish_args(registry))
     index = (registry / "index.json").read_text(encoding="utf-8")
-    twice = (index.rstrip()[:-1].rstrip() + ',\n  "entries": []\n}\n').encode()  # a reviewer sees the entries; json's last key wins
+    twice = (
+        index.rstrip()[:-1].rstrip() + ',\n  "entries": []\n}\n'
+    ).encode()  # a reviewer sees the entries; json's last key wins
     sums = parse_sums((registry / "SHA256SUMS").read_bytes())
     sums["index.json"] = hashlib.sha256(twice).hexdigest()  # SHA256SUMS made to agree, as a hostile remote would
     operations = [CommitOperationAdd("index.json", twice), CommitOperationAdd("SHA256SUMS", render_sums(sums))]
@@ -167,7 +211,9 @@ def _record(root: Path) -> bytes | None:
 
 
 @pytest.mark.parametrize("lie", ["weight", "README.md", "index.json"])
-def test_a_restore_against_a_hub_that_keeps_serving_other_bytes_exits_non_zero_saying_what_differs(hub_server, registry, cli, lie):
+def test_a_restore_against_a_hub_that_keeps_serving_other_bytes_exits_non_zero_saying_what_differs(
+    hub_server, registry, cli, lie
+):
     """After a clean publish the Hub starts serving other bytes for a file (its listing unchanged, so the
     plan sees nothing to send): publish --restore, and a plain re-run, must re-read the commit and refuse."""
     cli(*publish_args(registry))
@@ -208,7 +254,9 @@ def test_another_persons_file_that_publish_keeps_is_a_note_of_verify_remote_not_
 def test_pull_refuses_a_repo_that_carries_the_tools_private_folder(hub_server, registry, cli, tmp_path):
     """Issue 38: a journal inside a pulled repo would land in the new registry's .registry/."""
     cli(*publish_args(registry))
-    journal = json.dumps({"dirs": [], "renames": [["README.md", next(e.path for e in Repo(registry).load_index().entries)]]}).encode()
+    journal = json.dumps(
+        {"dirs": [], "renames": [["README.md", next(e.path for e in Repo(registry).load_index().entries)]]}
+    ).encode()
     HfApi().upload_file(path_or_fileobj=journal, path_in_repo=".registry/journal.json", repo_id=REPO)
     result = cli("pull", "--repo-id", REPO, tmp_path / "pulled", code=3)
     assert "error: " in result.output and ".registry/journal.json, in the tool's private folder" in result.output

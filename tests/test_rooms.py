@@ -25,7 +25,9 @@ def imports(path: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             base = package.rsplit(".", node.level - 1)[0] if node.level else ""
             module = ".".join(filter(None, [base, node.module or ""]))
-            found += [(node.lineno, module)] + [(node.lineno, f"{module}.{alias.name}") for alias in node.names if node.level and not node.module]
+            found += [(node.lineno, module)] + [
+                (node.lineno, f"{module}.{alias.name}") for alias in node.names if node.level and not node.module
+            ]
     return found
 
 
@@ -53,7 +55,16 @@ def test_the_card_never_imports_a_command():
     assert [u for u in modules_importing("registry.ops") if u.startswith("registry/card/")] == []
 
 
-@pytest.mark.parametrize("module", ["registry.core.atomic", "registry.core.hashing", "registry.core.hashing.cache", "registry.core.published", "registry.card.sync"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "registry.core.atomic",
+        "registry.core.hashing",
+        "registry.core.hashing.cache",
+        "registry.core.published",
+        "registry.card.sync",
+    ],
+)
 def test_a_module_imports_first_in_a_fresh_interpreter(module):
     """The hashing package sits below atomic (atomic takes its digests from it), so importing
     either first must work: a circle between them fails only in one order."""

@@ -93,40 +93,102 @@ BAD: list[tuple[str, Callable[[Path], Path], str]] = [
     ("offsets-past-the-end", lambda p: write(p, {"a": entry(0, 4), "b": entry(4, 8)}, b"\0" * 6), "truncated"),
     ("trailing-bytes", lambda p: write(p, {"a": entry(0, 4)}, TWO), "4 more bytes follow"),
     ("not-from-offset-0", lambda p: write(p, {"a": entry(4, 8)}, TWO), "gap of 4 bytes after offset 0"),
-    ("ends-before-it-begins", lambda p: write(p, {"a": entry(0, 4), "b": {"dtype": "F32", "shape": [0], "data_offsets": [4, 0]}}, b"\0" * 4), "ends before it begins"),
-    ("duplicate-tensor-key", lambda p: write(p, b'{"a":' + json.dumps(entry(0, 4)).encode() + b',"a":' + json.dumps(entry(4, 8)).encode() + b"}", TWO), "'a' twice"),
+    (
+        "ends-before-it-begins",
+        lambda p: write(p, {"a": entry(0, 4), "b": {"dtype": "F32", "shape": [0], "data_offsets": [4, 0]}}, b"\0" * 4),
+        "ends before it begins",
+    ),
+    (
+        "duplicate-tensor-key",
+        lambda p: write(
+            p, b'{"a":' + json.dumps(entry(0, 4)).encode() + b',"a":' + json.dumps(entry(4, 8)).encode() + b"}", TWO
+        ),
+        "'a' twice",
+    ),
     (
         "duplicate-metadata",
-        lambda p: write(p, b'{"__metadata__":{"x":"1"},"__metadata__":{"x":"2"},"a":' + json.dumps(entry(0, 4)).encode() + b"}", b"\0" * 4),
+        lambda p: write(
+            p,
+            b'{"__metadata__":{"x":"1"},"__metadata__":{"x":"2"},"a":' + json.dumps(entry(0, 4)).encode() + b"}",
+            b"\0" * 4,
+        ),
         "'__metadata__' twice",
     ),
-    ("duplicate-entry-field", lambda p: write(p, b'{"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}}', b"\0" * 4), "'dtype' twice"),
-    ("header-over-100000000", lambda p: sparse_header(p, MAX_HEADER_SIZE + 1), "over the safetensors limit of 100000000"),
+    (
+        "duplicate-entry-field",
+        lambda p: write(p, b'{"a":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}}', b"\0" * 4),
+        "'dtype' twice",
+    ),
+    (
+        "header-over-100000000",
+        lambda p: sparse_header(p, MAX_HEADER_SIZE + 1),
+        "over the safetensors limit of 100000000",
+    ),
     ("header-length-past-eof", lambda p: write(p, b"{}", length=64), "truncated"),
     ("shorter-than-8-bytes", lambda p: (p.write_bytes(b"\x02\0\0\0\0"), p)[1], "shorter than the 8-byte header length"),
     ("empty-header", lambda p: write(p, b""), "not valid JSON"),
-    ("non-utf8-header", lambda p: write(p, b'{"a\xff":' + json.dumps(entry(0, 4)).encode() + b"}", b"\0" * 4), "not valid UTF-8"),
+    (
+        "non-utf8-header",
+        lambda p: write(p, b'{"a\xff":' + json.dumps(entry(0, 4)).encode() + b"}", b"\0" * 4),
+        "not valid UTF-8",
+    ),
     ("utf8-bom", lambda p: write(p, b"\xef\xbb\xbf{}"), "not valid JSON"),
     ("non-object-header", lambda p: write(p, [entry(0, 4)], b"\0" * 4), "JSON array, not an object"),
     ("null-header", lambda p: write(p, b"null"), "JSON null, not an object"),
     ("nul-padding", lambda p: write(p, b"{}\0\0\0\0\0\0"), "not valid JSON"),
     ("text-after-the-object", lambda p: write(p, b"{} {}"), "not valid JSON"),
-    ("lone-surrogate-name", lambda p: write(p, b'{"\\ud800":' + json.dumps(entry(0, 4)).encode() + b"}", b"\0" * 4), "surrogate"),
+    (
+        "lone-surrogate-name",
+        lambda p: write(p, b'{"\\ud800":' + json.dumps(entry(0, 4)).encode() + b"}", b"\0" * 4),
+        "surrogate",
+    ),
     ("unknown-dtype", lambda p: write(p, {"a": entry(0, 4, [1], "F99")}, b"\0" * 4), "unknown dtype 'F99'"),
     ("lowercase-dtype", lambda p: write(p, {"a": entry(0, 4, [1], "f32")}, b"\0" * 4), "unknown dtype 'f32'"),
     ("shape-bytes-mismatch", lambda p: write(p, {"a": entry(0, 8, [1])}, TWO), "needs 4 bytes"),
-    ("sub-byte-dtype-not-whole-bytes", lambda p: write(p, {"a": entry(0, 2, [3], "F4")}, b"\0" * 2), "not a whole number of bytes"),
+    (
+        "sub-byte-dtype-not-whole-bytes",
+        lambda p: write(p, {"a": entry(0, 2, [3], "F4")}, b"\0" * 2),
+        "not a whole number of bytes",
+    ),
     ("shape-overflows-u64", lambda p: write(p, {"a": entry(0, 0, [1 << 40, 1 << 40, 0])}), "64-bit"),
     ("bits-overflow-u64", lambda p: write(p, {"a": entry(0, 0, [1 << 62])}), "64-bit"),
     ("shape-past-u64", lambda p: write(p, {"a": entry(0, 0, [1 << 64, 0])}), "not a list of integers"),
-    ("float-shape", lambda p: write(p, b'{"a":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}}', b"\0" * 4), "not a list of integers"),
-    ("negative-zero-shape", lambda p: write(p, b'{"a":{"dtype":"F32","shape":[-0],"data_offsets":[0,0]}}'), "not a list of integers"),
-    ("string-shape", lambda p: write(p, {"a": {"dtype": "F32", "shape": ["1"], "data_offsets": [0, 4]}}, b"\0" * 4), "not a list of integers"),
-    ("three-offsets", lambda p: write(p, {"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4, 4]}}, b"\0" * 4), "not [begin, end]"),
+    (
+        "float-shape",
+        lambda p: write(p, b'{"a":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}}', b"\0" * 4),
+        "not a list of integers",
+    ),
+    (
+        "negative-zero-shape",
+        lambda p: write(p, b'{"a":{"dtype":"F32","shape":[-0],"data_offsets":[0,0]}}'),
+        "not a list of integers",
+    ),
+    (
+        "string-shape",
+        lambda p: write(p, {"a": {"dtype": "F32", "shape": ["1"], "data_offsets": [0, 4]}}, b"\0" * 4),
+        "not a list of integers",
+    ),
+    (
+        "three-offsets",
+        lambda p: write(p, {"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4, 4]}}, b"\0" * 4),
+        "not [begin, end]",
+    ),
     ("missing-field", lambda p: write(p, {"a": {"dtype": "F32", "data_offsets": [0, 4]}}, b"\0" * 4), "lacks shape"),
-    ("metadata-non-string-value", lambda p: write(p, {"__metadata__": {"epoch": 3}, "a": entry(0, 4)}, b"\0" * 4), "must map strings to strings"),
-    ("metadata-null-value", lambda p: write(p, {"__metadata__": {"note": None}, "a": entry(0, 4)}, b"\0" * 4), "must map strings to strings"),
-    ("metadata-array", lambda p: write(p, {"__metadata__": [], "a": entry(0, 4)}, b"\0" * 4), "must map strings to strings"),
+    (
+        "metadata-non-string-value",
+        lambda p: write(p, {"__metadata__": {"epoch": 3}, "a": entry(0, 4)}, b"\0" * 4),
+        "must map strings to strings",
+    ),
+    (
+        "metadata-null-value",
+        lambda p: write(p, {"__metadata__": {"note": None}, "a": entry(0, 4)}, b"\0" * 4),
+        "must map strings to strings",
+    ),
+    (
+        "metadata-array",
+        lambda p: write(p, {"__metadata__": [], "a": entry(0, 4)}, b"\0" * 4),
+        "must map strings to strings",
+    ),
     ("tensor-entry-null", lambda p: write(p, {"a": None}), "JSON null"),
 ]
 
@@ -148,7 +210,10 @@ def test_the_header_limit_is_the_loaders_exactly(tmp_path):
     over = sparse_header(tmp_path / "over.safetensors", MAX_HEADER_SIZE + 1)
     assert "header too large" in loader_refuses(over)
     # 100 MiB, the old limit, is well over the loader's
-    assert "over the safetensors limit" in we_refuse(sparse_header(tmp_path / "mib.safetensors", 100 * 1024 * 1024)).message
+    assert (
+        "over the safetensors limit"
+        in we_refuse(sparse_header(tmp_path / "mib.safetensors", 100 * 1024 * 1024)).message
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -174,7 +239,11 @@ def test_files_written_by_save_file_are_accepted(tmp_path):
     header = read_safetensors_header(zero_size)
     assert header.tensors["extra.empty"].begin == header.tensors["extra.empty"].end
     inspection = inspect_weights(zero_size)
-    assert inspection.kind == "checkpoint" and inspection.tensors["extra.empty"].shape == (0, 4) and inspection.tensors["extra.scalar"].shape == ()
+    assert (
+        inspection.kind == "checkpoint"
+        and inspection.tensors["extra.empty"].shape == (0, 4)
+        and inspection.tensors["extra.scalar"].shape == ()
+    )
 
 
 @pytest.mark.parametrize(
@@ -183,13 +252,31 @@ def test_files_written_by_save_file_are_accepted(tmp_path):
         (b'  {"a":' + json.dumps(entry(0, 4)).encode() + b"}" + b" " * 11, b"\0" * 4),  # whitespace around the object
         (b'{"a":' + json.dumps(entry(0, 4)).encode() + b"}\t\r\n", b"\0" * 4),
         (b'{"__metadata__":null,"a":' + json.dumps(entry(0, 4)).encode() + b"}", b"\0" * 4),  # null metadata: none
-        (json.dumps({"b": entry(4, 8), "z": entry(4, 4, [0, 7]), "a": entry(0, 4)}).encode(), TWO),  # any order; zero-size between
+        (
+            json.dumps({"b": entry(4, 8), "z": entry(4, 4, [0, 7]), "a": entry(0, 4)}).encode(),
+            TWO,
+        ),  # any order; zero-size between
         (json.dumps({"z1": entry(0, 0, [0]), "z2": entry(0, 0, [0])}).encode(), b""),  # only zero-size tensors
         (json.dumps({"a": entry(0, 0, [0, 1 << 40, 1 << 40])}).encode(), b""),  # a leading 0 keeps the product in range
-        (json.dumps({"a": entry(0, 1, [2], "F4"), "b": entry(1, 9, [1], "C64")}).encode(), b"\0" * 9),  # dtypes the loader knows
-        (b'{"\\u00e9\\ud83d\\ude00":' + json.dumps(entry(0, 4)).encode() + b"}", b"\0" * 4),  # escapes, a surrogate pair
+        (
+            json.dumps({"a": entry(0, 1, [2], "F4"), "b": entry(1, 9, [1], "C64")}).encode(),
+            b"\0" * 9,
+        ),  # dtypes the loader knows
+        (
+            b'{"\\u00e9\\ud83d\\ude00":' + json.dumps(entry(0, 4)).encode() + b"}",
+            b"\0" * 4,
+        ),  # escapes, a surrogate pair
     ],
-    ids=["padded-both-sides", "padded-tab-cr-lf", "null-metadata", "any-order-zero-size", "only-zero-size", "zero-first-dimension", "sub-byte-and-complex", "escaped-name"],
+    ids=[
+        "padded-both-sides",
+        "padded-tab-cr-lf",
+        "null-metadata",
+        "any-order-zero-size",
+        "only-zero-size",
+        "zero-first-dimension",
+        "sub-byte-and-complex",
+        "escaped-name",
+    ],
 )
 def test_hand_written_valid_headers_are_accepted(tmp_path, header, data):
     path = write(tmp_path / "ok.safetensors", header, data)
@@ -215,7 +302,11 @@ def test_a_loader_dtype_the_registry_does_not_handle_is_refused_as_such(tmp_path
 @pytest.mark.parametrize(
     "header",
     [
-        b'{"a":' + json.dumps(entry(0, 4)).encode() + b',"a":' + json.dumps(entry(0, 4)).encode() + b"}",  # the loader keeps the last
+        b'{"a":'
+        + json.dumps(entry(0, 4)).encode()
+        + b',"a":'
+        + json.dumps(entry(0, 4)).encode()
+        + b"}",  # the loader keeps the last
         b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"note":"x"}}',  # the loader ignores unknown fields
         b'{"a":["F32",[1],[0,4]]}',  # serde's array form of a struct
         b'{"a":{"dtype":{"F32":null},"shape":[1],"data_offsets":[0,4]}}',  # serde's map form of an enum
@@ -296,14 +387,24 @@ def test_random_headers_get_the_loaders_verdict(tmp_path):
 
 def _shard(directory: Path, tensors: dict[str, torch.Tensor]) -> Path:
     names = sorted(tensors)
-    halves = {"model-00001-of-00002.safetensors": names[: len(names) // 2], "model-00002-of-00002.safetensors": names[len(names) // 2 :]}
+    halves = {
+        "model-00001-of-00002.safetensors": names[: len(names) // 2],
+        "model-00002-of-00002.safetensors": names[len(names) // 2 :],
+    }
     directory.mkdir(parents=True, exist_ok=True)
     weight_map = {}
     for shard, members in halves.items():
         save_file({n: tensors[n] for n in members}, str(directory / shard))
         weight_map.update(dict.fromkeys(members, shard))
     index = directory / "model.safetensors.index.json"
-    index.write_text(json.dumps({"metadata": {"total_size": sum(t.numel() * t.element_size() for t in tensors.values())}, "weight_map": weight_map}))
+    index.write_text(
+        json.dumps(
+            {
+                "metadata": {"total_size": sum(t.numel() * t.element_size() for t in tensors.values())},
+                "weight_map": weight_map,
+            }
+        )
+    )
     return index
 
 
@@ -331,22 +432,45 @@ def test_a_shard_with_a_gap_is_refused(tmp_path):
     loader_refuses(shard)
     with pytest.raises(RegistryError) as caught:
         inspect_weights(index)
-    assert caught.value.code == "weights.bad-safetensors" and caught.value.file == str(shard) and "gap of 64 bytes" in caught.value.message
+    assert (
+        caught.value.code == "weights.bad-safetensors"
+        and caught.value.file == str(shard)
+        and "gap of 64 bytes" in caught.value.message
+    )
 
 
 @pytest.mark.parametrize(
     ("edit", "says"),
     [
-        (lambda text: text.replace('"weight_map": {', '"weight_map": {"emb.weight": "model-00001-of-00002.safetensors", ', 1), "twice"),
+        (
+            lambda text: text.replace(
+                '"weight_map": {', '"weight_map": {"emb.weight": "model-00001-of-00002.safetensors", ', 1
+            ),
+            "twice",
+        ),
         (lambda text: text.replace('"metadata": {', '"metadata": {"total_size": 1, ', 1), "twice"),
         (lambda text: text.replace('{"total_size": ', '{"total_size": -', 1), "total_size"),
-        (lambda text: text.replace('"weight_map": {', '"weight_map": {"x": "../model-00001-of-00002.safetensors", ', 1), "not a file name beside the index"),
+        (
+            lambda text: text.replace(
+                '"weight_map": {', '"weight_map": {"x": "../model-00001-of-00002.safetensors", ', 1
+            ),
+            "not a file name beside the index",
+        ),
         (lambda text: json.dumps({"metadata": {}, "weight_map": {}}), "non-empty"),
         (lambda text: json.dumps({"weight_map": {"emb.weight": 1}}), "not a shard file name"),
         (lambda text: "[]", "not an object"),
         (lambda text: text[:-1], "not valid JSON"),
     ],
-    ids=["duplicate-tensor", "duplicate-total-size", "negative-total-size", "outside", "empty-weight-map", "non-string-shard", "array", "truncated"],
+    ids=[
+        "duplicate-tensor",
+        "duplicate-total-size",
+        "negative-total-size",
+        "outside",
+        "empty-weight-map",
+        "non-string-shard",
+        "array",
+        "truncated",
+    ],
 )
 def test_malformed_shard_index_is_refused(tmp_path, edit, says):
     index = _shard(tmp_path / "sharded", make_base_state_dict(SMALL))
@@ -369,7 +493,11 @@ def test_the_gate_runtime_reads_shard_indexes_with_the_same_parser(tmp_path):
 
     index = _shard(tmp_path / "sharded", make_base_state_dict(SMALL))
     assert set(load_tensors(index)) == set(make_base_state_dict(SMALL))
-    index.write_text(index.read_text().replace('"weight_map": {', '"weight_map": {"emb.weight": "model-00001-of-00002.safetensors", ', 1))
+    index.write_text(
+        index.read_text().replace(
+            '"weight_map": {', '"weight_map": {"emb.weight": "model-00001-of-00002.safetensors", ', 1
+        )
+    )
     with pytest.raises(RegistryError) as caught:
         load_tensors(index)
     assert caught.value.code == "weights.bad-shard-index"
@@ -442,11 +570,25 @@ def _hostile_rewrite(root: Path, relpath: str, craft: Callable[[Path], None]) ->
 def with_twins(registry_with_base, small_base, tmp_path):
     name = small_base.name[: -len(".pth")]
     root = registry_with_base
-    state = add_weight(root, AddRequest(make_state_file(tmp_path / "s.pth", SMALL), name, "state", "v1.41", train_json(tmp_path / "t.json")))
-    full = add_weight(root, AddRequest(save_checkpoint(tmp_path / "rwkv-final.pth", make_base_state_dict(SMALL)), name, "full", "v1.0", train_json(tmp_path / "f.json")))
+    state = add_weight(
+        root,
+        AddRequest(make_state_file(tmp_path / "s.pth", SMALL), name, "state", "v1.41", train_json(tmp_path / "t.json")),
+    )
+    full = add_weight(
+        root,
+        AddRequest(
+            save_checkpoint(tmp_path / "rwkv-final.pth", make_base_state_dict(SMALL)),
+            name,
+            "full",
+            "v1.0",
+            train_json(tmp_path / "f.json"),
+        ),
+    )
     state_twin = convert_entry(root, state.path, 1 << 40)
     full_twin = convert_entry(root, full.path, 200_000)
-    assert state_twin.format == "safetensors" and full_twin.format == "safetensors-sharded" and len(full_twin.shards) > 1
+    assert (
+        state_twin.format == "safetensors" and full_twin.format == "safetensors-sharded" and len(full_twin.shards) > 1
+    )
     assert validate(root) == []
     return root, state_twin, full_twin
 
@@ -480,6 +622,8 @@ def test_a_crafted_twin_with_an_empty_header_passes_neither_smoke_nor_publish(wi
         smoke(root, [state_twin.path], small_base, "cpu")
     assert refused.value.code == "weights.not-tensor-map" and refused.value.file == state_twin.path
     assert not list(root.glob(".registry/gates/*.json"))
-    dry_run = CliRunner().invoke(main, ["publish", "-C", str(root), "--repo-id", "ns/name", "--dry-run", "--assume-empty-remote", "--json"])
+    dry_run = CliRunner().invoke(
+        main, ["publish", "-C", str(root), "--repo-id", "ns/name", "--dry-run", "--assume-empty-remote", "--json"]
+    )
     problems = {(p["code"], p["file"]) for p in json.loads(dry_run.stdout)["problems"]}
     assert dry_run.exit_code == 3 and ("weights.not-tensor-map", state_twin.path) in problems

@@ -33,8 +33,12 @@ def write_key(directory: Path, name: str) -> tuple[Path, Path]:
     """A fresh P-256 key pair as PEM files: (private, public)."""
     key = ec.generate_private_key(ec.SECP256R1())
     private, public = directory / f"{name}.pem", directory / f"{name}.pub"
-    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     return private, public
 
 
@@ -45,7 +49,16 @@ def keys(tmp_path) -> tuple[Path, Path]:
 
 def stock_verify(root: Path, public: Path) -> subprocess.CompletedProcess[str]:
     """The stock CLI of the model_signing package, as the card tells users to run it."""
-    command = [MODEL_SIGNING, "verify", "key", str(root), "--signature", str(root / SIGNATURE_NAME), "--public_key", str(public)]
+    command = [
+        MODEL_SIGNING,
+        "verify",
+        "key",
+        str(root),
+        "--signature",
+        str(root / SIGNATURE_NAME),
+        "--public_key",
+        str(public),
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
@@ -62,7 +75,10 @@ def test_stock_model_signing_verify_accepts_registry_sign(registry, keys, cli):
     index = json.loads((registry / "index.json").read_text())
     assert index["registry"]["signer"] == {"method": "key", "fingerprint": signed["fingerprint"]}
     card = (registry / "README.md").read_text(encoding="utf-8")
-    assert signed["fingerprint"] in card and "model_signing verify key . --signature model.sig --public_key signer.pub" in card
+    assert (
+        signed["fingerprint"] in card
+        and "model_signing verify key . --signature model.sig --public_key signer.pub" in card
+    )
     cli("validate", "-C", registry)  # model.sig is no registry file that SHA256SUMS or the layout must know
     result = stock_verify(registry, public)
     assert result.returncode == 0 and "Verification succeeded" in result.stdout, result.stderr
@@ -126,8 +142,13 @@ def test_publish_requires_a_valid_signature_and_sends_it_in_the_same_commit(hub_
     sign_for(registry, private, cli)
     cli(*publish_args(registry, "--require-signature", "--public-key", public))
 
-    assert hub_server.commits_made == 1 and hub_server.files(REPO)[SIGNATURE_NAME] == (registry / SIGNATURE_NAME).read_bytes()
-    report = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--require-signature", "--public-key", public, "--json")
+    assert (
+        hub_server.commits_made == 1
+        and hub_server.files(REPO)[SIGNATURE_NAME] == (registry / SIGNATURE_NAME).read_bytes()
+    )
+    report = cli.json(
+        "verify-remote", "--repo-id", REPO, "-C", registry, "--require-signature", "--public-key", public, "--json"
+    )
     assert report["ok"]
     cli("pull", "--repo-id", REPO, tmp_path / "pulled", "--require-signature", "--public-key", public)
     assert stock_verify(tmp_path / "pulled", public).returncode == 0  # a pulled registry (with .registry/) verifies too
@@ -139,12 +160,19 @@ def test_publish_refuses_a_stale_signature(hub_server, registry, keys, tmp_path,
 
     result = cli.json(*publish_args(registry, "--json"), code=3)
 
-    assert {(p["code"], p["file"]) for p in result["problems"]} >= {("sign.mismatch", "index.json"), ("sign.mismatch", "SHA256SUMS")}
+    assert {(p["code"], p["file"]) for p in result["problems"]} >= {
+        ("sign.mismatch", "index.json"),
+        ("sign.mismatch", "SHA256SUMS"),
+    }
     assert hub_server.commits_made == 0
 
 
-@pytest.mark.parametrize(("change", "finding"), [("weight", "sign.mismatch"), ("index", "sign.mismatch"), ("added", "sign.unsigned-file")])
-def test_pull_require_signature_refuses_a_release_changed_after_signing(hub_server, registry, keys, tmp_path, cli, change, finding):
+@pytest.mark.parametrize(
+    ("change", "finding"), [("weight", "sign.mismatch"), ("index", "sign.mismatch"), ("added", "sign.unsigned-file")]
+)
+def test_pull_require_signature_refuses_a_release_changed_after_signing(
+    hub_server, registry, keys, tmp_path, cli, change, finding
+):
     """Someone with write access changes the release and keeps SHA256SUMS true: only the signature tells."""
     private, public = keys
     sign_for(registry, private, cli)
@@ -152,7 +180,9 @@ def test_pull_require_signature_refuses_a_release_changed_after_signing(hub_serv
     changed = weight = weight_path(registry)
     if change == "weight":
         flip_last_byte(registry / weight)
-        assert "stale signature" in cli("validate", "-C", registry, "--allow-rewrite", "swapped", code=1).output  # validate reads model.sig
+        assert (
+            "stale signature" in cli("validate", "-C", registry, "--allow-rewrite", "swapped", code=1).output
+        )  # validate reads model.sig
     elif change == "index":
         cli("set", "title", "Changed after signing", "-C", registry)
         changed = "index.json"
@@ -165,7 +195,18 @@ def test_pull_require_signature_refuses_a_release_changed_after_signing(hub_serv
         target = tmp_path / f"pulled{len(flags)}"
         result = cli.json("pull", "--repo-id", REPO, target, *flags, "--json", code=3)
         assert (finding, changed) in {(p["code"], p["file"]) for p in result["problems"]} and not target.exists()
-    verify = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--require-signature", "--public-key", public, "--json", code=1)
+    verify = cli.json(
+        "verify-remote",
+        "--repo-id",
+        REPO,
+        "-C",
+        registry,
+        "--require-signature",
+        "--public-key",
+        public,
+        "--json",
+        code=1,
+    )
     assert (finding, changed) in {(p["code"], p["file"]) for p in verify["problems"]}
 
 
@@ -175,7 +216,18 @@ def test_a_signature_by_another_key_is_refused(hub_server, registry, keys, tmp_p
     sign_for(registry, private, cli)
     cli(*publish_args(registry))
 
-    result = cli.json("verify-remote", "--repo-id", REPO, "-C", registry, "--require-signature", "--public-key", other_public, "--json", code=1)
+    result = cli.json(
+        "verify-remote",
+        "--repo-id",
+        REPO,
+        "-C",
+        registry,
+        "--require-signature",
+        "--public-key",
+        other_public,
+        "--json",
+        code=1,
+    )
 
     assert [p["code"] for p in result["problems"]] == ["sign.invalid"]
     assert Repo(registry).load_index().registry.signer is not None
@@ -204,7 +256,12 @@ def test_a_kill_at_every_rename_of_sign_leaves_the_old_signature_or_the_new(regi
                 assert stock_verify(reg, keys[1]).returncode == 0
             else:
                 outcomes.append("new")
-                assert {p for p in now if now[p] != before.get(p)} == {"index.json", "README.md", "SHA256SUMS", SIGNATURE_NAME}
+                assert {p for p in now if now[p] != before.get(p)} == {
+                    "index.json",
+                    "README.md",
+                    "SHA256SUMS",
+                    SIGNATURE_NAME,
+                }
                 assert stock_verify(reg, new_public).returncode == 0
             if killed.returncode == 0:
                 break
@@ -219,18 +276,24 @@ def test_publish_refuses_to_record_a_repo_id_that_would_stale_the_signature(hub_
 
     result = cli.json(*publish_args(registry, "--json"), code=3)
 
-    assert [p["code"] for p in result["problems"]] == ["sign.repo-id-unrecorded"] and f"registry set repo-id {REPO}" in result["problems"][0]["fix"]
+    assert [p["code"] for p in result["problems"]] == [
+        "sign.repo-id-unrecorded"
+    ] and f"registry set repo-id {REPO}" in result["problems"][0]["fix"]
     assert snapshot(registry) == before and hub_server.commits_made == 0
 
 
-def test_publish_refuses_to_record_an_access_that_would_stale_the_signature_and_takes_it_once_recorded(hub_server, registry, keys, cli):
+def test_publish_refuses_to_record_an_access_that_would_stale_the_signature_and_takes_it_once_recorded(
+    hub_server, registry, keys, cli
+):
     cli("set", "repo-id", REPO, "-C", registry)
     cli("sign", "--key", keys[0], "-C", registry)
     before = snapshot(registry)
 
     result = cli.json(*publish_args(registry, "--private", "--json"), code=3)
 
-    assert [p["code"] for p in result["problems"]] == ["sign.access-unrecorded"] and "registry set access private" in result["problems"][0]["fix"]
+    assert [p["code"] for p in result["problems"]] == [
+        "sign.access-unrecorded"
+    ] and "registry set access private" in result["problems"][0]["fix"]
     assert snapshot(registry) == before and hub_server.commits_made == 0
     # The fix, as written: record it, sign again, publish.
     cli("set", "access", "private", "-C", registry)
@@ -251,20 +314,26 @@ def without_model_signing(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "model_signing", None)
 
 
-def test_validate_checks_a_good_signature_for_consistency_in_the_light_install_and_says_so(registry, keys, cli, monkeypatch):
+def test_validate_checks_a_good_signature_for_consistency_in_the_light_install_and_says_so(
+    registry, keys, cli, monkeypatch
+):
     cli("sign", "--key", keys[0], "-C", registry)
     without_model_signing(monkeypatch)
     result = cli.json("validate", "-C", registry, "--json")
     assert result["ok"] and result["signature"] == {"file": SIGNATURE_NAME, "checked": "consistency"}
     text = cli("validate", "-C", registry).stderr
     assert "model.sig: consistency checked" in text and "not authorship" in text and "--public-key" in text
-    refused = cli.json("validate", "-C", registry, "--public-key", keys[1], "--json", code=3)  # the crypto check needs the extra
+    refused = cli.json(
+        "validate", "-C", registry, "--public-key", keys[1], "--json", code=3
+    )  # the crypto check needs the extra
     assert refused["problems"][0]["code"] == "sign.unavailable"
 
 
 def test_validate_public_key_checks_authorship(registry, keys, tmp_path, cli):
     cli("sign", "--key", keys[0], "-C", registry)
-    assert cli.json("validate", "-C", registry, "--public-key", keys[1], "--json")["signature"]["checked"] == "public-key"
+    assert (
+        cli.json("validate", "-C", registry, "--public-key", keys[1], "--json")["signature"]["checked"] == "public-key"
+    )
     assert "verified with the public key" in cli("validate", "-C", registry, "--public-key", keys[1]).stderr
     other = write_key(tmp_path, "other")[1]
     result = cli.json("validate", "-C", registry, "--public-key", other, "--json", code=1)
@@ -285,18 +354,44 @@ def _symlinked(registry: Path, tmp_path: Path, cli, _template: Path) -> None:
 
 
 BAD_SIGNATURES = {
-    "garbage": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes(os.urandom(600)), {("sign.unreadable", SIGNATURE_NAME)}),
-    "truncated": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes((reg / SIGNATURE_NAME).read_bytes()[:-40]), {("sign.unreadable", SIGNATURE_NAME)}),
-    "empty": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes(b""), {("sign.unreadable", SIGNATURE_NAME)}),
-    "foreign-key": (_foreign, {("sign.other-signer", SIGNATURE_NAME), ("sign.mismatch", "index.json"), ("sign.mismatch", "README.md"), ("sign.mismatch", "SHA256SUMS")}),
+    "garbage": (
+        lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes(os.urandom(600)),
+        {("sign.unreadable", SIGNATURE_NAME)},
+    ),
+    "truncated": (
+        lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes((reg / SIGNATURE_NAME).read_bytes()[:-40]),
+        {("sign.unreadable", SIGNATURE_NAME)},
+    ),
+    "empty": (
+        lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).write_bytes(b""),
+        {("sign.unreadable", SIGNATURE_NAME)},
+    ),
+    "foreign-key": (
+        _foreign,
+        {
+            ("sign.other-signer", SIGNATURE_NAME),
+            ("sign.mismatch", "index.json"),
+            ("sign.mismatch", "README.md"),
+            ("sign.mismatch", "SHA256SUMS"),
+        },
+    ),
     "symlinked": (_symlinked, {("sign.not-a-file", SIGNATURE_NAME)}),
     "missing": (lambda reg, tmp, cli, _template: (reg / SIGNATURE_NAME).unlink(), {("sign.missing", SIGNATURE_NAME)}),
-    "file-added": (lambda reg, tmp, cli, _template: ((reg / "docs").mkdir(), (reg / "docs" / "notes.md").write_text("added\n"), cli("sums", "-C", reg)), {("sign.unsigned-file", "docs/notes.md"), ("sign.mismatch", "SHA256SUMS")}),
+    "file-added": (
+        lambda reg, tmp, cli, _template: (
+            (reg / "docs").mkdir(),
+            (reg / "docs" / "notes.md").write_text("added\n"),
+            cli("sums", "-C", reg),
+        ),
+        {("sign.unsigned-file", "docs/notes.md"), ("sign.mismatch", "SHA256SUMS")},
+    ),
 }
 
 
 @pytest.mark.parametrize("state", sorted(BAD_SIGNATURES))
-def test_validate_refuses_a_signature_in_every_bad_state_light_install(registry, template, keys, tmp_path, cli, monkeypatch, state):
+def test_validate_refuses_a_signature_in_every_bad_state_light_install(
+    registry, template, keys, tmp_path, cli, monkeypatch, state
+):
     cli("sign", "--key", keys[0], "-C", registry)
     spoil, expected = BAD_SIGNATURES[state]
     spoil(registry, tmp_path, cli, template)
@@ -310,10 +405,14 @@ def test_validate_refuses_a_signature_in_every_bad_state_light_install(registry,
     assert all(line.count(f"{code} ") >= 1 for code, _ in found)
 
 
-def test_an_export_written_after_signing_says_so_and_validate_calls_the_signature_stale(empty_registry, keys, tmp_path, cli, monkeypatch):
+def test_an_export_written_after_signing_says_so_and_validate_calls_the_signature_stale(
+    empty_registry, keys, tmp_path, cli, monkeypatch
+):
     from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 
-    world = make_base_checkpoint(tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(n_layer=2, n_embd=64, vocab_size=65536))
+    world = make_base_checkpoint(
+        tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(n_layer=2, n_embd=64, vocab_size=65536)
+    )
     cli("add-base", world, "--vocab", "rwkv_vocab_v20230424.txt", "-C", empty_registry)
     cli("sign", "--key", keys[0], "-C", empty_registry)
     exported = cli("export-hf", "--base", world.stem, "--base-file", world, "-C", empty_registry)
@@ -321,8 +420,12 @@ def test_an_export_written_after_signing_says_so_and_validate_calls_the_signatur
     without_model_signing(monkeypatch)
     result = cli.json("validate", "-C", empty_registry, "--json", code=1)
     found = {(p["code"], p["file"]) for p in result["problems"]}
-    assert {("sign.mismatch", "SHA256SUMS"), ("sign.mismatch", "index.json")} <= found and any(c == "sign.unsigned-file" and f.startswith(f"{world.stem}/hf/") for c, f in found), found
-    assert all(p["message"].startswith("stale signature") and p["fix"].startswith("registry sign") for p in result["problems"])
+    assert {("sign.mismatch", "SHA256SUMS"), ("sign.mismatch", "index.json")} <= found and any(
+        c == "sign.unsigned-file" and f.startswith(f"{world.stem}/hf/") for c, f in found
+    ), found
+    assert all(
+        p["message"].startswith("stale signature") and p["fix"].startswith("registry sign") for p in result["problems"]
+    )
 
 
 def test_a_write_after_signing_says_the_signature_is_stale_and_signing_does_not(registry, keys, cli):
@@ -330,7 +433,9 @@ def test_a_write_after_signing_says_the_signature_is_stale_and_signing_does_not(
     assert "stale" not in signed.stderr
     assert "stale" not in cli("card", "-C", registry).stderr  # nothing changed: still valid
     result = cli.json("set", "title", "Retitled after signing", "-C", registry, "--json")
-    assert [w["code"] for w in result["warnings"]] == ["sign.stale"] and result["warnings"][0]["fix"].startswith("registry sign --key")
+    assert [w["code"] for w in result["warnings"]] == ["sign.stale"] and result["warnings"][0]["fix"].startswith(
+        "registry sign --key"
+    )
     text = cli("set", "title", "Retitled again", "-C", registry).stderr
     assert "warning: model.sig: stale signature" in text and "fix: registry sign --key KEY.pem" in text
     cli("sign", "--key", keys[0], "-C", registry)

@@ -37,7 +37,13 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "formats.md"
 
 
 def train_json(path: Path, data_sha: str = DATA, **extra) -> Path:
-    body = {"trainer": {"name": "rwkv_state_tune", "version": "1.8.1"}, "hyperparameters": {"lr_init": 0.01}, "command": "rwkv_state_tune --lr_init 0.01", "data_sha256": data_sha, **extra}
+    body = {
+        "trainer": {"name": "rwkv_state_tune", "version": "1.8.1"},
+        "hyperparameters": {"lr_init": 0.01},
+        "command": "rwkv_state_tune --lr_init 0.01",
+        "data_sha256": data_sha,
+        **extra,
+    }
     path.write_text(json.dumps(body))
     return path
 
@@ -48,7 +54,12 @@ def base_name(path: Path) -> str:
 
 @pytest.fixture
 def registry_with_base(empty_registry, small_base):
-    add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt"))
+    add_base(
+        empty_registry,
+        BaseRequest(
+            path=small_base, filename=small_base.name, source="BlinkDL/rwkv7-g1", vocab="rwkv_vocab_v20230424.txt"
+        ),
+    )
     return empty_registry
 
 
@@ -57,8 +68,15 @@ def registry_with_entry(registry_with_base, small_base, tmp_path):
     """A registry with one State entry that carries one score (value 46.9)."""
     (tmp_path / "inputs").mkdir()
     state = make_state_file(tmp_path / "inputs" / "s.pth", SMALL)
-    entry = add_weight(registry_with_base, AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "inputs" / "t.json")))
-    add_score(registry_with_base, entry.path, Score(benchmark="exam", value=46.9, date="2026-10-16", backend="rwkv_lightning 1.8.1"))
+    entry = add_weight(
+        registry_with_base,
+        AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "inputs" / "t.json")),
+    )
+    add_score(
+        registry_with_base,
+        entry.path,
+        Score(benchmark="exam", value=46.9, date="2026-10-16", backend="rwkv_lightning 1.8.1"),
+    )
     return registry_with_base, entry.path
 
 
@@ -67,7 +85,9 @@ def staged(root: Path) -> list[str]:
     return sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
 
 
-def assert_refused(result: Result, root: Path, before: dict[str, bytes], code: str | None = None, fix: str | None = None) -> str:
+def assert_refused(
+    result: Result, root: Path, before: dict[str, bytes], code: str | None = None, fix: str | None = None
+) -> str:
     """Exit 3, exactly one ``error: …; fix: …`` line, no traceback, the registry byte-identical, nothing staged."""
     assert result.exit_code == 3, (result.exit_code, result.output, result.exception)
     lines = result.stderr.splitlines()
@@ -78,7 +98,9 @@ def assert_refused(result: Result, root: Path, before: dict[str, bytes], code: s
     if fix is not None:
         assert fix in lines[0], lines[0]
     if code is not None:
-        assert json.loads(CliRunner().invoke(main, [*result_args(result), "--json"]).stdout)["problems"][0]["code"] == code
+        assert (
+            json.loads(CliRunner().invoke(main, [*result_args(result), "--json"]).stdout)["problems"][0]["code"] == code
+        )
     return lines[0]
 
 
@@ -97,8 +119,24 @@ def run(*args: str) -> Result:
     return result
 
 
-def add_args(root: Path, file: Path, base: str, train: Path, *extra: str, data_version: str = "v1.41", method: str = "state") -> list[str]:
-    return ["add", str(file), "-C", str(root), "--base", base, "--method", method, "--data-version", data_version, "--train-json", str(train), *extra]
+def add_args(
+    root: Path, file: Path, base: str, train: Path, *extra: str, data_version: str = "v1.41", method: str = "state"
+) -> list[str]:
+    return [
+        "add",
+        str(file),
+        "-C",
+        str(root),
+        "--base",
+        base,
+        "--method",
+        method,
+        "--data-version",
+        data_version,
+        "--train-json",
+        str(train),
+        *extra,
+    ]
 
 
 def problem_codes(result: Result) -> set[str]:
@@ -113,7 +151,9 @@ def problem_codes(result: Result) -> set[str]:
 def test_score_value_not_finite_is_refused(registry_with_entry, value):
     root, path = registry_with_entry
     before = snapshot(root)
-    result = run("score", path, "-C", root, "--benchmark", "exam", "--value", value, "--date", "2026-10-17", "--backend", "b")
+    result = run(
+        "score", path, "-C", root, "--benchmark", "exam", "--value", value, "--date", "2026-10-17", "--backend", "b"
+    )
     line = assert_refused(result, root, before, code="args.not-finite")
     assert "--value" in line
     assert "NaN" not in (root / "index.json").read_text() and "Infinity" not in (root / "index.json").read_text()
@@ -142,7 +182,9 @@ def test_index_with_non_finite_number_is_refused_when_read(registry_with_entry, 
     before = snapshot(root)
     checked = run("validate", root)
     assert checked.exit_code == 1 and "json.malformed" in checked.stdout and "Traceback" not in checked.output
-    result = run("score", path, "-C", root, "--benchmark", "exam", "--value", "1", "--date", "2026-10-17", "--backend", "b")
+    result = run(
+        "score", path, "-C", root, "--benchmark", "exam", "--value", "1", "--date", "2026-10-17", "--backend", "b"
+    )
     assert_refused(result, root, before, code="json.malformed")
     assert_refused(run("list", "-C", root), root, before, code="json.malformed")
 
@@ -151,9 +193,23 @@ def test_index_with_non_finite_number_is_refused_when_read(registry_with_entry, 
 def test_train_json_with_non_finite_number_is_refused(registry_with_base, small_base, tmp_path, token):
     state = make_state_file(tmp_path / "s.pth", SMALL)
     train = tmp_path / "t.json"
-    train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {"lr_init": 12345.5}, "command": "c", "data_sha256": DATA}).replace("12345.5", token))
+    train.write_text(
+        json.dumps(
+            {
+                "trainer": {"name": "t", "version": "1"},
+                "hyperparameters": {"lr_init": 12345.5},
+                "command": "c",
+                "data_sha256": DATA,
+            }
+        ).replace("12345.5", token)
+    )
     before = snapshot(registry_with_base)
-    assert_refused(run(*add_args(registry_with_base, state, base_name(small_base), train)), registry_with_base, before, code="json.malformed")
+    assert_refused(
+        run(*add_args(registry_with_base, state, base_name(small_base), train)),
+        registry_with_base,
+        before,
+        code="json.malformed",
+    )
 
 
 def test_train_json_in_registry_with_huge_number_is_reported(registry_with_entry):
@@ -174,7 +230,7 @@ def test_render_index_never_writes_a_non_finite_number(registry_with_entry):
 
 
 def test_read_json_refuses_what_python_json_accepts(tmp_path):
-    for text in ("NaN", '{"a": Infinity}', '{"a": -Infinity}', '{"a": 1e999}', '[1E400]'):
+    for text in ("NaN", '{"a": Infinity}', '{"a": -Infinity}', '{"a": 1e999}', "[1E400]"):
         (tmp_path / "x.json").write_text(text)
         with pytest.raises(RegistryError) as err:
             read_json(tmp_path / "x.json")
@@ -207,9 +263,16 @@ def test_deeply_nested_train_json_is_one_line_not_a_traceback(registry_with_base
     state = make_state_file(tmp_path / "s.pth", SMALL)
     train = tmp_path / "t.json"
     deep = "[" * 100_000 + "]" * 100_000
-    train.write_text(f'{{"trainer": {{"name": "t", "version": "1"}}, "hyperparameters": {{"x": {deep}}}, "command": "c", "data_sha256": "{DATA}"}}')
+    train.write_text(
+        f'{{"trainer": {{"name": "t", "version": "1"}}, "hyperparameters": {{"x": {deep}}}, "command": "c", "data_sha256": "{DATA}"}}'
+    )
     before = snapshot(registry_with_base)
-    assert_refused(run(*add_args(registry_with_base, state, base_name(small_base), train)), registry_with_base, before, code="json.too-deep")
+    assert_refused(
+        run(*add_args(registry_with_base, state, base_name(small_base), train)),
+        registry_with_base,
+        before,
+        code="json.too-deep",
+    )
 
 
 def test_oversized_index_json_is_refused_before_it_is_read(registry_with_base):
@@ -227,7 +290,12 @@ def test_oversized_train_json_is_refused(registry_with_base, small_base, tmp_pat
     train = train_json(tmp_path / "t.json")
     train.write_text(train.read_text() + " " * MAX_JSON_BYTES["train"])  # valid JSON, just too large
     before = snapshot(registry_with_base)
-    assert_refused(run(*add_args(registry_with_base, state, base_name(small_base), train)), registry_with_base, before, code="json.too-large")
+    assert_refused(
+        run(*add_args(registry_with_base, state, base_name(small_base), train)),
+        registry_with_base,
+        before,
+        code="json.too-large",
+    )
 
 
 def test_notes_are_bounded(registry_with_entry, small_base, tmp_path):
@@ -235,18 +303,49 @@ def test_notes_are_bounded(registry_with_entry, small_base, tmp_path):
     before = snapshot(root)
     state = make_state_file(tmp_path / "s2.pth", SMALL, seed=7)
     long_notes = "x" * (MAX_NOTES_CHARS + 1)
-    assert_refused(run(*add_args(root, state, base_name(small_base), tmp_path / "inputs" / "t.json", "--notes", long_notes)), root, before, code="args.too-long")
-    result = run("score", path, "-C", root, "--benchmark", "exam", "--value", "1", "--date", "2026-10-17", "--backend", "b", "--notes", long_notes)
+    assert_refused(
+        run(*add_args(root, state, base_name(small_base), tmp_path / "inputs" / "t.json", "--notes", long_notes)),
+        root,
+        before,
+        code="args.too-long",
+    )
+    result = run(
+        "score",
+        path,
+        "-C",
+        root,
+        "--benchmark",
+        "exam",
+        "--value",
+        "1",
+        "--date",
+        "2026-10-17",
+        "--backend",
+        "b",
+        "--notes",
+        long_notes,
+    )
     assert_refused(result, root, before, code="args.too-long")
     # the same bound holds for train.json's notes, read from a file
     train = train_json(tmp_path / "long-notes.json", notes=long_notes)
-    assert_refused(run(*add_args(root, state, base_name(small_base), train, data_version="v1.42")), root, before, code="schema.invalid")
+    assert_refused(
+        run(*add_args(root, state, base_name(small_base), train, data_version="v1.42")),
+        root,
+        before,
+        code="schema.invalid",
+    )
 
 
 def test_bounds_are_documented():
     text = DOCS.read_text(encoding="utf-8")
     section = text[text.index("## Bounds on JSON files") :]
-    for stated in (f"{MAX_JSON_DEPTH} levels", f"{MAX_JSON_BYTES['index'] >> 20} MiB", f"{MAX_JSON_BYTES['train'] >> 20} MiB", f"{MAX_NOTES_CHARS >> 10} KiB", f"{MAX_SUMS_BYTES >> 20} MiB"):
+    for stated in (
+        f"{MAX_JSON_DEPTH} levels",
+        f"{MAX_JSON_BYTES['index'] >> 20} MiB",
+        f"{MAX_JSON_BYTES['train'] >> 20} MiB",
+        f"{MAX_NOTES_CHARS >> 10} KiB",
+        f"{MAX_SUMS_BYTES >> 20} MiB",
+    ):
         assert stated in section, stated
 
 
@@ -261,12 +360,29 @@ BAD_NAMES = ["s\n.pth", "s.pth\n", "s\t.pth", "s\x1b[31m.pth", "s\r.pth", "s\x85
 def test_add_refuses_a_bad_file_name_before_staging(registry_with_base, small_base, tmp_path, name):
     state = make_state_file(tmp_path / name, SMALL)
     before = snapshot(registry_with_base)
-    line = assert_refused(run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"))), registry_with_base, before, code="args.bad-name")
+    line = assert_refused(
+        run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"))),
+        registry_with_base,
+        before,
+        code="args.bad-name",
+    )
     assert "file name" in line
     assert state.exists()
 
 
-@pytest.mark.parametrize("option,value", [("--run", "r1\n"), ("--run", "r\t1"), ("--run", " r1"), ("--run", "r1 "), ("--run", "r\\1"), ("--base", "\n"), ("--base", " ")], ids=repr)
+@pytest.mark.parametrize(
+    "option,value",
+    [
+        ("--run", "r1\n"),
+        ("--run", "r\t1"),
+        ("--run", " r1"),
+        ("--run", "r1 "),
+        ("--run", "r\\1"),
+        ("--base", "\n"),
+        ("--base", " "),
+    ],
+    ids=repr,
+)
 def test_add_refuses_bad_run_and_base_names(registry_with_base, small_base, tmp_path, option, value):
     state = make_state_file(tmp_path / "s.pth", SMALL)
     name = base_name(small_base)
@@ -282,7 +398,11 @@ def test_add_refuses_bad_run_and_base_names(registry_with_base, small_base, tmp_
 def test_add_refuses_bad_data_versions(registry_with_base, small_base, tmp_path, version):
     state = make_state_file(tmp_path / "s.pth", SMALL)
     before = snapshot(registry_with_base)
-    result = run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"), data_version=version))
+    result = run(
+        *add_args(
+            registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"), data_version=version
+        )
+    )
     assert_refused(result, registry_with_base, before, code="args.bad-data-version")
 
 
@@ -337,7 +457,16 @@ def test_crlf_sums_are_reported(registry_with_entry, command):
 def test_add_notes_with_a_card_marker_are_refused(registry_with_base, small_base, tmp_path, marker):
     state = make_state_file(tmp_path / "s.pth", SMALL)
     before = snapshot(registry_with_base)
-    result = run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"), "--notes", f"see below\n{marker}\n"))
+    result = run(
+        *add_args(
+            registry_with_base,
+            state,
+            base_name(small_base),
+            train_json(tmp_path / "t.json"),
+            "--notes",
+            f"see below\n{marker}\n",
+        )
+    )
     line = assert_refused(result, registry_with_base, before, code="args.card-marker")
     assert "--notes" in line and "marker" in line
 
@@ -348,7 +477,9 @@ def test_score_text_with_a_card_marker_is_refused(registry_with_entry, option):
     values = {"--benchmark": "exam", "--backend": "b", "--notes": ""}
     values[option] = f"x {START} y"
     before = snapshot(root)
-    result = run("score", path, "-C", root, "--value", "1", "--date", "2026-10-17", *[a for pair in values.items() for a in pair])
+    result = run(
+        "score", path, "-C", root, "--value", "1", "--date", "2026-10-17", *[a for pair in values.items() for a in pair]
+    )
     assert option in assert_refused(result, root, before, code="args.card-marker")
 
 
@@ -386,7 +517,13 @@ def test_private_folder_that_is_a_file_is_a_one_line_refusal(registry_with_base,
     fix = "remove or rename the file .registry"
     assert_refused(run("sums", root), root, before, code="fs.private-not-dir", fix=fix)
     state = make_state_file(tmp_path / "s.pth", SMALL)
-    assert_refused(run(*add_args(root, state, base_name(small_base), train_json(tmp_path / "t.json"))), root, before, code="fs.private-not-dir", fix=fix)
+    assert_refused(
+        run(*add_args(root, state, base_name(small_base), train_json(tmp_path / "t.json"))),
+        root,
+        before,
+        code="fs.private-not-dir",
+        fix=fix,
+    )
     assert private.read_text() == "not a folder\n"
 
 
@@ -428,7 +565,11 @@ def test_data_sums_regular_file_still_checked(registry_with_base, small_base, tm
     state = make_state_file(tmp_path / "s.pth", SMALL)
     sums = tmp_path / "SHA256SUMS"
     sums.write_bytes(render_sums({"v1.41/train.jsonl": DATA}))
-    result = run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"), "--data-sums", str(sums)))
+    result = run(
+        *add_args(
+            registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"), "--data-sums", str(sums)
+        )
+    )
     assert result.exit_code == 0, result.output
 
 
@@ -440,7 +581,10 @@ def test_data_sums_regular_file_still_checked(registry_with_base, small_base, tm
 def test_a_fifo_as_the_base_is_refused_at_once(registry_with_base, small_base, tmp_path, alarm, command):
     fifo = tmp_path / "rwkv7-fifo-20260101.pth"
     os.mkfifo(fifo)
-    args = {"add-base": ["add-base", fifo, "-C", registry_with_base], "export-hf": ["export-hf", "--base", base_name(small_base), "--base-file", fifo, "-C", registry_with_base]}[command]
+    args = {
+        "add-base": ["add-base", fifo, "-C", registry_with_base],
+        "export-hf": ["export-hf", "--base", base_name(small_base), "--base-file", fifo, "-C", registry_with_base],
+    }[command]
     before = snapshot(registry_with_base)
     line = assert_refused(run(*args), registry_with_base, before, code="args.not-a-file")
     assert line.startswith(f"error: {fifo}: ") and "not a regular file" in line
@@ -454,31 +598,64 @@ def test_a_fifo_as_the_base_is_refused_at_once(registry_with_base, small_base, t
 def test_add_refuses_a_name_validate_would_reject(registry_with_base, small_base, tmp_path, name):
     state = make_state_file(tmp_path / name, SMALL)
     before = snapshot(registry_with_base)
-    line = assert_refused(run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"))), registry_with_base, before, code="args.not-a-weight-name")
+    line = assert_refused(
+        run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"))),
+        registry_with_base,
+        before,
+        code="args.not-a-weight-name",
+    )
     assert line.startswith(f"error: {state}: ") and "end in .pth or .safetensors" in line
     assert run("validate", registry_with_base).exit_code == 0  # and every later write command still works
-    assert run(*add_args(registry_with_base, state.rename(tmp_path / "s1.pth"), base_name(small_base), tmp_path / "t.json")).exit_code == 0
+    assert (
+        run(
+            *add_args(registry_with_base, state.rename(tmp_path / "s1.pth"), base_name(small_base), tmp_path / "t.json")
+        ).exit_code
+        == 0
+    )
 
 
-@pytest.mark.parametrize("name", ["x\u202egnp.pth", "s\u200b.pth", "\ufeffs.pth", "s\u2066.pth", "s\u200d.pth"], ids=ascii)
+@pytest.mark.parametrize(
+    "name", ["x\u202egnp.pth", "s\u200b.pth", "\ufeffs.pth", "s\u2066.pth", "s\u200d.pth"], ids=ascii
+)
 def test_add_refuses_bidi_and_zero_width_characters(registry_with_base, small_base, tmp_path, name):
     state = make_state_file(tmp_path / name, SMALL)
     before = snapshot(registry_with_base)
-    line = assert_refused(run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"))), registry_with_base, before, code="args.bad-name")
+    line = assert_refused(
+        run(*add_args(registry_with_base, state, base_name(small_base), train_json(tmp_path / "t.json"))),
+        registry_with_base,
+        before,
+        code="args.bad-name",
+    )
     assert "bidi control or zero-width" in line
 
 
 NFC, NFD = unicodedata.normalize("NFC", "café.pth"), unicodedata.normalize("NFD", "café.pth")
 
 
-@pytest.mark.parametrize("first,second", [(NFC, NFD), (NFD, NFC), ("a.pth", "A.pth"), ("State.pth", "state.pth")], ids=ascii)
-def test_add_refuses_a_name_that_is_another_on_macos_and_windows(registry_with_base, small_base, tmp_path, first, second):
+@pytest.mark.parametrize(
+    "first,second", [(NFC, NFD), (NFD, NFC), ("a.pth", "A.pth"), ("State.pth", "state.pth")], ids=ascii
+)
+def test_add_refuses_a_name_that_is_another_on_macos_and_windows(
+    registry_with_base, small_base, tmp_path, first, second
+):
     (tmp_path / "1").mkdir(), (tmp_path / "2").mkdir()
     train = train_json(tmp_path / "t.json")
-    assert run(*add_args(registry_with_base, make_state_file(tmp_path / "1" / first, SMALL, seed=1), base_name(small_base), train)).exit_code == 0
+    assert (
+        run(
+            *add_args(
+                registry_with_base, make_state_file(tmp_path / "1" / first, SMALL, seed=1), base_name(small_base), train
+            )
+        ).exit_code
+        == 0
+    )
     before = snapshot(registry_with_base)
     twin = make_state_file(tmp_path / "2" / second, SMALL, seed=2)
-    line = assert_refused(run(*add_args(registry_with_base, twin, base_name(small_base), train)), registry_with_base, before, code="args.name-collision")
+    line = assert_refused(
+        run(*add_args(registry_with_base, twin, base_name(small_base), train)),
+        registry_with_base,
+        before,
+        code="args.name-collision",
+    )
     assert "differ only in case or Unicode normalization" in line and ascii(second)[1:-1] in line
 
 
@@ -489,10 +666,18 @@ def test_add_refuses_a_run_that_differs_only_in_case(registry_with_base, small_b
 
     train = train_json(tmp_path / "t.json")
     base_sha = sha256_of(small_base)
-    args = lambda f, run_name: add_args(registry_with_base, f, base_name(small_base), train, "--run", run_name, method="miss")  # noqa: E731
+
+    def args(f, run_name):
+        return add_args(registry_with_base, f, base_name(small_base), train, "--run", run_name, method="miss")
+
     assert run(*args(make_adapter_file(tmp_path / "a1.pth", SMALL, base_sha, seed=1), "r16")).exit_code == 0
     before = snapshot(registry_with_base)
-    line = assert_refused(run(*args(make_adapter_file(tmp_path / "a2.pth", SMALL, base_sha, seed=2), "R16")), registry_with_base, before, code="args.name-collision")
+    line = assert_refused(
+        run(*args(make_adapter_file(tmp_path / "a2.pth", SMALL, base_sha, seed=2), "R16")),
+        registry_with_base,
+        before,
+        code="args.name-collision",
+    )
     assert "/R16'" in line and "/r16'" in line
 
 
@@ -507,17 +692,31 @@ def test_validate_reports_twins_and_invisible_names(registry_with_entry, tmp_pat
     problems = json.loads(result.stdout)["problems"]
     collisions = sorted(p["message"] for p in problems if p["code"] == "layout.name-collision")
     assert result.exit_code == 1 and len(collisions) == 2, problems
-    assert "/S.PTH' and " in collisions[0] and "/cafe\\u0301.pth' and " in collisions[1] and "/caf\\xe9.pth' differ" in collisions[1]
+    assert (
+        "/S.PTH' and " in collisions[0]
+        and "/cafe\\u0301.pth' and " in collisions[1]
+        and "/caf\\xe9.pth' differ" in collisions[1]
+    )
     assert any(p["code"] == "layout.bad-name" and "U+202E" in p["message"] for p in problems)
 
 
-def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(registry_with_base, small_base, tmp_path):
+def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(
+    registry_with_base, small_base, tmp_path
+):
     from registry.artifacts.synthetic import make_adapter_file
 
     from .conftest import sha256_of
 
     adapter = make_adapter_file(tmp_path / "a.pth", SMALL, sha256_of(small_base))
-    args = add_args(registry_with_base, adapter, base_name(small_base), train_json(tmp_path / "t.json"), "--run", "r" * 300, method="miss")
+    args = add_args(
+        registry_with_base,
+        adapter,
+        base_name(small_base),
+        train_json(tmp_path / "t.json"),
+        "--run",
+        "r" * 300,
+        method="miss",
+    )
     before = snapshot(registry_with_base)
     dirs = sorted(p for p in registry_with_base.rglob("*") if p.is_dir())
     line = assert_refused(run(*args), registry_with_base, before, code="args.bad-name")
@@ -532,7 +731,10 @@ def test_a_transaction_refuses_a_too_long_name_before_its_journal(registry_with_
     with pytest.raises(RegistryError) as refused, transaction(registry_with_base) as txn:
         txn.write(f"{'d' * 256}/x.json", b"{}")
     assert refused.value.code == "fs.name-too-long"
-    assert not (registry_with_base / ".registry" / JOURNAL_NAME).exists() and run("validate", registry_with_base).exit_code == 0
+    assert (
+        not (registry_with_base / ".registry" / JOURNAL_NAME).exists()
+        and run("validate", registry_with_base).exit_code == 0
+    )
 
 
 def test_a_malformed_train_json_in_a_hand_made_folder_is_said_once(small_base, tmp_path):
@@ -549,7 +751,11 @@ def test_a_malformed_train_json_in_a_hand_made_folder_is_said_once(small_base, t
     shutil.copy(small_base, base)
     result = run("adopt", str(folder), "--base-file", str(base), "--dry-run")
     lines = result.stderr.splitlines()
-    assert result.exit_code == 3 and len(lines) == len(set(lines)) == 1 and lines[0].startswith(f"error: {base_name(small_base)}/state/v1/train.json:2:1: malformed JSON")
+    assert (
+        result.exit_code == 3
+        and len(lines) == len(set(lines)) == 1
+        and lines[0].startswith(f"error: {base_name(small_base)}/state/v1/train.json:2:1: malformed JSON")
+    )
 
 
 def test_a_refusal_prints_one_line_per_problem_and_no_count_line(registry_with_entry):

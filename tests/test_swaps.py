@@ -30,7 +30,9 @@ def _swap(path: Path, replacement: Path) -> None:
     os.replace(replacement, path)
 
 
-def test_add_registers_the_bytes_it_inspected_when_the_source_is_swapped_mid_command(registry_with_base, small_base, tmp_path, monkeypatch):  # noqa: F811
+def test_add_registers_the_bytes_it_inspected_when_the_source_is_swapped_mid_command(
+    registry_with_base, small_base, tmp_path, monkeypatch
+):
     state = make_state_file(tmp_path / "s.pth", SMALL, seed=1)
     original = sha256_of(state)
     evil = tmp_path / "evil.pth"
@@ -43,19 +45,34 @@ def test_add_registers_the_bytes_it_inspected_when_the_source_is_swapped_mid_com
         return real(path)
 
     monkeypatch.setattr(add_module, "inspect_weights", swap_then_inspect)
-    entry = add_weight(registry_with_base, AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
+    entry = add_weight(
+        registry_with_base, AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"))
+    )
     assert entry.sha256 == original == sha256_of(registry_with_base / entry.path)
     assert validate(registry_with_base) == []
 
 
-def test_convert_vouches_for_nothing_when_the_source_is_swapped_mid_command(registry_with_base, small_base, tmp_path, monkeypatch):  # noqa: F811
-    entry = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "s.pth", SMALL, seed=1), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
+def test_convert_vouches_for_nothing_when_the_source_is_swapped_mid_command(
+    registry_with_base, small_base, tmp_path, monkeypatch
+):
+    entry = add_weight(
+        registry_with_base,
+        AddRequest(
+            make_state_file(tmp_path / "s.pth", SMALL, seed=1),
+            base_name(small_base),
+            "state",
+            "v1.41",
+            train_json(tmp_path / "t.json"),
+        ),
+    )
     registered = registry_with_base / entry.path
     real = convert_module.convert_file
     made: list = []
 
     def swap_then_convert(*args, **kwargs):
-        _swap(registered, make_state_file(tmp_path / "other.pth", SMALL, seed=9))  # after the check, before the tensors are read
+        _swap(
+            registered, make_state_file(tmp_path / "other.pth", SMALL, seed=9)
+        )  # after the check, before the tensors are read
         result = real(*args, **kwargs)
         made.append(load_file(result.files[0].temp))  # the twin as written, before the commit refuses
         return result
@@ -72,8 +89,17 @@ def test_convert_vouches_for_nothing_when_the_source_is_swapped_mid_command(regi
     assert {p.name for p in registered.parent.iterdir()} == before
 
 
-def test_a_registered_file_swapped_before_convert_is_refused(registry_with_base, small_base, tmp_path):  # noqa: F811
-    entry = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "s.pth", SMALL, seed=1), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
+def test_a_registered_file_swapped_before_convert_is_refused(registry_with_base, small_base, tmp_path):
+    entry = add_weight(
+        registry_with_base,
+        AddRequest(
+            make_state_file(tmp_path / "s.pth", SMALL, seed=1),
+            base_name(small_base),
+            "state",
+            "v1.41",
+            train_json(tmp_path / "t.json"),
+        ),
+    )
     _swap(registry_with_base / entry.path, make_state_file(tmp_path / "other.pth", SMALL, seed=9))
     with pytest.raises(RegistryError) as refused:
         convert_entry(registry_with_base, entry.path, 5 * 10**9, force=True)
@@ -83,7 +109,9 @@ def test_a_registered_file_swapped_before_convert_is_refused(registry_with_base,
 
 
 @pytest.mark.parametrize("linked", ["base", "method", "version"])
-def test_a_symlinked_directory_inside_the_registry_is_never_written_through(registry_with_base, small_base, tmp_path, linked):  # noqa: F811
+def test_a_symlinked_directory_inside_the_registry_is_never_written_through(
+    registry_with_base, small_base, tmp_path, linked
+):
     base = base_name(small_base)
     parts = {"base": base, "method": f"{base}/state", "version": f"{base}/state/v1.41"}
     outside = tmp_path / "outside"
@@ -102,9 +130,29 @@ def test_a_symlinked_directory_inside_the_registry_is_never_written_through(regi
     assert "layout.symlink" in {p.code for p in validate(registry_with_base)}
 
 
-def test_an_unrelated_write_does_not_launder_a_change_made_behind_the_tools_back(registry_with_base, small_base, tmp_path):  # noqa: F811
-    first = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "a.pth", SMALL, seed=1), base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json")))
-    second = add_weight(registry_with_base, AddRequest(make_state_file(tmp_path / "b.pth", SMALL, seed=2), base_name(small_base), "state", "v2.0", train_json(tmp_path / "t2.json")))
+def test_an_unrelated_write_does_not_launder_a_change_made_behind_the_tools_back(
+    registry_with_base, small_base, tmp_path
+):
+    first = add_weight(
+        registry_with_base,
+        AddRequest(
+            make_state_file(tmp_path / "a.pth", SMALL, seed=1),
+            base_name(small_base),
+            "state",
+            "v1.41",
+            train_json(tmp_path / "t.json"),
+        ),
+    )
+    second = add_weight(
+        registry_with_base,
+        AddRequest(
+            make_state_file(tmp_path / "b.pth", SMALL, seed=2),
+            base_name(small_base),
+            "state",
+            "v2.0",
+            train_json(tmp_path / "t2.json"),
+        ),
+    )
     train = registry_with_base / Path(first.path).parent / "train.json"
     train.write_text(train.read_text().replace("rwkv_state_tune", "someone-else"))
     before = snapshot(registry_with_base)
@@ -112,7 +160,14 @@ def test_an_unrelated_write_does_not_launder_a_change_made_behind_the_tools_back
     from registry.ops.score import add_score
 
     with pytest.raises(RegistryError) as refused:  # a score on the *other* entry
-        add_score(registry_with_base, second.path, Score(benchmark="exam", value=46.9, date="2026-10-16", backend="rwkv 0.8.32"))
-    assert refused.value.code == "sums.mismatch" and ("sums.mismatch", train.relative_to(registry_with_base).as_posix()) in {(p.code, p.file) for p in refused.value.problems}
+        add_score(
+            registry_with_base,
+            second.path,
+            Score(benchmark="exam", value=46.9, date="2026-10-16", backend="rwkv 0.8.32"),
+        )
+    assert refused.value.code == "sums.mismatch" and (
+        "sums.mismatch",
+        train.relative_to(registry_with_base).as_posix(),
+    ) in {(p.code, p.file) for p in refused.value.problems}
     assert snapshot(registry_with_base) == before
     assert "sums.mismatch" in {p.code for p in validate(registry_with_base)}  # still reported, never absorbed

@@ -72,7 +72,10 @@ def test_a_kill_at_any_rename_leaves_the_old_tree_or_one_the_next_command_comple
         assert after == before
     else:
         assert after == {"kept.txt": b"new"} and not (tmp_path / "export" / "stale.bin").exists()
-    assert not (tmp_path / PRIVATE_DIR / JOURNAL_NAME).exists() and list((tmp_path / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
+    assert (
+        not (tmp_path / PRIVATE_DIR / JOURNAL_NAME).exists()
+        and list((tmp_path / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
+    )
 
 
 def test_a_refused_transaction_removes_nothing(tmp_path):
@@ -143,7 +146,9 @@ def _everything(root: Path) -> dict[str, object]:
     found: dict[str, object] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        found[rel] = ("link", os.readlink(path)) if path.is_symlink() else ("dir",) if path.is_dir() else path.read_bytes()
+        found[rel] = (
+            ("link", os.readlink(path)) if path.is_symlink() else ("dir",) if path.is_dir() else path.read_bytes()
+        )
     return found
 
 
@@ -171,14 +176,37 @@ def _private_identity(root: Path) -> list[int]:
 
 FOREIGN = {
     # the one-line journal of the report: README.md renamed onto a State
-    "rename into a weight (the old format)": lambda root: _journal(root, {"dirs": [], "renames": [["README.md", "s1.pth"]]}),
-    "a removal of a weight": lambda root: _journal(root, {"dirs": [], "renames": [], "removals": [["s1.pth", ".registry/staging/x", [0, 0, 0, 0]]]}),
-    "a forged seal": lambda root: _journal(root, {"plan": {"registry": _private_identity(root), "dirs": [], "renames": [["README.md", "s1.pth"]], "removals": []}, "seal": "00" * 32}),
-    "a forged staging path": lambda root: _journal(root, _sealed(root, {"renames": [[".registry/staging/../../README.md", "s1.pth"]]})),
+    "rename into a weight (the old format)": lambda root: _journal(
+        root, {"dirs": [], "renames": [["README.md", "s1.pth"]]}
+    ),
+    "a removal of a weight": lambda root: _journal(
+        root, {"dirs": [], "renames": [], "removals": [["s1.pth", ".registry/staging/x", [0, 0, 0, 0]]]}
+    ),
+    "a forged seal": lambda root: _journal(
+        root,
+        {
+            "plan": {
+                "registry": _private_identity(root),
+                "dirs": [],
+                "renames": [["README.md", "s1.pth"]],
+                "removals": [],
+            },
+            "seal": "00" * 32,
+        },
+    ),
+    "a forged staging path": lambda root: _journal(
+        root, _sealed(root, {"renames": [[".registry/staging/../../README.md", "s1.pth"]]})
+    ),
     "a rename from outside staging": lambda root: _journal(root, _sealed(root, {"renames": [["README.md", "s1.pth"]]})),
-    "a removal into another folder": lambda root: _journal(root, _sealed(root, {"removals": [["s1.pth", "export/x", list(_identity_of(root / "s1.pth"))]]})),
-    "a rename out of the root": lambda root: _journal(root, _sealed(root, {"renames": [[".registry/staging/a", "../elsewhere"]]})),
-    "another copy's journal": lambda root: _journal(root, _sealed(root, {"registry": [0, 1], "renames": [[".registry/staging/a", "s1.pth"]]})),
+    "a removal into another folder": lambda root: _journal(
+        root, _sealed(root, {"removals": [["s1.pth", "export/x", list(_identity_of(root / "s1.pth"))]]})
+    ),
+    "a rename out of the root": lambda root: _journal(
+        root, _sealed(root, {"renames": [[".registry/staging/a", "../elsewhere"]]})
+    ),
+    "another copy's journal": lambda root: _journal(
+        root, _sealed(root, {"registry": [0, 1], "renames": [[".registry/staging/a", "s1.pth"]]})
+    ),
     "a link": lambda root: (root / PRIVATE_DIR / JOURNAL_NAME).symlink_to(root / "README.md"),
     "not JSON": lambda root: (root / PRIVATE_DIR / JOURNAL_NAME).write_bytes(b"\xff{"),
 }
@@ -219,7 +247,15 @@ def test_a_copy_of_a_folder_with_an_interrupted_commit_is_refused_while_the_orig
     assert (original / "kept.txt").read_bytes() == b"new" and not (original / "export" / "stale.bin").exists()
 
 
-@pytest.mark.parametrize("odd", ["staging linked to a folder", "lock linked to a weight", "lock a second name of a weight", "private folder a link"])
+@pytest.mark.parametrize(
+    "odd",
+    [
+        "staging linked to a folder",
+        "lock linked to a weight",
+        "lock a second name of a weight",
+        "private folder a link",
+    ],
+)
 def test_nothing_under_the_private_folder_reaches_a_file_outside_it(tmp_path, odd):
     _weights(tmp_path)
     private = tmp_path / PRIVATE_DIR
@@ -256,7 +292,9 @@ def test_a_journal_inside_a_pulled_repo_is_refused_by_any_command_in_one_line(em
     assert result.exit_code == 3, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert errors == [line for line in result.output.splitlines() if line.strip()]  # nothing else printed
-    assert len(errors) == 1 and errors[0].startswith(f"error: {PRIVATE_DIR}/{JOURNAL_NAME}: a commit journal this registry did not write")
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: {PRIVATE_DIR}/{JOURNAL_NAME}: a commit journal this registry did not write"
+    )
     assert _everything(empty_registry) == before
 
 
@@ -267,7 +305,9 @@ def test_a_dry_run_neither_finishes_a_commit_nor_writes_a_cache(empty_registry, 
         os.utime(path, (1e9, 1e9), follow_symlinks=False)  # old enough to be cached (young files never are)
     (empty_registry / PRIVATE_DIR / "statcache.json").unlink(missing_ok=True)
     before = _everything(empty_registry)
-    result = CliRunner().invoke(main, ["publish", "-C", str(empty_registry), "--repo-id", "someone/model", "--dry-run", "--assume-empty-remote"])
+    result = CliRunner().invoke(
+        main, ["publish", "-C", str(empty_registry), "--repo-id", "someone/model", "--dry-run", "--assume-empty-remote"]
+    )
     assert _everything(empty_registry) == before, result.output
     folder = tmp_path / "hand-made"
     folder.mkdir()

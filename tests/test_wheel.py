@@ -35,7 +35,11 @@ CLONE = Path(__file__).resolve().parents[1]
 def venv_environment() -> dict[str, str]:
     """The user's environment for a process of a test venv: without PYTHONPATH (which would put a
     checkout's ``registry`` and its egg-info ahead of the venv's wheel) or the tool's settings."""
-    return {k: v for k, v in user_environment().items() if k not in ("PYTHONPATH", "PYTHONHOME") and not k.startswith(("RWKV_REGISTRY", "REGISTRY_DEBUG"))}
+    return {
+        k: v
+        for k, v in user_environment().items()
+        if k not in ("PYTHONPATH", "PYTHONHOME") and not k.startswith(("RWKV_REGISTRY", "REGISTRY_DEBUG"))
+    }
 
 
 @dataclass
@@ -49,25 +53,51 @@ class Venv:
 
     def site_file(self, *parts: str) -> Path:
         """A file of the installed package (inside the venv, never the checkout)."""
-        out = subprocess.run([self.python, "-c", "import registry, sys; print(registry.__file__)"], cwd=self.cwd, capture_output=True, text=True, check=True, env=venv_environment())
+        out = subprocess.run(
+            [self.python, "-c", "import registry, sys; print(registry.__file__)"],
+            cwd=self.cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=venv_environment(),
+        )
         package = Path(out.stdout.strip()).parent
         assert package.is_relative_to(self.root), f"registry imported from {package}, not from the venv"
         return package.joinpath(*parts)
 
-    def registry(self, *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def registry(
+        self, *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         environment = {**venv_environment(), **(env or {})}
-        return subprocess.run([self.root / "bin" / "registry", *map(str, args)], cwd=cwd or self.cwd, capture_output=True, text=True, env=environment, timeout=600)
+        return subprocess.run(
+            [self.root / "bin" / "registry", *map(str, args)],
+            cwd=cwd or self.cwd,
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=600,
+        )
 
 
 def _pip(python: Path, *args: str | Path) -> None:
-    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, args)], check=True, timeout=900, env=venv_environment())
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, args)],
+        check=True,
+        timeout=900,
+        env=venv_environment(),
+    )
 
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     # --no-build-isolation: setuptools is already here (torch depends on it); no download needed.
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, CLONE], check=True, cwd=out, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, CLONE],
+        check=True,
+        cwd=out,
+        timeout=600,
+    )
     (built,) = out.glob("rwkv_registry-*.whl")
     return built
 
@@ -76,14 +106,22 @@ def running_site_packages() -> list[str]:
     """The site-packages folders this interpreter imports from: its own and, when it is a venv
     made with --system-site-packages, its base's (``venv --system-site-packages`` would give the
     new venv the *base* interpreter's only, without what this venv installed)."""
-    return [entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()]
+    return [
+        entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()
+    ]
 
 
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory, wheel) -> Venv:
     root = tmp_path_factory.mktemp("venv-installed")
     subprocess.run([sys.executable, "-m", "venv", root], check=True)
-    venv_site = subprocess.run([root / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True, env=venv_environment()).stdout.strip()
+    venv_site = subprocess.run(
+        [root / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=venv_environment(),
+    ).stdout.strip()
     # Plain folder lines: appended after the venv's own site-packages (its wheel wins), and the
     # .pth files in them (an editable install of this clone) are not run.
     (Path(venv_site) / "running-interpreter.pth").write_text("".join(f"{entry}\n" for entry in running_site_packages()))
@@ -110,7 +148,12 @@ def test_the_wheel_carries_templates_kernels_schemas_catalog_and_py_typed(wheel)
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {
         "registry/_bundled/catalog.json": CLONE / "index.json",
-        **{f"registry/_bundled/{p.relative_to(CLONE).as_posix()}": p for d in ("templates", "kernels", "schemas") for p in (CLONE / d).rglob("*") if p.is_file()},
+        **{
+            f"registry/_bundled/{p.relative_to(CLONE).as_posix()}": p
+            for d in ("templates", "kernels", "schemas")
+            for p in (CLONE / d).rglob("*")
+            if p.is_file()
+        },
     }
     assert len(expected) > 15 and set(expected) <= names
     assert "registry/py.typed" in names
@@ -202,12 +245,16 @@ def test_a_damaged_installed_template_is_one_line_and_init_leaves_nothing(instal
 def test_a_missing_installed_kernel_source_is_one_line(installed, damage, demo):
     path = damage("kernels/wkv7_fwd.cu", None)
     script = "from registry.gate.kernel import kernel_source_hash; kernel_source_hash()"
-    crashed = subprocess.run([installed.python, "-c", script], cwd=installed.cwd, capture_output=True, text=True, env=venv_environment())
+    crashed = subprocess.run(
+        [installed.python, "-c", script], cwd=installed.cwd, capture_output=True, text=True, env=venv_environment()
+    )
     assert crashed.returncode != 0 and str(path) in crashed.stderr  # the library raises the refusal
     listing = json.loads(installed.registry("list", "-C", demo, "--json").stdout)
     entry = next(e for e in listing["entries"] if e["method"] == "state")
     base = next(b for b in listing["bases"] if b["sha256"] == entry["base_sha256"])
-    result = installed.registry("smoke", entry["path"], "--device", "cpu", "--base-file", demo.parent / "inputs" / base["filename"], "-C", demo)
+    result = installed.registry(
+        "smoke", entry["path"], "--device", "cpu", "--base-file", demo.parent / "inputs" / base["filename"], "-C", demo
+    )
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]  # after the gate's step lines
     assert result.returncode == 3 and len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
     assert str(path) in errors[0] and "reinstall" in errors[0]
@@ -245,7 +292,9 @@ def test_the_light_install_validates_a_registry_holding_a_gguf_and_its_hooks_pas
 
     from .test_gguf import BASE, WORLD, _accept, _registered_without_gate
 
-    assert subprocess.run([light.python, "-c", "import gguf"], capture_output=True, env=venv_environment()).returncode != 0
+    assert (
+        subprocess.run([light.python, "-c", "import gguf"], capture_output=True, env=venv_environment()).returncode != 0
+    )
     base = make_base_checkpoint(tmp_path / f"{BASE}.pth", WORLD)
     root = init_registry(light.cwd / "with-gguf").root
     add_base(root, BaseRequest(path=base, filename=base.name, vocab="rwkv_vocab_v20230424.txt"))
@@ -263,4 +312,6 @@ def test_the_light_install_validates_a_registry_holding_a_gguf_and_its_hooks_pas
     said = found.stdout + found.stderr
     assert found.returncode == 1 and "cannot be checked" not in said
     (line,) = [line for line in said.splitlines() if line.startswith(f"gguf.invalid {rel}: ")]
-    assert "is truncated: its tensors end at byte" in line and line.endswith("fix: make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)")
+    assert "is truncated: its tensors end at byte" in line and line.endswith(
+        "fix: make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)"
+    )

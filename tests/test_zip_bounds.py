@@ -29,7 +29,9 @@ print(code, int(peak) // 1024, "torch" in sys.modules)
 
 
 def inspect_in_child(path: Path) -> tuple[str, int]:
-    out = subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, check=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, check=True, timeout=300
+    )
     code, peak_mib, torch_imported = out.stdout.split()
     assert torch_imported == "False"  # inspection reads the zip and its pickle without torch
     return code, int(peak_mib)
@@ -73,4 +75,6 @@ def test_too_many_members_are_refused(tmp_path):
 def test_what_torch_save_writes_is_still_accepted(tmp_path):
     state = make_state_file(tmp_path / "ok.pth", SMALL)
     code, peak_mib = inspect_in_child(state)
-    assert code == "accepted" and peak_mib < 150, peak_mib  # no torch: the interpreter, pydantic and the file's small members
+    assert code == "accepted" and peak_mib < 150, (
+        peak_mib
+    )  # no torch: the interpreter, pydantic and the file's small members

@@ -57,7 +57,10 @@ def dtype_code(dtype: Any) -> str:
         return _CODE_OF_TORCH_NAME[str(dtype)]
     except KeyError as exc:
         raise RegistryError(
-            "weights.dtype", None, f"tensor dtype {dtype} has no safetensors name", f"convert the tensors to one of {', '.join(ITEMSIZE)}"
+            "weights.dtype",
+            None,
+            f"tensor dtype {dtype} has no safetensors name",
+            f"convert the tensors to one of {', '.join(ITEMSIZE)}",
         ) from exc
 
 
@@ -66,7 +69,11 @@ def bit_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
     equals itself and -0.0 differs from 0.0, where ``torch.equal`` says otherwise."""
     import torch
 
-    return x.dtype == y.dtype and x.shape == y.shape and torch.equal(x.reshape(-1).view(torch.uint8), y.to(x.device).reshape(-1).view(torch.uint8))
+    return (
+        x.dtype == y.dtype
+        and x.shape == y.shape
+        and torch.equal(x.reshape(-1).view(torch.uint8), y.to(x.device).reshape(-1).view(torch.uint8))
+    )
 
 
 def little_endian_bytes(tensor: torch.Tensor) -> memoryview:

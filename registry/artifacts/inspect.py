@@ -49,7 +49,13 @@ STATE_DTYPES = ("BF16", "F32")
 _STATE_KEY = re.compile(r"blocks\.(\d+)\.att\.time_state")
 _BLOCK_KEY = re.compile(r"blocks\.(\d+)\.")
 # Per-layer keys only x070 (RWKV-7) has, plus the Linears every layer needs.
-_X070_LAYER_KEYS = ("att.w0", "att.a0", "att.k_k", "att.r_k", *(f"{t}.weight" for t in ("att.receptance", "att.key", "att.value", "att.output", "ffn.key", "ffn.value")))
+_X070_LAYER_KEYS = (
+    "att.w0",
+    "att.a0",
+    "att.k_k",
+    "att.r_k",
+    *(f"{t}.weight" for t in ("att.receptance", "att.key", "att.value", "att.output", "ffn.key", "ffn.value")),
+)
 # Layer 0 takes v_first directly; official files still carry unused blocks.0.att.v0/v1/v2, others drop them.
 _X070_LATER_LAYER_KEYS = ("att.v0", "att.v1", "att.v2")
 # Keys of earlier RWKV generations, most specific first, with what they betray.
@@ -112,7 +118,13 @@ def inspect_weights(path: str | Path) -> Inspection:
         return _inspect_torch_zip(path)
     if _looks_like_safetensors(path, head):
         header = read_safetensors_header(path)
-        return _classified(path, "safetensors", _safetensors_tensors(path, header), manifest_from_metadata(header.metadata or {}, path), files=(path,))
+        return _classified(
+            path,
+            "safetensors",
+            _safetensors_tensors(path, header),
+            manifest_from_metadata(header.metadata or {}, path),
+            files=(path,),
+        )
     if head.startswith(b"\x80"):
         raise RegistryError(
             "weights.legacy-pickle",
@@ -120,7 +132,12 @@ def inspect_weights(path: str | Path) -> Inspection:
             "a legacy (non-zip) torch pickle: it cannot be memory-mapped, and reading it means unpickling it",
             "on a machine you trust, re-save it in the zip format: torch.save(tensors, 'new.pth') (the default since torch 1.6)",
         )
-    raise RegistryError("weights.unknown-format", path, "neither a torch-zip .pth nor a safetensors file", "pass a .pth written by torch.save or a .safetensors file")
+    raise RegistryError(
+        "weights.unknown-format",
+        path,
+        "neither a torch-zip .pth nor a safetensors file",
+        "pass a .pth written by torch.save or a .safetensors file",
+    )
 
 
 def _looks_like_safetensors(path: Path, head: bytes) -> bool:
@@ -173,7 +190,10 @@ def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
         ) from error
     except (RuntimeError, ValueError, EOFError) as error:  # damage that passed the CRC checks
         raise RegistryError(
-            "weights.corrupt-zip", path, f"torch cannot read the archive ({str(error).splitlines()[0]})", "download or copy the file again and compare its sha256"
+            "weights.corrupt-zip",
+            path,
+            f"torch cannot read the archive ({str(error).splitlines()[0]})",
+            "download or copy the file again and compare its sha256",
         ) from error
     return _require_flat_tensor_map(path, loaded)
 
@@ -183,12 +203,16 @@ def _require_flat_tensor_map(path: Path, loaded: Any) -> dict[str, torch.Tensor]
 
     fix = "save a flat dict of tensors (if they are nested, e.g. under 'state_dict', save that dict alone)"
     if not isinstance(loaded, Mapping):
-        raise RegistryError("weights.not-tensor-map", path, f"holds a {type(loaded).__name__}, not a dict of tensors", fix)
+        raise RegistryError(
+            "weights.not-tensor-map", path, f"holds a {type(loaded).__name__}, not a dict of tensors", fix
+        )
     if not loaded:
         raise RegistryError("weights.not-tensor-map", path, "holds an empty dict: no tensors", fix)
     for key, value in loaded.items():
         if not isinstance(key, str) or not isinstance(value, torch.Tensor) or value.layout != torch.strided:
-            raise RegistryError("weights.not-tensor-map", path, f"entry {key!r} is a {type(value).__name__}, not a dense tensor", fix)
+            raise RegistryError(
+                "weights.not-tensor-map", path, f"entry {key!r} is a {type(value).__name__}, not a dense tensor", fix
+            )
     return dict(loaded)
 
 
@@ -209,14 +233,22 @@ def _safetensors_tensors(path: Path, header: SafetensorsHeader) -> dict[str, Ten
             )
         tensors[name] = TensorInfo(info.dtype, info.shape)
     if not tensors:
-        raise RegistryError("weights.not-tensor-map", path, "a valid safetensors file that holds no tensors", "pass a file with the weights in it")
+        raise RegistryError(
+            "weights.not-tensor-map",
+            path,
+            "a valid safetensors file that holds no tensors",
+            "pass a file with the weights in it",
+        )
     return tensors
 
 
 def _shard_file(index_path: Path, name: str) -> Path:
     if not (index_path.parent / name).is_file():
         raise RegistryError(
-            "weights.bad-shard-index", index_path, f"weight_map names shard {name!r}, which is not a file beside the index", "put every shard next to the index and name it there by file name"
+            "weights.bad-shard-index",
+            index_path,
+            f"weight_map names shard {name!r}, which is not a file beside the index",
+            "put every shard next to the index and name it there by file name",
         )
     return index_path.parent / name
 
@@ -231,7 +263,10 @@ def _inspect_sharded(index_path: Path) -> Inspection:
         if set(header) != listed:
             differ = sorted(set(header) ^ listed)
             raise RegistryError(
-                "weights.bad-shard-index", index_path, f"weight_map and the header of {shard.name} disagree about {differ[:3]}", "regenerate the index from the shards"
+                "weights.bad-shard-index",
+                index_path,
+                f"weight_map and the header of {shard.name} disagree about {differ[:3]}",
+                "regenerate the index from the shards",
             )
         tensors.update(header)
     return _classified(index_path, "safetensors-sharded", tensors, files=shards)
@@ -241,7 +276,13 @@ def _inspect_sharded(index_path: Path) -> Inspection:
 # Classification
 
 
-def _classified(path: Path, fmt: Format, tensors: dict[str, TensorInfo], manifest: MissManifest | None = None, files: tuple[Path, ...] = ()) -> Inspection:
+def _classified(
+    path: Path,
+    fmt: Format,
+    tensors: dict[str, TensorInfo],
+    manifest: MissManifest | None = None,
+    files: tuple[Path, ...] = (),
+) -> Inspection:
     if manifest is not None:
         return Inspection(path, "miss", fmt, tensors, miss=manifest, files=files)
     if any(_STATE_KEY.fullmatch(name) for name in tensors):
@@ -256,13 +297,21 @@ def _check_state_layout(path: Path, tensors: dict[str, TensorInfo]) -> None:
     layers = sorted(int(m[1]) for name in tensors if (m := _STATE_KEY.fullmatch(name)))
     others = [name for name in tensors if not _STATE_KEY.fullmatch(name)]
     if others or layers != list(range(len(layers))):
-        raise RegistryError("weights.bad-state", path, f"a State file must hold exactly blocks.0..L-1.att.time_state (extra: {others[:3]}, layers: {layers})", fix)
+        raise RegistryError(
+            "weights.bad-state",
+            path,
+            f"a State file must hold exactly blocks.0..L-1.att.time_state (extra: {others[:3]}, layers: {layers})",
+            fix,
+        )
     first = tensors["blocks.0.att.time_state"]
     for name, info in tensors.items():
         h_n_n = len(info.shape) == 3 and info.shape[1] == info.shape[2]
         if not h_n_n or info.shape != first.shape or info.dtype not in STATE_DTYPES:
             raise RegistryError(
-                "weights.bad-state", path, f"{name} is {info.dtype} {list(info.shape)}; every layer needs the same [H, N, N] in {' or '.join(STATE_DTYPES)}", fix
+                "weights.bad-state",
+                path,
+                f"{name} is {info.dtype} {list(info.shape)}; every layer needs the same [H, N, N] in {' or '.join(STATE_DTYPES)}",
+                fix,
             )
 
 
@@ -271,12 +320,18 @@ def _architecture(path: Path, tensors: dict[str, TensorInfo]) -> Architecture:
     layers = {int(m[1]) for name in tensors if (m := _BLOCK_KEY.match(name))}
     if "emb.weight" not in tensors or not layers:
         raise RegistryError(
-            "weights.not-rwkv", path, f"not an RWKV checkpoint: no emb.weight and blocks.<i>.* tensors (it has {', '.join(list(tensors)[:3])}, …)", "pass an RWKV-7 (x070) checkpoint"
+            "weights.not-rwkv",
+            path,
+            f"not an RWKV checkpoint: no emb.weight and blocks.<i>.* tensors (it has {', '.join(list(tensors)[:3])}, …)",
+            "pass an RWKV-7 (x070) checkpoint",
         )
     for key, generation in _OLDER_RWKV_KEYS:
         if any(name.endswith("." + key) for name in tensors):
             raise RegistryError(
-                "weights.not-rwkv7", path, f"looks like an {generation} checkpoint (it has blocks.<i>.{key}); this registry holds RWKV-7 (x070) weights", "pass an RWKV-7 (x070) checkpoint"
+                "weights.not-rwkv7",
+                path,
+                f"looks like an {generation} checkpoint (it has blocks.<i>.{key}); this registry holds RWKV-7 (x070) weights",
+                "pass an RWKV-7 (x070) checkpoint",
             )
     n_layer = max(layers) + 1
     for layer in range(n_layer):
@@ -284,15 +339,28 @@ def _architecture(path: Path, tensors: dict[str, TensorInfo]) -> Architecture:
         missing = [key for key in required if f"blocks.{layer}.{key}" not in tensors]
         if missing:
             raise RegistryError(
-                "weights.not-rwkv7", path, f"not an RWKV-7 (x070) checkpoint: blocks.{layer} lacks {', '.join(missing[:4])}", "pass a complete RWKV-7 (x070) checkpoint"
+                "weights.not-rwkv7",
+                path,
+                f"not an RWKV-7 (x070) checkpoint: blocks.{layer} lacks {', '.join(missing[:4])}",
+                "pass a complete RWKV-7 (x070) checkpoint",
             )
     vocab_size, n_embd = tensors["emb.weight"].shape
     n_head, head_size = tensors["blocks.0.att.r_k"].shape
     architecture = Architecture(
-        n_layer=n_layer, n_embd=n_embd, head_size=head_size, vocab_size=vocab_size, n_head=n_head, dim_ffn=tensors["blocks.0.ffn.key.weight"].shape[0]
+        n_layer=n_layer,
+        n_embd=n_embd,
+        head_size=head_size,
+        vocab_size=vocab_size,
+        n_head=n_head,
+        dim_ffn=tensors["blocks.0.ffn.key.weight"].shape[0],
     )
     if n_head * head_size != n_embd:
-        raise RegistryError("weights.inconsistent", path, f"r_k is [{n_head}, {head_size}] but n_embd is {n_embd}", "pass an unmodified RWKV-7 checkpoint")
+        raise RegistryError(
+            "weights.inconsistent",
+            path,
+            f"r_k is [{n_head}, {head_size}] but n_embd is {n_embd}",
+            "pass an unmodified RWKV-7 checkpoint",
+        )
     _check_consistent(path, tensors, architecture)
     return architecture
 
@@ -303,7 +371,10 @@ def _check_consistent(path: Path, tensors: dict[str, TensorInfo], arch: Architec
         actual = tensors[target.name].shape
         if actual != target.shape:
             raise RegistryError(
-                "weights.inconsistent", path, f"{target.name} is {list(actual)} but the architecture implies {list(target.shape)}", "pass an unmodified RWKV-7 checkpoint"
+                "weights.inconsistent",
+                path,
+                f"{target.name} is {list(actual)} but the architecture implies {list(target.shape)}",
+                "pass an unmodified RWKV-7 checkpoint",
             )
 
 
@@ -315,7 +386,9 @@ def check_state_fits(inspection: Inspection, arch: Architecture, file: str | Pat
     """A State needs one ``[H, N, N]`` per base layer, with the base's heads and head size."""
     file = file or inspection.path
     if inspection.kind != "state":
-        raise RegistryError("weights.wrong-kind", file, f"this is a {inspection.kind} file, not a State file", "pass a State file")
+        raise RegistryError(
+            "weights.wrong-kind", file, f"this is a {inspection.kind} file, not a State file", "pass a State file"
+        )
     n_head = arch.n_head or arch.n_embd // arch.head_size
     expected = (arch.n_layer, (n_head, arch.head_size, arch.head_size))
     actual = (len(inspection.tensors), inspection.tensors["blocks.0.att.time_state"].shape)
@@ -329,7 +402,10 @@ def check_state_fits(inspection: Inspection, arch: Architecture, file: str | Pat
 
 
 def check_miss_fits(
-    inspection: Inspection, base: Architecture | Mapping[str, Sequence[int]], base_sha256: str, file: str | Path | None = None
+    inspection: Inspection,
+    base: Architecture | Mapping[str, Sequence[int]],
+    base_sha256: str,
+    file: str | Path | None = None,
 ) -> None:
     """An adapter fits only the exact base file it was trained on, and only its Linears' shapes.
 
@@ -338,7 +414,9 @@ def check_miss_fits(
     file = file or inspection.path
     manifest = inspection.miss
     if manifest is None:
-        raise RegistryError("weights.wrong-kind", file, f"this is a {inspection.kind} file, not a MiSS adapter", "pass a MiSS adapter")
+        raise RegistryError(
+            "weights.wrong-kind", file, f"this is a {inspection.kind} file, not a MiSS adapter", "pass a MiSS adapter"
+        )
     if manifest.base_sha256 != base_sha256:
         raise RegistryError(
             "miss.wrong-base",
@@ -346,7 +424,11 @@ def check_miss_fits(
             f"adapter was trained on base {manifest.base_sha256} but this base is {base_sha256}",
             "register the adapter under the base it was trained on, or retrain it on this base",
         )
-    base_shapes = {t.name: t.shape for t in default_targets(base)} if isinstance(base, Architecture) else {n: tuple(s) for n, s in base.items()}
+    base_shapes = (
+        {t.name: t.shape for t in default_targets(base)}
+        if isinstance(base, Architecture)
+        else {n: tuple(s) for n, s in base.items()}
+    )
     for target in manifest.targets:
         actual = base_shapes.get(target.name)
         if actual != target.shape:
@@ -366,7 +448,12 @@ def check_fits(method: str, inspection: Inspection, base: Base, file: str | Path
     kind and fits ``base`` (State shapes, MiSS fingerprint, a full checkpoint's architecture)."""
     expected = INSPECTION_KIND[method]
     if inspection.kind != expected:
-        raise RegistryError("weights.wrong-kind", file, f"this is a {inspection.kind} file, not a {method} file", f"pass --method matching the file ({inspection.kind})")
+        raise RegistryError(
+            "weights.wrong-kind",
+            file,
+            f"this is a {inspection.kind} file, not a {method} file",
+            f"pass --method matching the file ({inspection.kind})",
+        )
     if base.architecture is None:
         raise RegistryError(
             "base.metadata-only",

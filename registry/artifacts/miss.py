@@ -119,11 +119,25 @@ def default_targets(base: Architecture | Mapping[str, Sequence[int]]) -> list[Mi
 def _x070_linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
     if arch.dim_ffn is None:
         raise RegistryError(
-            "base.architecture-incomplete", None, "the base's dim_ffn is unknown, so its ffn Linear shapes are too", "register the base from its .pth file"
+            "base.architecture-incomplete",
+            None,
+            "the base's dim_ffn is unknown, so its ffn Linear shapes are too",
+            "register the base from its .pth file",
         )
     c, f = arch.n_embd, arch.dim_ffn
-    per_linear = {"att.receptance": (c, c), "att.key": (c, c), "att.value": (c, c), "att.output": (c, c), "ffn.key": (f, c), "ffn.value": (c, f)}
-    return {f"blocks.{i}.{linear}.weight": per_linear[linear] for i in range(arch.n_layer) for linear in DEFAULT_TARGET_LINEARS}
+    per_linear = {
+        "att.receptance": (c, c),
+        "att.key": (c, c),
+        "att.value": (c, c),
+        "att.output": (c, c),
+        "ffn.key": (f, c),
+        "ffn.value": (c, f),
+    }
+    return {
+        f"blocks.{i}.{linear}.weight": per_linear[linear]
+        for i in range(arch.n_layer)
+        for linear in DEFAULT_TARGET_LINEARS
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -136,7 +150,9 @@ def content_version(tensors: Mapping[str, torch.Tensor]) -> str:
     return payload_version(_described(tensors), lambda name: little_endian_bytes(tensors[name]))
 
 
-def payload_version(tensors: Mapping[str, tuple[str, tuple[int, ...]]], elements: Callable[[str], bytes | memoryview]) -> str:
+def payload_version(
+    tensors: Mapping[str, tuple[str, tuple[int, ...]]], elements: Callable[[str], bytes | memoryview]
+) -> str:
     """content_version of tensors given as ``{name: (dtype's safetensors name, shape)}`` and their
     elements (row-major, little-endian) by name: what torch tensors and a file read without torch share.
 
@@ -170,7 +186,10 @@ def zip_refusals(path: str | Path) -> Iterator[None]:
         yield
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
         raise RegistryError(
-            "weights.corrupt-zip", path, f"truncated or corrupt zip archive ({error})", "download or copy the file again and compare its sha256"
+            "weights.corrupt-zip",
+            path,
+            f"truncated or corrupt zip archive ({error})",
+            "download or copy the file again and compare its sha256",
         ) from error
 
 
@@ -180,10 +199,15 @@ def torch_zip_folder(archive: zipfile.ZipFile, path: str | Path) -> str:
     torch.save names it after the file's stem (``archive`` when saving to a file object), so a
     renamed or re-saved file has another one; it is never assumed.
     """
-    folders = [name[: -len("/data.pkl")] for name in archive.namelist() if name.endswith("/data.pkl") and name.count("/") == 1]
+    folders = [
+        name[: -len("/data.pkl")] for name in archive.namelist() if name.endswith("/data.pkl") and name.count("/") == 1
+    ]
     if len(folders) != 1:
         raise RegistryError(
-            "weights.not-torch-zip", path, "a zip archive without exactly one <folder>/data.pkl member, so not written by torch.save", "re-save the tensors with torch.save"
+            "weights.not-torch-zip",
+            path,
+            "a zip archive without exactly one <folder>/data.pkl member, so not written by torch.save",
+            "re-save the tensors with torch.save",
         )
     return folders[0]
 
@@ -202,7 +226,9 @@ def write_adapter(
     Appending keeps torch's members and offsets intact: the file still loads with
     ``torch.load(weights_only=True, mmap=True)``.
     """
-    manifest = MissManifest(rank=rank, scale=scale, targets=list(targets), base_sha256=base_sha256, content_version=content_version(tensors))
+    manifest = MissManifest(
+        rank=rank, scale=scale, targets=list(targets), base_sha256=base_sha256, content_version=content_version(tensors)
+    )
     path = Path(path)
     _check_tensors(manifest, _described(tensors), path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,7 +236,9 @@ def write_adapter(
 
     torch.save(dict(tensors), path)
     with zipfile.ZipFile(path, "a") as archive:
-        archive.writestr(f"{torch_zip_folder(archive, path)}/{MANIFEST_MEMBER}", manifest.model_dump_json(indent=2) + "\n")
+        archive.writestr(
+            f"{torch_zip_folder(archive, path)}/{MANIFEST_MEMBER}", manifest.model_dump_json(indent=2) + "\n"
+        )
     return manifest
 
 
@@ -221,7 +249,9 @@ METADATA_PREFIX = "miss."
 
 def _is_text(field: str) -> bool:
     annotation = MissManifest.model_fields[field].annotation
-    return annotation is str or (get_origin(annotation) is Literal and all(isinstance(a, str) for a in get_args(annotation)))
+    return annotation is str or (
+        get_origin(annotation) is Literal and all(isinstance(a, str) for a in get_args(annotation))
+    )
 
 
 def manifest_metadata(manifest: MissManifest) -> dict[str, str]:
@@ -235,11 +265,19 @@ def manifest_from_metadata(metadata: Mapping[str, str], path: str | Path) -> Mis
     if not fields:
         return None
     try:
-        decoded = {k: v if k in MissManifest.model_fields and _is_text(k) else parse_json(v, f"{METADATA_PREFIX}{k}") for k, v in fields.items()}
+        decoded = {
+            k: v if k in MissManifest.model_fields and _is_text(k) else parse_json(v, f"{METADATA_PREFIX}{k}")
+            for k, v in fields.items()
+        }
         return MissManifest.model_validate(decoded)
     except (RegistryError, ValidationError) as exc:
         why = f"{exc.file}: {exc.message}" if isinstance(exc, RegistryError) else str(exc).splitlines()[0]
-        raise RegistryError("miss.bad-manifest", path, f"the miss.* metadata is not a valid miss.json ({why})", "convert the adapter again with `registry convert --force`") from exc
+        raise RegistryError(
+            "miss.bad-manifest",
+            path,
+            f"the miss.* metadata is not a valid miss.json ({why})",
+            "convert the adapter again with `registry convert --force`",
+        ) from exc
 
 
 def read_miss_json(path: str | Path) -> MissManifest:
@@ -247,19 +285,32 @@ def read_miss_json(path: str | Path) -> MissManifest:
     with zip_refusals(path), zipfile.ZipFile(path) as archive:
         member = f"{torch_zip_folder(archive, path)}/{MANIFEST_MEMBER}"
         if member not in archive.namelist():
-            raise RegistryError("miss.no-manifest", path, f"no {member} member, so this is not a MiSS adapter", "export the adapter with rwkv_miss_tune")
+            raise RegistryError(
+                "miss.no-manifest",
+                path,
+                f"no {member} member, so this is not a MiSS adapter",
+                "export the adapter with rwkv_miss_tune",
+            )
         raw = archive.read(member)
     try:
         data = parse_json(raw, member)
     except RegistryError as error:
-        raise RegistryError("miss.bad-json", path, f"{member} is not valid JSON ({error.file}: {error.message})", "re-export the adapter with rwkv_miss_tune") from error
+        raise RegistryError(
+            "miss.bad-json",
+            path,
+            f"{member} is not valid JSON ({error.file}: {error.message})",
+            "re-export the adapter with rwkv_miss_tune",
+        ) from error
     try:
         return MissManifest.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise RegistryError(
-            "miss.bad-manifest", path, f"{member} field {where}: {first['msg']} ({error.error_count()} problem(s))", "see docs/formats.md for the miss.json fields"
+            "miss.bad-manifest",
+            path,
+            f"{member} field {where}: {first['msg']} ({error.error_count()} problem(s))",
+            "see docs/formats.md for the miss.json fields",
         ) from error
 
 
@@ -269,7 +320,9 @@ def _check_tensors(manifest: MissManifest, tensors: Mapping[str, tuple[str, tupl
     extra = sorted(set(tensors) - set(targets))
     missing = sorted(set(targets) - set(tensors))
     if extra or missing:
-        differences = ([f"not in targets: {', '.join(extra[:3])}"] if extra else []) + ([f"no tensor for: {', '.join(missing[:3])}"] if missing else [])
+        differences = ([f"not in targets: {', '.join(extra[:3])}"] if extra else []) + (
+            [f"no tensor for: {', '.join(missing[:3])}"] if missing else []
+        )
         raise RegistryError(
             "miss.tensor-mismatch",
             path,
@@ -287,7 +340,9 @@ def _check_tensors(manifest: MissManifest, tensors: Mapping[str, tuple[str, tupl
             )
 
 
-def verify_adapter(path: str | Path, tensors: Mapping[str, torch.Tensor], manifest: MissManifest | None = None) -> MissManifest:
+def verify_adapter(
+    path: str | Path, tensors: Mapping[str, torch.Tensor], manifest: MissManifest | None = None
+) -> MissManifest:
     """Check loaded adapter tensors against miss.json; refuse a file edited after export.
 
     ``manifest`` is read from ``path`` when not given.
@@ -296,7 +351,10 @@ def verify_adapter(path: str | Path, tensors: Mapping[str, torch.Tensor], manife
 
 
 def verify_payload(
-    path: str | Path, tensors: Mapping[str, tuple[str, tuple[int, ...]]], elements: Callable[[str], bytes | memoryview], manifest: MissManifest | None = None
+    path: str | Path,
+    tensors: Mapping[str, tuple[str, tuple[int, ...]]],
+    elements: Callable[[str], bytes | memoryview],
+    manifest: MissManifest | None = None,
 ) -> MissManifest:
     """:func:`verify_adapter` of tensors given as :func:`payload_version` takes them."""
     path = Path(path)
@@ -324,6 +382,3 @@ def merge_delta(weight: torch.Tensor, delta: torch.Tensor, scale: float) -> torc
 
 # ----------------------------------------------------------------------------------------------
 # Tiny adapters for tests, the demo and benchmarks
-
-
-

@@ -124,7 +124,9 @@ def _no_surrogates(text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
-        raise _Refused(f"string {_show(text)} holds a lone UTF-16 surrogate escape, which is not valid Unicode") from error
+        raise _Refused(
+            f"string {_show(text)} holds a lone UTF-16 surrogate escape, which is not valid Unicode"
+        ) from error
 
 
 def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -205,7 +207,9 @@ def read_safetensors_header(path: str | Path) -> SafetensorsHeader:
 
 
 def _json_type(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )
 
 
 def _metadata(value: Any, refuse: Callable[[str], RegistryError]) -> dict[str, str] | None:
@@ -265,9 +269,13 @@ def _check_layout(tensors: dict[str, HeaderTensor], data_size: int, refuse: Call
     for name, info in sorted(tensors.items(), key=lambda item: (item[1].begin, item[1].end)):
         where = f"tensor {_show(name)}"
         if info.begin > start:
-            raise refuse(f"{where} starts at data offset {info.begin}, leaving a gap of {info.begin - start} bytes after offset {start}")
+            raise refuse(
+                f"{where} starts at data offset {info.begin}, leaving a gap of {info.begin - start} bytes after offset {start}"
+            )
         if info.begin < start:
-            raise refuse(f"{where} starts at data offset {info.begin}, overlapping bytes up to offset {start} that another tensor holds")
+            raise refuse(
+                f"{where} starts at data offset {info.begin}, overlapping bytes up to offset {start} that another tensor holds"
+            )
         if info.end < info.begin:
             raise refuse(f"{where} has data_offsets [{info.begin}, {info.end}]: it ends before it begins")
         start = info.end
@@ -275,11 +283,15 @@ def _check_layout(tensors: dict[str, HeaderTensor], data_size: int, refuse: Call
         if isinstance(nbytes, str):
             raise refuse(f"{where}: {info.dtype} {_shape(info.shape)} {nbytes}")
         if info.end - info.begin != nbytes:
-            raise refuse(f"{where}: {info.dtype} {_shape(info.shape)} needs {nbytes} bytes but data_offsets [{info.begin}, {info.end}] hold {info.end - info.begin}")
+            raise refuse(
+                f"{where}: {info.dtype} {_shape(info.shape)} needs {nbytes} bytes but data_offsets [{info.begin}, {info.end}] hold {info.end - info.begin}"
+            )
     if start < data_size:
         raise refuse(f"the tensors end at data offset {start} but {data_size - start} more bytes follow them")
     if start > data_size:
-        raise refuse(f"the tensors need {start} bytes of data but the file holds {data_size} after its header (truncated?)")
+        raise refuse(
+            f"the tensors need {start} bytes of data but the file holds {data_size} after its header (truncated?)"
+        )
 
 
 # ----------------------------------------------------------------------------------------------

@@ -58,14 +58,21 @@ def _model_signing() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType, Mo
         from model_signing._hashing import hashing
         from model_signing._signing import sign_ec_key, sign_sigstore_pb, signing
     except ImportError as err:
-        raise RegistryError("sign.unavailable", SIGNATURE_NAME, f"model_signing is not installed ({err.name})", INSTALL_FIX) from err
+        raise RegistryError(
+            "sign.unavailable", SIGNATURE_NAME, f"model_signing is not installed ({err.name})", INSTALL_FIX
+        ) from err
     return manifest, hashing, sign_ec_key, sign_sigstore_pb, signing
 
 
 def _manifest(files: Mapping[str, str], name: str) -> Manifest:
     manifest, hashing, *_ = _model_signing()
-    serialization = manifest._FileSerialization("sha256", allow_symlinks=False, ignore_paths=[Path(p) for p in UNSIGNED])
-    items = [manifest.FileManifestItem(path=PurePosixPath(path), digest=hashing.Digest("sha256", bytes.fromhex(sha))) for path, sha in sorted(files.items())]
+    serialization = manifest._FileSerialization(
+        "sha256", allow_symlinks=False, ignore_paths=[Path(p) for p in UNSIGNED]
+    )
+    items = [
+        manifest.FileManifestItem(path=PurePosixPath(path), digest=hashing.Digest("sha256", bytes.fromhex(sha)))
+        for path, sha in sorted(files.items())
+    ]
     return manifest.Manifest(name, items, serialization)
 
 
@@ -76,16 +83,27 @@ def _private_key(key: Path) -> EllipticCurvePrivateKey:
     try:
         private = serialization.load_pem_private_key(key.read_bytes(), password=None)
     except (OSError, ValueError, TypeError) as err:
-        raise RegistryError("sign.bad-key", key, f"not an unencrypted PEM private key ({err})", "pass an EC private key in PEM, e.g. from `openssl ecparam -name prime256v1 -genkey -noout -out key.pem`") from err
+        raise RegistryError(
+            "sign.bad-key",
+            key,
+            f"not an unencrypted PEM private key ({err})",
+            "pass an EC private key in PEM, e.g. from `openssl ecparam -name prime256v1 -genkey -noout -out key.pem`",
+        ) from err
     if not isinstance(private, ec.EllipticCurvePrivateKey):
-        raise RegistryError("sign.bad-key", key, "not an elliptic-curve key", "pass an EC private key (P-256, P-384 or P-521)")
+        raise RegistryError(
+            "sign.bad-key", key, "not an elliptic-curve key", "pass an EC private key (P-256, P-384 or P-521)"
+        )
     return private
 
 
 def public_pem(key: Path) -> bytes:
     from cryptography.hazmat.primitives import serialization
 
-    return _private_key(key).public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return (
+        _private_key(key)
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
 
 
 def fingerprint(public_key_pem: bytes) -> str:
@@ -120,7 +138,9 @@ class SignedManifest:
 def _field(obj: Any, key: str, kind: type, where: str) -> Any:
     value = obj.get(key) if isinstance(obj, dict) else None
     if not isinstance(value, kind) or (kind is str and not value):
-        raise _unreadable(f"{where}{key} is missing or not a{'n object' if kind is dict else ' list' if kind is list else ' string'}")
+        raise _unreadable(
+            f"{where}{key} is missing or not a{'n object' if kind is dict else ' list' if kind is list else ' string'}"
+        )
     return value
 
 
@@ -150,21 +170,41 @@ def read_bundle(data: bytes) -> SignedManifest:
         raise _unreadable(err.problem.message) from err
     if not isinstance(bundle, dict) or bundle.get("mediaType") != BUNDLE_MEDIA_TYPE:
         raise _unreadable(f"mediaType is not {BUNDLE_MEDIA_TYPE}")
-    hint = _field(_field(_field(bundle, "verificationMaterial", dict, ""), "publicKey", dict, "verificationMaterial."), "hint", str, "verificationMaterial.publicKey.")
+    hint = _field(
+        _field(_field(bundle, "verificationMaterial", dict, ""), "publicKey", dict, "verificationMaterial."),
+        "hint",
+        str,
+        "verificationMaterial.publicKey.",
+    )
     envelope = _field(bundle, "dsseEnvelope", dict, "")
     if envelope.get("payloadType") != PAYLOAD_TYPE:
         raise _unreadable(f"dsseEnvelope.payloadType is not {PAYLOAD_TYPE}")
     signatures = _field(envelope, "signatures", list, "dsseEnvelope.")
-    if len(signatures) != 1 or not _base64(_field(signatures[0], "sig", str, "dsseEnvelope.signatures[0]."), "dsseEnvelope.signatures[0].sig"):
+    if len(signatures) != 1 or not _base64(
+        _field(signatures[0], "sig", str, "dsseEnvelope.signatures[0]."), "dsseEnvelope.signatures[0].sig"
+    ):
         raise _unreadable("dsseEnvelope.signatures must hold one signature")
     try:
-        statement = parse_json(_base64(_field(envelope, "payload", str, "dsseEnvelope."), "dsseEnvelope.payload"), f"{SIGNATURE_NAME} payload")
+        statement = parse_json(
+            _base64(_field(envelope, "payload", str, "dsseEnvelope."), "dsseEnvelope.payload"),
+            f"{SIGNATURE_NAME} payload",
+        )
     except RegistryError as err:
         raise _unreadable(f"the signed statement: {err.problem.message}") from err
-    if not isinstance(statement, dict) or statement.get("_type") != STATEMENT_TYPE or statement.get("predicateType") != PREDICATE_TYPE:
-        raise _unreadable(f"the signed statement is not an in-toto {STATEMENT_TYPE} with predicateType {PREDICATE_TYPE}")
+    if (
+        not isinstance(statement, dict)
+        or statement.get("_type") != STATEMENT_TYPE
+        or statement.get("predicateType") != PREDICATE_TYPE
+    ):
+        raise _unreadable(
+            f"the signed statement is not an in-toto {STATEMENT_TYPE} with predicateType {PREDICATE_TYPE}"
+        )
     subjects = _field(statement, "subject", list, "statement.")
-    root = _field(_field(subjects[0], "digest", dict, "subject."), "sha256", str, "subject.digest.") if len(subjects) == 1 else None
+    root = (
+        _field(_field(subjects[0], "digest", dict, "subject."), "sha256", str, "subject.digest.")
+        if len(subjects) == 1
+        else None
+    )
     if root is None:
         raise _unreadable("the statement must name one subject")
     predicate = _field(statement, "predicate", dict, "statement.")
@@ -175,7 +215,12 @@ def read_bundle(data: bytes) -> SignedManifest:
     hasher = sha256()
     for number, resource in enumerate(_field(predicate, "resources", list, "predicate.")):
         name, digest = (resource.get(k) if isinstance(resource, dict) else None for k in ("name", "digest"))
-        if not (isinstance(name, str) and isinstance(digest, str) and _HEX64.fullmatch(digest) and resource.get("algorithm") == "sha256"):
+        if not (
+            isinstance(name, str)
+            and isinstance(digest, str)
+            and _HEX64.fullmatch(digest)
+            and resource.get("algorithm") == "sha256"
+        ):
             raise _unreadable(f"predicate.resources[{number}] is not a name with a sha256 digest")
         if name in files or path_problem(name):
             raise _unreadable(f"predicate.resources[{number}] names {name[:80]!r} twice or outside the folder")
@@ -195,7 +240,13 @@ def _verify(data: bytes, public_key: Path) -> None:
     sign_ec_key.Verifier(public_key).verify(signature)
 
 
-def signature_problems(data: bytes, files: Mapping[str, str], signer_fingerprint: str | None, public_key: Path | None, fix: str = RESIGN_FIX) -> list[Problem]:
+def signature_problems(
+    data: bytes,
+    files: Mapping[str, str],
+    signer_fingerprint: str | None,
+    public_key: Path | None,
+    fix: str = RESIGN_FIX,
+) -> list[Problem]:
     """Why ``model.sig`` (``data``) is not a signature of exactly ``files`` by the recorded signer
     (and, given ``public_key``, by that key); empty when it is.  ``fix``: what to do about a file
     that differs from what was signed (a local registry: sign again; a remote: re-publish)."""
@@ -209,20 +260,45 @@ def signature_problems(data: bytes, files: Mapping[str, str], signer_fingerprint
         except RegistryError:
             raise
         except Exception as err:  # model_signing and cryptography raise many types for a bad bundle or signature
-            return [Problem("sign.invalid", SIGNATURE_NAME, f"the signature does not verify with {public_key.name} ({type(err).__name__}: {err})", RESIGN_FIX)]
+            return [
+                Problem(
+                    "sign.invalid",
+                    SIGNATURE_NAME,
+                    f"the signature does not verify with {public_key.name} ({type(err).__name__}: {err})",
+                    RESIGN_FIX,
+                )
+            ]
     stale = "stale signature: " if fix == STALE_FIX else ""
     problems = []
     if signer_fingerprint is None:
-        problems.append(Problem("sign.no-signer", INDEX_NAME, "model.sig is present but index.json records no signer", fix))
+        problems.append(
+            Problem("sign.no-signer", INDEX_NAME, "model.sig is present but index.json records no signer", fix)
+        )
     elif signed.hint != signer_fingerprint:
-        problems.append(Problem("sign.other-signer", SIGNATURE_NAME, f"signed by key {signed.hint[:16]}…, but index.json records signer {signer_fingerprint[:16]}…", fix))
+        problems.append(
+            Problem(
+                "sign.other-signer",
+                SIGNATURE_NAME,
+                f"signed by key {signed.hint[:16]}…, but index.json records signer {signer_fingerprint[:16]}…",
+                fix,
+            )
+        )
     for path in sorted(set(files) | set(signed.files)):
         if path not in signed.files:
             problems.append(Problem("sign.unsigned-file", path, f"{stale}not covered by model.sig", fix))
         elif path not in files:
-            problems.append(Problem("sign.missing-file", path, f"{stale}signed in model.sig but not in the release", fix))
+            problems.append(
+                Problem("sign.missing-file", path, f"{stale}signed in model.sig but not in the release", fix)
+            )
         elif files[path] != signed.files[path]:
-            problems.append(Problem("sign.mismatch", path, f"{stale}sha256 {files[path][:12]}… but model.sig signed {signed.files[path][:12]}…", fix))
+            problems.append(
+                Problem(
+                    "sign.mismatch",
+                    path,
+                    f"{stale}sha256 {files[path][:12]}… but model.sig signed {signed.files[path][:12]}…",
+                    fix,
+                )
+            )
     return problems
 
 
@@ -236,24 +312,63 @@ class SignaturePolicy:
 
     def __post_init__(self) -> None:
         if self.required and self.public_key is None:  # index.json's fingerprint alone is the publisher's word
-            raise RegistryError("args.missing", "--public-key", "--require-signature needs the signer's public key", "pass --public-key SIGNER.pub (from the publisher; its fingerprint is on the card)")
+            raise RegistryError(
+                "args.missing",
+                "--public-key",
+                "--require-signature needs the signer's public key",
+                "pass --public-key SIGNER.pub (from the publisher; its fingerprint is on the card)",
+            )
 
-    def problems(self, data: bytes | None, sums: Mapping[str, str], sums_bytes: bytes, signer: Signer | None, fix: str = RESIGN_FIX) -> list[Problem]:
+    def problems(
+        self,
+        data: bytes | None,
+        sums: Mapping[str, str],
+        sums_bytes: bytes,
+        signer: Signer | None,
+        fix: str = RESIGN_FIX,
+    ) -> list[Problem]:
         """Why ``data`` (the bytes of model.sig, None: there is none) does not pass for the release
         that ``sums`` (and ``sums_bytes``, SHA256SUMS itself) describes, signed by ``signer``."""
         if data is None:
             if signer is not None:  # the card promises a signature and prints the verify command
-                return [Problem("sign.missing", SIGNATURE_NAME, f"index.json records signer {signer.fingerprint[:16]}… but there is no model.sig", f"restore model.sig, or {STALE_FIX}")]
-            return [Problem("sign.missing", SIGNATURE_NAME, "no model.sig, and a signature is required", RESIGN_FIX)] if self.required else []
-        return signature_problems(data, signed_files(sums, sums_bytes), signer.fingerprint if signer else None, self.public_key, fix)
+                return [
+                    Problem(
+                        "sign.missing",
+                        SIGNATURE_NAME,
+                        f"index.json records signer {signer.fingerprint[:16]}… but there is no model.sig",
+                        f"restore model.sig, or {STALE_FIX}",
+                    )
+                ]
+            return (
+                [Problem("sign.missing", SIGNATURE_NAME, "no model.sig, and a signature is required", RESIGN_FIX)]
+                if self.required
+                else []
+            )
+        return signature_problems(
+            data, signed_files(sums, sums_bytes), signer.fingerprint if signer else None, self.public_key, fix
+        )
 
-    def folder_problems(self, repo: Repo, sums: Mapping[str, str], sums_bytes: bytes | None = None, signer: Signer | None = None, fix: str = RESIGN_FIX) -> list[Problem]:
+    def folder_problems(
+        self,
+        repo: Repo,
+        sums: Mapping[str, str],
+        sums_bytes: bytes | None = None,
+        signer: Signer | None = None,
+        fix: str = RESIGN_FIX,
+    ) -> list[Problem]:
         """:meth:`problems` for a registry folder whose SHA256SUMS (``sums``; ``sums_bytes``: its
         bytes, read again when None) was checked against its bytes; ``signer``: index.json's, read
         when None.  A model.sig that is a link or not a regular file is refused unread."""
         path = repo.root / SIGNATURE_NAME
         if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
-            return [Problem("sign.not-a-file", SIGNATURE_NAME, "model.sig is a symlink or not a regular file, so it could vouch for any bytes", f"remove it, then {STALE_FIX}")]
+            return [
+                Problem(
+                    "sign.not-a-file",
+                    SIGNATURE_NAME,
+                    "model.sig is a symlink or not a regular file, so it could vouch for any bytes",
+                    f"remove it, then {STALE_FIX}",
+                )
+            ]
         if signer is None and repo.index_path.is_file() and not is_dataset(repo.root):
             signer = repo.load_index().registry.signer
         if not path.is_file():
@@ -261,7 +376,9 @@ class SignaturePolicy:
         if path.stat().st_size > MAX_SIGNATURE_BYTES:
             return [_unreadable(f"larger than {MAX_SIGNATURE_BYTES >> 20} MiB").problem]
         data = repo.read_bytes(path)
-        return self.problems(data, sums, repo.read_bytes(repo.sums_path) if sums_bytes is None else sums_bytes, signer, fix)
+        return self.problems(
+            data, sums, repo.read_bytes(repo.sums_path) if sums_bytes is None else sums_bytes, signer, fix
+        )
 
 
 # -- Detached signatures over one document (gate receipts), with the same EC key ----------------------------------
@@ -283,7 +400,9 @@ def sign_document(payload_type: str, payload: bytes, key: Path) -> tuple[str, st
     from cryptography.hazmat.primitives.asymmetric import ec
 
     private = _private_key(key)
-    public = private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     signature = private.sign(_pae(payload_type, payload), ec.ECDSA(hashes.SHA256()))
     return base64.b64encode(signature).decode("ascii"), fingerprint(public)
 
@@ -312,7 +431,9 @@ class TrustedKey:
             raise RegistryError("sign.bad-key", path, f"not a PEM public key ({err})", fix) from err
         if not isinstance(public, ec.EllipticCurvePublicKey):
             raise RegistryError("sign.bad-key", path, "not an elliptic-curve public key", fix)
-        return cls(path, public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        return cls(
+            path, public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
 
     def verifies(self, payload_type: str, payload: bytes, signature: str) -> bool:
         """Whether ``signature`` (base64) is this key's over ``payload`` as ``payload_type``."""
@@ -326,7 +447,9 @@ class TrustedKey:
         public = serialization.load_pem_public_key(self.pem)
         assert isinstance(public, ec.EllipticCurvePublicKey)
         try:
-            public.verify(base64.b64decode(signature, validate=True), _pae(payload_type, payload), ec.ECDSA(hashes.SHA256()))
+            public.verify(
+                base64.b64decode(signature, validate=True), _pae(payload_type, payload), ec.ECDSA(hashes.SHA256())
+            )
         except (InvalidSignature, binascii.Error, ValueError):
             return False
         return True

@@ -181,7 +181,9 @@ def make_state_tensors(spec: TinySpec, seed: int = 1, dtype: torch.dtype | None 
     gen = torch.Generator().manual_seed(seed)
     dtype = dtype or spec.dtype
     return {
-        f"blocks.{i}.att.time_state": (torch.randn((spec.n_head, spec.head_size, spec.head_size), generator=gen) * 0.1).to(dtype)
+        f"blocks.{i}.att.time_state": (
+            torch.randn((spec.n_head, spec.head_size, spec.head_size), generator=gen) * 0.1
+        ).to(dtype)
         for i in range(spec.n_layer)
     }
 
@@ -199,7 +201,9 @@ def make_adapter_tensors(spec: TinySpec, rank: int = 16, seed: int = 2) -> dict[
     }
 
 
-def make_adapter_file(path: str | Path, spec: TinySpec, base_sha256: str, rank: int = 16, scale: float = 1.0, seed: int = 2) -> Path:
+def make_adapter_file(
+    path: str | Path, spec: TinySpec, base_sha256: str, rank: int = 16, scale: float = 1.0, seed: int = 2
+) -> Path:
     """A MiSS adapter for the tiny base built from ``spec`` whose file hashes to ``base_sha256``."""
     tensors = make_adapter_tensors(spec, rank, seed)
     write_adapter(path, tensors, rank, scale, default_targets(checkpoint_shapes(spec)), base_sha256)

@@ -56,7 +56,13 @@ _STORAGE_DTYPE = {
     "DoubleStorage": "F64",
 }
 # Typed storages torch loads but the registry does not handle: named, then refused as a dtype.
-_UNHANDLED_STORAGES = {"ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128", "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32"}
+_UNHANDLED_STORAGES = {
+    "ComplexFloatStorage": "complex64",
+    "ComplexDoubleStorage": "complex128",
+    "QInt8Storage": "qint8",
+    "QUInt8Storage": "quint8",
+    "QInt32Storage": "qint32",
+}
 # Dtypes without a typed storage (float8, uint16…) are pickled as an UntypedStorage plus the dtype.
 _DTYPE_NAME = {
     "bool": "BOOL", "uint8": "U8", "int8": "I8", "uint16": "U16", "int16": "I16", "uint32": "U32", "int32": "I32", "uint64": "U64", "int64": "I64",
@@ -80,7 +86,9 @@ def _allowed_globals() -> dict[tuple[str, str], _Global]:
         ("torch._utils", "_rebuild_parameter"): _Global("parameter"),
         ("torch.storage", "UntypedStorage"): _Global("storage"),
     }
-    allowed.update({("torch", name): _Global("storage", code) for name, code in {**_STORAGE_DTYPE, **_UNHANDLED_STORAGES}.items()})
+    allowed.update(
+        {("torch", name): _Global("storage", code) for name, code in {**_STORAGE_DTYPE, **_UNHANDLED_STORAGES}.items()}
+    )
     allowed.update({("torch", name): _Global("dtype", code) for name, code in _DTYPE_NAME.items()})
     return allowed
 
@@ -120,7 +128,11 @@ class StoredTensor:
 
     def span(self) -> int:
         """Elements of the storage the view reaches, from its offset (0 for an empty tensor)."""
-        return 0 if self.numel == 0 else 1 + sum((size - 1) * stride for size, stride in zip(self.shape, self.stride, strict=True))
+        return (
+            0
+            if self.numel == 0
+            else 1 + sum((size - 1) * stride for size, stride in zip(self.shape, self.stride, strict=True))
+        )
 
 
 @dataclass(frozen=True)
@@ -175,7 +187,12 @@ def read_torch_zip(path: str | Path) -> TorchZip:
                 small[info.filename] = archive.read(info)  # read whole: zipfile checks the CRC at the end
         byteorder = small.get(f"{folder}/byteorder", b"little")
         if byteorder != b"little":
-            raise RegistryError("weights.corrupt-zip", path, f"the tensors are stored {byteorder[:16]!r}-endian; the registry reads little-endian files", _RESAVE)
+            raise RegistryError(
+                "weights.corrupt-zip",
+                path,
+                f"the tensors are stored {byteorder[:16]!r}-endian; the registry reads little-endian files",
+                _RESAVE,
+            )
         loaded, storages = _Unpickler(small[f"{folder}/data.pkl"], path).load()
         tensors = _flat_tensor_map(path, loaded)
         offsets = {key: _storage_offset(path, archive, folder, storage) for key, storage in storages.items()}
@@ -184,19 +201,36 @@ def read_torch_zip(path: str | Path) -> TorchZip:
         itemsize = ITEMSIZE[tensor.dtype]
         elements = storage.numel if storage.dtype is not None else storage.numel // itemsize
         if tensor.offset + tensor.span() > elements:
-            raise RegistryError("weights.corrupt-zip", path, f"tensor {name!r:.80} reaches past the end of its storage", _REDOWNLOAD)
+            raise RegistryError(
+                "weights.corrupt-zip", path, f"tensor {name!r:.80} reaches past the end of its storage", _REDOWNLOAD
+            )
     return TorchZip(path, tensors, offsets, f"{folder}/{MANIFEST_MEMBER}" in small)
 
 
 def _check_members_as_torch_writes_them(path: Path, folder: str, members: list[zipfile.ZipInfo]) -> None:
     small = [m for m in members if not m.filename.startswith(f"{folder}/data/")]
     if len(small) > MAX_ZIP_SMALL_MEMBERS:
-        raise RegistryError("weights.zip-members", path, f"{len(small)} members besides the tensor data; torch.save writes fewer than {MAX_ZIP_SMALL_MEMBERS}", _RESAVE)
+        raise RegistryError(
+            "weights.zip-members",
+            path,
+            f"{len(small)} members besides the tensor data; torch.save writes fewer than {MAX_ZIP_SMALL_MEMBERS}",
+            _RESAVE,
+        )
     for member in members:
         if member.compress_type != zipfile.ZIP_STORED:
-            raise RegistryError("weights.zip-compressed", path, f"member {member.filename} is compressed; torch.save stores every member", _RESAVE)
+            raise RegistryError(
+                "weights.zip-compressed",
+                path,
+                f"member {member.filename} is compressed; torch.save stores every member",
+                _RESAVE,
+            )
         if member in small and member.file_size > MAX_ZIP_SMALL_MEMBER_BYTES:
-            raise RegistryError("weights.zip-member-size", path, f"member {member.filename} holds {member.file_size} bytes; torch.save's small members are far below {MAX_ZIP_SMALL_MEMBER_BYTES}", _RESAVE)
+            raise RegistryError(
+                "weights.zip-member-size",
+                path,
+                f"member {member.filename} holds {member.file_size} bytes; torch.save's small members are far below {MAX_ZIP_SMALL_MEMBER_BYTES}",
+                _RESAVE,
+            )
 
 
 def _storage_offset(path: Path, archive: zipfile.ZipFile, folder: str, storage: _Storage) -> int:
@@ -206,19 +240,33 @@ def _storage_offset(path: Path, archive: zipfile.ZipFile, folder: str, storage: 
     try:
         info = archive.getinfo(name)
     except KeyError:
-        raise RegistryError("weights.corrupt-zip", path, f"data.pkl names storage {storage.key!r:.40}, which the archive lacks", _REDOWNLOAD) from None
+        raise RegistryError(
+            "weights.corrupt-zip",
+            path,
+            f"data.pkl names storage {storage.key!r:.40}, which the archive lacks",
+            _REDOWNLOAD,
+        ) from None
     nbytes = storage.numel * (ITEMSIZE[storage.dtype] if storage.dtype is not None else 1)
     if info.file_size < nbytes:
-        raise RegistryError("weights.corrupt-zip", path, f"storage {storage.key!r:.40} holds {info.file_size} bytes, fewer than the {nbytes} data.pkl says", _REDOWNLOAD)
+        raise RegistryError(
+            "weights.corrupt-zip",
+            path,
+            f"storage {storage.key!r:.40} holds {info.file_size} bytes, fewer than the {nbytes} data.pkl says",
+            _REDOWNLOAD,
+        )
     fp = archive.fp
     assert fp is not None
     fp.seek(info.header_offset)
     local = fp.read(30)
     if len(local) < 30 or local[:4] != b"PK\x03\x04":
-        raise RegistryError("weights.corrupt-zip", path, f"member {name} has no local header where the directory says", _REDOWNLOAD)
+        raise RegistryError(
+            "weights.corrupt-zip", path, f"member {name} has no local header where the directory says", _REDOWNLOAD
+        )
     name_length, extra_length = struct.unpack("<HH", local[26:30])
     if fp.read(name_length) != info.orig_filename.encode("utf-8"):
-        raise RegistryError("weights.corrupt-zip", path, f"member {name}'s local header names another file", _REDOWNLOAD)
+        raise RegistryError(
+            "weights.corrupt-zip", path, f"member {name}'s local header names another file", _REDOWNLOAD
+        )
     start = info.header_offset + 30 + name_length + extra_length
     if start + info.file_size > path.stat().st_size:
         raise RegistryError("weights.corrupt-zip", path, f"member {name} reaches past the end of the file", _REDOWNLOAD)
@@ -227,12 +275,19 @@ def _storage_offset(path: Path, archive: zipfile.ZipFile, folder: str, storage: 
 
 def _flat_tensor_map(path: Path, loaded: Any) -> dict[str, StoredTensor]:
     if not isinstance(loaded, dict):
-        raise RegistryError("weights.not-tensor-map", path, f"holds a {type(loaded).__name__}, not a dict of tensors", _FLAT)
+        raise RegistryError(
+            "weights.not-tensor-map", path, f"holds a {type(loaded).__name__}, not a dict of tensors", _FLAT
+        )
     if not loaded:
         raise RegistryError("weights.not-tensor-map", path, "holds an empty dict: no tensors", _FLAT)
     for key, value in loaded.items():
         if not isinstance(key, str) or not isinstance(value, StoredTensor):
-            raise RegistryError("weights.not-tensor-map", path, f"entry {_shown(key)} is a {type(value).__name__.lstrip('_')}, not a dense tensor", _FLAT)
+            raise RegistryError(
+                "weights.not-tensor-map",
+                path,
+                f"entry {_shown(key)} is a {type(value).__name__.lstrip('_')}, not a dense tensor",
+                _FLAT,
+            )
     return dict(loaded)
 
 
@@ -269,12 +324,29 @@ class _Unpickler:
             return self._run(), self.storages
         except _Refused as refused:
             if refused.code == "weights.unsafe-pickle":
-                raise RegistryError(refused.code, self.path, f"the pickle builds objects other than tensors, so it was not loaded ({refused})", _ONLY_TENSORS) from None
+                raise RegistryError(
+                    refused.code,
+                    self.path,
+                    f"the pickle builds objects other than tensors, so it was not loaded ({refused})",
+                    _ONLY_TENSORS,
+                ) from None
             if refused.code == "weights.dtype":
-                raise RegistryError(refused.code, self.path, str(refused), f"convert the tensors to one of {', '.join(ITEMSIZE)}") from None
-            raise RegistryError(refused.code, self.path, f"data.pkl is not a pickle of tensors torch.save writes ({refused})", _REDOWNLOAD) from None
+                raise RegistryError(
+                    refused.code, self.path, str(refused), f"convert the tensors to one of {', '.join(ITEMSIZE)}"
+                ) from None
+            raise RegistryError(
+                refused.code,
+                self.path,
+                f"data.pkl is not a pickle of tensors torch.save writes ({refused})",
+                _REDOWNLOAD,
+            ) from None
         except (IndexError, KeyError, TypeError, ValueError, struct.error, UnicodeDecodeError) as error:
-            raise RegistryError("weights.corrupt-zip", self.path, f"data.pkl is not a well-formed pickle ({type(error).__name__} at byte {self.at})", _REDOWNLOAD) from None
+            raise RegistryError(
+                "weights.corrupt-zip",
+                self.path,
+                f"data.pkl is not a well-formed pickle ({type(error).__name__} at byte {self.at})",
+                _REDOWNLOAD,
+            ) from None
 
     # reading ----------------------------------------------------------------------------------
 
@@ -421,7 +493,13 @@ class _Unpickler:
 
     def _persistent(self, pid: Any) -> _Storage:
         """``('storage', storage type, key, location, numel)``: a storage, by its member's name."""
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _Global) and pid[1].kind == "storage"):
+        if not (
+            isinstance(pid, tuple)
+            and len(pid) == 5
+            and pid[0] == "storage"
+            and isinstance(pid[1], _Global)
+            and pid[1].kind == "storage"
+        ):
             raise _unsafe(f"a persistent id other than a storage's ({_shown(pid)})")
         _, kind, key, _location, numel = pid
         if not isinstance(key, str) or not key.isdigit() or type(numel) is not int or numel < 0:
@@ -441,24 +519,42 @@ class _Unpickler:
             self.stack.append(OrderedDict())
         elif func.kind == "rebuild_v2" and len(args) in (6, 7):
             self.stack.append(self._tensor(args[0], args[1], args[2], args[3], None, args[5:]))
-        elif func.kind == "rebuild_v3" and len(args) in (7, 8) and isinstance(args[6], _Global) and args[6].kind == "dtype":
+        elif (
+            func.kind == "rebuild_v3"
+            and len(args) in (7, 8)
+            and isinstance(args[6], _Global)
+            and args[6].kind == "dtype"
+        ):
             self.stack.append(self._tensor(args[0], args[1], args[2], args[3], args[6].dtype, args[5:6] + args[7:]))
-        elif func.kind == "parameter" and len(args) == 3 and isinstance(args[0], StoredTensor) and _empty_hooks(args[2]):
+        elif (
+            func.kind == "parameter" and len(args) == 3 and isinstance(args[0], StoredTensor) and _empty_hooks(args[2])
+        ):
             self.stack.append(args[0])
         else:
             raise _unsafe(f"it calls {func.kind} with arguments a plain tensor does not have")
 
-    def _tensor(self, storage: Any, offset: Any, shape: Any, stride: Any, dtype: str | None, rest: tuple[Any, ...]) -> StoredTensor:
+    def _tensor(
+        self, storage: Any, offset: Any, shape: Any, stride: Any, dtype: str | None, rest: tuple[Any, ...]
+    ) -> StoredTensor:
         """``_rebuild_tensor_v2/v3(storage, offset, size, stride, requires_grad, hooks[, dtype][, metadata])``."""
         hooks, metadata = rest[0], rest[1:]
-        if not isinstance(storage, _Storage) or not _empty_hooks(hooks) or any(not isinstance(m, dict) for m in metadata):
+        if (
+            not isinstance(storage, _Storage)
+            or not _empty_hooks(hooks)
+            or any(not isinstance(m, dict) for m in metadata)
+        ):
             raise _unsafe("a tensor rebuilt from something other than a storage, or with backward hooks")
         dtype = dtype or storage.dtype
         if dtype is None or (storage.dtype is not None and storage.dtype != dtype):
             raise _malformed(f"a tensor of storage {storage.key} without a dtype it can hold")
         if dtype not in ITEMSIZE:
             raise _Refused("weights.dtype", f"a tensor is {dtype}, a dtype the registry does not handle")
-        if not (isinstance(shape, tuple) and isinstance(stride, tuple) and len(shape) == len(stride) and all(type(d) is int and d >= 0 for d in (offset, *shape, *stride))):
+        if not (
+            isinstance(shape, tuple)
+            and isinstance(stride, tuple)
+            and len(shape) == len(stride)
+            and all(type(d) is int and d >= 0 for d in (offset, *shape, *stride))
+        ):
             raise _malformed(f"a tensor with offset {_shown(offset)}, size {_shown(shape)} and stride {_shown(stride)}")
         return StoredTensor(dtype, shape, stride, offset, storage.key)
 
@@ -487,4 +583,3 @@ _OPCODE_NAMES = {
     0x49: "INT", 0x4C: "LONG", 0x53: "STRING", 0x56: "UNICODE", 0x70: "PUT", 0x67: "GET", 0x8B: "LONG4", 0x8E: "BINBYTES8",
     0x8F: "EMPTY_SET", 0x90: "ADDITEMS", 0x91: "FROZENSET", 0x96: "BYTEARRAY8", 0x97: "NEXT_BUFFER", 0x98: "READONLY_BUFFER", 0x32: "DUP",
 }  # fmt: skip
-

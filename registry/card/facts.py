@@ -26,7 +26,9 @@ Locate = Callable[[str], Path | None]  # registry-relative path -> where its byt
 @dataclass(frozen=True)
 class TreeFacts:
     trains: dict[str, TrainFacts] = field(default_factory=dict)  # by data-version directory, e.g. base/miss/v2.1
-    manifests: dict[str, str] = field(default_factory=dict)  # MiSS .pth path -> its miss.json member, e.g. adapter-final/miss.json
+    manifests: dict[str, str] = field(
+        default_factory=dict
+    )  # MiSS .pth path -> its miss.json member, e.g. adapter-final/miss.json
 
 
 def version_dir(path: str) -> str:
@@ -59,8 +61,16 @@ def _manifest_member(path: Path | None) -> str | None:
 
 
 def read_facts(index: Index, locate: Locate) -> TreeFacts:
-    trains = {d: t for d in sorted({version_dir(e.path) for e in index.entries}) if (t := _train(locate(train_of(d)), train_of(d)))}
-    manifests = {e.path: m for e in index.entries if e.method == "miss" and e.format == "pth" and (m := _manifest_member(locate(e.path)))}
+    trains = {
+        d: t
+        for d in sorted({version_dir(e.path) for e in index.entries})
+        if (t := _train(locate(train_of(d)), train_of(d)))
+    }
+    manifests = {
+        e.path: m
+        for e in index.entries
+        if e.method == "miss" and e.format == "pth" and (m := _manifest_member(locate(e.path)))
+    }
     return TreeFacts(trains, manifests)
 
 

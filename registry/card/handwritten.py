@@ -69,15 +69,25 @@ def _between_markers(existing: str) -> str:
         )
     if (starts, ends) == (1, 0):
         line = _line_of(existing, existing.index(START))
-        raise _refuse(f"the hand-written section starts at line {line} but has no end marker", f"add a `{END}` line after the hand-written text")
+        raise _refuse(
+            f"the hand-written section starts at line {line} but has no end marker",
+            f"add a `{END}` line after the hand-written text",
+        )
     if (starts, ends) == (0, 1):
         line = _line_of(existing, existing.index(END))
-        raise _refuse(f"the hand-written section ends at line {line} but has no start marker", f"add a `{START}` line before the hand-written text")
+        raise _refuse(
+            f"the hand-written section ends at line {line} but has no start marker",
+            f"add a `{START}` line before the hand-written text",
+        )
     if (starts, ends) != (1, 1):
-        raise _refuse(f"found {starts} start and {ends} end markers of the hand-written section; exactly one of each is allowed")
+        raise _refuse(
+            f"found {starts} start and {ends} end markers of the hand-written section; exactly one of each is allowed"
+        )
     start, end = existing.index(START), existing.index(END)
     if end < start:
-        raise _refuse(f"the end marker (line {_line_of(existing, end)}) comes before the start marker (line {_line_of(existing, start)})")
+        raise _refuse(
+            f"the end marker (line {_line_of(existing, end)}) comes before the start marker (line {_line_of(existing, start)})"
+        )
     return existing[start + len(START) : end]
 
 

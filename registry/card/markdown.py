@@ -78,7 +78,14 @@ def py_str(value: Any) -> str:
     double-quoted with escapes (a JSON string is a valid Python literal)."""
     text = str(value)
     lines = text.split("\n")
-    if len(lines) > 1 and lines[0] and all(line.isprintable() for line in lines) and '"""' not in text and "\\" not in text and not text.endswith('"'):
+    if (
+        len(lines) > 1
+        and lines[0]
+        and all(line.isprintable() for line in lines)
+        and '"""' not in text
+        and "\\" not in text
+        and not text.endswith('"')
+    ):
         return f'"""{text}"""'
     return json.dumps(text, ensure_ascii=False)
 

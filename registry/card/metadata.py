@@ -115,7 +115,12 @@ def read_front_matter(text: str, file: str) -> dict[str, Any]:
     try:
         data = RepoCard(f"---\n{text}---\n").data.to_dict()
     except Exception as exc:  # the Hub's parser raises ValueError or PyYAML's own errors (not a dependency of ours)
-        raise RegistryError("card.front-matter", file, f"its front matter is not YAML the Hub reads ({str(exc).splitlines()[0]})", f"correct the YAML between the --- lines of {file}") from exc
+        raise RegistryError(
+            "card.front-matter",
+            file,
+            f"its front matter is not YAML the Hub reads ({str(exc).splitlines()[0]})",
+            f"correct the YAML between the --- lines of {file}",
+        ) from exc
     return json.loads(json.dumps(data, default=str))
 
 
@@ -123,12 +128,17 @@ def card_data(view: CardView) -> ModelCardData:
     index = view.index
     sources = sorted({b.source for b in index.bases if b.source})
     results = eval_results(view)
-    extra: dict[str, Any] = {"base_model_relation": base_model_relation(index)} if sources and index.entries else {}  # through ModelCardData's **kwargs
+    extra: dict[str, Any] = (
+        {"base_model_relation": base_model_relation(index)} if sources and index.entries else {}
+    )  # through ModelCardData's **kwargs
     return ModelCardData(
         language=list(index.registry.languages),
-        license=index.registry.license.lower() if index.registry.license else None,  # the Hub's ids are lower-case (apache-2.0, mit, cc-by-4.0)
+        license=index.registry.license.lower()
+        if index.registry.license
+        else None,  # the Hub's ids are lower-case (apache-2.0, mit, cc-by-4.0)
         library_name=LIBRARY,
-        tags=[*index.registry.tags, *(["gguf"] if index.ggufs and "gguf" not in index.registry.tags else [])] or None,  # the Hub lists the repo with GGUF models
+        tags=[*index.registry.tags, *(["gguf"] if index.ggufs and "gguf" not in index.registry.tags else [])]
+        or None,  # the Hub lists the repo with GGUF models
         base_model=sources or None,
         datasets=view.dataset_repos or None,
         # ModelCardData turns (model_name, eval_results) into model-index; alone, model_name

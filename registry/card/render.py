@@ -43,11 +43,15 @@ class _Utf8Loader(jinja2.BaseLoader):
     def __init__(self, directory: Path):
         self.directory = directory
 
-    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str | None, Callable[[], bool] | None]:
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str | None, Callable[[], bool] | None]:
         path = self.directory.joinpath(*split_template_path(template))
         if not path.is_file():
             raise jinja2.TemplateNotFound(template)
-        text = _decode(path.read_bytes(), path, "card.template-not-utf8", _fixer(self.directory)("save the template as UTF-8"))
+        text = _decode(
+            path.read_bytes(), path, "card.template-not-utf8", _fixer(self.directory)("save the template as UTF-8")
+        )
         return text, str(path), None  # each render builds a fresh Environment: no cache to invalidate
 
 
@@ -107,13 +111,25 @@ def render_body(template: str, context: dict[str, Any], template_dir: Path | Non
         return environment(template_dir).get_template(template).render(context)
     except jinja2.TemplateSyntaxError as exc:
         where = f"{exc.filename or exc.name}:{exc.lineno}"
-        raise RegistryError("card.template-syntax", where, f"template syntax error: {exc.message}", fix("correct the Jinja syntax at that line")) from exc
+        raise RegistryError(
+            "card.template-syntax",
+            where,
+            f"template syntax error: {exc.message}",
+            fix("correct the Jinja syntax at that line"),
+        ) from exc
     except jinja2.TemplateNotFound as exc:  # no name for `{% include [] %}`
         missing = template_dir / exc.name if isinstance(exc.name, str) else template_dir
-        raise RegistryError("card.template-missing", missing, "template not found", fix("restore the template")) from exc
+        raise RegistryError(
+            "card.template-missing", missing, "template not found", fix("restore the template")
+        ) from exc
     except jinja2.TemplateError as exc:  # undefined names (StrictUndefined), bad filters, ...
         where = _template_line(exc, template_dir) or str(template_dir / template)
-        raise RegistryError("card.template-error", where, f"template error: {exc}", fix("correct the expression at that line (templates see only `view` and `index`)")) from exc
+        raise RegistryError(
+            "card.template-error",
+            where,
+            f"template error: {exc}",
+            fix("correct the expression at that line (templates see only `view` and `index`)"),
+        ) from exc
 
 
 # ----------------------------------------------------------------------------------------------
@@ -138,10 +154,20 @@ def require_renderable(index: BaseModel) -> None:
     encoding), and a hand-written-section marker, which would leave the card with a second one."""
     for where, text in _strings(index.model_dump(mode="json")):
         if _SURROGATE.search(text):
-            raise RegistryError("card.not-utf8", INDEX_NAME, f"{where} holds an escaped lone surrogate, which is not valid UTF-8", f"correct the text at {where}")
+            raise RegistryError(
+                "card.not-utf8",
+                INDEX_NAME,
+                f"{where} holds an escaped lone surrogate, which is not valid UTF-8",
+                f"correct the text at {where}",
+            )
         marker = handwritten.marker_in(text)
         if marker:
-            raise RegistryError("card.marker-in-index", INDEX_NAME, f"{where} holds the card's hand-written-section marker {marker}", f"remove the marker from the text at {where}")
+            raise RegistryError(
+                "card.marker-in-index",
+                INDEX_NAME,
+                f"{where} holds the card's hand-written-section marker {marker}",
+                f"remove the marker from the text at {where}",
+            )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -152,7 +178,9 @@ def decode_card(data: bytes) -> str:
     return _decode(data, CARD_NAME, "card.not-utf8", f"save {CARD_NAME} as UTF-8")
 
 
-def render_card(index: Index, existing: str | None, template_dir: Path | None = None, facts: TreeFacts | None = None) -> str:
+def render_card(
+    index: Index, existing: str | None, template_dir: Path | None = None, facts: TreeFacts | None = None
+) -> str:
     """README.md for ``index``, keeping the hand-written section of ``existing`` (the current text).
 
     ``template_dir`` defaults to the installed package's templates; ``facts`` are what the card

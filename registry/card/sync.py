@@ -64,7 +64,14 @@ class Rendered:
         code = CODES[self.name]
         if self.current is None:
             return [Problem(f"{code}.missing", self.name, f"{self.name} is missing", FIX)]
-        return [Problem(f"{code}.stale", self.name, f"differs from what index.json renders (first difference at line {self.first_difference()})", FIX)]
+        return [
+            Problem(
+                f"{code}.stale",
+                self.name,
+                f"differs from what index.json renders (first difference at line {self.first_difference()})",
+                FIX,
+            )
+        ]
 
 
 def rendered(repo: Repo, index: Index, locate: Locate | None = None, card_text: str | None = None) -> list[Rendered]:
@@ -73,7 +80,10 @@ def rendered(repo: Repo, index: Index, locate: Locate | None = None, card_text: 
     card_text = card_text if card_text is not None else _read_text(repo, CARD_NAME)
     card = render_card(index, card_text, facts=read_facts(index, locate or on_disk(repo)))
     evaluation = render_evaluation(index).decode("utf-8")
-    return [Rendered(CARD_NAME, card_text, card), Rendered(EVALUATION_NAME, _read_text(repo, EVALUATION_NAME), evaluation)]
+    return [
+        Rendered(CARD_NAME, card_text, card),
+        Rendered(EVALUATION_NAME, _read_text(repo, EVALUATION_NAME), evaluation),
+    ]
 
 
 def stage_rendered(repo: Repo, txn: Transaction, index: Index) -> None:

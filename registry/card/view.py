@@ -18,7 +18,20 @@ from dataclasses import dataclass, field
 
 from ..core.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from ..core.layout import export_path, modelfile_path
-from ..core.models import METHODS, Base, Entry, EvalResult, EvalSetup, GgufFile, HfExport, Index, Localized, Note, StopRules, TrainingStage
+from ..core.models import (
+    METHODS,
+    Base,
+    Entry,
+    EvalResult,
+    EvalSetup,
+    GgufFile,
+    HfExport,
+    Index,
+    Localized,
+    Note,
+    StopRules,
+    TrainingStage,
+)
 from ..core.names import STATE_WEIGHTS_NAME, TRAIN_JSON
 from ..core.train import RunFacts, TrainFacts
 from ..gguf.modelfile import ollama_name
@@ -136,7 +149,10 @@ class EntryView:
     def serving_flags(self) -> str:
         """``--profile g1k --sampling g1k-agent``: the serving options recorded for this weight."""
         serving = self.entry.serving
-        flags = [f"--profile {serving.profile}" if serving and serving.profile else "", f"--sampling {serving.sampling}" if serving and serving.sampling else ""]
+        flags = [
+            f"--profile {serving.profile}" if serving and serving.profile else "",
+            f"--sampling {serving.sampling}" if serving and serving.sampling else "",
+        ]
         return " ".join(filter(None, flags))
 
     @property
@@ -231,7 +247,11 @@ class BaseView:
     def known_issues(self, languages: Languages) -> list[str]:
         """The base's known issues, then each weight's, prefixed with its path."""
         own = languages.items(self.base.known_issues) if self.base else []
-        return own + [f"{md_code(e.rel_path)}{languages.colon}{item}" for e in self.entries for item in languages.items(e.entry.known_issues)]
+        return own + [
+            f"{md_code(e.rel_path)}{languages.colon}{item}"
+            for e in self.entries
+            for item in languages.items(e.entry.known_issues)
+        ]
 
 
 @dataclass(frozen=True)
@@ -267,7 +287,10 @@ class CardView:
     @property
     def kept_facts(self) -> list[tuple[str, str]]:
         """What the hand-written index.json stated that no field holds: (its JSON path, the value as JSON)."""
-        return [(where, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)) for where, value in self.index.kept_facts.items()]
+        return [
+            (where, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True))
+            for where, value in self.index.kept_facts.items()
+        ]
 
     def stage_rows(self, stage: TrainingStage) -> list[list[str]]:
         """(setting, value) rows for the facts a training stage records, in seed 000's order."""
@@ -288,7 +311,10 @@ class CardView:
             (("梯度裁剪", "Gradient clipping"), stage.grad_clip),
             (("对话数", "Conversations"), None if stage.conversations is None else f"{stage.conversations:,}"),
             (("token 数", "Tokens"), None if stage.tokens is None else f"{stage.tokens:,}"),
-            (("计 loss 的 token", "Supervised tokens"), None if stage.supervised_tokens is None else f"{stage.supervised_tokens:,}"),
+            (
+                ("计 loss 的 token", "Supervised tokens"),
+                None if stage.supervised_tokens is None else f"{stage.supervised_tokens:,}",
+            ),
         ]
         return [[self.t(zh, en, " ") if zh != en else zh, str(value)] for (zh, en), value in rows if value is not None]
 
@@ -334,10 +360,18 @@ class CardView:
         tokens = [f"token {t}" + (" (EOD)" if t == 0 else "") for t in stop.tokens]
         texts = [md_code(escaped(s)) for s in stop.texts]
         zh = f"遇到 {'、'.join(tokens)}" + (f" 或文本 {'、'.join(texts)}" if texts else "") + " 时停止生成"
-        en = f"Generation should stop on {' or '.join(tokens)}" + (f" or the text {' or '.join(texts)}" if texts else "") + "."
+        en = (
+            f"Generation should stop on {' or '.join(tokens)}"
+            + (f" or the text {' or '.join(texts)}" if texts else "")
+            + "."
+        )
         if texts:
             zh += "；停止文本要吞掉，不要显示" if stop.consume else "；停止文本是输出的一部分"
-            en += " Consume the stop sequence instead of displaying it." if stop.consume else " The stop text is part of the output."
+            en += (
+                " Consume the stop sequence instead of displaying it."
+                if stop.consume
+                else " The stop text is part of the output."
+            )
         return self.t(zh + "。", en, "\n\n")
 
     def stop_rules(self, e: EntryView | None) -> StopRules:
@@ -383,7 +417,9 @@ class CardView:
 
     def snippet_prompt(self, e: EntryView | None) -> str:
         """The prompt a usage snippet sends: the entry's example, else a greeting in the card's first language."""
-        return (e and e.prompt_example) or ("User: 你好\n\nAssistant:" if self.languages.order[0] == "zh" else "User: Hello\n\nAssistant:")
+        return (e and e.prompt_example) or (
+            "User: 你好\n\nAssistant:" if self.languages.order[0] == "zh" else "User: Hello\n\nAssistant:"
+        )
 
     def setup_rows(self, setup: EvalSetup) -> list[list[str]]:
         """(setting, value) rows for what an evaluation setup records."""
@@ -411,7 +447,9 @@ def _score_groups(index: Index, results: list[EvalResult], base: str, languages:
     return [_score_group(index, key, groups[key], languages) for key in sorted(groups)]
 
 
-def _score_group(index: Index, key: tuple[str, str, str], results: list[EvalResult], languages: Languages) -> ScoreGroup:
+def _score_group(
+    index: Index, key: tuple[str, str, str], results: list[EvalResult], languages: Languages
+) -> ScoreGroup:
     footnotes: list[str] = []
     rows = []
     for result in results:
@@ -421,11 +459,17 @@ def _score_group(index: Index, key: tuple[str, str, str], results: list[EvalResu
         who, method = _subject_label(index, result, languages)
         value = format_value(result.value, result.unit)
         if result.count is not None:
-            value += languages.paren(languages.t(f"{format_value(result.count, '')} 题", f"{format_value(result.count, '')} questions", " / "))
+            value += languages.paren(
+                languages.t(
+                    f"{format_value(result.count, '')} 题", f"{format_value(result.count, '')} questions", " / "
+                )
+            )
         baseline = result.baseline
         compared = None
         if baseline is not None:
-            compared = (format_value(baseline.value, result.unit) if baseline.value is not None else "—") + languages.paren(baseline.name)
+            compared = (
+                format_value(baseline.value, result.unit) if baseline.value is not None else "—"
+            ) + languages.paren(baseline.name)
         rows.append(ScoreRow(result, who, method, value, compared, footnotes.index(text) + 1 if text else None))
     day, backend, setup = key
     return ScoreGroup(day, backend, setup or None, rows, footnotes)
@@ -460,7 +504,13 @@ def _trains(facts: TreeFacts, entries: list[EntryView], base: str | None) -> lis
     for directory in directories:
         train = facts.trains[directory]
         runs = {e.run for e in entries if version_dir(e.entry.path) == directory and e.run}
-        views.append(TrainView(_relative(directory, base), train, [(name, run) for name, run in sorted(train.runs.items()) if name in runs]))
+        views.append(
+            TrainView(
+                _relative(directory, base),
+                train,
+                [(name, run) for name, run in sorted(train.runs.items()) if name in runs],
+            )
+        )
     return views
 
 
@@ -477,15 +527,37 @@ def base_views(index: Index, facts: TreeFacts, languages: Languages) -> list[Bas
     unknown = sorted(set(by_base) - {b.name for b in index.bases})
     for name, base in [*((b.name, b) for b in known), *((n, None) for n in unknown)]:
         entries = sorted(
-            (EntryView(e, _relative(e.path, base.name if base else None), twins.get(e.path, []), facts.manifests.get(e.path)) for e in by_base.get(name, [])),
+            (
+                EntryView(
+                    e,
+                    _relative(e.path, base.name if base else None),
+                    twins.get(e.path, []),
+                    facts.manifests.get(e.path),
+                )
+                for e in by_base.get(name, [])
+            ),
             key=_entry_order,
         )
         sha = base.sha256 if base else next(e.entry.base_sha256 for e in entries)
-        views.append(BaseView(name, base, sha, entries, _score_groups(index, results, name, languages), _trains(facts, entries, base.name if base else None)))
+        views.append(
+            BaseView(
+                name,
+                base,
+                sha,
+                entries,
+                _score_groups(index, results, name, languages),
+                _trains(facts, entries, base.name if base else None),
+            )
+        )
         by_base.pop(name, None)  # a base listed twice (validate reports it) shows its entries once
     return views
 
 
 def build_view(index: Index, handwritten: str, facts: TreeFacts | None = None) -> CardView:
     languages = Languages(tuple(index.registry.languages))
-    return CardView(index=index, bases=base_views(index, facts or TreeFacts(), languages), handwritten=handwritten, languages=languages)
+    return CardView(
+        index=index,
+        bases=base_views(index, facts or TreeFacts(), languages),
+        handwritten=handwritten,
+        languages=languages,
+    )

@@ -17,19 +17,60 @@ if TYPE_CHECKING:
 @main.command()
 @DIR_ARG
 @REGISTRY_OPT
-@click.option("--base-file", "base_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="A base checkpoint the weights of its folder (<name>/ for <name>.pth) are checked against; read, not copied. Repeat per base.")
+@click.option(
+    "--base-file",
+    "base_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A base checkpoint the weights of its folder (<name>/ for <name>.pth) are checked against; read, not copied. Repeat per base.",
+)
 @click.option("--sha256", help="With --metadata-only: the sha256 of the one base folder no other source names.")
-@click.option("--metadata-only", is_flag=True, help="Declare that base by --sha256 alone (as add-base); weights on it cannot be checked, so adopt refuses them.")
-@click.option("--source", help="Hub repo the base files come from (e.g. BlinkDL/rwkv7-g1), where the catalog does not say.")
+@click.option(
+    "--metadata-only",
+    is_flag=True,
+    help="Declare that base by --sha256 alone (as add-base); weights on it cannot be checked, so adopt refuses them.",
+)
+@click.option(
+    "--source", help="Hub repo the base files come from (e.g. BlinkDL/rwkv7-g1), where the catalog does not say."
+)
 @click.option("--vocab", help="The bases' vocabulary file, where the catalog does not say.")
-@click.option("--trust-files", is_flag=True, help="Where the hand-written index.json and the files disagree, record what the files say (listed in the report).")
-@click.option("--recommended", "recommended", multiple=True, metavar="PATH", help="Where index.json marks two files of one base and method recommended: this one wins. Repeat per base and method.")
-@click.option("--not-a-twin", "not_twins", multiple=True, metavar="PATH", help="A .safetensors beside a .pth of the same name that holds other tensors: register it as a weight of its own.")
-@click.option("--dry-run", is_flag=True, help="Check everything and print the plan; write nothing. It refuses exactly what the real run refuses.")
+@click.option(
+    "--trust-files",
+    is_flag=True,
+    help="Where the hand-written index.json and the files disagree, record what the files say (listed in the report).",
+)
+@click.option(
+    "--recommended",
+    "recommended",
+    multiple=True,
+    metavar="PATH",
+    help="Where index.json marks two files of one base and method recommended: this one wins. Repeat per base and method.",
+)
+@click.option(
+    "--not-a-twin",
+    "not_twins",
+    multiple=True,
+    metavar="PATH",
+    help="A .safetensors beside a .pth of the same name that holds other tensors: register it as a weight of its own.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Check everything and print the plan; write nothing. It refuses exactly what the real run refuses.",
+)
 @json_option
 def adopt(
-    directory: Path | None, registry: Path, base_files: tuple[Path, ...], sha256: str | None, metadata_only: bool, source: str | None, vocab: str | None, trust_files: bool,
-    recommended: tuple[str, ...], not_twins: tuple[str, ...], dry_run: bool,
+    directory: Path | None,
+    registry: Path,
+    base_files: tuple[Path, ...],
+    sha256: str | None,
+    metadata_only: bool,
+    source: str | None,
+    vocab: str | None,
+    trust_files: bool,
+    recommended: tuple[str, ...],
+    not_twins: tuple[str, ...],
+    dry_run: bool,
 ) -> None:
     """Make the hand-made repo in DIR (a clone or download) a registry, in place, in one transaction.
 
@@ -42,7 +83,15 @@ def adopt(
 
     out = output()
     options = AdoptOptions(
-        base_files=base_files, sha256=sha256, metadata_only=metadata_only, source=source, vocab=vocab, trust_files=trust_files, dry_run=dry_run, recommended=recommended, not_twins=not_twins
+        base_files=base_files,
+        sha256=sha256,
+        metadata_only=metadata_only,
+        source=source,
+        vocab=vocab,
+        trust_files=trust_files,
+        dry_run=dry_run,
+        recommended=recommended,
+        not_twins=not_twins,
     )
     with out.bar("hashing") as bar:
         report = adopt_folder(registry_dir(directory, registry), options, progress=bar.advance)

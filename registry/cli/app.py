@@ -36,7 +36,16 @@ _TOKEN_SHAPED = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")
 
 def registry_option(help_text: str = "The registry directory (env RWKV_REGISTRY).") -> Callable:
     """``-C DIR`` / ``RWKV_REGISTRY``: the registry directory, with the same meaning on every command."""
-    return click.option("-C", "--registry", "registry", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True, envvar="RWKV_REGISTRY", help=help_text)
+    return click.option(
+        "-C",
+        "--registry",
+        "registry",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=".",
+        show_default=True,
+        envvar="RWKV_REGISTRY",
+        help=help_text,
+    )
 
 
 REGISTRY_OPT = registry_option()
@@ -47,7 +56,9 @@ def card_front_options(card: str) -> Callable[[F], F]:
     """``--title`` and ``--license`` of a new registry's ``card`` (the model card, the dataset card)."""
 
     def apply(command: F) -> F:
-        command = click.option("--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen).")(command)
+        command = click.option(
+            "--license", "license_", help="SPDX license id for the card's front matter (omit when none is chosen)."
+        )(command)
         return click.option("--title", help=f"Title shown on the {card}.")(command)
 
     return apply
@@ -59,7 +70,9 @@ def registry_dir(directory: Path | None, registry: Path) -> Path:
         return registry
     source = click.get_current_context().get_parameter_source("registry")
     if source != ParameterSource.DEFAULT and Path(directory).absolute() != Path(registry).absolute():
-        raise usage_error("-C", f"DIR {directory} and -C/RWKV_REGISTRY {registry} name different registries", "give one of them")
+        raise usage_error(
+            "-C", f"DIR {directory} and -C/RWKV_REGISTRY {registry} name different registries", "give one of them"
+        )
     return directory
 
 
@@ -86,20 +99,35 @@ def _machine_error(err: OSError) -> RegistryError:
     }
     fix = fixes.get(err.errno or 0, "check the file and run the command again")
     path = err.filename2 or err.filename  # a rename names its target second: the file the user knows
-    return RegistryError(f"fs.{errno.errorcode.get(err.errno or 0, 'error').lower()}", path, err.strerror or str(err), fix, Exit.MACHINE)
+    return RegistryError(
+        f"fs.{errno.errorcode.get(err.errno or 0, 'error').lower()}", path, err.strerror or str(err), fix, Exit.MACHINE
+    )
 
 
 def _as_registry_error(exc: BaseException) -> RegistryError | None:
     if isinstance(exc, RegistryError):
         return exc
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in TORCH_MODULES:
-        return RegistryError("install.needs-torch", exc.name, "this command reads or writes tensors and needs the torch extra", "pip install 'rwkv-registry[torch]'")
+        return RegistryError(
+            "install.needs-torch",
+            exc.name,
+            "this command reads or writes tensors and needs the torch extra",
+            "pip install 'rwkv-registry[torch]'",
+        )
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in HF_MODULES:
-        return RegistryError("install.needs-hf", exc.name, "this command writes and checks Transformers files and needs the hf extra", "pip install 'rwkv-registry[hf]'")
+        return RegistryError(
+            "install.needs-hf",
+            exc.name,
+            "this command writes and checks Transformers files and needs the hf extra",
+            "pip install 'rwkv-registry[hf]'",
+        )
     if isinstance(exc, ImportError | OSError) and (broken := _importing(exc, TORCH_MODULES)):
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return RegistryError(
-            "install.broken-torch", broken, f"this command needs the torch extra, and importing {broken} failed ({first})", "reinstall the torch extra: pip install --force-reinstall 'rwkv-registry[torch]'"
+            "install.broken-torch",
+            broken,
+            f"this command needs the torch extra, and importing {broken} failed ({first})",
+            "reinstall the torch extra: pip install --force-reinstall 'rwkv-registry[torch]'",
         )
     if isinstance(exc, OSError):
         return _machine_error(exc)
@@ -168,7 +196,14 @@ class RegistryGroup(ReadsFlagOnRefusal, click.Group):
     command_class = ReadsFlagOnRefusal
     group_class = type  # `registry dataset …`: the same handling of its commands' command lines
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         sigbus.install()
         sink = Output()
         try:
@@ -191,7 +226,9 @@ class RegistryGroup(ReadsFlagOnRefusal, click.Group):
             return result
         sys.exit(result if isinstance(result, int) else Exit.OK)
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         try:
             return super().resolve_command(ctx, args)
         except click.UsageError:  # no such command: no command's --json was read

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 @main.command()
 @DIR_ARG
 @REGISTRY_OPT
-@click.option("--check", is_flag=True, help="Only compare README.md with what index.json renders; print a diff, change nothing.")
+@click.option(
+    "--check", is_flag=True, help="Only compare README.md with what index.json renders; print a diff, change nothing."
+)
 @json_option
 def card(directory: Path | None, registry: Path, check: bool) -> None:
     """Render the model card (README.md) and evaluation.json of the registry in DIRECTORY and refresh SHA256SUMS.
@@ -29,7 +31,12 @@ def card(directory: Path | None, registry: Path, check: bool) -> None:
     root, out = registry_dir(directory, registry), output()
     if not check:
         changed = write_card(root)
-        out.result({"ok": True, "changed": changed}, "README.md and evaluation.json rendered" if changed else "README.md and evaluation.json were already up to date")
+        out.result(
+            {"ok": True, "changed": changed},
+            "README.md and evaluation.json rendered"
+            if changed
+            else "README.md and evaluation.json were already up to date",
+        )
         return
     found = check_card(root)
     if found.diff is None:  # not compared: the findings as a check's

@@ -15,7 +15,12 @@ from .output import json_option, output
 @main.command("convert")
 @click.argument("paths", nargs=-1, required=True)
 @REGISTRY_OPT
-@click.option("--shard-size", default="5GB", show_default=True, help="Split checkpoints larger than this into model-0000i-of-0000N.safetensors.")
+@click.option(
+    "--shard-size",
+    default="5GB",
+    show_default=True,
+    help="Split checkpoints larger than this into model-0000i-of-0000N.safetensors.",
+)
 @click.option("--force", is_flag=True, help="Overwrite existing outputs whose content differs.")
 @json_option
 def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: bool) -> None:
@@ -29,7 +34,10 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
     from ..core.repo import Repo
 
     repo = Repo.open(registry, must_exist=False)
-    in_a_registry = repo.index_path.is_file() or click.get_current_context().get_parameter_source("registry") != ParameterSource.DEFAULT
+    in_a_registry = (
+        repo.index_path.is_file()
+        or click.get_current_context().get_parameter_source("registry") != ParameterSource.DEFAULT
+    )
     root = repo.root
     targets = [_target(raw, root, in_a_registry) for raw in paths]
     # A standalone source's sha256 needs no torch, which takes a second or two to import: start it now.

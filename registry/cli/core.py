@@ -11,7 +11,11 @@ from .app import DIR_ARG, REGISTRY_OPT, card_front_options, main, registry_dir
 from .output import json_option, output
 from .sign import EXISTING_FILE
 
-REQUIRE_BYTES_OPT = click.option("--require-bytes", is_flag=True, help="Refuse Git LFS pointers (each is a finding) instead of checking them by oid and size.")
+REQUIRE_BYTES_OPT = click.option(
+    "--require-bytes",
+    is_flag=True,
+    help="Refuse Git LFS pointers (each is a finding) instead of checking them by oid and size.",
+)
 
 
 @main.command()
@@ -54,14 +58,43 @@ def sums(directory: Path | None, registry: Path, check: bool, require_bytes: boo
 @DIR_ARG
 @REGISTRY_OPT
 @json_option
-@click.option("--index-only", type=click.Path(dir_okay=False, path_type=Path), help="Check just this index.json (e.g. the known-bases catalog).")
-@click.option("--allow-rewrite", "rewrite_reason", metavar="REASON", help="Accept changes to already-published files and record REASON in index.json.")
-@click.option("--linked", type=click.Path(file_okay=False, path_type=Path), help="The other registry of a dataset link: for a model registry the dataset registry its entries cite; for a dataset registry the model registry its card lists.")
-@click.option("--linked-hub", is_flag=True, help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo at the revision the dataset card was derived from.")
+@click.option(
+    "--index-only",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Check just this index.json (e.g. the known-bases catalog).",
+)
+@click.option(
+    "--allow-rewrite",
+    "rewrite_reason",
+    metavar="REASON",
+    help="Accept changes to already-published files and record REASON in index.json.",
+)
+@click.option(
+    "--linked",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The other registry of a dataset link: for a model registry the dataset registry its entries cite; for a dataset registry the model registry its card lists.",
+)
+@click.option(
+    "--linked-hub",
+    is_flag=True,
+    help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo at the revision the dataset card was derived from.",
+)
 @REQUIRE_BYTES_OPT
-@click.option("--public-key", type=EXISTING_FILE, metavar="SIGNER.pub", help="Also verify model.sig with the signer's PEM public key (authorship; needs the sign extra). Without it, model.sig is checked for consistency only.")
+@click.option(
+    "--public-key",
+    type=EXISTING_FILE,
+    metavar="SIGNER.pub",
+    help="Also verify model.sig with the signer's PEM public key (authorship; needs the sign extra). Without it, model.sig is checked for consistency only.",
+)
 def validate_cmd(
-    directory: Path | None, registry: Path, index_only: Path | None, rewrite_reason: str | None, linked: Path | None, linked_hub: bool, require_bytes: bool, public_key: Path | None,
+    directory: Path | None,
+    registry: Path,
+    index_only: Path | None,
+    rewrite_reason: str | None,
+    linked: Path | None,
+    linked_hub: bool,
+    require_bytes: bool,
+    public_key: Path | None,
 ) -> None:
     """Check layout, schemas, index cross-references, SHA256SUMS and model.sig; exit 0 only when clean.
     Git LFS pointers are checked by oid and size (pointer mode) unless --require-bytes."""
@@ -82,7 +115,15 @@ def validate_cmd(
         out.check(validate_index_file(index_only), f"{index_only} is valid")
         return
     with out.bar("hashing") as bar:
-        report = validate_report(root, progress=bar.advance, linked=linked, linked_hub=linked_hub, hub_progress=out.progress, require_bytes=require_bytes, public_key=public_key)
+        report = validate_report(
+            root,
+            progress=bar.advance,
+            linked=linked,
+            linked_hub=linked_hub,
+            hub_progress=out.progress,
+            require_bytes=require_bytes,
+            public_key=public_key,
+        )
     beside = not_covered(root)
     _say_notes(report.notes() + ([f"not checked and never published: {', '.join(beside)}"] if beside else []))
     out.check(report.problems, "registry is valid", {"not_covered": beside, **report.as_dict()})
@@ -98,7 +139,16 @@ def _say_notes(lines: list[str]) -> None:
 
 @main.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), required=False)
-@click.option("-C", "--registry", "registry", type=click.Path(file_okay=False, path_type=Path), default="rwkv-registry-demo", show_default=True, envvar="RWKV_REGISTRY", help="The directory the demo fills: registry/ (seed-001-shaped), finetune-registry/ (seed-000-shaped) and their inputs (env RWKV_REGISTRY).")
+@click.option(
+    "-C",
+    "--registry",
+    "registry",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="rwkv-registry-demo",
+    show_default=True,
+    envvar="RWKV_REGISTRY",
+    help="The directory the demo fills: registry/ (seed-001-shaped), finetune-registry/ (seed-000-shaped) and their inputs (env RWKV_REGISTRY).",
+)
 @json_option
 def demo(directory: Path | None, registry: Path) -> None:
     """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR: two registries, shaped like seed 001 (State + MiSS, zh card) and seed 000 (a full fine-tune, en card)."""

@@ -14,11 +14,26 @@ from .output import json_option, output
 @click.argument("entry", required=False)
 @REGISTRY_OPT
 @click.option("--base", "base_name", help="Export this base (by name) instead of an entry; needs --base-file.")
-@click.option("--base-file", type=click.Path(dir_okay=False, path_type=Path), help="The base's .pth (checked against its recorded sha256).")
-@click.option("--shard-size", default="5GB", show_default=True, help="Split the weights into model-0000i-of-0000N.safetensors shards of at most this size.")
-@click.option("--force", is_flag=True, help="Replace an existing export folder whose content differs; files of the earlier export that the new one does not write are removed.")
+@click.option(
+    "--base-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The base's .pth (checked against its recorded sha256).",
+)
+@click.option(
+    "--shard-size",
+    default="5GB",
+    show_default=True,
+    help="Split the weights into model-0000i-of-0000N.safetensors shards of at most this size.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing export folder whose content differs; files of the earlier export that the new one does not write are removed.",
+)
 @json_option
-def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, shard_size: str, force: bool) -> None:
+def export_hf_cmd(
+    entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, shard_size: str, force: bool
+) -> None:
     """Export a full entry (ENTRY, its .pth) or a base (--base NAME --base-file BASE.pth) as a folder
     that `AutoModelForCausalLM.from_pretrained` loads with flash-linear-attention's RWKV-7; a
     MiSS adapter (ENTRY, its .pth) as a PEFT adapter that loads onto its base's export; or a State
@@ -35,31 +50,67 @@ def export_hf_cmd(entry: str | None, registry: Path, base_name: str | None, base
     State.  Needs the hf extra: pip install 'rwkv-registry[hf]'.
     """
     if (entry is None) == (base_name is None):
-        raise usage_error("--base" if base_name is not None else "ENTRY", "give either ENTRY or --base, not both and not neither", "pass ENTRY (a full entry's, a MiSS adapter's or a State's .pth), or --base NAME with --base-file BASE.pth")
+        raise usage_error(
+            "--base" if base_name is not None else "ENTRY",
+            "give either ENTRY or --base, not both and not neither",
+            "pass ENTRY (a full entry's, a MiSS adapter's or a State's .pth), or --base NAME with --base-file BASE.pth",
+        )
     if base_file is not None and base_name is None:
-        raise usage_error("--base-file", "--base-file goes with --base NAME", "add --base NAME, or drop --base-file when exporting ENTRY")
+        raise usage_error(
+            "--base-file",
+            "--base-file goes with --base NAME",
+            "add --base NAME, or drop --base-file when exporting ENTRY",
+        )
     from ..convert.shards import parse_size
     from ..ops.export_hf import ExportRequest, export_hf
 
-    request = ExportRequest(entry=entry, base=base_name, base_file=base_file, shard_size=parse_size(shard_size), force=force)
+    request = ExportRequest(
+        entry=entry, base=base_name, base_file=base_file, shard_size=parse_size(shard_size), force=force
+    )
     out = output()
     total = base_file.stat().st_size if base_file is not None and base_file.is_file() else None
     with out.bar(f"exporting {entry or base_name}", total=total) as bar:
         export = export_hf(registry, request, progress=bar.advance)
     runs = "Transformers with flash-linear-attention (`import fla`) on a CUDA GPU; on a CPU, the GGUF files (`registry export-gguf`) or the rwkv package"
-    out.result({**export.model_dump(mode="json"), "runs": runs}, [f"{export.source} -> {export.path}/ ({len(export.files)} files)", f"runs with {runs}"])
+    out.result(
+        {**export.model_dump(mode="json"), "runs": runs},
+        [f"{export.source} -> {export.path}/ ({len(export.files)} files)", f"runs with {runs}"],
+    )
 
 
 @main.command("export-gguf")
 @click.argument("entry", required=False)
 @REGISTRY_OPT
 @click.option("--base", "base_name", help="Export this base (by name) instead of an entry; needs --base-file.")
-@click.option("--base-file", type=click.Path(dir_okay=False, path_type=Path), help="The base's .pth (checked against its recorded sha256); a MiSS adapter is merged into it.")
-@click.option("--type", "types", multiple=True, type=click.Choice(["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"]), help="A GGUF type to make (repeatable; q8_0 when none is given).")
+@click.option(
+    "--base-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The base's .pth (checked against its recorded sha256); a MiSS adapter is merged into it.",
+)
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    type=click.Choice(["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"]),
+    help="A GGUF type to make (repeatable; q8_0 when none is given).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing GGUF file of the same name whose content differs.")
-@click.option("--sign-key", type=click.Path(dir_okay=False, path_type=Path), metavar="KEY.pem", help="Also sign each file's gate receipt with this EC private key, so a publish elsewhere trusts it (publish --trust-gate-key KEY.pub; docs/ci.md).")
+@click.option(
+    "--sign-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="KEY.pem",
+    help="Also sign each file's gate receipt with this EC private key, so a publish elsewhere trusts it (publish --trust-gate-key KEY.pub; docs/ci.md).",
+)
 @json_option
-def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, base_file: Path | None, types: tuple[str, ...], force: bool, sign_key: Path | None) -> None:
+def export_gguf_cmd(
+    entry: str | None,
+    registry: Path,
+    base_name: str | None,
+    base_file: Path | None,
+    types: tuple[str, ...],
+    force: bool,
+    sign_key: Path | None,
+) -> None:
     """GGUF files for llama.cpp and Ollama of a base (--base NAME --base-file BASE.pth), a full
     entry (ENTRY, its .pth), or a MiSS adapter (ENTRY) merged into its base (--base-file BASE.pth).
 
@@ -71,15 +122,22 @@ def export_gguf_cmd(entry: str | None, registry: Path, base_name: str | None, ba
     the gguf extra: pip install 'rwkv-registry[gguf]'.
     """
     if (entry is None) == (base_name is None):
-        raise click.UsageError("give either ENTRY (a full entry's or a MiSS adapter's .pth) or --base NAME with --base-file")
+        raise click.UsageError(
+            "give either ENTRY (a full entry's or a MiSS adapter's .pth) or --base NAME with --base-file"
+        )
     if base_file is not None and base_name is None and entry is None:
         raise click.UsageError("--base-file goes with --base NAME or a MiSS ENTRY")
     from ..ops.export_gguf import DEFAULT_TYPES, GgufRequest, export_gguf
 
-    request = GgufRequest(entry=entry, base=base_name, base_file=base_file, types=types or DEFAULT_TYPES, force=force, sign_key=sign_key)
+    request = GgufRequest(
+        entry=entry, base=base_name, base_file=base_file, types=types or DEFAULT_TYPES, force=force, sign_key=sign_key
+    )
     out = output()
     total = base_file.stat().st_size * len(request.types) if base_file is not None and base_file.is_file() else None
     with out.bar(f"exporting {entry or base_name} to GGUF", total=total) as bar:
         made = export_gguf(registry, request, progress=bar.advance)
-    text = (f"{g.source} -> {g.path} ({g.type}, {g.size} bytes, gate {'passed' if g.gate and g.gate.passed else 'not run'})" for g in made)
+    text = (
+        f"{g.source} -> {g.path} ({g.type}, {g.size} bytes, gate {'passed' if g.gate and g.gate.passed else 'not run'})"
+        for g in made
+    )
     out.result({"ggufs": [g.model_dump(mode="json") for g in made]}, text)

@@ -29,7 +29,13 @@ def revision_option(help_text: str) -> Callable[[Any], Any]:
 
 
 REVISION_OPT = revision_option("Branch to publish to.")
-REPO_TYPE_OPT = click.option("--repo-type", type=click.Choice(["model", "dataset"]), default="model", show_default=True, help="A model repo, or a dataset repo (a dataset registry: `registry dataset`).")
+REPO_TYPE_OPT = click.option(
+    "--repo-type",
+    type=click.Choice(["model", "dataset"]),
+    default="model",
+    show_default=True,
+    help="A model repo, or a dataset repo (a dataset registry: `registry dataset`).",
+)
 
 
 def _plan_text(plan: Plan) -> Text:
@@ -40,7 +46,11 @@ def _plan_text(plan: Plan) -> Text:
     for f in plan.files:
         if f.status == "unchanged":
             continue
-        note = decimal(f.local.size) if f.local else ("delete" if plan.delete_extra else "kept; --delete-remote-extra deletes it")
+        note = (
+            decimal(f.local.size)
+            if f.local
+            else ("delete" if plan.delete_extra else "kept; --delete-remote-extra deletes it")
+        )
         yield f"  {f.status:<12} {f.path}  ({note})"
     yield f"  {len(plan.with_status('unchanged'))} file(s) unchanged"
     yield f"upload {len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}; delete {len(plan.deletions)}"
@@ -70,7 +80,12 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     repo = Repo.open(registry)
     configured = store.load(repo).dataset.repo_id if is_dataset(repo.root) else repo.load_index().registry.repo_id
     if not configured:
-        raise RegistryError("args.missing", "--repo-id", "no repo id given and index.json has no registry.repo_id", "pass --repo-id NAMESPACE/NAME")
+        raise RegistryError(
+            "args.missing",
+            "--repo-id",
+            "no repo id given and index.json has no registry.repo_id",
+            "pass --repo-id NAMESPACE/NAME",
+        )
     return configured
 
 
@@ -85,29 +100,75 @@ def _content_text(checks: Iterable[ContentCheck]) -> Text:
 @click.option("--repo-id", metavar="NS/NAME", help="Target repo on the Hub (default: registry.repo_id in index.json).")
 @REGISTRY_OPT
 @REVISION_OPT
-@click.option("--dry-run", is_flag=True, help="Print the plan and what blocks it; upload nothing (exit 1 when publish would refuse).")
-@click.option("--assume-empty-remote", is_flag=True, help="With --dry-run: plan as if the repo did not exist yet, without contacting the Hub.")
-@click.option("--create-pr", is_flag=True, help="Open a pull request with the commit instead of committing to the branch.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan and what blocks it; upload nothing (exit 1 when publish would refuse).",
+)
+@click.option(
+    "--assume-empty-remote",
+    is_flag=True,
+    help="With --dry-run: plan as if the repo did not exist yet, without contacting the Hub.",
+)
+@click.option(
+    "--create-pr", is_flag=True, help="Open a pull request with the commit instead of committing to the branch."
+)
 @click.option("--tag", metavar="NAME", help="Tag the published commit (or the unchanged head) with NAME.")
 @click.option("--allow-cpu-gate", is_flag=True, help="Accept gate receipts from CPU-only runs.")
-@click.option("--trust-gate-key", "trust_gate_keys", multiple=True, type=click.Path(dir_okay=False, path_type=Path), metavar="KEY.pub", help="Count receipts signed by this EC public key (the gate machine's `smoke --sign-key`); repeatable. docs/ci.md.")
+@click.option(
+    "--trust-gate-key",
+    "trust_gate_keys",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="KEY.pub",
+    help="Count receipts signed by this EC public key (the gate machine's `smoke --sign-key`); repeatable. docs/ci.md.",
+)
 @click.option("--delete-remote-extra", is_flag=True, help="Delete files on the Hub that the registry does not have.")
-@click.option("--restore", is_flag=True, help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.")
-@click.option("--private", is_flag=True, help="The repo's first publish: make it private (only its owners see it) before anything is committed; the card says so.")
-@click.option("--gated", type=click.Choice(["auto", "manual"]), help="The repo's first publish: make it gated (access requests approved automatically, or by its owners) before anything is committed; the card says so.")
+@click.option(
+    "--restore",
+    is_flag=True,
+    help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.",
+)
+@click.option(
+    "--private",
+    is_flag=True,
+    help="The repo's first publish: make it private (only its owners see it) before anything is committed; the card says so.",
+)
+@click.option(
+    "--gated",
+    type=click.Choice(["auto", "manual"]),
+    help="The repo's first publish: make it gated (access requests approved automatically, or by its owners) before anything is committed; the card says so.",
+)
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @json_option
 def publish_cmd(
-    repo_id: str | None, registry: Path, revision: str, dry_run: bool, assume_empty_remote: bool, create_pr: bool, tag: str | None, allow_cpu_gate: bool,
-    trust_gate_keys: tuple[Path, ...], delete_remote_extra: bool, restore: bool, private: bool, gated: str | None, require_signature: bool, public_key: Path | None,
+    repo_id: str | None,
+    registry: Path,
+    revision: str,
+    dry_run: bool,
+    assume_empty_remote: bool,
+    create_pr: bool,
+    tag: str | None,
+    allow_cpu_gate: bool,
+    trust_gate_keys: tuple[Path, ...],
+    delete_remote_extra: bool,
+    restore: bool,
+    private: bool,
+    gated: str | None,
+    require_signature: bool,
+    public_key: Path | None,
 ) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
     from ..artifacts.signature import SignaturePolicy, TrustedKey
     from ..ops.publish import PublishOptions, publish
 
     if private and gated:
-        raise usage_error("--gated", "a private repo is seen by its owners only, so a gate on it asks no one", "pass --private or --gated, not both")
+        raise usage_error(
+            "--gated",
+            "a private repo is seen by its owners only, so a gate on it asks no one",
+            "pass --private or --gated, not both",
+        )
     access = "private" if private else f"gated-{gated}" if gated else None
     options = PublishOptions(
         repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
@@ -124,8 +185,18 @@ def publish_cmd(
 @DIR_ARG
 @REGISTRY_OPT
 @revision_option("Branch, tag or commit to download.")
-@click.option("--base-file", "base_files", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as `registry adopt --base-file`.")
-@click.option("--trust-files", is_flag=True, help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry adopt --trust-files`.")
+@click.option(
+    "--base-file",
+    "base_files",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as `registry adopt --base-file`.",
+)
+@click.option(
+    "--trust-files",
+    is_flag=True,
+    help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry adopt --trust-files`.",
+)
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @REPO_TYPE_OPT
@@ -150,9 +221,24 @@ def pull_cmd(
     signature = SignaturePolicy(public_key, require_signature)
     options = AdoptOptions(base_files=base_files, trust_files=trust_files)
     out = output()
-    pulled = pull(repo_id, registry_dir(directory, registry), revision, say=out.say, signature=signature, adopt_options=options, repo_type=repo_type, hub_progress=out.progress)
+    pulled = pull(
+        repo_id,
+        registry_dir(directory, registry),
+        revision,
+        say=out.say,
+        signature=signature,
+        adopt_options=options,
+        repo_type=repo_type,
+        hub_progress=out.progress,
+    )
     adopted = pulled.adopted
-    document = {"ok": True, "directory": str(pulled.root), "files": pulled.files, "remote": pulled.remote.model_dump(), "adopted": adopted.as_dict() if adopted else None}
+    document = {
+        "ok": True,
+        "directory": str(pulled.root),
+        "files": pulled.files,
+        "remote": pulled.remote.model_dump(),
+        "adopted": adopted.as_dict() if adopted else None,
+    }
     text = [
         f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} ({'adopted: it was not a registry yet' if adopted else 'verified'})",
         *(f"  still to do: {step}" for step in (adopted.next_steps if adopted else ())),
@@ -162,13 +248,17 @@ def pull_cmd(
 
 @main.command("verify-remote")
 @click.option("--repo-id", required=True, metavar="NS/NAME", help="Repo on the Hub to check.")
-@registry_option("The registry directory (env RWKV_REGISTRY); when it holds a registry, its SHA256SUMS is compared too.")
+@registry_option(
+    "The registry directory (env RWKV_REGISTRY); when it holds a registry, its SHA256SUMS is compared too."
+)
 @revision_option("Branch, tag or commit to check.")
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
 @REPO_TYPE_OPT
 @json_option
-def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, repo_type: str) -> None:
+def verify_remote_cmd(
+    repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, repo_type: str
+) -> None:
     """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights."""
     from ..artifacts.signature import SignaturePolicy
     from ..core.repo import find_root
@@ -176,10 +266,19 @@ def verify_remote_cmd(repo_id: str, registry: Path, revision: str, require_signa
 
     out = output()
     signature = SignaturePolicy(public_key, require_signature)
-    report = verify_remote(repo_id, revision, find_root(registry), signature=signature, repo_type=repo_type, hub_progress=out.progress)
+    report = verify_remote(
+        repo_id, revision, find_root(registry), signature=signature, repo_type=repo_type, hub_progress=out.progress
+    )
     summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
-    kept = (f"note: {path}: on the Hub but not in its SHA256SUMS: no part of the registry (publish keeps it; --delete-remote-extra deletes it)" for path in report.kept)
-    out.result(report.as_dict(), check_text(report.problems, summary, [*_content_text(report.content), *kept]), found_problems=bool(report.problems))
+    kept = (
+        f"note: {path}: on the Hub but not in its SHA256SUMS: no part of the registry (publish keeps it; --delete-remote-extra deletes it)"
+        for path in report.kept
+    )
+    out.result(
+        report.as_dict(),
+        check_text(report.problems, summary, [*_content_text(report.content), *kept]),
+        found_problems=bool(report.problems),
+    )
 
 
 def _diff_lines(diff: ReleaseDiff) -> Text:
@@ -187,8 +286,14 @@ def _diff_lines(diff: ReleaseDiff) -> Text:
     verbs = {"added": "added", "removed": "removed", "changed": "replaced"}
     for change in diff.artifacts:
         a = change.artifact
-        facts = ", ".join(f for f in (a.method, a.base and f"base {a.base}", a.data_version and f"data {a.data_version}") if f)
-        shas = f"{change.old.sha256[:12]}… -> {change.new.sha256[:12]}…" if change.old and change.new else f"sha256 {a.sha256[:12]}…"
+        facts = ", ".join(
+            f for f in (a.method, a.base and f"base {a.base}", a.data_version and f"data {a.data_version}") if f
+        )
+        shas = (
+            f"{change.old.sha256[:12]}… -> {change.new.sha256[:12]}…"
+            if change.old and change.new
+            else f"sha256 {a.sha256[:12]}…"
+        )
         yield f"  {what} {verbs[change.status]:<8} {a.path}  ({facts}{'; ' if facts else ''}{shas})"
     for score in diff.scores:
         setup = f" [{score.setup}]" if score.setup else ""
@@ -203,10 +308,18 @@ def _diff_lines(diff: ReleaseDiff) -> Text:
 
 
 @main.command("history")
-@click.option("--repo-id", metavar="NS/NAME", help="Repo on the Hub (default: registry.repo_id, else the last publish's record).")
+@click.option(
+    "--repo-id", metavar="NS/NAME", help="Repo on the Hub (default: registry.repo_id, else the last publish's record)."
+)
 @REGISTRY_OPT
 @revision_option("Branch whose commits are listed.")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="List at most this many commits, newest first.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="List at most this many commits, newest first.",
+)
 @click.option("--offline", is_flag=True, help="Read no Hub: the release the last publish or pull recorded here.")
 @json_option
 def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int, offline: bool) -> None:
@@ -218,7 +331,11 @@ def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int, 
     found = history(registry, repo_id, revision, limit, offline, say=out.say, hub_progress=out.progress)
 
     def text() -> Text:
-        yield f"releases of {found.repo_id}@{found.revision}, newest first:" if found.repo_id else "the last publish or pull recorded here:"
+        yield (
+            f"releases of {found.repo_id}@{found.revision}, newest first:"
+            if found.repo_id
+            else "the last publish or pull recorded here:"
+        )
         for item in found.items:
             marks = [*(f"tag {t}" for t in item.tags), *(["published here"] if item.published_here else [])]
             mark = f" [{', '.join(marks)}]" if marks else ""
@@ -233,7 +350,11 @@ def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int, 
 @main.command("diff")
 @click.argument("old", default="published", required=False)
 @click.argument("new", default="working", required=False)
-@click.option("--repo-id", metavar="NS/NAME", help="Repo on the Hub whose revisions are named (default: registry.repo_id, else the last publish's record).")
+@click.option(
+    "--repo-id",
+    metavar="NS/NAME",
+    help="Repo on the Hub whose revisions are named (default: registry.repo_id, else the last publish's record).",
+)
 @REGISTRY_OPT
 @click.option("--offline", is_flag=True, help="Read no Hub: `published` is the local record's SHA256SUMS alone.")
 @json_option
@@ -252,7 +373,9 @@ def diff_cmd(old: str, new: str, repo_id: str | None, registry: Path, offline: b
 
 @main.command("rollback")
 @click.argument("rev")
-@click.option("--repo-id", metavar="NS/NAME", help="Repo on the Hub (default: registry.repo_id, else the last publish's record).")
+@click.option(
+    "--repo-id", metavar="NS/NAME", help="Repo on the Hub (default: registry.repo_id, else the last publish's record)."
+)
 @REGISTRY_OPT
 @revision_option("Branch that is rolled back.")
 @click.option("--dry-run", is_flag=True, help="Say what the commit would copy and delete; commit nothing.")

@@ -13,7 +13,9 @@ import click
 from .app import REGISTRY_OPT, main, usage_error
 from .output import json_option, output
 
-LANG_OPT = click.option("--lang", metavar="zh|en", help="The language the text options are in (default: the card's only language).")
+LANG_OPT = click.option(
+    "--lang", metavar="zh|en", help="The language the text options are in (default: the card's only language)."
+)
 
 
 @main.command("set")
@@ -52,12 +54,29 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
 @click.option("--base", help="Describe this base (known issues only) instead of weights.")
 @LANG_OPT
 @click.option("--notes", help="The weight's note in the files table (in --lang).")
-@click.option("--known-issue", "known_issues", multiple=True, help="A known issue (repeat for several; replaces the list in --lang).")
-@click.option("--prompt-format", help="The exact prompt layout, ending with an 'Assistant:' line (use $'…' for newlines).")
+@click.option(
+    "--known-issue",
+    "known_issues",
+    multiple=True,
+    help="A known issue (repeat for several; replaces the list in --lang).",
+)
+@click.option(
+    "--prompt-format", help="The exact prompt layout, ending with an 'Assistant:' line (use $'…' for newlines)."
+)
 @click.option("--prompt-example", help="A complete prompt in that format for the usage snippet.")
-@click.option("--stop-token", "stop_tokens", type=click.IntRange(min=0), multiple=True, help="Token id that stops generation (0 = EOD; repeatable).")
-@click.option("--stop-text", "stop_texts", multiple=True, help="Text that stops generation, e.g. $'\\n\\nUser:' (repeatable).")
-@click.option("--keep-stop-text/--consume-stop-text", default=None, help="Whether the stop text is shown (default: consumed).")
+@click.option(
+    "--stop-token",
+    "stop_tokens",
+    type=click.IntRange(min=0),
+    multiple=True,
+    help="Token id that stops generation (0 = EOD; repeatable).",
+)
+@click.option(
+    "--stop-text", "stop_texts", multiple=True, help="Text that stops generation, e.g. $'\\n\\nUser:' (repeatable)."
+)
+@click.option(
+    "--keep-stop-text/--consume-stop-text", default=None, help="Whether the stop text is shown (default: consumed)."
+)
 @click.option("--profile", help="Chat format profile for rwkv-cli, e.g. g1k or g1k-think.")
 @click.option("--sampling", help="Sampling preset for rwkv-cli, e.g. g1k-agent.")
 @click.option("--adapter-id", help="The id a MiSS adapter is registered under, e.g. v21-lr2e-5-e2.")
@@ -66,12 +85,18 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
 @click.option("--dataset-repo", help="The dataset repo the training data came from.")
 @click.option("--dataset-revision", help="The dataset repo's 40-hex commit the data was taken at.")
 @json_option
-def describe_cmd(path: str | None, registry: Path, method: str | None, base: str | None, lang: str | None, **fields: Any) -> None:
+def describe_cmd(
+    path: str | None, registry: Path, method: str | None, base: str | None, lang: str | None, **fields: Any
+) -> None:
     """Set metadata of the weight at PATH, of every weight of --method, or of --base."""
     from ..ops.describe import Description, Target, describe
 
     if sum(x is not None for x in (path, method, base)) != 1:
-        raise usage_error("PATH", "name exactly one of PATH, --method or --base", "pass a weight's PATH, or --method METHOD, or --base NAME (one of the three)")
+        raise usage_error(
+            "PATH",
+            "name exactly one of PATH, --method or --base",
+            "pass a weight's PATH, or --method METHOD, or --base NAME (one of the three)",
+        )
     fields = {k: (v or None) if isinstance(v, tuple) else v for k, v in fields.items()}
     described = describe(registry, Target(path=path, method=method, base=base), Description(**fields), lang)
     output().result({"ok": True, "described": described}, f"described {', '.join(described)}")
@@ -95,9 +120,19 @@ def describe_cmd(path: str | None, registry: Path, method: str | None, base: str
 @click.option("--conversations", type=click.IntRange(min=0), help="Conversations in the training stream.")
 @click.option("--tokens", type=click.IntRange(min=0), help="Tokens in the training stream.")
 @click.option("--supervised-tokens", type=click.IntRange(min=0), help="Tokens that count for the loss.")
-@click.option("--caveat", "caveats", multiple=True, help="A caveat about the numbers (e.g. packing; repeatable; in --lang).")
+@click.option(
+    "--caveat", "caveats", multiple=True, help="A caveat about the numbers (e.g. packing; repeatable; in --lang)."
+)
 @json_option
-def train_stage_cmd(path: str, name: str, registry: Path, lang: str | None, describe: tuple[str, ...], caveats: tuple[str, ...], **facts: Any) -> None:
+def train_stage_cmd(
+    path: str,
+    name: str,
+    registry: Path,
+    lang: str | None,
+    describe: tuple[str, ...],
+    caveats: tuple[str, ...],
+    **facts: Any,
+) -> None:
     """Record (or replace) training stage NAME of the weight at PATH."""
     from ..index.arguments import require_finite
     from ..ops.train_stage import set_stage
@@ -113,16 +148,22 @@ def train_stage_cmd(path: str, name: str, registry: Path, lang: str | None, desc
 @click.argument("name")
 @REGISTRY_OPT
 @LANG_OPT
-@click.option("--describe", "describe", multiple=True, help="What was evaluated and how (a paragraph; repeatable; in --lang).")
+@click.option(
+    "--describe", "describe", multiple=True, help="What was evaluated and how (a paragraph; repeatable; in --lang)."
+)
 @click.option("--items", type=click.IntRange(min=1), help="Questions or examples in the evaluation set.")
 @click.option("--runtime", help="Inference runtime and version, e.g. rwkv==0.8.32.")
 @click.option("--torch", help="PyTorch version, e.g. 2.7.1+cu128.")
 @click.option("--precision", help="e.g. BF16.")
 @click.option("--decoding", help="e.g. greedy (temperature=0, top_p=0).")
 @click.option("--gpu", help="e.g. NVIDIA A800 80 GB.")
-@click.option("--metric", "metrics", multiple=True, metavar="NAME=DEFINITION", help="A metric's exact definition (repeatable).")
+@click.option(
+    "--metric", "metrics", multiple=True, metavar="NAME=DEFINITION", help="A metric's exact definition (repeatable)."
+)
 @json_option
-def eval_setup_cmd(name: str, registry: Path, lang: str | None, describe: tuple[str, ...], metrics: tuple[str, ...], **facts: Any) -> None:
+def eval_setup_cmd(
+    name: str, registry: Path, lang: str | None, describe: tuple[str, ...], metrics: tuple[str, ...], **facts: Any
+) -> None:
     """Record (or update) evaluation setup NAME; results name it with `registry score --setup NAME`."""
     from ..ops.eval_setup import set_setup
 

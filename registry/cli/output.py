@@ -73,7 +73,11 @@ class Output:
         (:func:`registry.core.errors.warn`); exit 1 when the command found problems."""
         warnings = take_warnings()
         if self.json:
-            _emit_json({**document, "warnings": [w.as_dict() for w in warnings]} if warnings and isinstance(document, dict) else document)
+            _emit_json(
+                {**document, "warnings": [w.as_dict() for w in warnings]}
+                if warnings and isinstance(document, dict)
+                else document
+            )
         else:
             self.text_now(text)
             self.text_now(Line(f"warning: {w.one_line()}", err=True) for w in warnings)
@@ -170,4 +174,3 @@ class ReadsFlagOnRefusal(click.Command):
             if flag_given(self, ctx, given):
                 ctx.ensure_object(Output).json = True
             raise
-

@@ -82,7 +82,14 @@ def _temp_for(final: Path, staging: Path) -> Path:
 
 
 def _write_one(
-    final: Path, staging: Path, names: list[str], source: SourceBytes, metadata: dict[str, str], source_sha256: Future[str], opener: Opener, progress: Progress | None
+    final: Path,
+    staging: Path,
+    names: list[str],
+    source: SourceBytes,
+    metadata: dict[str, str],
+    source_sha256: Future[str],
+    opener: Opener,
+    progress: Progress | None,
 ) -> ConvertedFile:
     """Write one output to a temp file while it is read back, compared and hashed as it lands."""
     temp = _temp_for(final, staging)
@@ -90,12 +97,25 @@ def _write_one(
     draft = plan_layout(entries, {**metadata, "source_sha256": SHA256_PLACEHOLDER})
     try:
         with opener(temp) as out, ReadBack(temp) as readback:
-            differing = _copy_then_header(out, readback, draft, lambda: plan_layout(entries, {**metadata, "source_sha256": source_sha256.result()}), source, progress)
+            differing = _copy_then_header(
+                out,
+                readback,
+                draft,
+                lambda: plan_layout(entries, {**metadata, "source_sha256": source_sha256.result()}),
+                source,
+                progress,
+            )
             out.sync()
             checked = readback.finish()
     except OSError as exc:
         temp.unlink(missing_ok=True)
-        raise RegistryError("convert.write-failed", final, f"writing failed: {exc.strerror or exc}", "free disk space (or fix the target) and run convert again", Exit.MACHINE) from exc
+        raise RegistryError(
+            "convert.write-failed",
+            final,
+            f"writing failed: {exc.strerror or exc}",
+            "free disk space (or fix the target) and run convert again",
+            Exit.MACHINE,
+        ) from exc
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
@@ -106,7 +126,14 @@ def _write_one(
     return ConvertedFile(final=final, temp=temp, sha256=checked.sha256, size=checked.size, tensors=names)
 
 
-def _copy_then_header(out: OutputFile, readback: ReadBack, draft: Layout, final_layout: Callable[[], Layout], source: SourceBytes, progress: Progress | None) -> str | None:
+def _copy_then_header(
+    out: OutputFile,
+    readback: ReadBack,
+    draft: Layout,
+    final_layout: Callable[[], Layout],
+    source: SourceBytes,
+    progress: Progress | None,
+) -> str | None:
     """Copy the tensor bytes on a worker thread from the start, while this thread waits for the
     header's last value (the source's sha256: at once for a registered source) and writes the
     header.  Returns the first tensor that differs from the source, if any."""
@@ -125,9 +152,14 @@ def _copy_then_header(out: OutputFile, readback: ReadBack, draft: Layout, final_
             raise
 
 
-def _write_index(final: Path, staging: Path, files: list[ConvertedFile], total: int, metadata: dict[str, str]) -> ConvertedFile:
+def _write_index(
+    final: Path, staging: Path, files: list[ConvertedFile], total: int, metadata: dict[str, str]
+) -> ConvertedFile:
     weight_map = {name: f.final.name for f in files for name in f.tensors}
-    body = {"metadata": {"total_size": total, **{k: v for k, v in metadata.items() if k != "format"}}, "weight_map": weight_map}
+    body = {
+        "metadata": {"total_size": total, **{k: v for k, v in metadata.items() if k != "format"}},
+        "weight_map": weight_map,
+    }
     data = (json.dumps(body, indent=2, sort_keys=False) + "\n").encode()
     temp = write_temp(final, data, staging)
     return ConvertedFile(final=final, temp=temp, sha256=sha256_hex(data), size=len(data))
@@ -159,20 +191,31 @@ def verify(result: ConversionResult, source: SourceBytes) -> None:
             if (reader.metadata() or {}).get("format") != "pt":
                 raise RegistryError("convert.verify-failed", f.final, "metadata lacks format=pt", "report this bug")
             if sorted(reader.keys()) != sorted(f.tensors):
-                raise RegistryError("convert.verify-failed", f.final, "tensor names differ from the source", "report this bug")
+                raise RegistryError(
+                    "convert.verify-failed", f.final, "tensor names differ from the source", "report this bug"
+                )
             for name in f.tensors:
                 block = reader.get_slice(name)
                 tensor = source.tensors[name]
                 if block.get_shape() != list(tensor.shape) or block.get_dtype() != SAFETENSORS_DTYPES[tensor.dtype]:
-                    raise RegistryError("convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug")
+                    raise RegistryError(
+                        "convert.verify-failed", f.final, f"tensor {name} has another shape or dtype", "report this bug"
+                    )
                 same_rows = _rows_as_torch_loads_them(reader, name, tensor)
                 source.drop_pages(name)
                 if not same_rows:
-                    raise RegistryError("convert.verify-failed", f.final, f"tensor {name} differs from what torch loads from the source", "report this bug")
+                    raise RegistryError(
+                        "convert.verify-failed",
+                        f.final,
+                        f"tensor {name} differs from what torch loads from the source",
+                        "report this bug",
+                    )
                 seen.add(name)
     missing = set(source.tensors) - seen
     if missing:
-        raise RegistryError("convert.verify-failed", result.source, f"{len(missing)} tensors were not written", "report this bug")
+        raise RegistryError(
+            "convert.verify-failed", result.source, f"{len(missing)} tensors were not written", "report this bug"
+        )
 
 
 def output_names(source: Path, kind: str) -> str:
@@ -217,15 +260,21 @@ def convert_file(
     meta = {"format": "pt", "registry_version": __version__, **metadata}
     directory = into or source.parent
     sizes = {name: t.numel() * t.element_size() for name, t in tensors.items()}
-    plan = plan_shards(sizes, shard_size if kind == "checkpoint" else max(sum(sizes.values()), 1), output_names(source, kind))
+    plan = plan_shards(
+        sizes, shard_size if kind == "checkpoint" else max(sum(sizes.values()), 1), output_names(source, kind)
+    )
     result = ConversionResult(source=source, files=[], sharded=plan.sharded)
     try:
         with SourceBytes(reading, tensors) as reader:
             for name, names in plan.files:
-                result.files.append(_write_one(directory / name, staging, names, reader, meta, digest, opener, progress))
+                result.files.append(
+                    _write_one(directory / name, staging, names, reader, meta, digest, opener, progress)
+                )
             if plan.sharded:
                 meta["source_sha256"] = digest.result()
-                result.files.append(_write_index(directory / SHARD_INDEX, staging, result.files, sum(sizes.values()), meta))
+                result.files.append(
+                    _write_index(directory / SHARD_INDEX, staging, result.files, sum(sizes.values()), meta)
+                )
             verify(result, reader)
         result.unchanged = _check_existing(result, force)
     except BaseException:
@@ -251,5 +300,10 @@ def _check_existing(result: ConversionResult, force: bool) -> bool:
             continue
         identical = False
         if not force:
-            raise RegistryError("convert.exists", f.final, "an output with different content already exists", "remove it or pass --force")
+            raise RegistryError(
+                "convert.exists",
+                f.final,
+                "an output with different content already exists",
+                "remove it or pass --force",
+            )
     return identical

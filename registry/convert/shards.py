@@ -12,7 +12,18 @@ from ..artifacts.safetensors_header import read_shard_index
 from ..core.errors import RegistryError
 from ..core.names import SINGLE_SAFETENSORS
 
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 1 << 10,
+    "MIB": 1 << 20,
+    "GIB": 1 << 30,
+    "TIB": 1 << 40,
+}
 
 
 def parse_size(text: str) -> int:
@@ -71,7 +82,9 @@ def shard_set_problems(index_path: Path, listed_shards: set[str]) -> list[str]:
         parsed = read_shard_index(index_path)
     except RegistryError as err:
         return [err.message]
-    problems = [f"weight_map names missing shard {name}" for name in parsed.shard_names if not parsed.shard_path(name).is_file()]
+    problems = [
+        f"weight_map names missing shard {name}" for name in parsed.shard_names if not parsed.shard_path(name).is_file()
+    ]
     if problems:
         return problems
     try:
@@ -81,7 +94,9 @@ def shard_set_problems(index_path: Path, listed_shards: set[str]) -> list[str]:
     if parsed.total_size is None:
         problems.append(f"metadata.total_size is missing (the tensors hold {inspection.total_bytes} bytes)")
     elif parsed.total_size != inspection.total_bytes:
-        problems.append(f"metadata.total_size is {parsed.total_size} but the tensors hold {inspection.total_bytes} bytes")
+        problems.append(
+            f"metadata.total_size is {parsed.total_size} but the tensors hold {inspection.total_bytes} bytes"
+        )
     on_disk = {f.name for f in inspection.files}
     if on_disk != listed_shards:
         problems.append(f"index.json lists shards {sorted(listed_shards)} but the weight_map uses {sorted(on_disk)}")

@@ -65,7 +65,11 @@ class FileLayout:
 
 def locate_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> FileLayout:
     members = _member_data_offsets(path)
-    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors.values() if t.untyped_storage().nbytes()}
+    storages = {
+        t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+        for t in tensors.values()
+        if t.untyped_storage().nbytes()
+    }
     if not members or not storages:
         return FileLayout({}, frozenset())
     base = min(storages) - min(members)  # where the file starts in the mapping

@@ -84,7 +84,11 @@ def plan_layout(tensors: list[tuple[str, torch.Tensor]], metadata: dict[str, str
     for name, tensor in tensors:
         size = tensor.numel() * tensor.element_size()
         spans[name] = (offset, offset + size)
-        entries[name] = {"dtype": SAFETENSORS_DTYPES[tensor.dtype], "shape": list(tensor.shape), "data_offsets": [offset, offset + size]}
+        entries[name] = {
+            "dtype": SAFETENSORS_DTYPES[tensor.dtype],
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + size],
+        }
         offset += size
     header = json.dumps(entries, separators=(",", ":"), ensure_ascii=True).encode()
     header += b" " * (-len(header) % 8)
@@ -192,7 +196,12 @@ class OutputFile:
 
 
 def copy_tensors(
-    out: OutputFile, layout: Layout, source: SourceBytes, landed: Callable[[int, int], None], progress: Progress | None, stop: threading.Event
+    out: OutputFile,
+    layout: Layout,
+    source: SourceBytes,
+    landed: Callable[[int, int], None],
+    progress: Progress | None,
+    stop: threading.Event,
 ) -> str | None:
     """Put every tensor's bytes at its place in ``out``, a :data:`PIECE` at a time, in file order,
     and compare each piece, read back from the file, with the source.

@@ -43,7 +43,11 @@ def ensure_writable(directory: Path) -> None:
     mode = directory.stat().st_mode
     if not (mode & stat.S_IWUSR) or not os.access(directory, os.W_OK):
         raise RegistryError(
-            "fs.read-only", directory, "the registry directory is read-only", f"make it writable (chmod u+w {directory})", Exit.MACHINE
+            "fs.read-only",
+            directory,
+            "the registry directory is read-only",
+            f"make it writable (chmod u+w {directory})",
+            Exit.MACHINE,
         )
 
 
@@ -58,7 +62,10 @@ def _private_dir(root: Path) -> Path | None:
     if not stat.S_ISDIR(st.st_mode):
         what = "a link" if stat.S_ISLNK(st.st_mode) else "a file"
         raise RegistryError(
-            "fs.private-not-dir", PRIVATE_DIR, f"{PRIVATE_DIR} is {what}, but the tool keeps its private folder there", f"remove or rename the {what[2:]} {PRIVATE_DIR} (it is no part of the registry's content)"
+            "fs.private-not-dir",
+            PRIVATE_DIR,
+            f"{PRIVATE_DIR} is {what}, but the tool keeps its private folder there",
+            f"remove or rename the {what[2:]} {PRIVATE_DIR} (it is no part of the registry's content)",
         )
     for name in (LOCK_NAME, STAGING_NAME):
         try:
@@ -66,7 +73,11 @@ def _private_dir(root: Path) -> Path | None:
         except FileNotFoundError:
             continue
         # the lock is opened for writing (and truncated): a link, or a second name of a file, would reach that file
-        wrong = not stat.S_ISDIR(entry.st_mode) if name == STAGING_NAME else not stat.S_ISREG(entry.st_mode) or entry.st_nlink != 1
+        wrong = (
+            not stat.S_ISDIR(entry.st_mode)
+            if name == STAGING_NAME
+            else not stat.S_ISREG(entry.st_mode) or entry.st_nlink != 1
+        )
         if wrong:
             raise RegistryError(
                 "fs.private-not-own", f"{PRIVATE_DIR}/{name}", "is not what the tool keeps there (a link, another name of a file, or another kind of file)",
@@ -112,7 +123,10 @@ def registry_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
             private.mkdir(exist_ok=True)
         except FileExistsError as exc:  # a file (or a link to one) where the private folder belongs
             raise RegistryError(
-                "fs.private-not-dir", private, f"{PRIVATE_DIR} is a file, but the tool keeps its private folder there", f"remove or rename the file {PRIVATE_DIR}"
+                "fs.private-not-dir",
+                private,
+                f"{PRIVATE_DIR} is a file, but the tool keeps its private folder there",
+                f"remove or rename the file {PRIVATE_DIR}",
             ) from exc
         _private_dir(root)
     lock = FileLock(str(private / LOCK_NAME))
@@ -120,7 +134,10 @@ def registry_lock(root: Path, timeout: float = 30.0) -> Iterator[None]:
         lock.acquire(timeout=timeout)
     except Timeout as exc:
         raise RegistryError(
-            "fs.locked", private / LOCK_NAME, "another registry command holds the lock", "wait for it to finish and retry"
+            "fs.locked",
+            private / LOCK_NAME,
+            "another registry command holds the lock",
+            "wait for it to finish and retry",
         ) from exc
     try:
         recover(root)
@@ -152,7 +169,12 @@ def _staged_name(rel: object) -> bool:
     if not isinstance(rel, str):
         return False
     parts = PurePosixPath(rel).parts
-    return len(parts) == 3 and f"{parts[0]}/{parts[1]}" == STAGING and parts[2] not in (".", "..") and rel == "/".join(parts)
+    return (
+        len(parts) == 3
+        and f"{parts[0]}/{parts[1]}" == STAGING
+        and parts[2] not in (".", "..")
+        and rel == "/".join(parts)
+    )
 
 
 def _inside(rel: object) -> bool:
@@ -193,7 +215,10 @@ def _journal_plan(root: Path) -> dict[str, Any] | None:
         raise _foreign("it is not a journal of this tool")
     if not all(isinstance(r, list) and len(r) == 2 and _staged_name(r[0]) and _inside(r[1]) for r in renames):
         raise _foreign(f"a rename does not come out of {STAGING}")
-    if not all(isinstance(r, list) and len(r) == 3 and _inside(r[0]) and _staged_name(r[1]) and isinstance(r[2], list) for r in removals):
+    if not all(
+        isinstance(r, list) and len(r) == 3 and _inside(r[0]) and _staged_name(r[1]) and isinstance(r[2], list)
+        for r in removals
+    ):
         raise _foreign(f"a removal does not go into {STAGING}")
     if not all(_inside(d) for d in dirs):
         raise _foreign("a folder it makes is not inside the registry")
@@ -215,7 +240,13 @@ def recover(root: Path) -> bool:
     plan = _journal_plan(root)
     if plan is not None:
         removals = [(root / rel, root / trash, identity) for rel, trash, identity in plan["removals"]]
-        _apply(root, [root / d for d in plan["dirs"]], [(root / src, root / dst) for src, dst in plan["renames"]], removals, skip_done=True)
+        _apply(
+            root,
+            [root / d for d in plan["dirs"]],
+            [(root / src, root / dst) for src, dst in plan["renames"]],
+            removals,
+            skip_done=True,
+        )
         (root / JOURNAL).unlink()
         fsync_dir(private)
     staging = private / STAGING_NAME
@@ -232,7 +263,9 @@ def _identity(st: os.stat_result) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
 
 
-def _apply(root: Path, dirs: list[Path], renames: list[tuple[Path, Path]], removals: list[Removal], skip_done: bool = False) -> None:
+def _apply(
+    root: Path, dirs: list[Path], renames: list[tuple[Path, Path]], removals: list[Removal], skip_done: bool = False
+) -> None:
     """Create ``dirs``, do ``renames`` (skipping those already done when replaying), move each
     removal into staging while it is still the same regular file, fsync every directory touched.
     Directories are reached without following links (:mod:`.safepath`)."""
@@ -243,7 +276,10 @@ def _apply(root: Path, dirs: list[Path], renames: list[tuple[Path, Path]], remov
     for source, target in renames:
         if skip_done and not source.exists():
             continue  # done before the interruption
-        with directory(root, source.parent.relative_to(root)) as src, directory(root, target.parent.relative_to(root), create=True) as dst:
+        with (
+            directory(root, source.parent.relative_to(root)) as src,
+            directory(root, target.parent.relative_to(root), create=True) as dst,
+        ):
             os.replace(source.name, target.name, src_dir_fd=src, dst_dir_fd=dst)
         touched.update(_up_to(root, target.parent))
     for public, trash, identity in removals:
@@ -257,7 +293,10 @@ def _remove_into_staging(root: Path, public: Path, trash: Path, identity: list[i
     """Rename ``public`` to ``trash`` if it is still the file the commit meant to remove; a file
     put there since (or one already removed before an interruption) is left alone."""
     try:
-        with directory(root, public.parent.relative_to(root)) as src, directory(root, trash.parent.relative_to(root)) as dst:
+        with (
+            directory(root, public.parent.relative_to(root)) as src,
+            directory(root, trash.parent.relative_to(root)) as dst,
+        ):
             st = os.stat(public.name, dir_fd=src, follow_symlinks=False)
             if not stat.S_ISREG(st.st_mode) or _identity(st) != identity:
                 return False
@@ -350,12 +389,23 @@ class Transaction:
         for path in [*self._dirs, *(target for _, target, _ in self._staged)]:
             long = next(filter(None, map(too_long, path.relative_to(self.root).parts)), None)
             if long:
-                raise RegistryError("fs.name-too-long", self._relative(path)[:120] + "…", f"a name in this path {long}", "pass a shorter name")
+                raise RegistryError(
+                    "fs.name-too-long",
+                    self._relative(path)[:120] + "…",
+                    f"a name in this path {long}",
+                    "pass a shorter name",
+                )
         for directory_path in [*self._dirs, *(target.parent for _, target, _ in self._staged)]:
             check_dir(self.root, directory_path.relative_to(self.root))
         for _, target, _ in self._staged:
             if target.is_dir() and not target.is_symlink():
-                raise RegistryError("fs.eisdir", target, "a directory stands where the command writes a file", "remove or rename that directory", Exit.MACHINE)
+                raise RegistryError(
+                    "fs.eisdir",
+                    target,
+                    "a directory stands where the command writes a file",
+                    "remove or rename that directory",
+                    Exit.MACHINE,
+                )
 
     def _removal_identity(self, rel: str) -> list[int]:
         """The identity of the regular file ``rel`` to remove (journaled, so a replay removes only
@@ -366,7 +416,13 @@ class Transaction:
         except FileNotFoundError:
             st = None
         if st is None or not stat.S_ISREG(st.st_mode):
-            raise RegistryError("fs.not-a-file", rel, "the command removes this file, but it is not a regular file", "remove or rename it yourself", Exit.MACHINE)
+            raise RegistryError(
+                "fs.not-a-file",
+                rel,
+                "the command removes this file, but it is not a regular file",
+                "remove or rename it yourself",
+                Exit.MACHINE,
+            )
         return _identity(st)
 
     def _relative(self, path: Path) -> str:
@@ -383,7 +439,10 @@ class Transaction:
             "dirs": [rel(d) for d in self._dirs], "renames": [[rel(source), rel(target)] for source, target in renames],
             "removals": [[rel(public), rel(trash), identity] for public, trash, identity in removals],
         }  # fmt: skip
-        atomic_write(private / JOURNAL_NAME, json.dumps({"plan": plan, "seal": seal(JOURNAL_PURPOSE, _journal_body(plan))}).encode())
+        atomic_write(
+            private / JOURNAL_NAME,
+            json.dumps({"plan": plan, "seal": seal(JOURNAL_PURPOSE, _journal_body(plan))}).encode(),
+        )
         _apply(self.root, self._dirs, renames, removals)
         (private / JOURNAL_NAME).unlink()
         fsync_dir(private)

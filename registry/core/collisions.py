@@ -27,7 +27,11 @@ NAME_MAX_BYTES = 255  # one file or directory name on ext4, XFS, APFS and NTFS (
 def too_long(name: str) -> str | None:
     """Why one path component is longer than a file system holds, else None."""
     size = len(name.encode("utf-8", "surrogateescape"))
-    return f"is {size} bytes long; a file or directory name holds at most {NAME_MAX_BYTES}" if size > NAME_MAX_BYTES else None
+    return (
+        f"is {size} bytes long; a file or directory name holds at most {NAME_MAX_BYTES}"
+        if size > NAME_MAX_BYTES
+        else None
+    )
 
 
 def invisible_character(name: str) -> str | None:
@@ -63,5 +67,8 @@ def collision_problems(paths: Iterable[str]) -> Iterator[Problem]:
     for group in collisions(paths):
         names = " and ".join(map(shown, group))
         yield Problem(
-            "layout.name-collision", group[0], f"{names} differ only in case or Unicode normalization: one file on macOS and Windows checkouts", "rename all but one of them (keep names ASCII where you can)"
+            "layout.name-collision",
+            group[0],
+            f"{names} differ only in case or Unicode normalization: one file on macOS and Windows checkouts",
+            "rename all but one of them (keep names ASCII where you can)",
         )

@@ -59,7 +59,9 @@ class RegistryError(Exception):
         super().__init__(self.one_line())
 
     @classmethod
-    def of(cls, problems: Sequence[Problem], payload: dict[str, Any] | None = None, exit_code: int = Exit.REFUSED) -> RegistryError:
+    def of(
+        cls, problems: Sequence[Problem], payload: dict[str, Any] | None = None, exit_code: int = Exit.REFUSED
+    ) -> RegistryError:
         """A refusal with several reasons (every ungated entry, every mismatching file): one line each,
         a problem found twice (by two checks, or two reads of one file) said once."""
         problems = list(dict.fromkeys(problems))

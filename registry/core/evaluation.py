@@ -118,9 +118,18 @@ def evaluation(index: Index) -> Evaluation:
     scored = {(subject.base, subject.name): scores for subject, scores in listed}
     results = [
         EvalResult(
-            subject=subject, benchmark=score.benchmark, value=score.value, unit=score.unit, count=score.count, date=score.date,
-            backend=score.backend, runs=score.runs, setup=score.setup, baseline=_baseline(scored, subject.base, score),
-            notes=score.notes, footnote=score.footnote,
+            subject=subject,
+            benchmark=score.benchmark,
+            value=score.value,
+            unit=score.unit,
+            count=score.count,
+            date=score.date,
+            backend=score.backend,
+            runs=score.runs,
+            setup=score.setup,
+            baseline=_baseline(scored, subject.base, score),
+            notes=score.notes,
+            footnote=score.footnote,
         )  # fmt: skip
         for subject, scores in listed
         for score in _by_benchmark(scores)
@@ -139,7 +148,12 @@ def reference_problems(index: Index) -> Iterator[Problem]:
     setups = Counter(s.name for s in index.registry.setups)
     for name, count in sorted(setups.items()):
         if count > 1:
-            yield Problem("index.duplicate-setup", INDEX_NAME, f"evaluation setup {name!r} listed {count} times", "keep one setup of each name")
+            yield Problem(
+                "index.duplicate-setup",
+                INDEX_NAME,
+                f"evaluation setup {name!r} listed {count} times",
+                "keep one setup of each name",
+            )
     for base in index.bases:
         yield from _reference_names(base)
     listed = list(subjects(index))
@@ -148,7 +162,12 @@ def reference_problems(index: Index) -> Iterator[Problem]:
         for score in scores:
             where = f"{subject.kind} {subject.name}: {score.benchmark} on {score.date}"
             if score.setup is not None and score.setup not in setups:
-                yield Problem("index.unknown-setup", INDEX_NAME, f"{where} names setup {score.setup!r}, which is not in registry.setups", "record it with `registry eval-setup NAME …`, or name an existing setup")
+                yield Problem(
+                    "index.unknown-setup",
+                    INDEX_NAME,
+                    f"{where} names setup {score.setup!r}, which is not in registry.setups",
+                    "record it with `registry eval-setup NAME …`, or name an existing setup",
+                )
             problem = baseline_problem(subject.name, scored.get((subject.base, score.baseline or "")), score)
             if problem:
                 yield Problem("index.bad-baseline", INDEX_NAME, f"{where}: {problem}", BASELINE_FIX)
@@ -157,4 +176,9 @@ def reference_problems(index: Index) -> Iterator[Problem]:
 def _reference_names(base: Base) -> Iterator[Problem]:
     for name, count in Counter(r.name for r in base.references).items():
         if count > 1 or name == base.name:
-            yield Problem("index.duplicate-reference", INDEX_NAME, f"reference {name!r} on base {base.name} is listed twice or has the base's name", "give each reference its own name")
+            yield Problem(
+                "index.duplicate-reference",
+                INDEX_NAME,
+                f"reference {name!r} on base {base.name} is listed twice or has the base's name",
+                "give each reference its own name",
+            )

@@ -91,12 +91,24 @@ def lfs_problems(text: str | None, weights: list[str]) -> Iterator[Problem]:
     does not send through Git LFS; ``text`` None: the file is missing."""
     if text is None:
         if weights:
-            yield Problem("gitattributes.missing", NAME, "is missing, so a git clone would commit the weights as plain blobs", MISSING_FIX)
+            yield Problem(
+                "gitattributes.missing",
+                NAME,
+                "is missing, so a git clone would commit the weights as plain blobs",
+                MISSING_FIX,
+            )
         return
     lines = parse(text)
     for rel in weights:
         last = next((line for line in reversed(lines) if line.pattern.fullmatch(rel)), None)
         if last is None:
-            yield Problem("gitattributes.no-lfs", rel, f"no line of {NAME} sends this weight through Git LFS", _fix(rel))
+            yield Problem(
+                "gitattributes.no-lfs", rel, f"no line of {NAME} sends this weight through Git LFS", _fix(rel)
+            )
         elif last.filter != "lfs":
-            yield Problem("gitattributes.no-lfs", rel, f"{NAME} line {last.number} ({last.text[:60]!r}) takes this weight out of Git LFS", _fix(rel))
+            yield Problem(
+                "gitattributes.no-lfs",
+                rel,
+                f"{NAME} line {last.number} ({last.text[:60]!r}) takes this weight out of Git LFS",
+                _fix(rel),
+            )

@@ -21,7 +21,11 @@ def ignore_private(existing: bytes | None) -> bytes | None:
     user's choice and is left alone."""
     existing = existing or b""
     rules = [line.strip().lstrip("/") for line in existing.decode("utf-8", errors="replace").splitlines()]
-    return None if any(rule == PRIVATE_DIR or rule.startswith(f"{PRIVATE_DIR}/") for rule in rules) else _appended(existing, [IGNORE_LINE])
+    return (
+        None
+        if any(rule == PRIVATE_DIR or rule.startswith(f"{PRIVATE_DIR}/") for rule in rules)
+        else _appended(existing, [IGNORE_LINE])
+    )
 
 
 def lfs_attributes(existing: bytes | None, wanted: str = GITATTRIBUTES) -> bytes | None:
@@ -30,6 +34,8 @@ def lfs_attributes(existing: bytes | None, wanted: str = GITATTRIBUTES) -> bytes
     other lines are kept)."""
     if existing is None:
         return wanted.encode()
-    present = {line.split()[0] for line in existing.decode("utf-8", errors="replace").splitlines() if "filter=lfs" in line}
+    present = {
+        line.split()[0] for line in existing.decode("utf-8", errors="replace").splitlines() if "filter=lfs" in line
+    }
     missing = [line for line in wanted.splitlines() if line.split()[0] not in present]
     return _appended(existing, missing) if missing else None

@@ -15,7 +15,19 @@ from dataclasses import dataclass
 
 from .errors import Problem
 from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, Index
-from .names import DOCS_DIR, EXCLUDED_FILES, EXCLUDED_TOPS, GGUF_DIR, GGUF_SUFFIX, HF_DIR, MODELFILE_SUFFIX, ROOT_FILES, SHARD_INDEX, TRAIN_JSON, WEIGHT_SUFFIXES
+from .names import (
+    DOCS_DIR,
+    EXCLUDED_FILES,
+    EXCLUDED_TOPS,
+    GGUF_DIR,
+    GGUF_SUFFIX,
+    HF_DIR,
+    MODELFILE_SUFFIX,
+    ROOT_FILES,
+    SHARD_INDEX,
+    TRAIN_JSON,
+    WEIGHT_SUFFIXES,
+)
 
 ROOT_FIX = "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: move documents into docs/, delete anything else"
 
@@ -61,7 +73,9 @@ def declared_root(index: Index) -> dict[str, Placement]:
     declared = {}
     for entry in index.entries:
         if "/" not in entry.path and is_weight(entry.path) and entry.method == "full" and entry.base_sha256 in names:
-            declared[entry.path] = Placement(names[entry.base_sha256], "full", entry.data.version, None, entry.path, root=True)
+            declared[entry.path] = Placement(
+                names[entry.base_sha256], "full", entry.data.version, None, entry.path, root=True
+            )
     return declared
 
 
@@ -70,7 +84,12 @@ def place(rel: str, bases: set[str], declared: dict[str, Placement] | None = Non
     ``declared``: the root weights index.json declares (:func:`declared_root`)."""
     parts = rel.split("/")
     if rel not in ROOT_FILES and any(part.startswith(".") for part in parts):
-        return Problem("layout.hidden", rel, "a hidden file or folder, which git-aware tools and reviewers easily miss", "remove it: a registry holds no hidden files but .gitattributes")
+        return Problem(
+            "layout.hidden",
+            rel,
+            "a hidden file or folder, which git-aware tools and reviewers easily miss",
+            "remove it: a registry holds no hidden files but .gitattributes",
+        )
     if len(parts) == 1:
         if rel in ROOT_FILES:
             return None
@@ -84,26 +103,55 @@ def place(rel: str, bases: set[str], declared: dict[str, Placement] | None = Non
     if parts[0] == DOCS_DIR:
         return None
     if parts[0] not in bases:
-        fix = f"run `registry add-base {parts[0]}.pth` if its weights were trained on that base" if is_weight(rel) else f"move documents into {DOCS_DIR}/, or delete the directory"
+        fix = (
+            f"run `registry add-base {parts[0]}.pth` if its weights were trained on that base"
+            if is_weight(rel)
+            else f"move documents into {DOCS_DIR}/, or delete the directory"
+        )
         return Problem("layout.unknown-base-dir", rel, f"directory {parts[0]!r} is not a base in index.json", fix)
     if export_folder(rel) is not None:
         return None  # a file of a Transformers export: validate checks it against the export listing it
     if gguf_folder(rel) is not None:
         return None  # a GGUF file: validate checks it against its record in index.json
     if len(parts) < 4:
-        return Problem("layout.stray-file", rel, "file outside a <method>/<data-version>/ directory", "move it into <base>/<method>/<data-version>/")
+        return Problem(
+            "layout.stray-file",
+            rel,
+            "file outside a <method>/<data-version>/ directory",
+            "move it into <base>/<method>/<data-version>/",
+        )
     method, version = parts[1], parts[2]
     if method not in METHODS:
-        return Problem("layout.unknown-method", rel, f"method directory {method!r} is not one of {', '.join(METHODS)}", "rename the directory to state, miss or full")
+        return Problem(
+            "layout.unknown-method",
+            rel,
+            f"method directory {method!r} is not one of {', '.join(METHODS)}",
+            "rename the directory to state, miss or full",
+        )
     if not re.match(DATA_VERSION_PATTERN, version):
-        return Problem("layout.bad-data-version", rel, f"data version {version!r} does not look like v1.41 or v2.1", "rename the directory to v<major>[.<minor>]")
+        return Problem(
+            "layout.bad-data-version",
+            rel,
+            f"data version {version!r} does not look like v1.41 or v2.1",
+            "rename the directory to v<major>[.<minor>]",
+        )
     if len(parts) == 4:
         return _place_in_version_dir(rel, parts)
     if len(parts) == 5 and method in ("miss", "full") and re.match(NAME_PATTERN, parts[3]):
         if is_weight(parts[4]) or parts[4] == SHARD_INDEX:
             return Placement(parts[0], method, version, parts[3], parts[4])
-        return Problem("layout.stray-file", rel, "only weight files belong in a run directory", "move train.json and notes to the data-version directory, delete other files")
-    return Problem("layout.stray-file", rel, "path is deeper than <base>/<method>/<data-version>/[<run>/]<file>", "move the file to its canonical place with `registry add`")
+        return Problem(
+            "layout.stray-file",
+            rel,
+            "only weight files belong in a run directory",
+            "move train.json and notes to the data-version directory, delete other files",
+        )
+    return Problem(
+        "layout.stray-file",
+        rel,
+        "path is deeper than <base>/<method>/<data-version>/[<run>/]<file>",
+        "move the file to its canonical place with `registry add`",
+    )
 
 
 def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Problem:
@@ -111,10 +159,17 @@ def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Problem:
     if name == TRAIN_JSON:
         return Placement(base, method, version, None, name)
     if method == "miss":
-        return Problem("layout.stray-file", rel, "MiSS adapters live in a run directory", f"move it to {base}/miss/{version}/<run>/{name} with `registry add --run NAME`")
+        return Problem(
+            "layout.stray-file",
+            rel,
+            "MiSS adapters live in a run directory",
+            f"move it to {base}/miss/{version}/<run>/{name} with `registry add --run NAME`",
+        )
     if is_weight(name) or (method == "full" and name == SHARD_INDEX):
         return Placement(base, method, version, None, name)
-    return Problem("layout.stray-file", rel, "not a weight file or train.json", "delete it or keep it outside the registry")
+    return Problem(
+        "layout.stray-file", rel, "not a weight file or train.json", "delete it or keep it outside the registry"
+    )
 
 
 def export_folder(rel: str) -> str | None:

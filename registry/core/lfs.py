@@ -38,7 +38,9 @@ def is_pointer(path: Path) -> bool:
 
 
 # git-lfs's spec v1: the version line, then the keys in order, one `key value` line each, LF ends.
-_POINTER = re.compile(rb"version https://git-lfs\.github\.com/spec/v1\noid sha256:([0-9a-f]{64})\nsize (0|[1-9][0-9]{0,18})\n")
+_POINTER = re.compile(
+    rb"version https://git-lfs\.github\.com/spec/v1\noid sha256:([0-9a-f]{64})\nsize (0|[1-9][0-9]{0,18})\n"
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,12 @@ def read_pointer(root: Path, rel: str) -> Pointer | Problem:
         os.close(fd)
     match = _POINTER.fullmatch(data)
     if match is None:
-        return Problem("lfs.malformed-pointer", rel, "a Git LFS pointer that is not `version`, `oid sha256:<64 hex>` and `size <bytes>` lines", "check the file out again (`git checkout -- FILE`), or `git lfs pull` it")
+        return Problem(
+            "lfs.malformed-pointer",
+            rel,
+            "a Git LFS pointer that is not `version`, `oid sha256:<64 hex>` and `size <bytes>` lines",
+            "check the file out again (`git checkout -- FILE`), or `git lfs pull` it",
+        )
     return Pointer(match.group(1).decode(), int(match.group(2)))
 
 

@@ -74,7 +74,9 @@ def mapped(fd: int, offset: int, length: int) -> Iterator[memoryview]:
         yield memoryview(b"")
         return
     start = offset - offset % mmap.ALLOCATIONGRANULARITY
-    region = mmap.mmap(fd, length + offset - start, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ, offset=start)
+    region = mmap.mmap(
+        fd, length + offset - start, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ, offset=start
+    )
     view = memoryview(region)[offset - start :]
     try:
         yield view

@@ -40,11 +40,14 @@ ACCESS_DESCRIPTION = "Who may see the repo, as publish made it: public, private 
 BILINGUAL: tuple[Language, ...] = ("zh", "en")  # the card's default languages
 ASSISTANT_TURN = "Assistant:"
 
-INDEX_FORMAT_VERSION: Final = 2  # docs/formats.md, "index.json's format versions"; `registry migrate` upgrades older ones
+INDEX_FORMAT_VERSION: Final = (
+    2  # docs/formats.md, "index.json's format versions"; `registry migrate` upgrades older ones
+)
 
 
 # index.json's "kind" of a dataset registry (registry/dataset/); a model registry has none
 DATASET_KIND: Final = "dataset"
+
 
 class _Strict(BaseModel):
     # No NaN or Infinity in any float field: JSON has no such numbers (see docs/formats.md).
@@ -100,8 +103,16 @@ def prompt_problem(text: str) -> str | None:
 class PromptFormat(_Strict):
     """The exact prompt layout the weights were trained on (seed 000's "Prompt format")."""
 
-    format: str = Field(min_length=1, max_length=MAX_NOTES_CHARS, description="The prompt as the model sees it, role labels and spacing exact, ending with the Assistant: turn")
-    example: str | None = Field(default=None, max_length=MAX_NOTES_CHARS, description="A complete prompt for the usage snippet (default: format)")
+    format: str = Field(
+        min_length=1,
+        max_length=MAX_NOTES_CHARS,
+        description="The prompt as the model sees it, role labels and spacing exact, ending with the Assistant: turn",
+    )
+    example: str | None = Field(
+        default=None,
+        max_length=MAX_NOTES_CHARS,
+        description="A complete prompt for the usage snippet (default: format)",
+    )
 
     @field_validator("format", "example")
     @classmethod
@@ -132,7 +143,9 @@ class Serving(_Strict):
 
     profile: str | None = Field(default=None, description="Chat format profile, e.g. g1k or g1k-think")
     sampling: str | None = Field(default=None, description="Sampling preset, e.g. g1k-agent")
-    adapter_id: str | None = Field(default=None, description="The id a MiSS adapter is registered under, e.g. v21-lr2e-5-e2")
+    adapter_id: str | None = Field(
+        default=None, description="The id a MiSS adapter is registered under, e.g. v21-lr2e-5-e2"
+    )
 
 
 class TrainingStage(_Strict):
@@ -187,7 +200,9 @@ class Base(_Strict):
     size: int | None = Field(default=None, ge=0)
     known_issues: Localized = Field(default_factory=Localized)
     scores: list[Score] = Field(default_factory=list, description="The base's own results, with no weights attached")
-    references: list[Reference] = Field(default_factory=list, description="Weights on this base compared against but not in this repository")
+    references: list[Reference] = Field(
+        default_factory=list, description="Weights on this base compared against but not in this repository"
+    )
 
 
 class DataRef(_Strict):
@@ -196,9 +211,15 @@ class DataRef(_Strict):
     the commit the data was taken at."""
 
     version: str = Field(pattern=DATA_VERSION_PATTERN)
-    sha256: Sha256 | None = Field(default=None, pattern=SHA256_PATTERN, description="The file the trainer read; null only where dataset_repo and dataset_revision name the data")
+    sha256: Sha256 | None = Field(
+        default=None,
+        pattern=SHA256_PATTERN,
+        description="The file the trainer read; null only where dataset_repo and dataset_revision name the data",
+    )
     dataset_repo: str | None = None
-    dataset_revision: str | None = Field(default=None, pattern=GIT_COMMIT_PATTERN, description="The dataset repo's commit the data was taken at")
+    dataset_revision: str | None = Field(
+        default=None, pattern=GIT_COMMIT_PATTERN, description="The dataset repo's commit the data was taken at"
+    )
 
     @property
     def identity(self) -> str:
@@ -224,7 +245,10 @@ class Score(_Strict):
     notes: Note = ""
     count: float | None = Field(default=None, ge=0, description="Items scored correct (seed 001: 296.5 题)")
     setup: str | None = Field(default=None, description="Name of an evaluation setup in registry.setups")
-    baseline: str | None = Field(default=None, description="What this result is compared with: the base's name, a reference's name or an entry's path")
+    baseline: str | None = Field(
+        default=None,
+        description="What this result is compared with: the base's name, a reference's name or an entry's path",
+    )
     footnote: Note = Field(default="", description="Why the comparison is only indicative")
 
 
@@ -263,7 +287,9 @@ class GateSummary(_Strict):
     file_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
     gpu: str | None = None
     date: str
-    versions: dict[str, str] = Field(default_factory=dict, description="torch, cuda, rwkv, python, registry, kernel_source_hash, driver")
+    versions: dict[str, str] = Field(
+        default_factory=dict, description="torch, cuda, rwkv, python, registry, kernel_source_hash, driver"
+    )
     checks: list[GateCheck] = Field(default_factory=list)
 
 
@@ -307,7 +333,9 @@ class HfExport(_Strict):
     generation_config.json, the world tokenizer); from a MiSS adapter, a PEFT adapter folder; from a
     State, its initial recurrent state in fla's layout."""
 
-    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(description="The folder: <base>/hf for a base, hf/ beside a full entry or a MiSS adapter, hf/<state-stem> beside a State")
+    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(
+        description="The folder: <base>/hf for a base, hf/ beside a full entry or a MiSS adapter, hf/<state-stem> beside a State"
+    )
     source: str = Field(description="The full entry's path, or the base's name")
     source_sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="The .pth the folder was exported from")
     base_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
@@ -323,18 +351,32 @@ class GgufFile(_Strict):
     """A GGUF file (llama.cpp, Ollama) made by ``registry export-gguf`` from a base, a full entry,
     or a MiSS adapter merged into its base: its lineage, its bytes and its gate."""
 
-    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(description="<base>/gguf/<name>.gguf, or gguf/<name>.gguf beside the entry")
+    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(
+        description="<base>/gguf/<name>.gguf, or gguf/<name>.gguf beside the entry"
+    )
     source: str = Field(description="The full entry's or MiSS adapter's path, or the base's name")
-    source_sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="The .pth the file was made from (the adapter's, for a merged MiSS)")
+    source_sha256: Sha256 = Field(
+        pattern=SHA256_PATTERN, description="The .pth the file was made from (the adapter's, for a merged MiSS)"
+    )
     base_sha256: Sha256 = Field(pattern=SHA256_PATTERN)
-    merged: bool = Field(default=False, description="A MiSS adapter merged into its base (bit-exact, as the gate merges it)")
+    merged: bool = Field(
+        default=False, description="A MiSS adapter merged into its base (bit-exact, as the gate merges it)"
+    )
     type: GgufType
-    tools: dict[str, str] = Field(description="The tools and versions that made the file (rwkv-registry, gguf, llama-cpp-python)")
+    tools: dict[str, str] = Field(
+        description="The tools and versions that made the file (rwkv-registry, gguf, llama-cpp-python)"
+    )
     sha256: Sha256 = Field(pattern=SHA256_PATTERN)
     size: int = Field(ge=0)
     gate: GateSummary | None = None
-    nmse: float | None = Field(default=None, ge=0, description="The gate's NMSE of llama.cpp's logits against our fp32 reference (worst prompt)")
-    top1_agreement: float | None = Field(default=None, ge=0, le=1, description="The gate's top-1 agreement with the reference (worst prompt)")
+    nmse: float | None = Field(
+        default=None,
+        ge=0,
+        description="The gate's NMSE of llama.cpp's logits against our fp32 reference (worst prompt)",
+    )
+    top1_agreement: float | None = Field(
+        default=None, ge=0, le=1, description="The gate's top-1 agreement with the reference (worst prompt)"
+    )
 
 
 class Rewrite(_Strict):
@@ -351,7 +393,10 @@ class Signer(_Strict):
     """Who signs the registry's releases (``model.sig``, OpenSSF Model Signing; ``registry sign``)."""
 
     method: Literal["key"] = Field(default="key", description="key: a local elliptic-curve private key")
-    fingerprint: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the signer's PEM public key (SubjectPublicKeyInfo): the bundle's key hint")
+    fingerprint: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="sha256 of the signer's PEM public key (SubjectPublicKeyInfo): the bundle's key hint",
+    )
 
 
 class RegistryInfo(_Strict):
@@ -362,13 +407,20 @@ class RegistryInfo(_Strict):
     tags: list[str] = Field(default_factory=lambda: ["rwkv", "rwkv-7"])
     repo_id: str | None = None
     access: Access | None = Field(default=None, description=ACCESS_DESCRIPTION)
-    languages: list[Language] = Field(default_factory=lambda: list(BILINGUAL), min_length=1, max_length=2, description="The card's languages, in order")
+    languages: list[Language] = Field(
+        default_factory=lambda: list(BILINGUAL),
+        min_length=1,
+        max_length=2,
+        description="The card's languages, in order",
+    )
     summary: Localized = Field(default_factory=Localized)
     intended_use: Localized = Field(default_factory=Localized)
     limitations: Localized = Field(default_factory=Localized)
     attribution: Localized = Field(default_factory=Localized)
     setups: list[EvalSetup] = Field(default_factory=list)
-    signer: Signer | None = Field(default=None, description="The key that signs model.sig; null: releases are not signed")
+    signer: Signer | None = Field(
+        default=None, description="The key that signs model.sig; null: releases are not signed"
+    )
     front_matter: dict[str, Any] = Field(
         default_factory=dict,
         description="The author's own card metadata (a hand-written README's front matter, as written): every key stays in the card's; the author's values stand, lists the registry writes are merged in; model-index and base_model_relation are the registry's",
@@ -391,14 +443,21 @@ class Index(_Strict):
     """index.json: bases and one entry per weight file."""
 
     SCHEMA_KIND: ClassVar[str] = "index"  # its checked-in schema: schemas/index.schema.json
-    FORMAT_VERSION: ClassVar[int] = INDEX_FORMAT_VERSION  # an older one is refused with "run registry migrate" (core/schemas.py)
+    FORMAT_VERSION: ClassVar[int] = (
+        INDEX_FORMAT_VERSION  # an older one is refused with "run registry migrate" (core/schemas.py)
+    )
 
     format_version: Literal[2] = INDEX_FORMAT_VERSION
     registry: RegistryInfo = Field(default_factory=RegistryInfo)
     bases: list[Base] = Field(default_factory=list)
     entries: list[Entry] = Field(default_factory=list)
-    exports: list[HfExport] = Field(default_factory=list, description="Transformers/fla folders exported from bases and entries (registry export-hf)")
-    ggufs: list[GgufFile] = Field(default_factory=list, description="GGUF files made from bases and entries (registry export-gguf)")
+    exports: list[HfExport] = Field(
+        default_factory=list,
+        description="Transformers/fla folders exported from bases and entries (registry export-hf)",
+    )
+    ggufs: list[GgufFile] = Field(
+        default_factory=list, description="GGUF files made from bases and entries (registry export-gguf)"
+    )
     rewrites: list[Rewrite] = Field(default_factory=list)
     kept_facts: dict[str, Any] = Field(
         default_factory=dict,
@@ -431,7 +490,10 @@ class Trainer(_Strict):
     version: str = Field(min_length=1)
     commit: str | None = Field(default=None, description="The exact build commit; null: not recorded")
     package: str | None = Field(default=None, description="What ships the trainer, e.g. rwkv_lightning_cuda")
-    requires: str | None = Field(default=None, description="What any build used to retrain must have, e.g. the segments mask (commit 47df608): v1.8.1 or later")
+    requires: str | None = Field(
+        default=None,
+        description="What any build used to retrain must have, e.g. the segments mask (commit 47df608): v1.8.1 or later",
+    )
 
 
 class TrainRun(_Strict):
@@ -494,14 +556,20 @@ class EvalSubject(_Strict):
     kind: Literal["entry", "base", "reference"]
     name: str = Field(description="The entry's path, the base's name or the reference's name")
     base: str = Field(description="Name of the base it runs on")
-    sha256: Sha256 | None = Field(default=None, pattern=SHA256_PATTERN, description="The file's sha256 (entry: the .pth; base: the base file)")
-    files: list[str] = Field(default_factory=list, description="Every file holding these weights: the entry and its twins")
+    sha256: Sha256 | None = Field(
+        default=None, pattern=SHA256_PATTERN, description="The file's sha256 (entry: the .pth; base: the base file)"
+    )
+    files: list[str] = Field(
+        default_factory=list, description="Every file holding these weights: the entry and its twins"
+    )
     location: str | None = Field(default=None, description="A reference's location; null: never uploaded")
 
 
 class EvalBaseline(_Strict):
     name: str
-    value: float | None = Field(description="The baseline's result on the same benchmark and setup; null: none recorded")
+    value: float | None = Field(
+        description="The baseline's result on the same benchmark and setup; null: none recorded"
+    )
 
 
 class EvalResult(_Strict):

@@ -28,7 +28,9 @@ ROOT_FILES = frozenset({INDEX_NAME, CARD_NAME, EVALUATION_NAME, GITATTRIBUTES_NA
 # --- kept beside a registry, no part of its content ----------------------------------------
 GIT_DIR = ".git"
 GITIGNORE_NAME = ".gitignore"  # `registry init` writes or extends it to ignore PRIVATE_DIR
-GIT_FILES = frozenset({GIT_DIR, GITIGNORE_NAME, ".gitmodules", ".github"})  # any other hidden name is checked like every file
+GIT_FILES = frozenset(
+    {GIT_DIR, GITIGNORE_NAME, ".gitmodules", ".github"}
+)  # any other hidden name is checked like every file
 PRE_COMMIT_CONFIG = ".pre-commit-config.yaml"  # the configuration that runs our hooks
 NOT_COVERED = (*sorted(GIT_FILES - {GIT_DIR}), PRE_COMMIT_CONFIG)  # never checked nor published; validate names them
 # huggingface_hub's metadata folder in a `--local-dir` download (`hf download`, `registry pull`).

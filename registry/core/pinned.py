@@ -58,7 +58,9 @@ def pinned(path: Path, what: str = "file", opener: Callable[[], int] | None = No
     """
     path = Path(path)
     try:
-        fd = opener() if opener else os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO would block a plain open
+        fd = (
+            opener() if opener else os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        )  # a FIFO would block a plain open
     except FileNotFoundError as exc:
         raise RegistryError("args.missing-file", path, f"no such {what}", "check the path") from exc
     try:
@@ -73,7 +75,12 @@ def pinned(path: Path, what: str = "file", opener: Callable[[], int] | None = No
         except RegistryError as err:
             raise err.naming(str(handle.stable), str(path)) from err
         if not unchanged(handle):
-            raise RegistryError("fs.changed", path, f"the {what} changed while it was being read", "run the command again once nothing else writes to it")
+            raise RegistryError(
+                "fs.changed",
+                path,
+                f"the {what} changed while it was being read",
+                "run the command again once nothing else writes to it",
+            )
     finally:
         os.close(fd)
 
@@ -95,7 +102,9 @@ def check_registered(relpath: str, actual: str, expected: str) -> None:
 
 
 @contextmanager
-def registered(root: Path, relpath: str, sha256: str, cache: StatCache, progress: Progress | None = None) -> Iterator[Pinned]:
+def registered(
+    root: Path, relpath: str, sha256: str, cache: StatCache, progress: Progress | None = None
+) -> Iterator[Pinned]:
     """A registered file, opened once and checked to be the bytes index.json names.
 
     Commands that read registered weights (convert, smoke) work on what this yields, so bytes

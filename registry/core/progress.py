@@ -67,7 +67,13 @@ def byte_progress(description: str, total: int | None = None, enabled: bool = Tr
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=stderr(), transient=True) as progress:
         task = progress.add_task(description, total=total or 0)
         yield ByteProgress(progress, task)

@@ -23,7 +23,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .errors import Problem, RegistryError
 from .files import atomic_write
 from .models import Index, Rewrite
-from .names import CARD_NAME, INDEX_NAME, MUTABLE, PUBLISHED_SEAL_NAME, RELEASE_RECORD_NAME, RELEASES_DIR, REMOTE_NAME, SUMS_NAME
+from .names import (
+    CARD_NAME,
+    INDEX_NAME,
+    MUTABLE,
+    PUBLISHED_SEAL_NAME,
+    RELEASE_RECORD_NAME,
+    RELEASES_DIR,
+    REMOTE_NAME,
+    SUMS_NAME,
+)
 from .repo import Repo
 from .schemas import read_json
 from .sums import parse_sums, render_sums
@@ -58,7 +67,11 @@ def published_sums(repo: Repo) -> dict[str, str]:
     if not (path.is_file() and not path.is_symlink() and sealed.is_file() and not sealed.is_symlink()):
         return {}
     data = path.read_bytes()
-    return parse_sums(data, path) if sealed_here(SEAL_PURPOSE, data, sealed.read_text("ascii", errors="replace").strip()) else {}
+    return (
+        parse_sums(data, path)
+        if sealed_here(SEAL_PURPOSE, data, sealed.read_text("ascii", errors="replace").strip())
+        else {}
+    )
 
 
 def recorded_remote(repo: Repo) -> RemoteRecord | None:
@@ -70,7 +83,12 @@ def recorded_remote(repo: Repo) -> RemoteRecord | None:
     try:
         return RemoteRecord.model_validate(read_json(repo.refuse_link(path), repo.rel(path)))
     except ValidationError as err:
-        raise RegistryError("published.bad-record", repo.rel(path), f"not a record of a publish ({err.error_count()} error(s))", "delete it; the next publish or pull writes it again") from err
+        raise RegistryError(
+            "published.bad-record",
+            repo.rel(path),
+            f"not a record of a publish ({err.error_count()} error(s))",
+            "delete it; the next publish or pull writes it again",
+        ) from err
 
 
 def record_published(repo: Repo, digests: dict[str, str]) -> None:
@@ -159,5 +177,3 @@ def record_rewrites(repo: Repo, index: Index, digests: dict[str, str], reason: s
     ]
     index.rewrites.extend(added)
     return added
-
-

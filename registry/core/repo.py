@@ -13,7 +13,17 @@ from .atomic import finish_interrupted
 from .errors import Problem, RegistryError
 from .gitattributes import lfs_line
 from .models import DATASET_KIND, Entry, Index
-from .names import CARD_NAME, GATES_DIR, INDEX_NAME, LFS_SUFFIXES, PRIVATE_DIR, PUBLISHED_DIR, STAT_CACHE_NAME, SUMS_NAME, XET_CACHE_NAME
+from .names import (
+    CARD_NAME,
+    GATES_DIR,
+    INDEX_NAME,
+    LFS_SUFFIXES,
+    PRIVATE_DIR,
+    PUBLISHED_DIR,
+    STAT_CACHE_NAME,
+    SUMS_NAME,
+    XET_CACHE_NAME,
+)
 from .registry_root import find_root
 from .schemas import format_problem, load_model, read_json
 
@@ -27,7 +37,12 @@ def render_index(index: BaseModel) -> bytes:
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     except ValueError as exc:  # NaN or Infinity: the models refuse them, so only a bug gets here
-        raise RegistryError("json.not-finite", INDEX_NAME, f"index.json would hold a number JSON cannot express ({exc})", "record finite numbers only") from exc
+        raise RegistryError(
+            "json.not-finite",
+            INDEX_NAME,
+            f"index.json would hold a number JSON cannot express ({exc})",
+            "record finite numbers only",
+        ) from exc
     return (text + "\n").encode("utf-8")
 
 
@@ -84,7 +99,12 @@ class Repo:
     def refuse_link(self, path: Path) -> Path:
         """``path``, refused when it is a symlink: the tool never reads or writes through one."""
         if path.is_symlink():
-            raise RegistryError("layout.symlink", self.rel(path), "is a symlink (links are never followed)", "replace the link with the real file")
+            raise RegistryError(
+                "layout.symlink",
+                self.rel(path),
+                "is a symlink (links are never followed)",
+                "replace the link with the real file",
+            )
         return path
 
     def read_bytes(self, path: Path) -> bytes:
@@ -98,7 +118,12 @@ class Repo:
             return load_model(self.refuse_link(self.index_path), Index, INDEX_NAME)
         except RegistryError as err:
             if err.code == "schema.invalid" and is_dataset(self.root):
-                raise RegistryError("layout.dataset-registry", INDEX_NAME, 'this is a dataset registry ("kind": "dataset"), and the command works on model registries', "use the `registry dataset …` commands here, or pass the model registry with -C") from err
+                raise RegistryError(
+                    "layout.dataset-registry",
+                    INDEX_NAME,
+                    'this is a dataset registry ("kind": "dataset"), and the command works on model registries',
+                    "use the `registry dataset …` commands here, or pass the model registry with -C",
+                ) from err
             raise
 
     def require_current_format(self) -> None:
@@ -152,7 +177,12 @@ def no_registry(root: Path) -> NoRegistry:
     (or init, where only files init keeps are there) for one that holds files."""
     if not any(root.iterdir()):
         return NoRegistry("layout.empty", root, "the directory is empty", f"run `registry init {root}`")
-    return NoRegistry("layout.no-index", root / INDEX_NAME, "index.json is missing here and in every folder above", f"to bring in the files already here run `registry adopt {root}` (or `registry init {root}` when it holds only README.md, LICENSE and git files)")
+    return NoRegistry(
+        "layout.no-index",
+        root / INDEX_NAME,
+        "index.json is missing here and in every folder above",
+        f"to bring in the files already here run `registry adopt {root}` (or `registry init {root}` when it holds only README.md, LICENSE and git files)",
+    )
 
 
 def resolve_entry(repo: Repo, index: Index, path: str) -> Entry:
@@ -162,8 +192,12 @@ def resolve_entry(repo: Repo, index: Index, path: str) -> Entry:
         try:
             path = candidate.absolute().relative_to(repo.root).as_posix()
         except ValueError as exc:
-            raise RegistryError("entry.outside", path, "the path is outside the registry", "pass a path inside the registry") from exc
+            raise RegistryError(
+                "entry.outside", path, "the path is outside the registry", "pass a path inside the registry"
+            ) from exc
     entry = index.entry_by_path(path)
     if entry is None:
-        raise RegistryError("entry.unknown", path, "no such entry in index.json", "pass a path listed by `registry list`")
+        raise RegistryError(
+            "entry.unknown", path, "no such entry in index.json", "pass a path listed by `registry list`"
+        )
     return entry

@@ -20,7 +20,12 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _refuse_link(path: Path) -> RegistryError:
-    return RegistryError("fs.symlink", path, "is a symlink or not a directory, and links inside a registry are never followed", "replace it with a real directory (or remove it)")
+    return RegistryError(
+        "fs.symlink",
+        path,
+        "is a symlink or not a directory, and links inside a registry are never followed",
+        "replace it with a real directory (or remove it)",
+    )
 
 
 def check_dir(root: Path, rel: str | PurePath) -> None:
@@ -38,7 +43,9 @@ def open_dir(root: Path, rel: str | PurePath, create: bool = False) -> int:
     try:
         for part in PurePosixPath(rel).parts:
             if part in (".", "..", "/"):
-                raise RegistryError("fs.outside-root", walked / part, "a path component leaves the registry", "use plain relative paths")
+                raise RegistryError(
+                    "fs.outside-root", walked / part, "a path component leaves the registry", "use plain relative paths"
+                )
             walked /= part
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
@@ -76,5 +83,10 @@ def open_file(root: Path, rel: str) -> int:
             return os.open(PurePosixPath(rel).name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise RegistryError("layout.symlink", rel, "is a symlink (links are never followed)", "replace the link with the real file") from exc
+                raise RegistryError(
+                    "layout.symlink",
+                    rel,
+                    "is a symlink (links are never followed)",
+                    "replace the link with the real file",
+                ) from exc
             raise

@@ -32,7 +32,9 @@ def _validator(kind: str) -> Draft202012Validator:
     try:
         return Draft202012Validator(json.loads(path.read_bytes()))
     except (OSError, ValueError) as exc:
-        raise RegistryError("install.damaged-file", path, f"the installed schema cannot be read ({exc})", REINSTALL) from exc
+        raise RegistryError(
+            "install.damaged-file", path, f"the installed schema cannot be read ({exc})", REINSTALL
+        ) from exc
 
 
 def schema_errors(data: Any, kind: str) -> list[tuple[str, str]]:
@@ -55,7 +57,9 @@ MAX_JSON_BYTES = {"index": 64 << 20, "train": 4 << 20}
 DEFAULT_MAX_JSON_BYTES = MAX_JSON_BYTES["index"]
 
 
-def read_bounded(path: Path, max_bytes: int, display: str | None = None, what: str = "file", code: str = "file") -> bytes:
+def read_bounded(
+    path: Path, max_bytes: int, display: str | None = None, what: str = "file", code: str = "file"
+) -> bytes:
     """The bytes of ``path``, a regular file of at most ``max_bytes``; anything else is refused
     (``<code>.not-a-file``, ``<code>.too-large``) before it is read.
 
@@ -66,12 +70,17 @@ def read_bounded(path: Path, max_bytes: int, display: str | None = None, what: s
     with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
         st = os.fstat(handle.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise RegistryError(f"{code}.not-a-file", display, f"the {what} is not a regular file", "pass a regular file")
+            raise RegistryError(
+                f"{code}.not-a-file", display, f"the {what} is not a regular file", "pass a regular file"
+            )
         data = handle.read(max_bytes + 1) if st.st_size <= max_bytes else b""
         if st.st_size > max_bytes or len(data) > max_bytes:
             size = max(st.st_size, len(data))
             raise RegistryError(
-                f"{code}.too-large", display, f"the {what} is {size} bytes or more; at most {max_bytes} ({max_bytes >> 20} MiB) are read", "keep it within the bound (see 'Bounds on JSON files' in docs/formats.md)"
+                f"{code}.too-large",
+                display,
+                f"the {what} is {size} bytes or more; at most {max_bytes} ({max_bytes >> 20} MiB) are read",
+                "keep it within the bound (see 'Bounds on JSON files' in docs/formats.md)",
             )
     return data
 
@@ -90,7 +99,12 @@ def _depth(value: Any) -> int:
 
 
 def _too_deep(display: str) -> RegistryError:
-    return RegistryError("json.too-deep", display, f"arrays and objects nest more than {MAX_JSON_DEPTH} levels deep", f"restructure it to nest at most {MAX_JSON_DEPTH} levels (docs/formats.md)")
+    return RegistryError(
+        "json.too-deep",
+        display,
+        f"arrays and objects nest more than {MAX_JSON_DEPTH} levels deep",
+        f"restructure it to nest at most {MAX_JSON_DEPTH} levels (docs/formats.md)",
+    )
 
 
 def read_json(path: Path, display: str | None = None, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> Any:
@@ -124,7 +138,9 @@ def parse_json(raw: bytes | str, display: str) -> Any:
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     except UnicodeDecodeError as exc:
-        raise RegistryError("json.malformed", display, f"not valid UTF-8 at byte {exc.start}", "save it as UTF-8") from exc
+        raise RegistryError(
+            "json.malformed", display, f"not valid UTF-8 at byte {exc.start}", "save it as UTF-8"
+        ) from exc
 
     def no_constants(name: str) -> None:
         raise ValueError(f"{name} is not valid JSON")
@@ -132,7 +148,9 @@ def parse_json(raw: bytes | str, display: str) -> Any:
     def finite(literal: str) -> float:
         number = float(literal)
         if not math.isfinite(number):
-            raise ValueError(f"the number {literal[:40]} does not fit a double: it would be Infinity, which JSON does not have")
+            raise ValueError(
+                f"the number {literal[:40]} does not fit a double: it would be Infinity, which JSON does not have"
+            )
         return number
 
     try:
@@ -144,7 +162,10 @@ def parse_json(raw: bytes | str, display: str) -> Any:
     except _DuplicateKey as exc:
         shown = json.dumps(exc.key, ensure_ascii=False)[:80]
         raise RegistryError(
-            "json.duplicate-key", display, f"the key {shown} appears twice in one object, so readers may disagree on its value", f"keep one {shown} in that object"
+            "json.duplicate-key",
+            display,
+            f"the key {shown} appears twice in one object, so readers may disagree on its value",
+            f"keep one {shown} in that object",
         ) from exc
     except ValueError as exc:
         raise RegistryError("json.malformed", display, str(exc), "fix the syntax") from exc
@@ -170,8 +191,18 @@ def format_problem(data: Any, model: type[BaseModel], display: str) -> Problem |
     if not isinstance(version, int) or isinstance(version, bool) or version == current:
         return None
     if version < current:
-        return Problem("index.old-format", display, f"written in format_version {version} by an older rwkv-registry; this one reads format_version {current}", MIGRATE_FIX)
-    return Problem("index.newer-format", display, f"written in format_version {version} by a newer rwkv-registry; this one reads format_version {current}", "upgrade rwkv-registry (`pip install -U rwkv-registry`)")
+        return Problem(
+            "index.old-format",
+            display,
+            f"written in format_version {version} by an older rwkv-registry; this one reads format_version {current}",
+            MIGRATE_FIX,
+        )
+    return Problem(
+        "index.newer-format",
+        display,
+        f"written in format_version {version} by a newer rwkv-registry; this one reads format_version {current}",
+        "upgrade rwkv-registry (`pip install -U rwkv-registry`)",
+    )
 
 
 def load_model(path: Path, model: type[M], display: str | None = None) -> M:
@@ -187,7 +218,12 @@ def load_model(path: Path, model: type[M], display: str | None = None) -> M:
     if problems:
         where, message = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise RegistryError("schema.invalid", display, f"{where}: {message}{more}", f"correct {where} to match schemas/{kind}.schema.json")
+        raise RegistryError(
+            "schema.invalid",
+            display,
+            f"{where}: {message}{more}",
+            f"correct {where} to match schemas/{kind}.schema.json",
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:

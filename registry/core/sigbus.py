@@ -26,7 +26,13 @@ _installed: list[object] = []  # keeps the ctypes callback alive
 
 def _on_sigbus(_signum: int) -> None:
     what = _reading[-1] if _reading else None
-    error = RegistryError("fs.shrunk", what, "the file shrank while it was being read (SIGBUS); nothing was changed", "run the command again once nothing else writes to it", Exit.MACHINE)
+    error = RegistryError(
+        "fs.shrunk",
+        what,
+        "the file shrank while it was being read (SIGBUS); nothing was changed",
+        "run the command again once nothing else writes to it",
+        Exit.MACHINE,
+    )
     os.write(2, f"error: {error.one_line()}\n".encode())
     os._exit(Exit.MACHINE)
 

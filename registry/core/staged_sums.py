@@ -23,7 +23,13 @@ from .tree import scan_tree
 STALE_SIGNATURE_FIX = "registry sign --key KEY.pem (sign again over the files as they are now)"
 
 
-def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, absorb: bool | Set[str] = False, known: Mapping[str, str] | None = None) -> dict[str, str]:
+def stage_sums(
+    repo: Repo,
+    txn: Transaction,
+    progress: Progress | None = None,
+    absorb: bool | Set[str] = False,
+    known: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """Stage SHA256SUMS for the tree as it will be once ``txn`` commits.
 
     Only the files ``txn`` writes get new lines, and those it removes lose theirs.  Every other
@@ -39,10 +45,14 @@ def stage_sums(repo: Repo, txn: Transaction, progress: Progress | None = None, a
     """
     staged = {rel: sha for rel, sha in txn.staged_files().items() if not is_excluded(rel)}
     removed = txn.removed_files()
-    on_disk = [rel for rel in scan_tree(repo.root).files if rel not in removed and (rel not in staged or rel in CARRIED)]
+    on_disk = [
+        rel for rel in scan_tree(repo.root).files if rel not in removed and (rel not in staged or rel in CARRIED)
+    ]
     refuse_pointers(repo.root, on_disk)  # a pointer's hash is not the weight's: never into SHA256SUMS
     known = known or {}
-    digests = digest_tree(repo.root, [rel for rel in on_disk if rel not in known], StatCache(repo.stat_cache_path), progress)
+    digests = digest_tree(
+        repo.root, [rel for rel in on_disk if rel not in known], StatCache(repo.stat_cache_path), progress
+    )
     digests.update({rel: known[rel] for rel in on_disk if rel in known})
     if absorb is not True:
         _require_unchanged(repo, digests, (set(staged) - CARRIED) | removed | set(absorb or ()))
@@ -67,18 +77,34 @@ def _warn_if_signature_left_stale(repo: Repo, new_sums: bytes) -> Callable[[], N
     signs SHA256SUMS (and the files it lists) when those changed, and the command says so."""
     signature = repo.root / SIGNATURE_NAME
     before = _identity(signature)
-    old_sums = repo.read_bytes(repo.sums_path) if before and repo.sums_path.is_file() and not repo.sums_path.is_symlink() else None
+    old_sums = (
+        repo.read_bytes(repo.sums_path)
+        if before and repo.sums_path.is_file() and not repo.sums_path.is_symlink()
+        else None
+    )
 
     def check() -> None:
         if before is not None and _identity(signature) == before and old_sums != new_sums:
-            warn(Problem("sign.stale", SIGNATURE_NAME, "stale signature: this command changed signed files after `registry sign`", STALE_SIGNATURE_FIX))
+            warn(
+                Problem(
+                    "sign.stale",
+                    SIGNATURE_NAME,
+                    "stale signature: this command changed signed files after `registry sign`",
+                    STALE_SIGNATURE_FIX,
+                )
+            )
 
     return check
 
 
 def _require_unchanged(repo: Repo, digests: dict[str, str], written: set[str]) -> None:
     if not repo.sums_path.is_file() and not repo.sums_path.is_symlink():
-        raise RegistryError("sums.missing", SUMS_NAME, "SHA256SUMS is missing, so the files cannot be checked before this change", "run `registry sums` (after checking the files), then this command again")
+        raise RegistryError(
+            "sums.missing",
+            SUMS_NAME,
+            "SHA256SUMS is missing, so the files cannot be checked before this change",
+            "run `registry sums` (after checking the files), then this command again",
+        )
     listed = {rel: sha for rel, sha in parse_sums(repo.read_bytes(repo.sums_path)).items() if rel not in written}
     problems = sums_problems(listed, {rel: sha for rel, sha in digests.items() if rel not in written})
     if problems:
@@ -92,5 +118,3 @@ def remember_digests(repo: Repo, digests: dict[str, str]) -> None:
     for rel, sha in digests.items():
         cache.store(rel, (repo.root / rel).stat(), sha)
     cache.save()
-
-

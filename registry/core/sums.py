@@ -55,21 +55,31 @@ def parse_sums(data: bytes, file: Path | str = SUMS_NAME) -> dict[str, str]:
             )
         sha, path = match.groups()
         if path in digests:
-            raise RegistryError("sums.duplicate", f"{file}:{number}", f"{path} listed twice", "regenerate it with `registry sums`")
+            raise RegistryError(
+                "sums.duplicate", f"{file}:{number}", f"{path} listed twice", "regenerate it with `registry sums`"
+            )
         digests[path] = sha
     return digests
 
 
 def sums_problems(listed: Mapping[str, str], actual: Mapping[str, str]) -> list[Problem]:
     """How the files on disk (``actual``: relpath → sha256) differ from SHA256SUMS (``listed``)."""
-    problems = [Problem("sums.unlisted-file", rel, "file is not in SHA256SUMS", "run `registry sums`") for rel in sorted(set(actual) - set(listed))]
+    problems = [
+        Problem("sums.unlisted-file", rel, "file is not in SHA256SUMS", "run `registry sums`")
+        for rel in sorted(set(actual) - set(listed))
+    ]
     problems += [
         Problem("sums.excluded-file", rel, "listed in SHA256SUMS, but the registry never checks nor publishes this file (git's, the hooks' or the tool's own)", "run `registry sums` to drop its line")
         if is_excluded(rel) else Problem("sums.missing-file", rel, "listed in SHA256SUMS but not on disk", "restore the file or run `registry sums`")
         for rel in sorted(set(listed) - set(actual))
     ]  # fmt: skip
     problems += [
-        Problem("sums.mismatch", rel, f"sha256 is {actual[rel][:12]}… but SHA256SUMS says {listed[rel][:12]}…", "restore the original file, or run `registry sums` if the change is intended")
+        Problem(
+            "sums.mismatch",
+            rel,
+            f"sha256 is {actual[rel][:12]}… but SHA256SUMS says {listed[rel][:12]}…",
+            "restore the original file, or run `registry sums` if the change is intended",
+        )
         for rel in sorted(set(listed) & set(actual))
         if listed[rel] != actual[rel]
     ]

@@ -95,7 +95,10 @@ class TrainFacts:
     @property
     def shown_extra(self) -> list[tuple[str, str]]:
         """The other fields as ``(path, value)`` for the card and reports."""
-        return [(key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)) for key, value in self.extra.items()]
+        return [
+            (key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True))
+            for key, value in self.extra.items()
+        ]
 
 
 class _Reader:
@@ -105,7 +108,14 @@ class _Reader:
         self.extra: dict[str, Any] = {}
 
     def contradiction(self, where: str, first: Any, second: Any, other: str) -> None:
-        self.problems.append(Problem("train.contradicts", self.rel, f"{where} is {first!r} but {other} is {second!r}", f"make {where} and {other} say the same in {self.rel}"))
+        self.problems.append(
+            Problem(
+                "train.contradicts",
+                self.rel,
+                f"{where} is {first!r} but {other} is {second!r}",
+                f"make {where} and {other} say the same in {self.rel}",
+            )
+        )
 
     def one(self, facts: dict[str, Any], key: str, value: Any, where: str, sources: dict[str, str]) -> None:
         """Record a fact stated at ``where``; a second, different value for it is a contradiction."""
@@ -122,7 +132,14 @@ class _Reader:
             return None
         if isinstance(value, str) and _SHA256.match(value):
             return value.lower()
-        self.problems.append(Problem("train.invalid", self.rel, f"{where} is {json.dumps(value, ensure_ascii=False)[:80]}, not a sha256 (64 hex digits)", f"write the output of `sha256sum` at {where} in {self.rel}"))
+        self.problems.append(
+            Problem(
+                "train.invalid",
+                self.rel,
+                f"{where} is {json.dumps(value, ensure_ascii=False)[:80]}, not a sha256 (64 hex digits)",
+                f"write the output of `sha256sum` at {where} in {self.rel}",
+            )
+        )
         return None
 
     def text(self, value: Any, where: str) -> str | None:
@@ -179,7 +196,17 @@ def _data(r: _Reader, data: dict[str, Any]) -> DataFacts:
     for key, fact in (("dataset_repo", "repo"), ("dataset_revision", "revision"), ("data_version", "version")):
         r.one(facts, fact, r.text(data.get(key), key), key, sources)
     value = data.get("data")
-    aliases = {"sha256": "sha256", "repo": "repo", "dataset_repo": "repo", "dataset": "repo", "revision": "revision", "version": "version", "file": "file", "path": "file", "rows": "rows"}
+    aliases = {
+        "sha256": "sha256",
+        "repo": "repo",
+        "dataset_repo": "repo",
+        "dataset": "repo",
+        "revision": "revision",
+        "version": "version",
+        "file": "file",
+        "path": "file",
+        "rows": "rows",
+    }
     if isinstance(value, dict):
         for key, item in value.items():
             where, alias = f"data.{key}", aliases.get(key)
@@ -246,27 +273,78 @@ def _runs(r: _Reader, data: dict[str, Any]) -> dict[str, RunFacts]:
     return runs
 
 
-KNOWN = {"trainer", "trainer_version", "hyperparameters", "shared_hyperparameters", "command", "data_sha256", "dataset_repo", "dataset_revision", "data_version", "data", "base", "base_sha256", "runs", "started", "finished", "notes"}
+KNOWN = {
+    "trainer",
+    "trainer_version",
+    "hyperparameters",
+    "shared_hyperparameters",
+    "command",
+    "data_sha256",
+    "dataset_repo",
+    "dataset_revision",
+    "data_version",
+    "data",
+    "base",
+    "base_sha256",
+    "runs",
+    "started",
+    "finished",
+    "notes",
+}
 
 
 def parse_train(data: Any, rel: str) -> TrainFacts:
     """The facts of a parsed train.json (``rel`` names it in errors); see the module docstring."""
     if not isinstance(data, dict):
-        raise RegistryError("train.invalid", rel, f"holds a JSON {type(data).__name__}, not an object", f"write {rel} as a JSON object (docs/formats.md, \"train.json\")")
+        raise RegistryError(
+            "train.invalid",
+            rel,
+            f"holds a JSON {type(data).__name__}, not an object",
+            f'write {rel} as a JSON object (docs/formats.md, "train.json")',
+        )
     r = _Reader(rel)
-    trainer, hyper, command, data_facts, runs = _trainer(r, data), _hyperparameters(r, data), r.text(data.get("command"), "command"), _data(r, data), _runs(r, data)
-    bases, started, finished, notes = _bases(r, data), r.text(data.get("started"), "started"), r.text(data.get("finished"), "finished"), r.text(data.get("notes"), "notes")
+    trainer, hyper, command, data_facts, runs = (
+        _trainer(r, data),
+        _hyperparameters(r, data),
+        r.text(data.get("command"), "command"),
+        _data(r, data),
+        _runs(r, data),
+    )
+    bases, started, finished, notes = (
+        _bases(r, data),
+        r.text(data.get("started"), "started"),
+        r.text(data.get("finished"), "finished"),
+        r.text(data.get("notes"), "notes"),
+    )
     for key, value in data.items():
         if key not in KNOWN:
             r.keep(key, value)
-    if notes is not None and len(notes) > MAX_NOTES_CHARS:  # the bound of every notes field (docs/formats.md, "Bounds on JSON files")
-        r.problems.append(Problem("schema.invalid", rel, f"notes: the text is {len(notes)} characters; at most {MAX_NOTES_CHARS} are kept", f"shorten notes in {rel} (long prose belongs in the card's hand-written section)"))
+    if (
+        notes is not None and len(notes) > MAX_NOTES_CHARS
+    ):  # the bound of every notes field (docs/formats.md, "Bounds on JSON files")
+        r.problems.append(
+            Problem(
+                "schema.invalid",
+                rel,
+                f"notes: the text is {len(notes)} characters; at most {MAX_NOTES_CHARS} are kept",
+                f"shorten notes in {rel} (long prose belongs in the card's hand-written section)",
+            )
+        )
     if data_facts.revision is not None and not _COMMIT.match(data_facts.revision):
-        r.problems.append(Problem("train.invalid", rel, f"the dataset revision {data_facts.revision!r} is not a 40-hex commit", f"write the dataset repo's full commit id in {rel}"))
+        r.problems.append(
+            Problem(
+                "train.invalid",
+                rel,
+                f"the dataset revision {data_facts.revision!r} is not a 40-hex commit",
+                f"write the dataset repo's full commit id in {rel}",
+            )
+        )
     if data_facts.sha256 is None and not (data_facts.repo and data_facts.revision) and not r.problems:
         r.problems.append(
             Problem(
-                "train.no-data", rel, "names no training data: no data.sha256 (or data_sha256), nor a dataset repo with its revision",
+                "train.no-data",
+                rel,
+                "names no training data: no data.sha256 (or data_sha256), nor a dataset repo with its revision",
                 f'add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {rel}, or "data": {{"repo": "<dataset repo id>", "revision": "<its commit>"}}',
             )  # fmt: skip
         )
@@ -286,9 +364,33 @@ def train_problems(train: TrainFacts, rel: str, base: Base, version: str) -> lis
     problems = []
     for claim in train.bases:
         if claim.sha256 is not None and claim.sha256 != base.sha256:
-            problems.append(Problem("train.base-mismatch", rel, f"{claim.field} names base sha256 {claim.sha256[:12]}… but this folder's base {base.name} is {base.sha256[:12]}…", f"move the weights to the folder of the base they were trained on, or correct {claim.field}"))
-        if claim.filename is not None and claim.filename.removesuffix(".pth") not in (base.name, base.filename.removesuffix(".pth")):
-            problems.append(Problem("train.base-mismatch", rel, f"{claim.field} names base {claim.filename} but this folder's base is {base.filename}", f"move the weights to the folder {claim.filename.removesuffix('.pth')}/, or correct {claim.field}"))
+            problems.append(
+                Problem(
+                    "train.base-mismatch",
+                    rel,
+                    f"{claim.field} names base sha256 {claim.sha256[:12]}… but this folder's base {base.name} is {base.sha256[:12]}…",
+                    f"move the weights to the folder of the base they were trained on, or correct {claim.field}",
+                )
+            )
+        if claim.filename is not None and claim.filename.removesuffix(".pth") not in (
+            base.name,
+            base.filename.removesuffix(".pth"),
+        ):
+            problems.append(
+                Problem(
+                    "train.base-mismatch",
+                    rel,
+                    f"{claim.field} names base {claim.filename} but this folder's base is {base.filename}",
+                    f"move the weights to the folder {claim.filename.removesuffix('.pth')}/, or correct {claim.field}",
+                )
+            )
     if train.data.version is not None and train.data.version.removeprefix("v") != version.removeprefix("v"):
-        problems.append(Problem("train.data-mismatch", rel, f"names data version {train.data.version} but sits in the folder {version}/", f"move it to the data-version folder {train.data.version}/, or correct the data version in {rel}"))
+        problems.append(
+            Problem(
+                "train.data-mismatch",
+                rel,
+                f"names data version {train.data.version} but sits in the folder {version}/",
+                f"move it to the data-version folder {train.data.version}/, or correct the data version in {rel}",
+            )
+        )
     return problems

@@ -44,7 +44,14 @@ def scan_tree(root: Path) -> TreeScan:
             problem = path_problem(rel)
             mode = path.lstat().st_mode
             if problem:
-                scan.findings.append(Problem("layout.bad-name", rel, problem, "rename the file (no newline, backslash, control, bidi or zero-width characters)"))
+                scan.findings.append(
+                    Problem(
+                        "layout.bad-name",
+                        rel,
+                        problem,
+                        "rename the file (no newline, backslash, control, bidi or zero-width characters)",
+                    )
+                )
             elif stat.S_ISLNK(mode):
                 scan.findings.append(_symlink_finding(rel, path))
             elif not stat.S_ISREG(mode):
@@ -57,4 +64,9 @@ def scan_tree(root: Path) -> TreeScan:
 
 def _symlink_finding(rel: str, path: Path) -> Problem:
     target = os.readlink(path)
-    return Problem("layout.symlink", rel, f"symlink to {target!r} (links are never followed)", "replace the link with the real file or remove it")
+    return Problem(
+        "layout.symlink",
+        rel,
+        f"symlink to {target!r} (links are never followed)",
+        "replace the link with the real file or remove it",
+    )

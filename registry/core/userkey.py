@@ -39,13 +39,23 @@ def read_key(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise RegistryError("key.unreadable", path, f"this user's key cannot be read ({exc})", "delete it (receipts sealed with it stop counting; run the gate again)") from exc
+        raise RegistryError(
+            "key.unreadable",
+            path,
+            f"this user's key cannot be read ({exc})",
+            "delete it (receipts sealed with it stop counting; run the gate again)",
+        ) from exc
     try:
         key = bytes.fromhex(text)
     except ValueError:
         key = b""
     if len(key) != KEY_BYTES:
-        raise RegistryError("key.unreadable", path, f"this user's key is not {KEY_BYTES} bytes in hex", "delete it (receipts sealed with it stop counting; run the gate again)")
+        raise RegistryError(
+            "key.unreadable",
+            path,
+            f"this user's key is not {KEY_BYTES} bytes in hex",
+            "delete it (receipts sealed with it stop counting; run the gate again)",
+        )
     return key
 
 
@@ -82,7 +92,11 @@ def sealed_here(purpose: str, data: bytes, mac: object) -> bool:
         key = read_key(key_path())
     except RegistryError:
         return False
-    return key is not None and isinstance(mac, str) and hmac.compare_digest(mac, hmac_sha256_hex(key, purpose.encode("utf-8") + b"\0" + data))
+    return (
+        key is not None
+        and isinstance(mac, str)
+        and hmac.compare_digest(mac, hmac_sha256_hex(key, purpose.encode("utf-8") + b"\0" + data))
+    )
 
 
 def _body(content: Any) -> bytes:
@@ -98,7 +112,11 @@ def read_sealed(path: Path, purpose: str, max_bytes: int = 256 << 20) -> Any | N
         data = parse_json(read_bounded(path, max_bytes, str(path)), str(path))
     except (OSError, RegistryError):
         return None
-    if not isinstance(data, dict) or set(data) != {"content", "seal"} or not sealed_here(purpose, _body(data["content"]), data["seal"]):
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"content", "seal"}
+        or not sealed_here(purpose, _body(data["content"]), data["seal"])
+    ):
         return None
     return data["content"]
 
@@ -113,7 +131,9 @@ def save_sealed(path: Path, purpose: str, content: Any) -> None:
         if root.exists() and not root.stat().st_mode & stat.S_IWUSR:  # a read-only registry
             return
         private.mkdir(exist_ok=True)
-        if not stat.S_ISDIR(private.lstat().st_mode) or (os.path.lexists(path) and not stat.S_ISREG(path.lstat().st_mode)):
+        if not stat.S_ISDIR(private.lstat().st_mode) or (
+            os.path.lexists(path) and not stat.S_ISREG(path.lstat().st_mode)
+        ):
             return
         atomic_write(path, json.dumps({"content": content, "seal": seal(purpose, _body(content))}).encode())
     except (OSError, RegistryError):

@@ -44,7 +44,9 @@ class Validation:
                 " not authorship: run `registry validate --public-key SIGNER.pub` or `model_signing verify key . --signature model.sig --public_key SIGNER.pub`"
             )  # fmt: skip
         elif self.signature == "public-key":
-            lines.append("model.sig: verified with the public key (authorship), and consistent with SHA256SUMS and the signer index.json records")
+            lines.append(
+                "model.sig: verified with the public key (authorship), and consistent with SHA256SUMS and the signer index.json records"
+            )
         return lines
 
     def as_dict(self) -> dict[str, object]:
@@ -63,7 +65,11 @@ class Validation:
     @classmethod
     def from_verdict(cls, kept: Any) -> Validation | None:
         """The clean run a verdict kept, or None when ``kept`` is not one."""
-        if not (isinstance(kept, dict) and isinstance(kept.get("pointers"), list) and all(isinstance(p, str) for p in kept["pointers"])):
+        if not (
+            isinstance(kept, dict)
+            and isinstance(kept.get("pointers"), list)
+            and all(isinstance(p, str) for p in kept["pointers"])
+        ):
             return None
         signature = kept.get("signature")
         return cls([], list(kept["pointers"]), signature if signature in ("consistency", "public-key") else None)

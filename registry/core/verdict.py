@@ -31,7 +31,17 @@ from .errors import RegistryError
 from .files import atomic_write
 from .hashing.cache import RACY_SECONDS
 from .hashing.digest import sha256
-from .names import GIT_DIR, INDEX_NAME, JOURNAL_NAME, LOCK_NAME, PRIVATE_DIR, STAGING_NAME, STAT_CACHE_NAME, VERDICT_NAME, XET_CACHE_NAME
+from .names import (
+    GIT_DIR,
+    INDEX_NAME,
+    JOURNAL_NAME,
+    LOCK_NAME,
+    PRIVATE_DIR,
+    STAGING_NAME,
+    STAT_CACHE_NAME,
+    VERDICT_NAME,
+    XET_CACHE_NAME,
+)
 from .registry_root import find_root
 from .userkey import seal, sealed_here
 
@@ -56,7 +66,9 @@ def _walk(top: Path, skip: Callable[[str], bool], out: list[str], now: int, foll
             st = os.stat(path) if followlinks else os.lstat(path)
             if now - st.st_mtime_ns < RACY_SECONDS * 1e9:
                 return False
-            out.append(f"{rel}\0{stat.S_IFMT(st.st_mode)}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_dev}\0{st.st_ino}\0{st.st_ctime_ns}")
+            out.append(
+                f"{rel}\0{stat.S_IFMT(st.st_mode)}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_dev}\0{st.st_ino}\0{st.st_ctime_ns}"
+            )
         dirnames.sort()
     return True
 
@@ -75,7 +87,9 @@ def fingerprint(root: Path) -> str | None:
         return None
     now, lines = time.time_ns(), [f"{VERDICT_VERSION}", sys.version]
     try:
-        if not _walk(root, _skipped, lines, now) or not _walk(_TOOL, lambda rel: "__pycache__" in rel, lines, now, followlinks=True):
+        if not _walk(root, _skipped, lines, now) or not _walk(
+            _TOOL, lambda rel: "__pycache__" in rel, lines, now, followlinks=True
+        ):
             return None
     except OSError:
         return None
@@ -107,20 +121,31 @@ class Verdicts:
         try:
             if not self.path.parent.is_dir() or self.path.parent.is_symlink():
                 return
-            atomic_write(self.path, json.dumps({"version": VERDICT_VERSION, "verdicts": verdicts, "seal": seal(VERDICT_PURPOSE, _body(verdicts))}).encode())
+            atomic_write(
+                self.path,
+                json.dumps(
+                    {"version": VERDICT_VERSION, "verdicts": verdicts, "seal": seal(VERDICT_PURPOSE, _body(verdicts))}
+                ).encode(),
+            )
         except (OSError, RegistryError):  # no key can be made, no folder to write in: nothing is remembered
             return
 
     def _read(self) -> dict[str, Any]:
         try:
-            with os.fdopen(os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW), "rb") as handle:
+            with os.fdopen(
+                os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW), "rb"
+            ) as handle:
                 if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                     return {}
                 raw = handle.read(MAX_VERDICT_BYTES + 1)
             data = json.loads(raw) if len(raw) <= MAX_VERDICT_BYTES else None
         except (OSError, ValueError, RecursionError):
             return {}
-        if not isinstance(data, dict) or data.get("version") != VERDICT_VERSION or not isinstance(data.get("verdicts"), dict):
+        if (
+            not isinstance(data, dict)
+            or data.get("version") != VERDICT_VERSION
+            or not isinstance(data.get("verdicts"), dict)
+        ):
             return {}
         if not sealed_here(VERDICT_PURPOSE, _body(data["verdicts"]), data.get("seal")):
             return {}  # not written by this user's tool (it came with the folder, or was edited): vouches for nothing

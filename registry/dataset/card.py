@@ -26,9 +26,18 @@ from .models import DatasetIndex, DataVersion, ModelSource, TrainedWeight
 TEMPLATE = "dataset_card.md.j2"
 METHOD_LABELS = {"state": "State", "miss": "MiSS", "full": "Full"}
 KEY_ORDER = ["language", "license", "size_categories", "task_categories", "pretty_name", "tags", "configs"]
-OWNED = ("size_categories", "configs")  # computed from the versions: an author's own values give way (card.metadata.with_author)
+OWNED = (
+    "size_categories",
+    "configs",
+)  # computed from the versions: an author's own values give way (card.metadata.with_author)
 # The Hub's size categories, by row count (its dataset-card metadata).
-SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"))
+SIZE_CATEGORIES = (
+    (1_000, "n<1K"),
+    (10_000, "1K<n<10K"),
+    (100_000, "10K<n<100K"),
+    (1_000_000, "100K<n<1M"),
+    (10_000_000, "1M<n<10M"),
+)
 
 
 def size_category(rows: int) -> str:
@@ -102,7 +111,13 @@ class DatasetCardView(Languages):
         counted = []
         if version.flag_key is not None and version.flagged_rows:
             key, n = f"meta.{version.flag_key}", version.flagged_rows  # an identifier (META_KEY)
-            counted.append(self.t(f"{n} 行的 {key} 为 true（注册表逐行统计）。", f"{n} row(s) have {key} true (counted row by row by the registry).", " / "))
+            counted.append(
+                self.t(
+                    f"{n} 行的 {key} 为 true（注册表逐行统计）。",
+                    f"{n} row(s) have {key} true (counted row by row by the registry).",
+                    " / ",
+                )
+            )
         return counted + self.items(version.known_issues)
 
     def thinking(self, version: DataVersion) -> str:
@@ -115,17 +130,25 @@ def build_view(index: DatasetIndex, existing: str | None) -> DatasetCardView:
     """Versions newest first; each with the weights trained on it, recommended first, then by path."""
     versions = []
     for version in sorted(index.versions, key=lambda v: (v.date, v.version), reverse=True):
-        weights = [WeightView(w, s) for s in index.models for w in s.weights if w.data_sha256 == version.trained_file.sha256]
+        weights = [
+            WeightView(w, s) for s in index.models for w in s.weights if w.data_sha256 == version.trained_file.sha256
+        ]
         weights.sort(key=lambda w: (not w.weight.recommended, w.weight.base, w.weight.path))
         versions.append(VersionView(version, weights))
     languages = tuple(index.dataset.languages)
-    return DatasetCardView(order=languages, index=index, versions=versions, handwritten=handwritten.extract(existing, languages))
+    return DatasetCardView(
+        order=languages, index=index, versions=versions, handwritten=handwritten.extract(existing, languages)
+    )
 
 
 def card_data(view: DatasetCardView) -> DatasetCardData:
     info = view.index.dataset
     configs = [
-        {"config_name": v.version.version, **({"default": True} if i == 0 else {}), "data_files": [{"split": split, "path": v.split_path(split)} for split in SPLITS]}
+        {
+            "config_name": v.version.version,
+            **({"default": True} if i == 0 else {}),
+            "data_files": [{"split": split, "path": v.split_path(split)} for split in SPLITS],
+        }
         for i, v in enumerate(view.versions)
     ]
     return DatasetCardData(

@@ -33,7 +33,9 @@ class CheckedVersions:
         # Sealed with this user's key: a record that arrived with the folder (anyone can compute a
         # key) skips no check.  None, broken or foreign: every version is checked.
         data = read_sealed(path, "dataset checked")
-        self.clean: dict[str, str] = data if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()) else {}
+        self.clean: dict[str, str] = (
+            data if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()) else {}
+        )
         self._dirty = False
 
     def is_clean(self, version: str, key: str) -> bool:

@@ -87,11 +87,21 @@ def world_tokenizer(vocabulary: str) -> WorldTokenizer | Problem:
     try:
         from rwkv import rwkv_tokenizer  # the torch extra's package; its tokenizer imports nothing heavy
     except ImportError:
-        return Problem("content.no-tokenizer", vocabulary, "the token checks (context, manifest token counts, segment boundaries) need the rwkv package's World tokenizer, which is not installed; they were not run", NEEDS_TORCH_EXTRA)
+        return Problem(
+            "content.no-tokenizer",
+            vocabulary,
+            "the token checks (context, manifest token counts, segment boundaries) need the rwkv package's World tokenizer, which is not installed; they were not run",
+            NEEDS_TORCH_EXTRA,
+        )
     name = vocabulary if vocabulary.endswith(".txt") else f"{vocabulary}.txt"
     path = Path(rwkv_tokenizer.__file__).parent / name
     if not re.fullmatch(VOCABULARY_FILE, name) or not path.is_file():
-        return Problem("content.unknown-vocabulary", vocabulary, "the rwkv package ships no vocabulary of that name", "state the vocabulary the rows were checked against (--vocab rwkv_vocab_v20230424.txt)")
+        return Problem(
+            "content.unknown-vocabulary",
+            vocabulary,
+            "the rwkv package ships no vocabulary of that name",
+            "state the vocabulary the rows were checked against (--vocab rwkv_vocab_v20230424.txt)",
+        )
     return WorldTokenizer(rwkv_tokenizer.TRIE_TOKENIZER(str(path)))
 
 
@@ -102,7 +112,9 @@ class TokenStats:
     histogram: dict[int, int] = field(default_factory=dict)  # tokens -> rows
     over: list[list[int]] = field(default_factory=list)  # [line, tokens] of the first rows over the context
     over_total: int = 0
-    splits: list[list[int]] = field(default_factory=list)  # [line, character offset] of the first rows whose boundary splits a token
+    splits: list[list[int]] = field(
+        default_factory=list
+    )  # [line, character offset] of the first rows whose boundary splits a token
     splits_total: int = 0
 
     @classmethod
@@ -193,7 +205,9 @@ class VersionContent:
     def __init__(self, version: DataVersion, cache: TokenCache):
         self.version = version
         self.cache = cache
-        self.tokens: dict[str, tuple[str, TokenStats | None]] = {}  # split -> (its rows file, its token stats; None: not counted)
+        self.tokens: dict[
+            str, tuple[str, TokenStats | None]
+        ] = {}  # split -> (its rows file, its token stats; None: not counted)
         self._remember: list[tuple[dict[str, Any], TokenStats]] = []
         self.reports: list[FileReport] = []
         self.families: dict[str, dict[str, int]] = {}  # split -> family -> its first line
@@ -226,7 +240,12 @@ class VersionContent:
 
         def observe(number: int, text: str, pieces: Layout, meta: dict[str, Any]) -> None:
             if stop is not None and not text.endswith(stop):
-                report.add("content.no-stop", number, f"the text does not end with the stop text {stop!r} (it ends {text[-24:]!r})", "render the row ending in its profile's stop text, or state the text the rows end with (--stop-text)")
+                report.add(
+                    "content.no-stop",
+                    number,
+                    f"the text does not end with the stop text {stop!r} (it ends {text[-24:]!r})",
+                    "render the row ending in its profile's stop text, or state the text the rows end with (--stop-text)",
+                )
             if tokenizer is not None and stats is not None:
                 tokens, bad = tokenizer.count(text, pieces)
                 stats.add(number, tokens, bad, version.context)
@@ -240,7 +259,12 @@ class VersionContent:
     def _family(self, report: FileReport, split: str, families: dict[str, int], number: int, family: Any) -> None:
         key = self.version.family_key
         if not isinstance(family, str):
-            report.add("content.no-family", number, f"meta.{key} is not a string: the family of the row is unknown", f"give every row its meta.{key}, or state the family key the rows carry (--family-key)")
+            report.add(
+                "content.no-family",
+                number,
+                f"meta.{key} is not a string: the family of the row is unknown",
+                f"give every row its meta.{key}, or state the family key the rows carry (--family-key)",
+            )
             return
         families.setdefault(family, number)
         if self.rule is not None:
@@ -263,10 +287,19 @@ class VersionContent:
             stated.append(("max_tokens", manifest["max_tokens"], stats.maximum))
         quantiles = manifest.get("token_quantiles")
         if isinstance(quantiles, dict):
-            stated += [(f"token_quantiles.{name}", value, stats.quantile(float(name[1:]))) for name, value in sorted(quantiles.items()) if re.fullmatch(QUANTILE, name)]
+            stated += [
+                (f"token_quantiles.{name}", value, stats.quantile(float(name[1:])))
+                for name, value in sorted(quantiles.items())
+                if re.fullmatch(QUANTILE, name)
+            ]
         fix = "write the manifest from the rows' token counts (nearest-rank quantiles, the rwkv World tokenizer), or restore the rows"
         return [
-            Problem("content.manifest-tokens", display, f"says {name} {value!r} but the rows tokenize to {actual} ({self.version.vocabulary})", fix)
+            Problem(
+                "content.manifest-tokens",
+                display,
+                f"says {name} {value!r} but the rows tokenize to {actual} ({self.version.vocabulary})",
+                fix,
+            )
             for name, value, actual in stated
             if value != actual
         ]
@@ -281,12 +314,19 @@ class VersionContent:
             if stats is None:
                 continue
             over = [
-                Problem("content.over-context", f"{display}:{line}", f"the row holds {tokens} tokens, over the version's context of {version.context}", "drop rows over the context at packing, or state the context the rows were packed for (--context)")
+                Problem(
+                    "content.over-context",
+                    f"{display}:{line}",
+                    f"the row holds {tokens} tokens, over the version's context of {version.context}",
+                    "drop rows over the context at packing, or state the context the rows were packed for (--context)",
+                )
                 for line, tokens in stats.over
             ]
             splits = [
                 Problem(
-                    "content.segment-splits-token", f"{display}:{line}", f"the loss-span boundary at character {offset} falls inside a token: the segments tokenize differently one by one than the whole text ({version.vocabulary})",
+                    "content.segment-splits-token",
+                    f"{display}:{line}",
+                    f"the loss-span boundary at character {offset} falls inside a token: the segments tokenize differently one by one than the whole text ({version.vocabulary})",
                     "move the boundary to a token boundary (render the row again), or state the vocabulary the rows were checked against (--vocab)",
                 )  # fmt: skip
                 for line, offset in stats.splits

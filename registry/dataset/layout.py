@@ -64,25 +64,59 @@ def place(rel: str, versions: set[str]) -> VersionPath | Problem | None:
     if len(parts) == 1:
         if rel in DATASET_ROOT_FILES:
             return None
-        return Problem("layout.stray-file", rel, "unexpected file at the dataset registry's root", "move it into a version folder or delete it")
+        return Problem(
+            "layout.stray-file",
+            rel,
+            "unexpected file at the dataset registry's root",
+            "move it into a version folder or delete it",
+        )
     version, inner = parts
     if not re.fullmatch(DATA_VERSION_PATTERN, version):
-        return Problem("layout.bad-data-version", rel, f"folder {version!r} does not look like a data version (v1.41, v2.1)", "rename the folder or delete it")
+        return Problem(
+            "layout.bad-data-version",
+            rel,
+            f"folder {version!r} does not look like a data version (v1.41, v2.1)",
+            "rename the folder or delete it",
+        )
     if version not in versions:
-        return Problem("layout.unknown-version-dir", rel, f"folder {version!r} is not a version in index.json", f"add it with `registry dataset add {version}/ --version {version} …` or delete it")
+        return Problem(
+            "layout.unknown-version-dir",
+            rel,
+            f"folder {version!r} is not a version in index.json",
+            f"add it with `registry dataset add {version}/ --version {version} …` or delete it",
+        )
     why = place_in_version(inner)
     if why:
         return Problem("layout.stray-file", rel, why, "move the file to its place or delete it")
     return VersionPath(version, inner)
 
+
 # Front matter keys only the Hub's dataset cards have: a README holding one is a dataset repo's.
-DATASET_CARD_KEYS = frozenset({"task_categories", "task_ids", "size_categories", "configs", "dataset_info", "pretty_name", "annotations_creators", "source_datasets", "multilinguality"})
+DATASET_CARD_KEYS = frozenset(
+    {
+        "task_categories",
+        "task_ids",
+        "size_categories",
+        "configs",
+        "dataset_info",
+        "pretty_name",
+        "annotations_creators",
+        "source_datasets",
+        "multilinguality",
+    }
+)
 
 
 def version_folders(files: list[str]) -> list[str]:
     """The top-level folders of ``files`` laid out as data versions (``v1.41/dataset/train/…``):
     what tells a hand-made dataset repo (seed 002) from a model repo."""
-    return sorted({rel.split("/")[0] for rel in files if re.fullmatch(DATA_VERSION_PATTERN, rel.split("/")[0]) and rel.split("/")[1:2] == [SPLIT_PARENT]})
+    return sorted(
+        {
+            rel.split("/")[0]
+            for rel in files
+            if re.fullmatch(DATA_VERSION_PATTERN, rel.split("/")[0]) and rel.split("/")[1:2] == [SPLIT_PARENT]
+        }
+    )
 
 
 def dataset_repo_signs(files: list[str], front_matter: Mapping[str, Any], has_weights: bool) -> str | None:

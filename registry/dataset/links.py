@@ -32,8 +32,14 @@ def trained_weights(models: Index, dataset: DatasetIndex) -> list[TrainedWeight]
     versions = dataset.by_data_sha()
     return [
         TrainedWeight(
-            path=e.path, method=e.method, base=names.get(e.base_sha256, e.path.split("/", 1)[0]), base_sha256=e.base_sha256,
-            sha256=e.sha256, data_version=e.data.version, data_sha256=e.data.sha256, recommended=e.recommended,
+            path=e.path,
+            method=e.method,
+            base=names.get(e.base_sha256, e.path.split("/", 1)[0]),
+            base_sha256=e.base_sha256,
+            sha256=e.sha256,
+            data_version=e.data.version,
+            data_sha256=e.data.sha256,
+            recommended=e.recommended,
         )  # fmt: skip
         for e in models.entries
         if e.derived_from is None and e.data.sha256 in versions and _cites(e.data.dataset_repo, dataset.dataset.repo_id)
@@ -63,7 +69,12 @@ def pairing_problems(entry: Entry, models: Index, version: DataVersion, file: st
             "serve the weight with the profile its data was rendered in (seed 001: MiSS 必须用 g1k-think), or correct serving.profile",
         )  # fmt: skip
     elif profile and known is None and version.profile and profile != version.profile:
-        yield Problem("link.thinking-mismatch", file, f"{entry.path} is served with profile {profile}, but {data} was rendered for profile {version.profile}", "serve the weight with the profile its data was rendered in, or correct serving.profile")
+        yield Problem(
+            "link.thinking-mismatch",
+            file,
+            f"{entry.path} is served with profile {profile}, but {data} was rendered for profile {version.profile}",
+            "serve the weight with the profile its data was rendered in, or correct serving.profile",
+        )
     stops = entry.stop.texts if entry.stop else []
     if stops and version.stop and version.stop not in stops:
         yield Problem(
@@ -72,7 +83,9 @@ def pairing_problems(entry: Entry, models: Index, version: DataVersion, file: st
         )  # fmt: skip
 
 
-def citing_problems(models: Index, dataset: DatasetIndex, where: str, actual: Callable[[DataVersion], str | None] | None = None) -> Iterator[Problem]:
+def citing_problems(
+    models: Index, dataset: DatasetIndex, where: str, actual: Callable[[DataVersion], str | None] | None = None
+) -> Iterator[Problem]:
     """The model side: every entry that cites this dataset names a version by its sha256 and name,
     and (``actual``: the trained file's sha256 now, None when unknown) the file still has those bytes."""
     versions = dataset.by_data_sha()
@@ -97,9 +110,19 @@ def citing_problems(models: Index, dataset: DatasetIndex, where: str, actual: Ca
             continue
         version = versions.get(data.sha256)
         if version is None:
-            yield Problem("link.data-not-in-dataset", entry.path, f"was trained on data {data.version} sha256 {data.sha256[:12]}…, which is no version of {where}", "record the data sha256 the trainer really read (train.json), or add that version to the dataset registry")
+            yield Problem(
+                "link.data-not-in-dataset",
+                entry.path,
+                f"was trained on data {data.version} sha256 {data.sha256[:12]}…, which is no version of {where}",
+                "record the data sha256 the trainer really read (train.json), or add that version to the dataset registry",
+            )
         elif version.version != data.version:
-            yield Problem("link.version-mismatch", entry.path, f"says data version {data.version}, but sha256 {data.sha256[:12]}… is version {version.version} of {where}", f"record data version {version.version}")
+            yield Problem(
+                "link.version-mismatch",
+                entry.path,
+                f"says data version {data.version}, but sha256 {data.sha256[:12]}… is version {version.version} of {where}",
+                f"record data version {version.version}",
+            )
         elif (found := now(version)) is not None and found != data.sha256:
             yield Problem(
                 "link.data-changed", f"{where}/{version.version}/{version.trained_file.path}",
@@ -118,14 +141,34 @@ def listed_problems(dataset: DatasetIndex, source: ModelSource, models: Index, w
     for weight in source.weights:
         entry = entries.get(weight.path)
         if entry is None:
-            yield Problem("link.weight-gone", INDEX_NAME, f"lists {weight.path} as trained on {weight.data_version}, but {where} has no such weight", RELINK)
+            yield Problem(
+                "link.weight-gone",
+                INDEX_NAME,
+                f"lists {weight.path} as trained on {weight.data_version}, but {where} has no such weight",
+                RELINK,
+            )
         elif entry.sha256 != weight.sha256:
-            yield Problem("link.weight-changed", INDEX_NAME, f"lists {weight.path} with sha256 {weight.sha256[:12]}…, but in {where} it is {entry.sha256[:12]}…", RELINK)
+            yield Problem(
+                "link.weight-changed",
+                INDEX_NAME,
+                f"lists {weight.path} with sha256 {weight.sha256[:12]}…, but in {where} it is {entry.sha256[:12]}…",
+                RELINK,
+            )
         elif entry.data.sha256 != weight.data_sha256:
-            yield Problem("link.weight-cites-other", INDEX_NAME, f"lists {weight.path} as trained on {weight.data_version}, but in {where} it cites data {entry.data.identity}", RELINK)
+            yield Problem(
+                "link.weight-cites-other",
+                INDEX_NAME,
+                f"lists {weight.path} as trained on {weight.data_version}, but in {where} it cites data {entry.data.identity}",
+                RELINK,
+            )
         elif (version := versions.get(weight.data_sha256)) is not None:
             yield from pairing_problems(entry, models, version, INDEX_NAME)
     listed = {w.path for w in source.weights}
     for weight in trained_weights(models, dataset):
         if weight.path not in listed:
-            yield Problem("link.weight-unlisted", INDEX_NAME, f"{where} has {weight.path}, trained on {weight.data_version}, which the card does not list", RELINK)
+            yield Problem(
+                "link.weight-unlisted",
+                INDEX_NAME,
+                f"{where} has {weight.path}, trained on {weight.data_version}, which the card does not list",
+                RELINK,
+            )

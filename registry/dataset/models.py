@@ -45,7 +45,9 @@ class Profile:
 # The profiles seeds 001 and 002 name: State on g1k (no thinking), MiSS on g1k-think; rows end in \n\nUser:.
 PROFILES = {"g1k": Profile("off", STOP_USER), "g1k-think": Profile("full", STOP_USER)}
 # How a version's validation split was chosen: the rows whose family hashes to the remainder (seed 002).
-SPLIT_RULE = re.compile(r"^sha256\((?P<key>[A-Za-z_][A-Za-z0-9_]*)\) mod (?P<modulus>[1-9][0-9]{0,5}) == (?P<remainder>[0-9]{1,6})$")
+SPLIT_RULE = re.compile(
+    r"^sha256\((?P<key>[A-Za-z_][A-Za-z0-9_]*)\) mod (?P<modulus>[1-9][0-9]{0,5}) == (?P<remainder>[0-9]{1,6})$"
+)
 META_KEY = r"^[A-Za-z_][A-Za-z0-9_]*$"
 VOCABULARY_FILE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # a file name the rwkv package ships (.txt may be left out)
 # The wire canonical's thinking field (seed 002: "format=xml;…;thinking=off;…").
@@ -73,7 +75,9 @@ def _version_path(value: str) -> str:
 class VersionFile(_Strict):
     """A file of a version, by its path relative to the version folder."""
 
-    path: Annotated[str, AfterValidator(_version_path)] = Field(description="Relative to the version folder, e.g. dataset/train/segments-1-41.jsonl")
+    path: Annotated[str, AfterValidator(_version_path)] = Field(
+        description="Relative to the version folder, e.g. dataset/train/segments-1-41.jsonl"
+    )
     sha256: str = Field(pattern=SHA256_PATTERN)
     size: int = Field(ge=0)
 
@@ -86,7 +90,9 @@ class Wire(_Strict):
     """The conversation format the rows were rendered in (every row's meta.wire_canonical / wire_hash)."""
 
     canonical: str = Field(min_length=1, max_length=64 * 1024, description="meta.wire_canonical of every row")
-    hash: str = Field(pattern=SHA256_PATTERN, description="meta.wire_hash of every row: sha256 of canonical's UTF-8 bytes")
+    hash: str = Field(
+        pattern=SHA256_PATTERN, description="meta.wire_hash of every row: sha256 of canonical's UTF-8 bytes"
+    )
 
     @field_validator("hash")
     @classmethod
@@ -102,21 +108,54 @@ class DataVersion(_Strict):
 
     version: str = Field(pattern=DATA_VERSION_PATTERN)
     date: date
-    thinking: Thinking = Field(description="off: no thinking (g1k); full: with thinking (g1k-think); the wire canonical's thinking= agrees")
+    thinking: Thinking = Field(
+        description="off: no thinking (g1k); full: with thinking (g1k-think); the wire canonical's thinking= agrees"
+    )
     profile: str | None = Field(default=None, description="The chat format profile, e.g. g1k or g1k-think")
     teachers: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(min_length=1)
-    trained_file: VersionFile = Field(description="The file the trainer read: its sha256 is the data sha256 weights cite")
+    trained_file: VersionFile = Field(
+        description="The file the trainer read: its sha256 is the data sha256 weights cite"
+    )
     train_rows: int = Field(ge=0)
     validation_rows: int = Field(ge=0)
     wire: Wire
-    vocabulary: str = Field(pattern=VOCABULARY_FILE, max_length=200, description="The vocabulary the rows were checked against, e.g. rwkv_vocab_v20230424.txt: the rwkv package's file of that name tokenizes them")
-    stop_text: str | None = Field(default=None, min_length=1, max_length=256, description="Every row's text ends with it: the profile's stop text (seed 002: \\n\\nUser:)")
-    context: int | None = Field(default=None, ge=1, description="The most tokens a row holds (seed 002: 8128; longer rows were dropped at packing)")
-    family_key: str | None = Field(default=None, pattern=META_KEY, description="The meta key naming a row's family: no family is in both splits")
-    split_rule: str | None = Field(default=None, pattern=SPLIT_RULE.pattern, description="How the validation split was chosen, e.g. sha256(family) mod 32 == 0 (recomputed for every row)")
-    flag_key: str | None = Field(default=None, pattern=META_KEY, description="A meta flag marking rows the card warns about, e.g. seeded_from_test")
-    flagged_rows: int | None = Field(default=None, ge=0, description="How many rows (both splits) have the flag true: counted, and shown in the card's known issues")
-    summary: Localized = Field(default_factory=Localized, description="What the folder is (seed 002: 原目录 final-20261013 原样)")
+    vocabulary: str = Field(
+        pattern=VOCABULARY_FILE,
+        max_length=200,
+        description="The vocabulary the rows were checked against, e.g. rwkv_vocab_v20230424.txt: the rwkv package's file of that name tokenizes them",
+    )
+    stop_text: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="Every row's text ends with it: the profile's stop text (seed 002: \\n\\nUser:)",
+    )
+    context: int | None = Field(
+        default=None,
+        ge=1,
+        description="The most tokens a row holds (seed 002: 8128; longer rows were dropped at packing)",
+    )
+    family_key: str | None = Field(
+        default=None, pattern=META_KEY, description="The meta key naming a row's family: no family is in both splits"
+    )
+    split_rule: str | None = Field(
+        default=None,
+        pattern=SPLIT_RULE.pattern,
+        description="How the validation split was chosen, e.g. sha256(family) mod 32 == 0 (recomputed for every row)",
+    )
+    flag_key: str | None = Field(
+        default=None,
+        pattern=META_KEY,
+        description="A meta flag marking rows the card warns about, e.g. seeded_from_test",
+    )
+    flagged_rows: int | None = Field(
+        default=None,
+        ge=0,
+        description="How many rows (both splits) have the flag true: counted, and shown in the card's known issues",
+    )
+    summary: Localized = Field(
+        default_factory=Localized, description="What the folder is (seed 002: 原目录 final-20261013 原样)"
+    )
     composition: Localized = Field(default_factory=Localized)
     known_issues: Localized = Field(default_factory=Localized)
 
@@ -131,7 +170,9 @@ class DataVersion(_Strict):
         if rule and rule["key"] != self.family_key:
             raise ValueError(f"the split rule hashes meta.{rule['key']} but the family key is {self.family_key}")
         if rule and int(rule["remainder"]) >= int(rule["modulus"]):
-            raise ValueError(f"the split rule's remainder {rule['remainder']} is not below its modulus {rule['modulus']}")
+            raise ValueError(
+                f"the split rule's remainder {rule['remainder']} is not below its modulus {rule['modulus']}"
+            )
         if (self.flag_key is None) != (self.flagged_rows is None):
             raise ValueError("a flag key and its flagged row count go together")
         return self
@@ -160,7 +201,9 @@ class ModelSource(_Strict):
     """The model registry the weights table was derived from: a Hub repo at a commit, or a local folder."""
 
     repo_id: str | None = Field(default=None, description="The model repo on the Hub; null: a local registry only")
-    revision: str | None = Field(default=None, pattern=GIT_COMMIT_PATTERN, description="The model repo's commit the weights were read at")
+    revision: str | None = Field(
+        default=None, pattern=GIT_COMMIT_PATTERN, description="The model repo's commit the weights were read at"
+    )
     weights: list[TrainedWeight] = Field(default_factory=list)
 
 
@@ -169,8 +212,15 @@ class DatasetInfo(_Strict):
     license: str | None = None
     repo_id: str | None = None
     access: Access | None = Field(default=None, description=ACCESS_DESCRIPTION)
-    languages: Annotated[list[Language], AfterValidator(distinct_languages)] = Field(default_factory=lambda: list(BILINGUAL), min_length=1, max_length=2, description="The card's languages, in order")
-    data_languages: list[Annotated[str, Field(pattern=r"^[a-z]{2,3}$")]] = Field(default_factory=lambda: ["zh", "en"], description="Languages of the rows (the Hub's language metadata)")
+    languages: Annotated[list[Language], AfterValidator(distinct_languages)] = Field(
+        default_factory=lambda: list(BILINGUAL),
+        min_length=1,
+        max_length=2,
+        description="The card's languages, in order",
+    )
+    data_languages: list[Annotated[str, Field(pattern=r"^[a-z]{2,3}$")]] = Field(
+        default_factory=lambda: ["zh", "en"], description="Languages of the rows (the Hub's language metadata)"
+    )
     task_categories: list[str] = Field(default_factory=lambda: ["text-generation"])
     tags: list[str] = Field(default_factory=lambda: ["rwkv", "rwkv-7", "agent", "distillation"])
     summary: Localized = Field(default_factory=Localized)
@@ -190,7 +240,10 @@ class DatasetIndex(_Strict):
     format_version: Literal[1] = 1
     dataset: DatasetInfo = Field(default_factory=DatasetInfo)
     versions: list[DataVersion] = Field(default_factory=list)
-    models: list[ModelSource] = Field(default_factory=list, description="Derived by `registry dataset link`: the weights each model registry trained on these versions")
+    models: list[ModelSource] = Field(
+        default_factory=list,
+        description="Derived by `registry dataset link`: the weights each model registry trained on these versions",
+    )
 
     def version(self, name: str) -> DataVersion | None:
         return next((v for v in self.versions if v.version == name), None)

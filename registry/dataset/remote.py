@@ -20,13 +20,17 @@ from .models import DatasetIndex
 M = TypeVar("M", bound=BaseModel)
 
 
-def fetch_index(repo_id: str, revision: str, repo_type: str, model: type[M], progress: bool = True) -> tuple[M, str, Mapping[str, RemoteFile]]:
+def fetch_index(
+    repo_id: str, revision: str, repo_type: str, model: type[M], progress: bool = True
+) -> tuple[M, str, Mapping[str, RemoteFile]]:
     """index.json of ``repo_id`` at ``revision``, the commit it resolved to, and the tree there
     (whose LFS oids are the files' sha256); ``progress``: the Hub client's bars."""
     hub = Hub(repo_id, revision, repo_type=repo_type, progress=progress)
     state = hub.existing_state()
     with tempfile.TemporaryDirectory(prefix="registry-link-") as tmp:
-        index = load_model(hub.download(INDEX_NAME, state.head, Path(tmp)), model, f"{repo_id}@{state.head[:12]}/{INDEX_NAME}")
+        index = load_model(
+            hub.download(INDEX_NAME, state.head, Path(tmp)), model, f"{repo_id}@{state.head[:12]}/{INDEX_NAME}"
+        )
     return index, state.head, state.files
 
 

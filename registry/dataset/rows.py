@@ -85,7 +85,9 @@ def check_spans(text: str, spans: Any) -> list[tuple[int, int]]:
         if checked and start < checked[-1][1]:
             previous = checked[-1]
             relation = "overlaps" if start >= previous[0] else "comes before"
-            raise RowError(f"loss span #{number} [{start}, {end}] {relation} the span before it [{previous[0]}, {previous[1]}] (spans must be sorted and not overlap)")
+            raise RowError(
+                f"loss span #{number} [{start}, {end}] {relation} the span before it [{previous[0]}, {previous[1]}] (spans must be sorted and not overlap)"
+            )
         checked.append((start, end))
     return checked
 
@@ -135,7 +137,9 @@ def check_wire(meta: Any, wire: Wire | None) -> None:
     if not isinstance(canonical, str) or not isinstance(stated, str):
         raise RowError("meta lacks wire_canonical or wire_hash (strings)")
     if stated != wire_hash(canonical):
-        raise RowError(f"meta.wire_hash {stated[:12]}… is not the sha256 of its meta.wire_canonical ({wire_hash(canonical)[:12]}…)")
+        raise RowError(
+            f"meta.wire_hash {stated[:12]}… is not the sha256 of its meta.wire_canonical ({wire_hash(canonical)[:12]}…)"
+        )
     if wire is not None and canonical != wire.canonical:
         raise RowError(f"meta.wire_canonical {canonical[:60]!r} is not the version's ({wire.canonical[:60]!r})")
 
@@ -163,7 +167,9 @@ def parse_segments(line: bytes) -> tuple[str, Layout]:
             raise RowError(f"segment #{number} is not an object with a boolean train")
         text = _text(segment.get("text"), f"segment #{number}'s text")
         if not text:
-            raise RowError(f"segment #{number} is empty (segments are the row cut at its loss spans, empty pieces dropped)")
+            raise RowError(
+                f"segment #{number} is empty (segments are the row cut at its loss spans, empty pieces dropped)"
+            )
         texts.append(text)
         pieces.append((len(text), segment["train"]))
     return "".join(texts), pieces
@@ -193,7 +199,13 @@ class FileReport:
         if not self.more:
             return list(self.problems)
         *listed, last = self.problems  # the rest ride on the last line: one line per problem listed, no count line
-        return [*listed, replace(last, message=f"{last.message} (and {self.more} more problem(s) in this file after it: fix the ones listed, then validate again)")]
+        return [
+            *listed,
+            replace(
+                last,
+                message=f"{last.message} (and {self.more} more problem(s) in this file after it: fix the ones listed, then validate again)",
+            ),
+        ]
 
 
 FIX_ROW = "fix the row (or render the version again); a file the trainer read cannot change without new weights"
@@ -223,7 +235,14 @@ class RowsDigest:
 Observer = Callable[[int, str, Layout, dict[str, Any]], None]
 
 
-def read_rows(path: Path, display: str, wire: Wire | None, progress: Progress | None = None, keep: bool = True, observe: Observer | None = None) -> RowsDigest:
+def read_rows(
+    path: Path,
+    display: str,
+    wire: Wire | None,
+    progress: Progress | None = None,
+    keep: bool = True,
+    observe: Observer | None = None,
+) -> RowsDigest:
     """Check every row (spans, wire) of a rows file; with ``keep``, its digests for the other forms;
     ``observe`` sees every well-formed row in the same pass (:mod:`.content`)."""
     summary = RowsDigest(FileReport(display))
@@ -242,19 +261,33 @@ def read_rows(path: Path, display: str, wire: Wire | None, progress: Progress | 
     return summary
 
 
-def _compare(report: FileReport, expected: Counter[bytes], found: Iterator[tuple[int, bytes]], rows_name: str, what: str) -> None:
+def _compare(
+    report: FileReport, expected: Counter[bytes], found: Iterator[tuple[int, bytes]], rows_name: str, what: str
+) -> None:
     remaining = Counter(expected)
     for number, digest in found:
         if remaining[digest] > 0:
             remaining[digest] -= 1
         else:
-            report.add("rows.not-in-rows", number, f"this row's {what} is not one of {rows_name}'s (or it occurs more often here)", f"make the file the same rows as {rows_name} (render it again from {rows_name})")
+            report.add(
+                "rows.not-in-rows",
+                number,
+                f"this row's {what} is not one of {rows_name}'s (or it occurs more often here)",
+                f"make the file the same rows as {rows_name} (render it again from {rows_name})",
+            )
     missing = sum(remaining.values())
     if missing:
-        report.add("rows.missing-rows", None, f"{missing} row(s) of {rows_name} are not in this file", f"make the file the same rows as {rows_name} (render it again from {rows_name})")
+        report.add(
+            "rows.missing-rows",
+            None,
+            f"{missing} row(s) of {rows_name} are not in this file",
+            f"make the file the same rows as {rows_name} (render it again from {rows_name})",
+        )
 
 
-def compare_segments(path: Path, display: str, rows: RowsDigest, rows_name: str, progress: Progress | None = None) -> FileReport:
+def compare_segments(
+    path: Path, display: str, rows: RowsDigest, rows_name: str, progress: Progress | None = None
+) -> FileReport:
     """A segments file against rows.jsonl: the same multiset of rows cut at their loss spans."""
     report = FileReport(display)
 
@@ -270,7 +303,9 @@ def compare_segments(path: Path, display: str, rows: RowsDigest, rows_name: str,
     return report
 
 
-def compare_texts(path: Path, display: str, rows: RowsDigest, rows_name: str, progress: Progress | None = None) -> FileReport:
+def compare_texts(
+    path: Path, display: str, rows: RowsDigest, rows_name: str, progress: Progress | None = None
+) -> FileReport:
     """A train.jsonl against rows.jsonl: the same multiset of texts."""
     report = FileReport(display)
 

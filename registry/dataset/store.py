@@ -17,7 +17,12 @@ from .models import DatasetIndex
 
 def load(repo: Repo) -> DatasetIndex:
     if not is_dataset(repo.root) and repo.index_path.is_file():
-        raise RegistryError("layout.model-registry", INDEX_NAME, 'this is a model registry (no "kind": "dataset" in index.json)', "pass a dataset registry with -C (`registry dataset init` creates one)")
+        raise RegistryError(
+            "layout.model-registry",
+            INDEX_NAME,
+            'this is a model registry (no "kind": "dataset" in index.json)',
+            "pass a dataset registry with -C (`registry dataset init` creates one)",
+        )
     return load_model(repo.refuse_link(repo.index_path), DatasetIndex, INDEX_NAME)
 
 
@@ -25,16 +30,31 @@ def index_problems(index: DatasetIndex) -> Iterator[Problem]:
     """What is wrong with a dataset index on its own."""
     for name, count in Counter(v.version for v in index.versions).items():
         if count > 1:
-            yield Problem("index.duplicate-version", INDEX_NAME, f"version {name} listed {count} times", "remove the duplicate from versions")
+            yield Problem(
+                "index.duplicate-version",
+                INDEX_NAME,
+                f"version {name} listed {count} times",
+                "remove the duplicate from versions",
+            )
     for sha, count in Counter(v.trained_file.sha256 for v in index.versions).items():
         if count > 1:
-            yield Problem("index.duplicate-data", INDEX_NAME, f"{count} versions name one trained file sha256 {sha[:12]}…", "one file is one version: remove the duplicate")
+            yield Problem(
+                "index.duplicate-data",
+                INDEX_NAME,
+                f"{count} versions name one trained file sha256 {sha[:12]}…",
+                "one file is one version: remove the duplicate",
+            )
     versions = index.by_data_sha()
     for source in index.models:
         for weight in source.weights:
             version = versions.get(weight.data_sha256)
             if version is None or version.version != weight.data_version:
-                yield Problem("link.unknown-data", INDEX_NAME, f"weight {weight.path} cites data {weight.data_version} sha256 {weight.data_sha256[:12]}…, which is no version here", "run `registry dataset link` again")
+                yield Problem(
+                    "link.unknown-data",
+                    INDEX_NAME,
+                    f"weight {weight.path} cites data {weight.data_version} sha256 {weight.data_sha256[:12]}…, which is no version here",
+                    "run `registry dataset link` again",
+                )
 
 
 def index_to_change(repo: Repo) -> DatasetIndex:
@@ -46,7 +66,14 @@ def index_to_change(repo: Repo) -> DatasetIndex:
     return index
 
 
-def stage_derived(repo: Repo, txn: Transaction, index: DatasetIndex, absorb: bool | Set[str] = False, card: str | None = None, known: Mapping[str, str] | None = None) -> dict[str, str]:
+def stage_derived(
+    repo: Repo,
+    txn: Transaction,
+    index: DatasetIndex,
+    absorb: bool | Set[str] = False,
+    card: str | None = None,
+    known: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """Stage the dataset card and SHA256SUMS after a command's own writes (as the model registry's);
     ``card``: the card already rendered (adopt renders it while planning), ``known``: digests
     already computed (:func:`~registry.core.staged_sums.stage_sums`)."""
@@ -67,4 +94,3 @@ def current_card(repo: Repo) -> str | None:
     if not (path.is_file() or path.is_symlink()):
         return None
     return decode_card(repo.read_bytes(path))
-

@@ -25,8 +25,18 @@ from .models import wire_hash
 from .rows import cut, layout
 
 SYSTEM = "System: 你是本地工具 Agent，可以读写文件、跑 bash、查网页、算数、查天气。"
-QUESTIONS = ("把 notes.txt 里的待办整理成清单", "What is the weather in Hangzhou tomorrow?", "算一下 37 * 91 + 5", "List the files in ./src and count the lines of main.py")
-ANSWERS = ("<tool_call>list_files(path=\".\")</tool_call>", "明天杭州多云，最高 21 度。", "37 * 91 + 5 = 3372", "src/ holds main.py (120 lines) and util.py (48 lines).")
+QUESTIONS = (
+    "把 notes.txt 里的待办整理成清单",
+    "What is the weather in Hangzhou tomorrow?",
+    "算一下 37 * 91 + 5",
+    "List the files in ./src and count the lines of main.py",
+)
+ANSWERS = (
+    '<tool_call>list_files(path=".")</tool_call>',
+    "明天杭州多云，最高 21 度。",
+    "37 * 91 + 5 = 3372",
+    "src/ holds main.py (120 lines) and util.py (48 lines).",
+)
 FILLER = "工具结果：ok。The tool returned 3 lines of output. "
 
 
@@ -91,7 +101,13 @@ def row(spec: VersionSpec, split: str, number: int) -> dict[str, Any]:
             break
         text += f"Tool: {FILLER * rng.randint(1, max(1, spec.row_chars // 200))}\n\n"
     text += "User:"
-    meta = {"task": f"t{number // 3:05d}", spec.family_key: family(spec, split, number // 3), "batch": rng.choice(("b09", "b10a", "b12c")), "turn": number % 3, "passed": True}
+    meta = {
+        "task": f"t{number // 3:05d}",
+        spec.family_key: family(spec, split, number // 3),
+        "batch": rng.choice(("b09", "b10a", "b12c")),
+        "turn": number % 3,
+        "passed": True,
+    }
     if split == "train" and number < spec.flagged:
         meta.update(source="base700", seeded_from_test=True)
     meta.update(wire_canonical=spec.wire_canonical, wire_hash=wire_hash(spec.wire_canonical))
@@ -116,7 +132,12 @@ def token_facts(rows: Iterator[dict[str, Any]], vocabulary: str = VOCAB_NAME) ->
     stats = TokenStats()
     for number, value in enumerate(rows, 1):
         text = value["text"]
-        stats.add(number, tokenizer.count(text, layout(len(text), [tuple(span) for span in value["loss_spans"]]))[0], None, None)
+        stats.add(
+            number,
+            tokenizer.count(text, layout(len(text), [tuple(span) for span in value["loss_spans"]]))[0],
+            None,
+            None,
+        )
     return {"max_tokens": stats.maximum, "token_quantiles": {f"p{q}": stats.quantile(q) for q in (50, 90, 99)}}
 
 
@@ -150,15 +171,30 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
             order = list(range(count))
             random.Random(spec.seed + 20261017).shuffle(order)
             _write(directory / spec.trained_name, (segments_line(row(spec, split, i)) for i in order))
-        manifest = {"rows": count, "wire_hash": wire_hash(spec.wire_canonical), **(token_facts(rows()) if spec.token_stats else {})}
+        manifest = {
+            "rows": count,
+            "wire_hash": wire_hash(spec.wire_canonical),
+            **(token_facts(rows()) if spec.token_stats else {}),
+        }
         (directory / SPLIT_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         # the packer's input: these rows and the ones packing dropped as too long
         _write(folder / f"{split}-rows.jsonl", (line(row(spec, split, i)) for i in range(count + spec.dropped_rows)))
-    stats = {"rows": spec.train_rows + spec.validation_rows, "zh_share": 0.476, "multi_turn_share": 0.184, "max_tokens": 8121}
+    stats = {
+        "rows": spec.train_rows + spec.validation_rows,
+        "zh_share": 0.476,
+        "multi_turn_share": 0.184,
+        "max_tokens": 8121,
+    }
     (folder / FINAL_STATS).write_text(json.dumps(stats, indent=2) + "\n")
-    (folder / "pack.log").write_text(f"packed {spec.train_rows} train / {spec.validation_rows} validation rows; dropped {spec.dropped_rows * 2} over 8128 tokens\n")
-    (folder / f"{spec.version}-segcheck.log").write_text("tokenizer round-trip: rwkv_vocab_v20230424.txt, 0 mismatches\n")
-    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != RELEASE_MANIFEST)
+    (folder / "pack.log").write_text(
+        f"packed {spec.train_rows} train / {spec.validation_rows} validation rows; dropped {spec.dropped_rows * 2} over 8128 tokens\n"
+    )
+    (folder / f"{spec.version}-segcheck.log").write_text(
+        "tokenizer round-trip: rwkv_vocab_v20230424.txt, 0 mismatches\n"
+    )
+    files = sorted(
+        p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != RELEASE_MANIFEST
+    )
     hashes = {rel: hash_file(folder / rel) for rel in files}
     (folder / RELEASE_MANIFEST).write_text(json.dumps({"version": spec.version, "files": hashes}, indent=2) + "\n")
     trained = f"{SPLIT_PARENT}/train/{spec.trained_name}"
@@ -166,6 +202,8 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
 
 
 SEED_002 = (  # seed 002's two versions, with tiny row counts
-    VersionSpec("v1.41", "off", train_rows=36, validation_rows=4, trained_name="segments-1-41.jsonl", seed=141, flagged=3),
+    VersionSpec(
+        "v1.41", "off", train_rows=36, validation_rows=4, trained_name="segments-1-41.jsonl", seed=141, flagged=3
+    ),
     VersionSpec("v2.1", "full", train_rows=48, validation_rows=6, trained_name="segments-shuffled.jsonl", seed=21),
 )

@@ -16,7 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import Problem, RegistryError
-from ..core.names import FINAL_STATS, PACKING_INPUTS, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, TEXT_NAME, VERSION_REQUIRED
+from ..core.names import (
+    FINAL_STATS,
+    PACKING_INPUTS,
+    RELEASE_MANIFEST,
+    ROWS_NAME,
+    SPLIT_MANIFEST,
+    SPLIT_PARENT,
+    SPLITS,
+    TEXT_NAME,
+    VERSION_REQUIRED,
+)
 from ..core.schemas import read_json
 from .content import TokenCache, VersionContent
 from .layout import is_segments
@@ -43,13 +53,34 @@ def release_manifest_problems(version: str, files: Mapping[str, str], locate: Lo
         return problems
     listed = data.get("files") if isinstance(data, dict) else None
     if not isinstance(listed, dict) or not all(isinstance(v, str) for v in listed.values()):
-        return [Problem("version.bad-release-manifest", display, 'is not {"files": {"<path>": "<sha256>", …}}', "write it in that format (docs/formats.md)")]
+        return [
+            Problem(
+                "version.bad-release-manifest",
+                display,
+                'is not {"files": {"<path>": "<sha256>", …}}',
+                "write it in that format (docs/formats.md)",
+            )
+        ]
     for rel, sha in sorted(listed.items()):
         actual = files.get(rel)
         if actual is None:
-            problems.append(Problem("version.manifest-missing-file", display, f"lists {rel}, which is not in the version", "restore the file, or correct the manifest"))
+            problems.append(
+                Problem(
+                    "version.manifest-missing-file",
+                    display,
+                    f"lists {rel}, which is not in the version",
+                    "restore the file, or correct the manifest",
+                )
+            )
         elif actual != sha:
-            problems.append(Problem("version.manifest-mismatch", f"{version}/{rel}", f"sha256 is {actual[:12]}… but {RELEASE_MANIFEST} says {sha[:12]}…", "restore the file the release manifest describes"))
+            problems.append(
+                Problem(
+                    "version.manifest-mismatch",
+                    f"{version}/{rel}",
+                    f"sha256 is {actual[:12]}… but {RELEASE_MANIFEST} says {sha[:12]}…",
+                    "restore the file the release manifest describes",
+                )
+            )
     return problems
 
 
@@ -60,7 +91,9 @@ def _stated_count(data: Any, key: str, expected: int, display: str, what: str) -
     return []
 
 
-def _split_manifest_problems(version: DataVersion, split: str, rows: int, locate: Locate, content: VersionContent) -> list[Problem]:
+def _split_manifest_problems(
+    version: DataVersion, split: str, rows: int, locate: Locate, content: VersionContent
+) -> list[Problem]:
     display = f"{version.version}/{SPLIT_PARENT}/{split}/{SPLIT_MANIFEST}"
     data, problems = _json(locate, f"{SPLIT_PARENT}/{split}/{SPLIT_MANIFEST}", display)
     if problems:
@@ -69,23 +102,46 @@ def _split_manifest_problems(version: DataVersion, split: str, rows: int, locate
     problems += content.manifest_problems(split, data, display)
     stated = data.get("wire_hash") if isinstance(data, dict) else None
     if isinstance(stated, str) and stated != version.wire.hash:
-        problems.append(Problem("version.wire-mismatch", display, f"says wire_hash {stated[:12]}… but the version's is {version.wire.hash[:12]}…", RESTATE))
+        problems.append(
+            Problem(
+                "version.wire-mismatch",
+                display,
+                f"says wire_hash {stated[:12]}… but the version's is {version.wire.hash[:12]}…",
+                RESTATE,
+            )
+        )
     return problems
 
 
 def _count(display: str, found: int, stated: int, option: str) -> list[Problem]:
     if found == stated:
         return []
-    return [Problem("version.count-mismatch", display, f"holds {found} rows but {option} says {stated}", f"pass {option} {found}, or restore the file")]
+    return [
+        Problem(
+            "version.count-mismatch",
+            display,
+            f"holds {found} rows but {option} says {stated}",
+            f"pass {option} {found}, or restore the file",
+        )
+    ]
 
 
-def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], locate: Locate, progress: Progress | None, content: VersionContent) -> list[Problem]:
+def _split_problems(
+    version: DataVersion,
+    split: str,
+    files: Mapping[str, str],
+    locate: Locate,
+    progress: Progress | None,
+    content: VersionContent,
+) -> list[Problem]:
     folder = f"{SPLIT_PARENT}/{split}"
     rows_rel = f"{folder}/{ROWS_NAME}"
     if rows_rel not in files:
         return []  # reported as a missing required file
     display = f"{version.version}/{rows_rel}"
-    rows = read_rows(locate(rows_rel), display, version.wire, progress, observe=content.split(split, display, files[rows_rel]))
+    rows = read_rows(
+        locate(rows_rel), display, version.wire, progress, observe=content.split(split, display, files[rows_rel])
+    )
     reports: list[FileReport] = [rows.report]
     for rel in sorted(files):
         parent, _, name = rel.rpartition("/")
@@ -96,7 +152,9 @@ def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], 
             reports.append(compare_segments(locate(rel), display, rows, ROWS_NAME, progress))
         elif name == TEXT_NAME:
             reports.append(compare_texts(locate(rel), display, rows, ROWS_NAME, progress))
-    stated, option = (version.train_rows, "--train-rows") if split == "train" else (version.validation_rows, "--validation-rows")
+    stated, option = (
+        (version.train_rows, "--train-rows") if split == "train" else (version.validation_rows, "--validation-rows")
+    )
     problems = [p for report in reports for p in report.findings()]
     problems += _count(rows.report.display, rows.report.rows, stated, option)
     trained = next((r for r in reports if r.display == f"{version.version}/{version.trained_file.path}"), None)
@@ -107,23 +165,68 @@ def _split_problems(version: DataVersion, split: str, files: Mapping[str, str], 
     return problems
 
 
-def version_problems(version: DataVersion, files: Mapping[str, str], locate: Locate, progress: Progress | None = None, cache: TokenCache | None = None) -> list[Problem]:
+def version_problems(
+    version: DataVersion,
+    files: Mapping[str, str],
+    locate: Locate,
+    progress: Progress | None = None,
+    cache: TokenCache | None = None,
+) -> list[Problem]:
     """Everything wrong with a version's files (``files``: path inside the version -> sha256, as
     the registry computed it); ``cache`` remembers token results (:class:`.content.TokenCache`)."""
     content = VersionContent(version, cache or TokenCache(None))
     name = version.version
-    problems = [Problem("version.missing-file", f"{name}/{rel}", "a version folder needs this file", "restore it (seed 002's layout: docs/formats.md)") for rel in VERSION_REQUIRED if rel not in files]
+    problems = [
+        Problem(
+            "version.missing-file",
+            f"{name}/{rel}",
+            "a version folder needs this file",
+            "restore it (seed 002's layout: docs/formats.md)",
+        )
+        for rel in VERSION_REQUIRED
+        if rel not in files
+    ]
     trained = version.trained_file
     actual = files.get(trained.path)
-    if not trained.path.startswith(f"{SPLIT_PARENT}/train/") or not (is_segments(trained.name) or trained.name == ROWS_NAME):
-        problems.append(Problem("version.trained-file-form", f"{name}/{trained.path}", "the trained file must be the train split's rows.jsonl or a segments*.jsonl", "pass the file the trainer read with --trained-file"))
+    if not trained.path.startswith(f"{SPLIT_PARENT}/train/") or not (
+        is_segments(trained.name) or trained.name == ROWS_NAME
+    ):
+        problems.append(
+            Problem(
+                "version.trained-file-form",
+                f"{name}/{trained.path}",
+                "the trained file must be the train split's rows.jsonl or a segments*.jsonl",
+                "pass the file the trainer read with --trained-file",
+            )
+        )
     if actual is None:
-        problems.append(Problem("version.trained-file-missing", f"{name}/{trained.path}", "the file the weights were trained on is not in the version", "restore it"))
+        problems.append(
+            Problem(
+                "version.trained-file-missing",
+                f"{name}/{trained.path}",
+                "the file the weights were trained on is not in the version",
+                "restore it",
+            )
+        )
     elif actual != trained.sha256:
-        problems.append(Problem("version.trained-sha-mismatch", f"{name}/{trained.path}", f"sha256 is {actual[:12]}… but index.json says the trainer read {trained.sha256[:12]}… (weights cite that hash)", "restore the file the weights were trained on; changed data is a new version"))
+        problems.append(
+            Problem(
+                "version.trained-sha-mismatch",
+                f"{name}/{trained.path}",
+                f"sha256 is {actual[:12]}… but index.json says the trainer read {trained.sha256[:12]}… (weights cite that hash)",
+                "restore the file the weights were trained on; changed data is a new version",
+            )
+        )
     thinking = wire_thinking(version.wire.canonical)
     if thinking is not None and thinking != version.thinking:
-        problems.append(Problem("version.thinking-mismatch", name, f"thinking is {version.thinking!r} but the wire canonical says thinking={thinking}", f"pass --thinking {thinking}, or the wire canonical the rows were rendered with"))
+        problems.append(
+            Problem(
+                "version.thinking-mismatch",
+                name,
+                f"thinking is {version.thinking!r} but the wire canonical says thinking={thinking}",
+                f"pass --thinking {thinking}, or the wire canonical the rows were rendered with",
+            )
+        )
     for split in SPLITS:
         problems += _split_problems(version, split, files, locate, progress, content)
     problems += content.findings()
@@ -135,5 +238,11 @@ def version_problems(version: DataVersion, files: Mapping[str, str], locate: Loc
         problems += release_manifest_problems(name, files, locate)
     if FINAL_STATS in files:
         data, found = _json(locate, FINAL_STATS, f"{name}/{FINAL_STATS}")
-        problems += found or _stated_count(data, "rows", version.train_rows + version.validation_rows, f"{name}/{FINAL_STATS}", "train and validation rows add up to")
+        problems += found or _stated_count(
+            data,
+            "rows",
+            version.train_rows + version.validation_rows,
+            f"{name}/{FINAL_STATS}",
+            "train and validation rows add up to",
+        )
     return problems

@@ -42,7 +42,12 @@ def environment(device: str) -> Environment:
     if device == "cuda":
         gpu = torch.cuda.get_device_name(0)
         try:
-            driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, check=True).stdout.strip()
+            driver = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             driver = None
     from importlib.metadata import version  # noqa: PLC0415

@@ -46,7 +46,6 @@ PREFILL_CHUNK = 256
 CHUNK_TOLERANCE = 1e-5
 
 
-
 def scaled_error(got: torch.Tensor, want: torch.Tensor) -> float:
     """Largest absolute logit difference, scaled by max(1, the reference's largest |logit|)."""
     return float((got.float() - want.float()).abs().max()) / max(1.0, float(want.float().abs().max()))
@@ -111,9 +110,15 @@ def check_kernel(device: str, build: KernelBuild | None = None) -> tuple[CheckRe
     thresholds = {"chunked_state_rel_err": CHUNK_TOLERANCE}
     if device == "cuda":
         thresholds.update({"fp32_rel_err": 1e-5, "bf16_rel_err": 1e-2, "state_rel_err": 1e-5})
-    detail = "kernel vs torch recurrence" if device == "cuda" else "cpu gate: the CUDA kernel was not run; recurrence chunking checked"
+    detail = (
+        "kernel vs torch recurrence"
+        if device == "cuda"
+        else "cpu gate: the CUDA kernel was not run; recurrence chunking checked"
+    )
     timings = {"kernel_build_s": build.seconds if build else None, "kernel_cached": build.cached if build else None}
-    return CheckResult(name="kernel-parity", passed=passed, figures=figures, thresholds=thresholds, detail=detail), timings
+    return CheckResult(
+        name="kernel-parity", passed=passed, figures=figures, thresholds=thresholds, detail=detail
+    ), timings
 
 
 @dataclass
@@ -132,7 +137,9 @@ def our_logits(model: Rwkv7, prompts: Mapping[str, list[int]], state: Sequence[t
     return Logits(prefill, step)
 
 
-def official_logits(official: OfficialModel, prompts: Mapping[str, list[int]], state: list[torch.Tensor] | None, reference: Logits) -> Logits:
+def official_logits(
+    official: OfficialModel, prompts: Mapping[str, list[int]], state: list[torch.Tensor] | None, reference: Logits
+) -> Logits:
     prefill, step = {}, {}
     for name, ids in prompts.items():
         logits, new_state = official.logits(ids, state)
@@ -155,7 +162,9 @@ def finite(*logit_sets: Logits) -> bool:
     return all(bool(torch.isfinite(t).all()) for ls in logit_sets for t in (*ls.prefill.values(), *ls.step.values()))
 
 
-def reference_logits(ours: Rwkv7, our: Logits, prompts: Mapping[str, list[int]], state_file: Mapping[str, torch.Tensor] | None) -> tuple[Logits, Logits | None]:
+def reference_logits(
+    ours: Rwkv7, our: Logits, prompts: Mapping[str, list[int]], state_file: Mapping[str, torch.Tensor] | None
+) -> tuple[Logits, Logits | None]:
     """The fp32 torch-recurrence reference; on CUDA also our kernel in fp32 on the same weights.
 
     Both run on ``ours``'s stored weights, converted layer by layer, so no second full-size copy
@@ -193,12 +202,21 @@ def parity_check_of(our: Logits, official: Logits, reference: Logits, fp32_kerne
             and ours_vs_ref["max_scaled_err"] <= bound
             and ours_vs_ref["top5_overlap_min"] >= TOPK_MIN_OVERLAP
         )
-        thresholds = {"fp32_kernel_vs_reference_max_scaled_err": FP32_TOLERANCE, "ours_vs_reference_max_scaled_err": bound, "ours_vs_reference_top5_overlap_min": TOPK_MIN_OVERLAP}
+        thresholds = {
+            "fp32_kernel_vs_reference_max_scaled_err": FP32_TOLERANCE,
+            "ours_vs_reference_max_scaled_err": bound,
+            "ours_vs_reference_top5_overlap_min": TOPK_MIN_OVERLAP,
+        }
         detail = "cuda: our kernel fp32 vs torch recurrence fp32; our bf16 path vs the official rwkv cuda bf16 runtime, both against the fp32 reference"
     return CheckResult(name="model-parity", passed=passed, figures=figures, thresholds=thresholds, detail=detail)
 
 
-def check_decoding(model: Rwkv7, prompts: Mapping[str, list[int]], state: Sequence[torch.Tensor] | None, decode: Callable[[list[int]], str]) -> tuple[CheckResult, float]:
+def check_decoding(
+    model: Rwkv7,
+    prompts: Mapping[str, list[int]],
+    state: Sequence[torch.Tensor] | None,
+    decode: Callable[[list[int]], str],
+) -> tuple[CheckResult, float]:
     """(d) greedy decoding twice gives the same tokens; the stop rules end generation."""
     figures: dict = {}
     passed = True
@@ -237,5 +255,3 @@ def prefill_throughput(model: Rwkv7, prompts: Mapping[str, list[int]]) -> float:
     if model.device.type == "cuda":
         torch.cuda.synchronize()
     return len(ids) / (time.perf_counter() - start)
-
-

@@ -58,7 +58,12 @@ def source_pth(index: Index, entry: Entry) -> str:
         return entry.path
     source = index.entry_by_path(entry.derived_from or "")
     if source is None or source.format != "pth":
-        raise RegistryError("gate.no-source", entry.path, "the official runtime loads .pth files and this twin names no .pth source", "gate the .pth entry it was converted from")
+        raise RegistryError(
+            "gate.no-source",
+            entry.path,
+            "the official runtime loads .pth files and this twin names no .pth source",
+            "gate the .pth entry it was converted from",
+        )
     return source.path
 
 
@@ -102,7 +107,9 @@ def base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) ->
     files = [ToHash(base, user_hash_cache(), os.path.realpath(base.path)), *_group_files(run, entries)]
     weights, hashed = load_hashed(files, lambda: on_device(run.device, load_tensors(base_view)))
     base_sha = hashed[0].sha256
-    run.say(f"  base sha256 {base_sha[:12]}… ({'known from the stat cache' if hashed[0].from_cache else 'hashed while loading'})")
+    run.say(
+        f"  base sha256 {base_sha[:12]}… ({'known from the stat cache' if hashed[0].from_cache else 'hashed while loading'})"
+    )
     for entry in entries:
         if entry.base_sha256 != base_sha:
             raise RegistryError(
@@ -129,4 +136,12 @@ def full_group(run: Run, entries: list[Entry]) -> Group:
 
     (weights, official), hashed = load_hashed(files, load)
     _check_group_files(run, entries, hashed)
-    return Group(weights, run.files / source, official, entries, time.perf_counter() - start, mapped(run.device, run.files / entry.path), mapped(run.device, run.files / source))
+    return Group(
+        weights,
+        run.files / source,
+        official,
+        entries,
+        time.perf_counter() - start,
+        mapped(run.device, run.files / entry.path),
+        mapped(run.device, run.files / source),
+    )

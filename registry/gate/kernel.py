@@ -63,7 +63,12 @@ def _source_paths(source_dir: Path | None) -> list[Path]:
     paths = [directory / name for name in KERNEL_SOURCES]
     missing = [p for p in paths if not p.is_file()]
     if missing:
-        raise RegistryError("gate.kernel-source", missing[0], "WKV kernel source is missing", REINSTALL if source_dir is None else "restore the kernel sources")
+        raise RegistryError(
+            "gate.kernel-source",
+            missing[0],
+            "WKV kernel source is missing",
+            REINSTALL if source_dir is None else "restore the kernel sources",
+        )
     return paths
 
 
@@ -172,7 +177,15 @@ def build_kernel(source_dir: Path | None = None, cache_root: Path | None = None)
     return _loaded
 
 
-def wkv7(r: torch.Tensor, w: torch.Tensor, k: torch.Tensor, v: torch.Tensor, a: torch.Tensor, b: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def wkv7(
+    r: torch.Tensor,
+    w: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The WKV recurrence: the CUDA kernel for CUDA tensors, :func:`wkv7_reference` otherwise.
 
     Inputs ``[B, T, H*64]`` (float32 or bfloat16, contiguous), state ``[B, H, 64, 64]`` float32,

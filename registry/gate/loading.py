@@ -58,7 +58,12 @@ def load_hashed(files: Sequence[ToHash], load: Callable[[], T]) -> tuple[T, list
         hashed = {i: future.result() for i, future in hashing.items()}
     for f in files:
         if not unchanged(f.pin):
-            raise RegistryError("fs.changed", f.pin.path, "the file changed while it was being hashed and loaded", "run the command again once nothing else writes to it")
+            raise RegistryError(
+                "fs.changed",
+                f.pin.path,
+                "the file changed while it was being hashed and loaded",
+                "run the command again once nothing else writes to it",
+            )
     for i, sha in hashed.items():
         files[i].cache.store(files[i].key, files[i].pin.stat, sha)
     for cache in {id(f.cache): f.cache for f in files}.values():

@@ -36,7 +36,9 @@ def quietly() -> Iterator[None]:
     sys.stdout.flush()
     sys.stderr.flush()
     with tempfile.TemporaryFile() as sink:
-        text = open(os.dup(sink.fileno()), "w", encoding="utf-8", errors="replace")  # closed below, before the streams are restored
+        text = open(
+            os.dup(sink.fileno()), "w", encoding="utf-8", errors="replace"
+        )  # closed below, before the streams are restored
         saved = os.dup(1), os.dup(2)
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
@@ -72,7 +74,9 @@ def import_official(device: str) -> ModuleType:
         with quietly():  # its import prints a banner; on CUDA its JIT build prints compiler output
             import rwkv.model as model  # noqa: PLC0415
     except ImportError as error:
-        raise RegistryError("gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32") from error
+        raise RegistryError(
+            "gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32"
+        ) from error
     _no_tf32()
     return model
 
@@ -90,7 +94,9 @@ class _RWKV(Protocol):
 
     def generate_zero_state(self) -> list[torch.Tensor]: ...
 
-    def forward(self, tokens: list[int], state: list[torch.Tensor] | None) -> tuple[torch.Tensor, list[torch.Tensor]]: ...
+    def forward(
+        self, tokens: list[int], state: list[torch.Tensor] | None
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]: ...
 
 
 @dataclass
@@ -118,7 +124,9 @@ class OfficialModel:
         other weights may share the caller's tensors (:func:`load_official` with ``tensors``).
         """
         if name not in self.model.z or not name.endswith(_TRANSPOSED):
-            raise RegistryError("gate.official-runtime", name, "not a Linear weight of the official runtime", "report this bug")
+            raise RegistryError(
+                "gate.official-runtime", name, "not a Linear weight of the official runtime", "report this bug"
+            )
         with torch.no_grad():
             self.model.z[name].copy_(weight.t())
 
@@ -129,7 +137,10 @@ class OfficialModel:
 
 
 def load_official(
-    checkpoint: Path, device: str, tensors: Mapping[str, torch.Tensor] | None = None, converted: Callable[[torch.Tensor], None] | None = None
+    checkpoint: Path,
+    device: str,
+    tensors: Mapping[str, torch.Tensor] | None = None,
+    converted: Callable[[torch.Tensor], None] | None = None,
 ) -> OfficialModel:
     """Load a .pth checkpoint (the loader wants the path without .pth) on cuda bf16 or cpu fp32.
 
@@ -144,7 +155,10 @@ def load_official(
 
     strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
     start = time.perf_counter()
-    with quietly(), _loading_from(checkpoint, tensors, converted or (lambda _tensor: None)):  # the loader prints "Loading …" lines
+    with (
+        quietly(),
+        _loading_from(checkpoint, tensors, converted or (lambda _tensor: None)),
+    ):  # the loader prints "Loading …" lines
         model = module.RWKV(model=str(checkpoint)[: -len(".pth")], strategy=strategy)
     _no_tf32()
     return OfficialModel(model, device, time.perf_counter() - start, version("rwkv"))
@@ -163,7 +177,9 @@ class _Handed(dict):
 
 
 @contextlib.contextmanager
-def _loading_from(checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None, converted: Callable[[torch.Tensor], None]) -> Iterator[None]:
+def _loading_from(
+    checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None, converted: Callable[[torch.Tensor], None]
+) -> Iterator[None]:
     """While the official loader runs, its ``torch.load`` of ``checkpoint`` yields ``tensors``."""
     if tensors is None:
         yield

@@ -24,7 +24,16 @@ from ..core.errors import RegistryError
 from ..core.libc import release_free_memory
 from ..core.models import Entry
 from ..core.pinned import Pinned
-from .checks import Logits, check_decoding, finite, official_logits, our_logits, parity_check_of, prefill_throughput, reference_logits
+from .checks import (
+    Logits,
+    check_decoding,
+    finite,
+    official_logits,
+    our_logits,
+    parity_check_of,
+    prefill_throughput,
+    reference_logits,
+)
 from .groups import Group, base_group, entry_files, full_group, full_groups
 from .memory import drop_pages, out_of_memory_named
 from .official import load_official
@@ -53,29 +62,50 @@ class OursRun:
     same_as: OursRun | None = None
 
 
-def _merged_into(replace: Callable[[str, torch.Tensor], None], group: Group, prepared: Prepared) -> AbstractContextManager[None]:
+def _merged_into(
+    replace: Callable[[str, torch.Tensor], None], group: Group, prepared: Prepared
+) -> AbstractContextManager[None]:
     """A MiSS entry's merge, applied to one runtime for the block and undone bit-exactly after."""
     if prepared.entry.method != "miss" or prepared.scale is None:
         return nullcontext()
-    return patched(replace, group.weights, merged_weights(group.weights, prepared.own, prepared.scale, source=prepared.entry.path))
+    return patched(
+        replace, group.weights, merged_weights(group.weights, prepared.own, prepared.scale, source=prepared.entry.path)
+    )
 
 
 def _state_file(prepared: Prepared) -> dict[str, torch.Tensor] | None:
     return prepared.own if prepared.entry.method == "state" else None
 
 
-def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mapping[str, list[int]], decode: Callable[[list[int]], str]) -> list[OursRun]:
+def _phase_ours(
+    run: Run,
+    group: Group,
+    prepared: list[Prepared],
+    prompts: Mapping[str, list[int]],
+    decode: Callable[[list[int]], str],
+) -> list[OursRun]:
     dtype = torch.bfloat16 if run.device == "cuda" else torch.float32
-    ours = Rwkv7(group.weights, dtype=dtype, device=run.device, wkv="auto", source=group.entries[0].path, copied=drop_pages if group.weights_mapped else None)
+    ours = Rwkv7(
+        group.weights,
+        dtype=dtype,
+        device=run.device,
+        wkv="auto",
+        source=group.entries[0].path,
+        copied=drop_pages if group.weights_mapped else None,
+    )
     results: list[OursRun] = []
     for item in prepared:
         start = time.perf_counter()
         earlier = next((r for r in results if r.same_as is None and same_tensors(r.prepared, item)), None)
         if earlier is not None:
-            run.say(f"{item.entry.path}: tensors equal to {earlier.prepared.entry.path}'s (compared), its results apply")
+            run.say(
+                f"{item.entry.path}: tensors equal to {earlier.prepared.entry.path}'s (compared), its results apply"
+            )
             results.append(replace(earlier, prepared=item, seconds=time.perf_counter() - start, same_as=earlier))
             continue
-        run.say(f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding")
+        run.say(
+            f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding"
+        )
         with _merged_into(ours.replace_weight, group, item):
             state_file = _state_file(item)
             state = ours.apply_state_file(state_file, source=item.entry.path) if state_file else None
@@ -83,7 +113,9 @@ def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mappi
             reference, fp32_kernel = reference_logits(ours, mine, prompts, state_file)
             decoding, decode_tps = check_decoding(ours, prompts, state, decode)
             prefill_tps = prefill_throughput(ours, prompts)
-        results.append(OursRun(item, mine, reference, fp32_kernel, decoding, decode_tps, prefill_tps, time.perf_counter() - start))
+        results.append(
+            OursRun(item, mine, reference, fp32_kernel, decoding, decode_tps, prefill_tps, time.perf_counter() - start)
+        )
         group.drop_pages()  # what restoring a merge read
     del ours
     release_free_memory()
@@ -95,7 +127,9 @@ def _phase_ours(run: Run, group: Group, prepared: list[Prepared], prompts: Mappi
 def _phase_official(run: Run, group: Group, results: list[OursRun], prompts: Mapping[str, list[int]]) -> None:
     start = time.perf_counter()
     run.say(f"official rwkv runtime: building from the loaded weights ({len(results)} entries)")
-    official = load_official(group.official_checkpoint, run.device, group.official_tensors, drop_pages if group.official_mapped else None)
+    official = load_official(
+        group.official_checkpoint, run.device, group.official_tensors, drop_pages if group.official_mapped else None
+    )
     build_s = time.perf_counter() - start
     computed: dict[str, Logits] = {}  # by the path of the entry that was run
     for result in results:
@@ -106,12 +140,16 @@ def _phase_official(run: Run, group: Group, results: list[OursRun], prompts: Map
         else:
             with _merged_into(official.replace_weight, group, item):
                 state_file = _state_file(item)
-                theirs = official_logits(official, prompts, official.state_from_file(state_file) if state_file else None, result.reference)
+                theirs = official_logits(
+                    official, prompts, official.state_from_file(state_file) if state_file else None, result.reference
+                )
             computed[item.entry.path] = theirs
         seconds = result.seconds + time.perf_counter() - start + build_s / len(results)
         group.drop_pages()
         receipt = _receipt(run, group, result, theirs, seconds)
-        run.say(f"{item.entry.path}: {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}")
+        run.say(
+            f"{item.entry.path}: {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}"
+        )
         run.record(receipt)
         run.receipts.append(receipt)
     del official
@@ -161,7 +199,9 @@ def _gate_group(run: Run, group: Group) -> None:
     _phase_official(run, group, results, prompts)
 
 
-def gate_entries(run: Run, builds: list[Future[Any]], on_base: list[Entry], base: Pinned | None, base_view: Path, full: list[Entry]) -> None:
+def gate_entries(
+    run: Run, builds: list[Future[Any]], on_base: list[Entry], base: Pinned | None, base_view: Path, full: list[Entry]
+) -> None:
     """Gate the State/MiSS entries on ``base`` (read from ``base_view``), then each group of full
     entries, one group's weights in memory at a time."""
     if base:

@@ -20,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core.models import SHA256_PATTERN, GateCheck, GateSummary
 
 RECEIPT_FORMAT: Final = "rwkv-registry-gate-receipt"
-RECEIPT_PAYLOAD_TYPE: Final = "application/vnd.rwkv-registry.gate-receipt+json"  # what a receipt's signature says it signed
+RECEIPT_PAYLOAD_TYPE: Final = (
+    "application/vnd.rwkv-registry.gate-receipt+json"  # what a receipt's signature says it signed
+)
 
 
 class _Strict(BaseModel):
@@ -56,15 +58,22 @@ class Timings(_Strict):
     prefill_tokens_per_s: float
     decode_tokens_per_s: float
     total_s: float = Field(description="This entry's own time, with its share of building the official runtime")
-    setup_s: float | None = Field(default=None, description="Loading (and hashing) the weights this entry shares with the others of its run")
+    setup_s: float | None = Field(
+        default=None, description="Loading (and hashing) the weights this entry shares with the others of its run"
+    )
     entries_sharing_setup: int | None = Field(default=None, ge=1)
-    gpu_peak_bytes: int | None = Field(default=None, ge=0, description="Most GPU memory the run had allocated when this receipt was written")
+    gpu_peak_bytes: int | None = Field(
+        default=None, ge=0, description="Most GPU memory the run had allocated when this receipt was written"
+    )
 
 
 class ReceiptSignature(_Strict):
     """An EC signature (ECDSA-SHA256 over DSSE's encoding of :func:`signed_payload`) by the gate machine's key."""
 
-    key: str = Field(pattern=SHA256_PATTERN, description="sha256 of the signer's PEM public key (as `registry sign` records a signer)")
+    key: str = Field(
+        pattern=SHA256_PATTERN,
+        description="sha256 of the signer's PEM public key (as `registry sign` records a signer)",
+    )
     sig: str = Field(min_length=1, description="base64 signature")
 
 
@@ -78,15 +87,23 @@ class Receipt(_Strict):
     entry: str
     method: Literal["state", "miss", "full"]
     file_sha256: str = Field(pattern=SHA256_PATTERN)
-    files: dict[str, str] = Field(description="sha256 of every file the gate loaded for this entry (shards too), by registry path")
+    files: dict[str, str] = Field(
+        description="sha256 of every file the gate loaded for this entry (shards too), by registry path"
+    )
     base_sha256: str = Field(pattern=SHA256_PATTERN)
     created: str
     environment: Environment
     checks: list[CheckResult]
     timings: Timings
     passed: bool
-    seal: str | None = Field(default=None, description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it (kept outside the registry)")
-    signature: ReceiptSignature | None = Field(default=None, description="The gate machine's signature of the rest of the receipt (smoke --sign-key), for a publish made elsewhere")
+    seal: str | None = Field(
+        default=None,
+        description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it (kept outside the registry)",
+    )
+    signature: ReceiptSignature | None = Field(
+        default=None,
+        description="The gate machine's signature of the rest of the receipt (smoke --sign-key), for a publish made elsewhere",
+    )
 
     def failed_checks(self) -> list[CheckResult]:
         return [c for c in self.checks if not c.passed]
@@ -95,7 +112,9 @@ class Receipt(_Strict):
 def signed_payload(receipt: Receipt) -> bytes:
     """The bytes a receipt's seal and signature cover: every field but those two, as canonical JSON
     (sorted keys, no spaces), so another installation re-derives them from the parsed receipt."""
-    facts = json.loads(receipt.model_dump_json(exclude={"seal", "signature"}))  # as the file holds it (a NaN figure is null)
+    facts = json.loads(
+        receipt.model_dump_json(exclude={"seal", "signature"})
+    )  # as the file holds it (a NaN figure is null)
     return json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 

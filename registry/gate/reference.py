@@ -21,21 +21,46 @@ import torch.nn.functional as F
 Wkv7Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
-def check_wkv7_args(r: torch.Tensor, w: torch.Tensor, k: torch.Tensor, v: torch.Tensor, a: torch.Tensor, b: torch.Tensor, state: torch.Tensor) -> None:
+def check_wkv7_args(
+    r: torch.Tensor,
+    w: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    state: torch.Tensor,
+) -> None:
     """The shape/dtype contract shared by the reference and the CUDA wrapper (ValueError on breach)."""
     if r.dim() != 3:
         raise ValueError(f"wkv7: r must be [B, T, H*N], got {tuple(r.shape)}")
     for name, t in zip("wkvab", (w, k, v, a, b), strict=True):
         if t.shape != r.shape or t.dtype != r.dtype or t.device != r.device:
-            raise ValueError(f"wkv7: {name} is {tuple(t.shape)} {t.dtype} on {t.device}; r is {tuple(r.shape)} {r.dtype} on {r.device}")
+            raise ValueError(
+                f"wkv7: {name} is {tuple(t.shape)} {t.dtype} on {t.device}; r is {tuple(r.shape)} {r.dtype} on {r.device}"
+            )
     batch, _, channels = r.shape
-    if state.dim() != 4 or state.shape[0] != batch or state.shape[2] != state.shape[3] or state.shape[1] * state.shape[2] != channels:
-        raise ValueError(f"wkv7: state must be [B, H, N, N] with B={batch} and H*N={channels}, got {tuple(state.shape)}")
+    if (
+        state.dim() != 4
+        or state.shape[0] != batch
+        or state.shape[2] != state.shape[3]
+        or state.shape[1] * state.shape[2] != channels
+    ):
+        raise ValueError(
+            f"wkv7: state must be [B, H, N, N] with B={batch} and H*N={channels}, got {tuple(state.shape)}"
+        )
     if state.dtype != torch.float32 or state.device != r.device:
         raise ValueError(f"wkv7: state must be float32 on {r.device}, got {state.dtype} on {state.device}")
 
 
-def wkv7_reference(r: torch.Tensor, w: torch.Tensor, k: torch.Tensor, v: torch.Tensor, a: torch.Tensor, b: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def wkv7_reference(
+    r: torch.Tensor,
+    w: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the recurrence over T steps; update ``state`` in place and return ``(y, state)``.
 
     ``y`` has the inputs' shape and dtype.  In-place update mirrors the CUDA op, so callers can
@@ -61,7 +86,14 @@ def wkv7_reference(r: torch.Tensor, w: torch.Tensor, k: torch.Tensor, v: torch.T
 
 
 def make_wkv7_inputs(
-    batch: int, steps: int, heads: int, *, head_size: int = 64, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu", seed: int = 0
+    batch: int,
+    steps: int,
+    heads: int,
+    *,
+    head_size: int = 64,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
 ) -> tuple[Wkv7Inputs, torch.Tensor]:
     """Random ``(r, w, k, v, a, b), state`` shaped and ranged like a real RWKV-7 layer's.
 

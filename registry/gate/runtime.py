@@ -70,11 +70,21 @@ def _load_sharded(index_path: Path) -> dict[str, torch.Tensor]:
     for shard in index.shard_names:
         shard_path = index.shard_path(shard)
         if not shard_path.is_file():
-            raise RegistryError("gate.weights-unreadable", index_path, f"names shard {shard}, which does not exist", "upload the missing shard or fix the index")
+            raise RegistryError(
+                "gate.weights-unreadable",
+                index_path,
+                f"names shard {shard}, which does not exist",
+                "upload the missing shard or fix the index",
+            )
         loaded = _load_safetensors(shard_path)
         for name in (n for n, s in weight_map.items() if s == shard):
             if name not in loaded:
-                raise RegistryError("gate.weights-unreadable", shard_path, f"lacks {name}, which the index places there", "regenerate the shards and the index together")
+                raise RegistryError(
+                    "gate.weights-unreadable",
+                    shard_path,
+                    f"lacks {name}, which the index places there",
+                    "regenerate the shards and the index together",
+                )
             tensors[name] = loaded[name]
     return tensors
 
@@ -86,7 +96,12 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
         candidates = [path / SHARD_INDEX, path / SINGLE_SAFETENSORS]
         path = next((c for c in candidates if c.is_file()), candidates[0])
     if not path.is_file():
-        raise RegistryError("gate.weights-missing", path, "no such weights file", "pass a .pth, .safetensors or model.safetensors.index.json")
+        raise RegistryError(
+            "gate.weights-missing",
+            path,
+            "no such weights file",
+            "pass a .pth, .safetensors or model.safetensors.index.json",
+        )
     try:
         if path.name.endswith(".index.json"):
             return _load_sharded(path)
@@ -97,21 +112,43 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
     except RegistryError:
         raise
     except Exception as error:
-        raise RegistryError("gate.weights-unreadable", path, f"cannot be read ({type(error).__name__}: {error})", "re-download or re-convert the file") from error
-    raise RegistryError("gate.weights-unreadable", path, "unknown weights format", "use .pth, .safetensors or a sharded safetensors index")
+        raise RegistryError(
+            "gate.weights-unreadable",
+            path,
+            f"cannot be read ({type(error).__name__}: {error})",
+            "re-download or re-convert the file",
+        ) from error
+    raise RegistryError(
+        "gate.weights-unreadable",
+        path,
+        "unknown weights format",
+        "use .pth, .safetensors or a sharded safetensors index",
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Adapters and state layout
 
 
-def check_miss_fits(base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], *, source: str | Path | None = None) -> None:
+def check_miss_fits(
+    base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], *, source: str | Path | None = None
+) -> None:
     """Every adapter block targets a Linear of ``base`` it can be merged into (else a refusal)."""
     for name, block in adapter.items():
         if not MISS_TARGET.fullmatch(name):
-            raise RegistryError("gate.miss-key", source, f"adapter tensor {name} is not a blocks.N.(att|ffn).X.weight", "export the adapter with x070 target names")
+            raise RegistryError(
+                "gate.miss-key",
+                source,
+                f"adapter tensor {name} is not a blocks.N.(att|ffn).X.weight",
+                "export the adapter with x070 target names",
+            )
         if name not in base:
-            raise RegistryError("gate.miss-target", source, f"adapter targets {name}, which the base model lacks", "merge onto the base the adapter was trained on")
+            raise RegistryError(
+                "gate.miss-target",
+                source,
+                f"adapter targets {name}, which the base model lacks",
+                "merge onto the base the adapter was trained on",
+            )
         weight = base[name]
         if block.dim() != 2 or weight.dim() != 2 or block.shape[0] != weight.shape[0]:
             raise RegistryError(
@@ -121,7 +158,11 @@ def check_miss_fits(base: Mapping[str, torch.Tensor], adapter: Mapping[str, torc
 
 
 def merged_weights(
-    base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], scale: float, *, source: str | Path | None = None
+    base: Mapping[str, torch.Tensor],
+    adapter: Mapping[str, torch.Tensor],
+    scale: float,
+    *,
+    source: str | Path | None = None,
 ) -> Iterator[tuple[str, torch.Tensor]]:
     """The merged Linears one at a time (:func:`~registry.artifacts.miss.merge_delta`:
     ``W' = W + scale * D.repeat(1, ceil(in/rank))[:, :in]``), after checking that all of them fit,
@@ -133,7 +174,11 @@ def merged_weights(
 
 
 @contextmanager
-def patched(replace: Callable[[str, torch.Tensor], None], pristine: Mapping[str, torch.Tensor], patch: Iterable[tuple[str, torch.Tensor]]) -> Iterator[None]:
+def patched(
+    replace: Callable[[str, torch.Tensor], None],
+    pristine: Mapping[str, torch.Tensor],
+    patch: Iterable[tuple[str, torch.Tensor]],
+) -> Iterator[None]:
     """Copy each patched weight into a runtime with ``replace``; afterwards copy the ``pristine``
     bytes back the same way, so the runtime is bit-exactly what it was (one weight at a time:
     no second copy of the model)."""
@@ -189,7 +234,12 @@ def _infer_shape(tensors: Mapping[str, torch.Tensor], source: str | Path | None)
     heads, head_size = tensors["blocks.0.att.r_k"].shape
     layers = 1 + max(int(m.group(1)) for n in tensors if (m := re.match(r"blocks\.(\d+)\.", n)))
     if heads * head_size != embd:
-        raise RegistryError("gate.weights-shape", source, f"r_k is {heads}x{head_size} but n_embd is {embd}", "pass an RWKV-7 (x070) checkpoint")
+        raise RegistryError(
+            "gate.weights-shape",
+            source,
+            f"r_k is {heads}x{head_size} but n_embd is {embd}",
+            "pass an RWKV-7 (x070) checkpoint",
+        )
     return ModelShape(layers, embd, heads, head_size, vocab, tensors["blocks.0.ffn.key.weight"].shape[0])
 
 
@@ -224,14 +274,29 @@ def _check_weights(tensors: Mapping[str, torch.Tensor], shape: ModelShape, sourc
     present = set(tensors) - {f"blocks.0.{k}" for k in LAYER0_UNUSED}
     missing, unknown = sorted(expected - present), sorted(present - expected)
     if missing:
-        raise RegistryError("gate.weights-keys", source, f"missing {len(missing)} tensors, e.g. {missing[0]}", "pass a complete RWKV-7 (x070) checkpoint")
+        raise RegistryError(
+            "gate.weights-keys",
+            source,
+            f"missing {len(missing)} tensors, e.g. {missing[0]}",
+            "pass a complete RWKV-7 (x070) checkpoint",
+        )
     if unknown:
-        raise RegistryError("gate.weights-keys", source, f"{len(unknown)} tensors this runtime does not know, e.g. {unknown[0]}", "the gate runs plain x070 checkpoints only")
+        raise RegistryError(
+            "gate.weights-keys",
+            source,
+            f"{len(unknown)} tensors this runtime does not know, e.g. {unknown[0]}",
+            "the gate runs plain x070 checkpoints only",
+        )
     for name in sorted(expected):
         got = tuple(tensors[name].shape)
         want = _expected_shape(name, shape, tensors)
         if (got != want) if want is not None else (math.prod(got) != shape.n_embd):
-            raise RegistryError("gate.weights-shape", source, f"{name} is {got}, expected {want or (shape.n_embd,)}", "pass a consistent RWKV-7 (x070) checkpoint")
+            raise RegistryError(
+                "gate.weights-shape",
+                source,
+                f"{name} is {got}, expected {want or (shape.n_embd,)}",
+                "pass a consistent RWKV-7 (x070) checkpoint",
+            )
 
 
 class Rwkv7:
@@ -292,9 +357,12 @@ class Rwkv7:
             return t
 
         self._layers = [
-            {k: prep(f"blocks.{i}.{k}") for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED)} for i in range(self.shape.n_layer)
+            {k: prep(f"blocks.{i}.{k}") for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED)}
+            for i in range(self.shape.n_layer)
         ]
-        self._outer = {name: prep(name) for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias")}
+        self._outer = {
+            name: prep(name) for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias")
+        }
         self._outer["head.weight"] = prep_head()
         self._emb = prep("emb.weight")  # ln0 is applied to the rows a forward uses
         self._stored_dtype = self.dtype
@@ -341,13 +409,20 @@ class Rwkv7:
     def zero_state(self, batch: int = 1) -> list[torch.Tensor]:
         return [torch.zeros(size, dtype=dtype, device=self.device) for size, dtype in self._state_shapes(batch)]
 
-    def apply_state_file(self, tensors: Mapping[str, torch.Tensor], *, batch: int = 1, source: str | Path | None = None) -> list[torch.Tensor]:
+    def apply_state_file(
+        self, tensors: Mapping[str, torch.Tensor], *, batch: int = 1, source: str | Path | None = None
+    ) -> list[torch.Tensor]:
         """Initial state from a state-tuning file: WKV slots = ``blocks.i.att.time_state``, shifts zero."""
         s = self.shape
         expected = {f"blocks.{i}.att.time_state" for i in range(s.n_layer)}
         if set(tensors) != expected:
             odd = sorted(set(tensors) ^ expected)[0]
-            raise RegistryError("gate.state-mismatch", source, f"state file does not match a {s.n_layer}-layer model (at {odd})", "use the state trained for this base model")
+            raise RegistryError(
+                "gate.state-mismatch",
+                source,
+                f"state file does not match a {s.n_layer}-layer model (at {odd})",
+                "use the state trained for this base model",
+            )
         state = self.zero_state(batch)
         for i in range(s.n_layer):
             t = tensors[f"blocks.{i}.att.time_state"]
@@ -362,7 +437,9 @@ class Rwkv7:
     def _check_state(self, state: Sequence[torch.Tensor], batch: int) -> None:
         want = self._state_shapes(batch)
         if len(state) != len(want) or any(tuple(t.shape) != size for t, (size, _) in zip(state, want, strict=True)):
-            raise ValueError(f"state does not fit this model with batch {batch}; build it with zero_state() or apply_state_file()")
+            raise ValueError(
+                f"state does not fit this model with batch {batch}; build it with zero_state() or apply_state_file()"
+            )
 
     # ---- forward ----------------------------------------------------------------------------
 
@@ -378,7 +455,13 @@ class Rwkv7:
         return ids.to(self.device), unbatched
 
     @torch.inference_mode()
-    def forward(self, tokens: Sequence[int] | torch.Tensor, state: Sequence[torch.Tensor] | None = None, *, full_output: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def forward(
+        self,
+        tokens: Sequence[int] | torch.Tensor,
+        state: Sequence[torch.Tensor] | None = None,
+        *,
+        full_output: bool = False,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Run tokens (a list/1-D tensor: one sequence; a [B, T] tensor: a batch) from ``state``.
 
         Returns ``(logits, new_state)``: logits of the last position (``[V]`` or ``[B, V]``), or
@@ -396,9 +479,13 @@ class Rwkv7:
         v_first = None
         for i, stored in enumerate(self._layers):
             p = self._in_compute_dtype(stored)
-            out, state[3 * i], v_first = self._time_mix(i, p, self._layer_norm(x, (p["ln1.weight"], p["ln1.bias"])), state[3 * i], state[3 * i + 1], v_first)
+            out, state[3 * i], v_first = self._time_mix(
+                i, p, self._layer_norm(x, (p["ln1.weight"], p["ln1.bias"])), state[3 * i], state[3 * i + 1], v_first
+            )
             x = x + out
-            out, state[3 * i + 2] = self._channel_mix(p, self._layer_norm(x, (p["ln2.weight"], p["ln2.bias"])), state[3 * i + 2])
+            out, state[3 * i + 2] = self._channel_mix(
+                p, self._layer_norm(x, (p["ln2.weight"], p["ln2.bias"])), state[3 * i + 2]
+            )
             x = x + out
         if not full_output:
             x = x[:, -1]
@@ -412,7 +499,13 @@ class Rwkv7:
         return torch.cat((prev.unsqueeze(1), x[:, :-1]), dim=1) - x
 
     def _time_mix(
-        self, layer: int, p: Mapping[str, torch.Tensor], x: torch.Tensor, x_prev: torch.Tensor, wkv_state: torch.Tensor, v_first: torch.Tensor | None
+        self,
+        layer: int,
+        p: Mapping[str, torch.Tensor],
+        x: torch.Tensor,
+        x_prev: torch.Tensor,
+        wkv_state: torch.Tensor,
+        v_first: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         batch, steps, c = x.shape
         heads, n = self.shape.n_head, self.shape.head_size
@@ -436,12 +529,18 @@ class Rwkv7:
         w = -F.softplus(-(p["att.w0"] + w)) - 0.5
 
         y, _ = self._wkv(r, w, k, v, -kk, kk * a, wkv_state)
-        y = F.group_norm(y.view(batch * steps, c), heads, p["att.ln_x.weight"], p["att.ln_x.bias"], eps=GROUP_NORM_EPS).view(batch, steps, c)
-        bonus = (r * k * p["att.r_k"]).view(batch, steps, heads, n).sum(-1, keepdim=True) * v.view(batch, steps, heads, n)
+        y = F.group_norm(
+            y.view(batch * steps, c), heads, p["att.ln_x.weight"], p["att.ln_x.bias"], eps=GROUP_NORM_EPS
+        ).view(batch, steps, c)
+        bonus = (r * k * p["att.r_k"]).view(batch, steps, heads, n).sum(-1, keepdim=True) * v.view(
+            batch, steps, heads, n
+        )
         y = y + bonus.view(batch, steps, c)
         return F.linear(y * g, p["att.output.weight"]), x[:, -1], v_first
 
-    def _channel_mix(self, p: Mapping[str, torch.Tensor], x: torch.Tensor, x_prev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _channel_mix(
+        self, p: Mapping[str, torch.Tensor], x: torch.Tensor, x_prev: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         k = x + self._shift_delta(x, x_prev) * p["ffn.x_k"]
         k = torch.relu(F.linear(k, p["ffn.key.weight"])) ** 2
         return F.linear(k, p["ffn.value.weight"]), x[:, -1]

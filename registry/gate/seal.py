@@ -57,11 +57,20 @@ def signed(receipt: Receipt, key: Path) -> Receipt:
 def signature_problem(receipt: Receipt, trusted: Sequence[TrustedKey]) -> tuple[str, str] | None:
     """(code, message) when ``receipt`` is not signed by one of the ``trusted`` keys as it is."""
     if receipt.signature is None:
-        return "gate.not-ours", "was not written by this installation's gate (its seal does not check under this user's key) and is not signed"
+        return (
+            "gate.not-ours",
+            "was not written by this installation's gate (its seal does not check under this user's key) and is not signed",
+        )
     key = next((k for k in trusted if k.fingerprint == receipt.signature.key), None)
     if key is None:
         told = f" (trusted: {', '.join(k.fingerprint[:16] + '…' for k in trusted)})" if trusted else ""
-        return "gate.untrusted-key", f"is signed by key {receipt.signature.key[:16]}…, which publish was not told to trust{told}"
+        return (
+            "gate.untrusted-key",
+            f"is signed by key {receipt.signature.key[:16]}…, which publish was not told to trust{told}",
+        )
     if not key.verifies(RECEIPT_PAYLOAD_TYPE, signed_payload(receipt), receipt.signature.sig):
-        return "gate.bad-signature", f"has a signature that does not verify under the trusted key {key.path.name} (forged, or edited after signing)"
+        return (
+            "gate.bad-signature",
+            f"has a signature that does not verify under the trusted key {key.path.name} (forged, or edited after signing)",
+        )
     return None

@@ -34,8 +34,17 @@ FIX = "make it again with `registry export-gguf --force` (or remove the file and
 def expected_shapes(meta: dict[str, Any], n_vocab: int) -> dict[str, tuple[int, ...]]:
     """Every tensor llama.cpp's rwkv7 loader creates for this metadata, with its (numpy-order) shape."""
     c, f, n_layer = meta["embedding_length"], meta["feed_forward_length"], meta["block_count"]
-    rank = {"w": meta["decay_lora_rank"], "a": meta["iclr_lora_rank"], "v": meta["value_residual_mix_lora_rank"], "g": meta["gate_lora_rank"]}
-    shapes: dict[str, tuple[int, ...]] = {"token_embd.weight": (n_vocab, c), "token_embd_norm.weight": (c,), "token_embd_norm.bias": (c,)}
+    rank = {
+        "w": meta["decay_lora_rank"],
+        "a": meta["iclr_lora_rank"],
+        "v": meta["value_residual_mix_lora_rank"],
+        "g": meta["gate_lora_rank"],
+    }
+    shapes: dict[str, tuple[int, ...]] = {
+        "token_embd.weight": (n_vocab, c),
+        "token_embd_norm.weight": (c,),
+        "token_embd_norm.bias": (c,),
+    }
     for i in range(n_layer):
         for leaf in ("attn_norm", "attn_norm_2", "time_mix_ln"):
             shapes[f"blk.{i}.{leaf}.weight"] = shapes[f"blk.{i}.{leaf}.bias"] = (c,)
@@ -62,7 +71,9 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
     try:
         header = read_header(path)
     except GgufFormatError as exc:
-        yield str(exc) if str(exc).startswith(("is ", "has ", "says ", "names ")) else f"its header cannot be read: {exc}"
+        yield (
+            str(exc) if str(exc).startswith(("is ", "has ", "says ", "names ")) else f"its header cannot be read: {exc}"
+        )
         return
     except OSError as exc:
         yield f"cannot be read ({exc.strerror or exc})"
@@ -74,8 +85,20 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
     if arch != mapping.ARCH:
         yield f"says architecture {arch!r}, not {mapping.ARCH!r}"
         return
-    keys = ("embedding_length", "block_count", "feed_forward_length", "wkv.head_size", "attention.decay_lora_rank", "attention.iclr_lora_rank", "attention.value_residual_mix_lora_rank", "attention.gate_lora_rank")
-    meta = {key.rsplit(".", 1)[-1] if key.startswith("attention.") else key: fields.get(f"{mapping.ARCH}.{key}") for key in keys}
+    keys = (
+        "embedding_length",
+        "block_count",
+        "feed_forward_length",
+        "wkv.head_size",
+        "attention.decay_lora_rank",
+        "attention.iclr_lora_rank",
+        "attention.value_residual_mix_lora_rank",
+        "attention.gate_lora_rank",
+    )
+    meta = {
+        key.rsplit(".", 1)[-1] if key.startswith("attention.") else key: fields.get(f"{mapping.ARCH}.{key}")
+        for key in keys
+    }
     meta["head_size"] = meta.pop("wkv.head_size")
     if any(value is None for value in meta.values()):
         yield f"lacks {next(k for k, v in meta.items() if v is None)} in its metadata"
@@ -84,7 +107,9 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
     if not_count is not None:
         yield f"says {not_count} {meta[not_count]!r}, not a positive whole number"
         return
-    counts: dict[str, int] = {key: value for key, value in meta.items() if type(value) is int}  # every one, checked above
+    counts: dict[str, int] = {
+        key: value for key, value in meta.items() if type(value) is int
+    }  # every one, checked above
     if counts["block_count"] > len(header.tensors):
         yield f"says block_count {counts['block_count']} but holds only {len(header.tensors)} tensors"
         return
@@ -96,7 +121,12 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
     base = index.base_by_sha(record.base_sha256)
     arch_facts = base.architecture if base else None
     if arch_facts is not None:
-        recorded = {"block_count": arch_facts.n_layer, "embedding_length": arch_facts.n_embd, "head_size": arch_facts.head_size, "feed_forward_length": arch_facts.dim_ffn}
+        recorded = {
+            "block_count": arch_facts.n_layer,
+            "embedding_length": arch_facts.n_embd,
+            "head_size": arch_facts.head_size,
+            "feed_forward_length": arch_facts.dim_ffn,
+        }
         for key, value in recorded.items():
             if value is not None and counts[key] != value:
                 yield f"says {key} {counts[key]} but the base records {value}"
@@ -124,7 +154,11 @@ def _lineage_problems(index: Index, record: GgufFile) -> Iterator[str]:
         yield f"its source {record.source} is not a .pth base, full entry or MiSS adapter on base {base.name}"
         return
     if record.merged != (entry is not None and entry.method == "miss"):
-        yield "says merged, but its source is not a MiSS adapter" if record.merged else "is not marked merged, but its source is a MiSS adapter"
+        yield (
+            "says merged, but its source is not a MiSS adapter"
+            if record.merged
+            else "is not marked merged, but its source is a MiSS adapter"
+        )
     sha = entry.sha256 if entry else base.sha256
     if record.source_sha256 != sha:
         yield f"was made from sha256 {record.source_sha256[:12]}… but {record.source} is {sha[:12]}… now"
@@ -140,7 +174,9 @@ def gguf_problems(root: Path, index: Index, files: list[str], digests: dict[str,
     listed = {g.path for g in index.ggufs} | set(expected)
     for rel in sorted(set(files) - listed):
         if gguf_folder(rel) is not None:
-            yield Problem("gguf.unlisted-file", rel, "is in a gguf folder but no GGUF record in index.json lists it", UNLISTED_FIX)
+            yield Problem(
+                "gguf.unlisted-file", rel, "is in a gguf folder but no GGUF record in index.json lists it", UNLISTED_FIX
+            )
     for record in index.ggufs:
         problems = list(_lineage_problems(index, record))
         if record.path not in digests:
@@ -154,6 +190,13 @@ def gguf_problems(root: Path, index: Index, files: list[str], digests: dict[str,
         yield from (Problem("gguf.invalid", record.path, message, FIX) for message in problems)
     for rel, text in expected.items():
         if rel not in digests:
-            yield Problem("gguf.modelfile", rel, "is missing: the Ollama Modelfile of the GGUF file beside it", MODELFILE_FIX)
+            yield Problem(
+                "gguf.modelfile", rel, "is missing: the Ollama Modelfile of the GGUF file beside it", MODELFILE_FIX
+            )
         elif digests[rel] != sha256_hex(text.encode("utf-8")):
-            yield Problem("gguf.modelfile", rel, "is not the Ollama Modelfile the registry writes for the GGUF file beside it", MODELFILE_FIX)
+            yield Problem(
+                "gguf.modelfile",
+                rel,
+                "is not the Ollama Modelfile the registry writes for the GGUF file beside it",
+                MODELFILE_FIX,
+            )

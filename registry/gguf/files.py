@@ -57,7 +57,9 @@ def _lossless(dtypes: set[torch.dtype]) -> str:
     return {torch.bfloat16: "BF16", torch.float16: "F16"}.get(dtypes.pop(), "F32") if len(dtypes) == 1 else "F32"
 
 
-def write_type(inputs: Inputs, plan: mapping.GgufPlan, gguf_type: str, rel: str, staging: Path, progress: Progress | None) -> Made:
+def write_type(
+    inputs: Inputs, plan: mapping.GgufPlan, gguf_type: str, rel: str, staging: Path, progress: Progress | None
+) -> Made:
     """The GGUF file of ``gguf_type`` bound for ``rel``, written to ``staging`` and hashed."""
     source = inputs.source
     kv_common = mapping.lineage_metadata(source.sha256, source.base.sha256, gguf_type, inputs.adapter is not None)
@@ -69,7 +71,16 @@ def write_type(inputs: Inputs, plan: mapping.GgufPlan, gguf_type: str, rel: str,
     try:
         if gguf_type in mapping.DIRECT_TYPES:
             kv = {**mapping.metadata(plan.config, mapping.DIRECT_TYPES[gguf_type]), **kv_common}
-            writer.write_gguf(temp, plan, stream, lambda target, shape: mapping.storage_type(target, shape, gguf_type), kv, tokens, name, progress)
+            writer.write_gguf(
+                temp,
+                plan,
+                stream,
+                lambda target, shape: mapping.storage_type(target, shape, gguf_type),
+                kv,
+                tokens,
+                name,
+                progress,
+            )
         else:
             lossless = _lossless({t.dtype for t in inputs.tensors.values()})
             kv = {**mapping.metadata(plan.config, mapping.LOSSLESS_FTYPE[lossless]), **kv_common}
@@ -84,7 +95,12 @@ def write_type(inputs: Inputs, plan: mapping.GgufPlan, gguf_type: str, rel: str,
             return Made(gguf_type, rel, temp, hash_file(temp), temp.stat().st_size, lossless=(middle, forced or "f16"))
     except OSError as exc:
         Made(gguf_type, rel, temp, "", 0, lossless=(middle, "") if middle else None).discard()
-        raise RegistryError("gguf.write-failed", rel, f"writing failed: {exc.strerror or exc}", "free disk space and run export-gguf again") from exc
+        raise RegistryError(
+            "gguf.write-failed",
+            rel,
+            f"writing failed: {exc.strerror or exc}",
+            "free disk space and run export-gguf again",
+        ) from exc
     except BaseException:
         Made(gguf_type, rel, temp, "", 0, lossless=(middle, "") if middle else None).discard()
         raise
@@ -96,11 +112,18 @@ def check_place(repo: Repo, index: Index, made: Made, force: bool) -> None:
     check_dir(repo.root, made.rel.rsplit("/", 1)[0])  # a linked folder is refused before anything in it is read
     target = repo.root / made.rel
     if target.is_file() and not force and hash_file(target) != made.sha256:
-        raise RegistryError("gguf.exists", made.rel, "a GGUF file with different content already exists", "pass --force to replace it")
+        raise RegistryError(
+            "gguf.exists", made.rel, "a GGUF file with different content already exists", "pass --force to replace it"
+        )
     if (target.exists() or target.is_symlink()) and not target.is_file():
         raise RegistryError("gguf.exists", made.rel, "is not a regular file", "move it out of the gguf folder")
     if target.is_file() and not any(g.path == made.rel for g in index.ggufs):
-        raise RegistryError("gguf.exists", made.rel, "is in the gguf folder, but no GGUF record lists it", "move it out of the gguf folder")
+        raise RegistryError(
+            "gguf.exists",
+            made.rel,
+            "is in the gguf folder, but no GGUF record lists it",
+            "move it out of the gguf folder",
+        )
 
 
 def _said(check: CheckResult) -> str:
@@ -119,14 +142,29 @@ def gate_files(inputs: Inputs, plan: mapping.GgufPlan, made: list[Made]) -> None
     method: Literal["full", "miss"] = "miss" if inputs.adapter is not None else "full"
     for item in made:
         files = {**inputs.files, item.rel: item.sha256}
-        item.receipt = gate.gate_gguf(item.temp, item.rel, item.sha256, item.gguf_type, method, inputs.source.base.sha256, files, reference, n_layer, item.lossless)
+        item.receipt = gate.gate_gguf(
+            item.temp,
+            item.rel,
+            item.sha256,
+            item.gguf_type,
+            method,
+            inputs.source.base.sha256,
+            files,
+            reference,
+            n_layer,
+            item.lossless,
+        )
         item.discard(keep_file=True)
     failed = [item for item in made if item.receipt is not None and not item.receipt.passed]
     if failed:
         item = failed[0]
         assert item.receipt is not None
         checks = "; ".join(_said(c) for c in item.receipt.failed_checks())
-        verdict = "could not run" if any(c.name == "gguf-load" for c in item.receipt.failed_checks()) else "disagrees with our reference on"
+        verdict = (
+            "could not run"
+            if any(c.name == "gguf-load" for c in item.receipt.failed_checks())
+            else "disagrees with our reference on"
+        )
         raise RegistryError(
             "gguf.gate-failed", item.rel, f"llama.cpp {verdict} the {item.gguf_type} file ({checks})",
             "report this bug with the receipt's figures (nothing was registered)", Exit.PROBLEMS,

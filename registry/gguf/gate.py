@@ -70,7 +70,13 @@ def top1(got: np.ndarray, want: np.ndarray) -> float:
     return float((got.argmax(-1) == want.argmax(-1)).mean())
 
 
-def checks(gguf_type: str, run: LlamaRun, reference: Mapping[str, np.ndarray], prompt_ids: Mapping[str, list[int]], n_layer: int) -> list[CheckResult]:
+def checks(
+    gguf_type: str,
+    run: LlamaRun,
+    reference: Mapping[str, np.ndarray],
+    prompt_ids: Mapping[str, list[int]],
+    n_layer: int,
+) -> list[CheckResult]:
     """The gate's verdicts on one GGUF of an ``n_layer`` model (see the module docstring)."""
     max_nmse, min_top1 = bounds(gguf_type, n_layer)
     figures: dict[str, float | int | str | bool | None] = {}
@@ -91,13 +97,25 @@ def checks(gguf_type: str, run: LlamaRun, reference: Mapping[str, np.ndarray], p
         name="gguf-tokenizer", passed=all(same_ids.values()), figures={f"{name}.same_ids": same for name, same in same_ids.items()},
         detail="llama.cpp's rwkv tokenizer gives the rwkv package's ids for the prompts",
     )  # fmt: skip
-    finite = CheckResult(name="finite-logits", passed=all(bool(np.isfinite(v).all()) for v in run.logits.values()), detail="every logit llama.cpp gave is finite")
+    finite = CheckResult(
+        name="finite-logits",
+        passed=all(bool(np.isfinite(v).all()) for v in run.logits.values()),
+        detail="every logit llama.cpp gave is finite",
+    )
     return [logits, tokens, finite]
 
 
 def gate_gguf(
-    path: Path, rel: str, sha256: str, gguf_type: str, method: Literal["full", "miss"], base_sha256: str, files: dict[str, str], reference: Mapping[str, np.ndarray],
-    n_layer: int, lossless: tuple[Path, str] | None = None,
+    path: Path,
+    rel: str,
+    sha256: str,
+    gguf_type: str,
+    method: Literal["full", "miss"],
+    base_sha256: str,
+    files: dict[str, str],
+    reference: Mapping[str, np.ndarray],
+    n_layer: int,
+    lossless: tuple[Path, str] | None = None,
 ) -> Receipt:
     """Run the GGUF at ``path`` (registered as ``rel`` with ``sha256``) through llama.cpp and judge
     it against ``reference`` (:func:`reference_logits` of its source, an ``n_layer`` model).  A k-quant's ``lossless``
@@ -113,7 +131,14 @@ def gate_gguf(
         result = checks(gguf_type, run, reference, prompt_ids, n_layer)
         if lossless is not None:
             before = checks(lossless[1], logits(lossless[0], prompt_ids, PROMPTS), reference, prompt_ids, n_layer)[0]
-            result.append(before.model_copy(update={"name": "gguf-lossless-logits", "detail": f"the lossless {lossless[1]} GGUF the quantizer read, against the same reference"}))
+            result.append(
+                before.model_copy(
+                    update={
+                        "name": "gguf-lossless-logits",
+                        "detail": f"the lossless {lossless[1]} GGUF the quantizer read, against the same reference",
+                    }
+                )
+            )
     except LlamaFailed as exc:
         run = LlamaRun({}, {}, time.perf_counter() - start, 0.0, 0.0)
         result = [CheckResult(name="gguf-load", passed=False, detail=str(exc))]

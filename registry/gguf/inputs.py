@@ -50,7 +50,14 @@ def open_inputs(repo: Repo, source: ExportSource, base_file: Path | None) -> Ite
             verify_adapter(adapter_pin.path, adapter, manifest)
             tensors = load_tensor_map(handle.stable)
             check_miss_fits(tensors, adapter, source=source.entry.path)
-            yield Inputs(source, tensors, locate_tensors(handle.stable, tensors).mapped, adapter, manifest.scale, {source.entry.path: source.sha256})
+            yield Inputs(
+                source,
+                tensors,
+                locate_tensors(handle.stable, tensors).mapped,
+                adapter,
+                manifest.scale,
+                {source.entry.path: source.sha256},
+            )
             return
         handle = stack.enter_context(pinned_source(repo, source, base_file))
         tensors = load_tensor_map(handle.stable)

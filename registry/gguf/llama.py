@@ -67,18 +67,28 @@ def logits(path: Path, prompts: Mapping[str, list[int]], texts: Mapping[str, str
     from a fresh state, and llama.cpp's tokenization of each prompt's text."""
     with tempfile.TemporaryDirectory(prefix="registry-llama-") as tmp:
         work = Path(tmp)
-        request = {"path": str(path), "prompts": dict(prompts), "texts": dict(texts), "decode_steps": decode_steps, "threads": threads()}
+        request = {
+            "path": str(path),
+            "prompts": dict(prompts),
+            "texts": dict(texts),
+            "decode_steps": decode_steps,
+            "threads": threads(),
+        }
         answer = _run_child("logits", request, work)
         with np.load(work / LOGITS) as arrays:
             got = {name: arrays[f"arr_{i}"] for i, name in enumerate(prompts)}
-    return LlamaRun(got, answer["token_ids"], answer["load_s"], answer["prefill_tokens_per_s"], answer["decode_tokens_per_s"])
+    return LlamaRun(
+        got, answer["token_ids"], answer["load_s"], answer["prefill_tokens_per_s"], answer["decode_tokens_per_s"]
+    )
 
 
 def quantize(lossless: Path, out: Path, ftype: int) -> None:
     """``out``: llama.cpp's quantizer's file of type ``ftype`` (llama.h's LLAMA_FTYPE_*) made from
     the ``lossless`` GGUF (not yet fsynced)."""
     with tempfile.TemporaryDirectory(prefix="registry-llama-") as tmp:
-        _run_child("quantize", {"lossless": str(lossless), "out": str(out), "ftype": ftype, "threads": threads()}, Path(tmp))
+        _run_child(
+            "quantize", {"lossless": str(lossless), "out": str(out), "ftype": ftype, "threads": threads()}, Path(tmp)
+        )
 
 
 # ---- the child's side -------------------------------------------------------------------------
@@ -141,7 +151,9 @@ def _child_logits(request: dict[str, Any], work: Path) -> dict[str, Any]:
             prefill += time.perf_counter() - tick
             arrays.append(np.array(llm.scores[: len(ids)], dtype=np.float32, copy=True))
             text = request["texts"].get(name)
-            token_ids[name] = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) if text is not None else ids
+            token_ids[name] = (
+                llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) if text is not None else ids
+            )
         tick = time.perf_counter()
         for _ in range(steps):
             llm.eval([int(np.argmax(llm.scores[llm.n_tokens - 1]))])
@@ -150,7 +162,12 @@ def _child_logits(request: dict[str, Any], work: Path) -> dict[str, Any]:
         llm.close()
     np.savez(work / LOGITS, *arrays)  # arr_0, arr_1, … in the prompts' order
     tokens = sum(len(ids) for ids in prompts.values())
-    return {"token_ids": token_ids, "load_s": load_s, "prefill_tokens_per_s": tokens / max(prefill, 1e-9), "decode_tokens_per_s": steps / max(decode, 1e-9)}
+    return {
+        "token_ids": token_ids,
+        "load_s": load_s,
+        "prefill_tokens_per_s": tokens / max(prefill, 1e-9),
+        "decode_tokens_per_s": steps / max(decode, 1e-9),
+    }
 
 
 def _child_quantize(request: dict[str, Any], work: Path) -> dict[str, Any]:

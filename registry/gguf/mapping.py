@@ -83,7 +83,9 @@ def rules(n_layer: int) -> list[Rule]:
             if i == 0 and src in DROPPED:
                 src = src.replace("att.v", "att.a")  # the converter's stand-ins for layer 0's unused v0/v1/v2
             out.append(Rule(f"blk.{i}.{dst}", (f"blocks.{i}.{src}",), how))
-        out.append(Rule(f"blk.{i}.time_mix_lerp_fused.weight", tuple(f"blocks.{i}.att.x_{m}" for m in LERP_ORDER), "stack"))
+        out.append(
+            Rule(f"blk.{i}.time_mix_lerp_fused.weight", tuple(f"blocks.{i}.att.x_{m}" for m in LERP_ORDER), "stack")
+        )
     out += [Rule(f"output_norm.{leaf}", (f"ln_out.{leaf}",), "rename") for leaf in ("weight", "bias")]
     out.append(Rule("output.weight", ("head.weight",), "rename"))
     return out

@@ -35,7 +35,9 @@ def template() -> str:
     """The TEMPLATE: every message as its RWKV turn, then the open ``Assistant:`` turn."""
     parts = ["{{- range .Messages }}\n{{- "]
     for n, (role, label) in enumerate(ROLES.items()):
-        parts.append(f'{"if" if n == 0 else "else if"} eq .Role "{role}" }}}}{label}: {{{{ .Content }}}}{TURN_SEPARATOR}{{{{ ')
+        parts.append(
+            f'{"if" if n == 0 else "else if"} eq .Role "{role}" }}}}{label}: {{{{ .Content }}}}{TURN_SEPARATOR}{{{{ '
+        )
     parts.append("end }}\n{{- end }}" + ASSISTANT_TURN)
     return "".join(parts)
 

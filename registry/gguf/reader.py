@@ -92,7 +92,9 @@ class _Cursor:
 
     def take(self, n: int, what: str) -> bytes:
         if n < 0 or self.at + n > len(self.data):
-            raise GgufFormatError(f"is truncated: {what} at byte {self.at} needs {n} bytes, and the file has {len(self.data) - self.at} left")
+            raise GgufFormatError(
+                f"is truncated: {what} at byte {self.at} needs {n} bytes, and the file has {len(self.data) - self.at} left"
+            )
         chunk = self.data[self.at : self.at + n]
         self.at += n
         return bytes(chunk)
@@ -132,7 +134,9 @@ def _value(cur: _Cursor, kind: int, what: str, depth: int = 0) -> Any:
         count = cur.u64(f"the length of {what}")
         smallest = struct.calcsize(_SCALARS[item]) if item in _SCALARS else 8 if item in (STRING, ARRAY) else 1
         if count * smallest > cur.left():
-            raise GgufFormatError(f"is truncated: {what} claims {count} elements, more than the {cur.left()} bytes left hold")
+            raise GgufFormatError(
+                f"is truncated: {what} claims {count} elements, more than the {cur.left()} bytes left hold"
+            )
         if item in _SCALARS and item != 7:
             fmt = "<" + _SCALARS[item][1] * count
             return list(struct.unpack(fmt, cur.take(struct.calcsize(fmt), what)))
@@ -158,7 +162,9 @@ def _sized(name: str, dims: tuple[int, ...], kind: int, offset: int, data_offset
     if 0 in dims:
         raise GgufFormatError(f"tensor {name!r} has a dimension of 0 ({list(dims)})")
     if dims[0] % block:
-        raise GgufFormatError(f"tensor {name!r} has dimensions {list(dims)}, not whole {type_name} rows (blocks of {block})")
+        raise GgufFormatError(
+            f"tensor {name!r} has dimensions {list(dims)}, not whole {type_name} rows (blocks of {block})"
+        )
     if offset % alignment:
         raise GgufFormatError(f"tensor {name!r}'s offset {offset} is not a multiple of the alignment {alignment}")
     values = 1
@@ -185,7 +191,9 @@ def _parse(cur: _Cursor, size: int) -> Header:
         raise GgufFormatError(f"is GGUF version {version}; the versions in use are {' and '.join(map(str, VERSIONS))}")
     n_tensors, n_kv = cur.u64("the tensor count"), cur.u64("the metadata count")
     if n_tensors * 24 > cur.left() or n_kv * 13 > cur.left():  # the smallest tensor entry and key/value pair
-        raise GgufFormatError(f"is truncated: its header claims {n_tensors} tensors and {n_kv} metadata keys, more than its {size} bytes hold")
+        raise GgufFormatError(
+            f"is truncated: its header claims {n_tensors} tensors and {n_kv} metadata keys, more than its {size} bytes hold"
+        )
     fields: dict[str, Any] = {}
     for number in range(n_kv):
         key = cur.string(f"metadata key {number}")

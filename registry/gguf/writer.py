@@ -32,7 +32,12 @@ def require_gguf() -> None:
         import gguf  # noqa: F401
         import llama_cpp  # noqa: F401
     except ImportError as exc:
-        raise RegistryError("args.missing-extra", None, f"export-gguf needs the gguf and llama-cpp-python packages ({exc.name} is missing)", "pip install 'rwkv-registry[gguf]'") from exc
+        raise RegistryError(
+            "args.missing-extra",
+            None,
+            f"export-gguf needs the gguf and llama-cpp-python packages ({exc.name} is missing)",
+            "pip install 'rwkv-registry[gguf]'",
+        ) from exc
 
 
 def tool_versions() -> dict[str, str]:
@@ -95,7 +100,9 @@ class _Rows:
         rows = self.made.reshape(-1, self.made.shape[-1]) if self.made.dim() > 1 else self.made.reshape(1, -1)
         step = max(1, CHUNK_VALUES // max(1, rows.shape[1]))
         for start in range(0, rows.shape[0], step):
-            block = rows[start : start + step].to(torch.float32).contiguous().numpy()  # the converter's cast: every dtype via float32
+            block = (
+                rows[start : start + step].to(torch.float32).contiguous().numpy()
+            )  # the converter's cast: every dtype via float32
             _stored(block, self.type_name).tofile(out)
 
 
@@ -158,7 +165,13 @@ def write_gguf(
     for rule in plan.rules:
         shape = mapping.target_shape(rule, shapes)
         type_name = types(rule.target, shape)
-        writer.add_tensor_info(rule.target, shape, np.dtype(np.float32), _nbytes(shape, type_name), raw_dtype=gguf.GGMLQuantizationType[type_name])
+        writer.add_tensor_info(
+            rule.target,
+            shape,
+            np.dtype(np.float32),
+            _nbytes(shape, type_name),
+            raw_dtype=gguf.GGMLQuantizationType[type_name],
+        )
         planned.append((rule, type_name))
     try:
         writer.write_header_to_file(path)
@@ -185,7 +198,9 @@ def quantize(lossless: Path, out: Path, ftype: int) -> None:
     try:
         llama.quantize(lossless, out, ftype)
     except llama.LlamaFailed as exc:
-        raise RegistryError("gguf.quantize-failed", out, str(exc), "check free disk space and run export-gguf again") from exc
+        raise RegistryError(
+            "gguf.quantize-failed", out, str(exc), "check free disk space and run export-gguf again"
+        ) from exc
     fd = os.open(out, os.O_RDONLY)
     try:
         os.fsync(fd)

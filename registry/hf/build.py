@@ -20,7 +20,16 @@ from ..convert.pipeline import ConversionResult, Opener, convert_file
 from ..convert.writer import SAFETENSORS_DTYPES, safetensors_bytes
 from ..core.hashing.engine import Progress
 from ..core.models import StopRules
-from ..core.names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME, CONFIG_NAME, GENERATION_CONFIG_NAME, STATE_WEIGHTS_NAME, TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
+from ..core.names import (
+    ADAPTER_CONFIG_NAME,
+    ADAPTER_WEIGHTS_NAME,
+    CONFIG_NAME,
+    GENERATION_CONFIG_NAME,
+    STATE_WEIGHTS_NAME,
+    TOKENIZER_CONFIG_NAME,
+    TOKENIZER_NAME,
+    VOCAB_NAME,
+)
 from ..core.pinned import Pinned
 from . import files as hf_files
 from . import peft
@@ -48,7 +57,14 @@ class Converted:
 
 
 def convert_to_fla(
-    root: Path, source: ExportSource, handle: Pinned, shard_size: int, force: bool, staging: Path, opener: Opener, progress: Progress | None
+    root: Path,
+    source: ExportSource,
+    handle: Pinned,
+    shard_size: int,
+    force: bool,
+    staging: Path,
+    opener: Opener,
+    progress: Progress | None,
 ) -> Converted:
     """The checkpoint read from ``handle``, renamed and reshaped for fla, as shards in ``staging``
     bound for the export folder under ``root``."""
@@ -102,9 +118,16 @@ def _peft_files(source: ExportSource, handle: Pinned, base_folder: str) -> dict[
     manifest = read_miss_json(handle.stable)
     tensors = load_tensor_map(handle.stable)
     verify_adapter(handle.path, tensors, manifest)
-    metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "peft-miss"}
+    metadata = {
+        "format": "pt",
+        "source_sha256": source.sha256,
+        "base_sha256": source.base.sha256,
+        "export": "peft-miss",
+    }
     return {
-        ADAPTER_CONFIG_NAME: hf_files.render(peft.adapter_config(manifest.rank, [peft.fla_module(t) for t in tensors], base_folder)),
+        ADAPTER_CONFIG_NAME: hf_files.render(
+            peft.adapter_config(manifest.rank, [peft.fla_module(t) for t in tensors], base_folder)
+        ),
         ADAPTER_WEIGHTS_NAME: safetensors_bytes(peft.peft_tensors(tensors, manifest.scale), metadata),
     }
 
@@ -112,11 +135,18 @@ def _peft_files(source: ExportSource, handle: Pinned, base_folder: str) -> dict[
 def _state_files(source: ExportSource, handle: Pinned) -> tuple[dict[str, bytes], dict[str, torch.Tensor]]:
     """initial_state.safetensors of the State read from ``handle``, and the State's tensors."""
     time_state = load_tensor_map(handle.stable)
-    metadata = {"format": "pt", "source_sha256": source.sha256, "base_sha256": source.base.sha256, "export": "fla-rwkv7-state"}
+    metadata = {
+        "format": "pt",
+        "source_sha256": source.sha256,
+        "base_sha256": source.base.sha256,
+        "export": "fla-rwkv7-state",
+    }
     return {STATE_WEIGHTS_NAME: safetensors_bytes(fla_state.fla_state(time_state), metadata)}, time_state
 
 
-def adapter_files(source: ExportSource, handle: Pinned, base_folder: str, base_config: dict[str, Any]) -> dict[str, bytes]:
+def adapter_files(
+    source: ExportSource, handle: Pinned, base_folder: str, base_config: dict[str, Any]
+) -> dict[str, bytes]:
     """A MiSS adapter's PEFT folder or a State's initial state, checked against the base export
     (``base_folder``, whose config.json is ``base_config``)."""
     if source.entry is not None and source.entry.method == "state":

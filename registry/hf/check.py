@@ -53,7 +53,11 @@ def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
         yield found
         return
     base, entry = found
-    sha, path = (entry.sha256, export_path(base.name, entry.path, entry.method, entry.data.version)) if entry else (base.sha256, export_path(base.name))
+    sha, path = (
+        (entry.sha256, export_path(base.name, entry.path, entry.method, entry.data.version))
+        if entry
+        else (base.sha256, export_path(base.name))
+    )
     if entry is not None and entry.base_sha256 != base.sha256:
         yield f"its source {export.source} is not an entry on base {base.name}"
     if export.source_sha256 != sha:
@@ -67,7 +71,13 @@ def _config_problems(index: Index, export: HfExport, config: dict) -> Iterator[s
     arch = base.architecture if base else None
     if arch is None:
         return
-    recorded = {"num_hidden_layers": arch.n_layer, "hidden_size": arch.n_embd, "head_dim": arch.head_size, "vocab_size": arch.vocab_size, "intermediate_size": arch.dim_ffn}
+    recorded = {
+        "num_hidden_layers": arch.n_layer,
+        "hidden_size": arch.n_embd,
+        "head_dim": arch.head_size,
+        "vocab_size": arch.vocab_size,
+        "intermediate_size": arch.dim_ffn,
+    }
     for key, want in recorded.items():
         if want is not None and config.get(key) != want:
             yield f"config.json says {key} {config.get(key)} but the base records {want}"
@@ -112,7 +122,11 @@ def _on_base_export_problems(root: Path, index: Index, export: HfExport, method:
     if method == "state":
         problem = fla_state.misfit(base_config, found)
     else:
-        problem = peft.misfit(read_json(root / export.path / ADAPTER_CONFIG_NAME, f"{export.path}/{ADAPTER_CONFIG_NAME}"), base_config, found)
+        problem = peft.misfit(
+            read_json(root / export.path / ADAPTER_CONFIG_NAME, f"{export.path}/{ADAPTER_CONFIG_NAME}"),
+            base_config,
+            found,
+        )
     if problem:
         yield problem
 
@@ -144,11 +158,19 @@ def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[
     listed = {ref.path.removeprefix(f"{export.path}/") for ref in export.files}
     if source is not None and source.method in ("miss", "state"):
         yield from _on_base_export_problems(root, index, export, source.method)
-        config = read_json(root / export.path / ADAPTER_CONFIG_NAME, f"{export.path}/{ADAPTER_CONFIG_NAME}") if source.method == "miss" else {}
+        config = (
+            read_json(root / export.path / ADAPTER_CONFIG_NAME, f"{export.path}/{ADAPTER_CONFIG_NAME}")
+            if source.method == "miss"
+            else {}
+        )
         dtypes: set[str] = set()
     else:
         config = read_json(root / export.path / CONFIG_NAME, f"{export.path}/{CONFIG_NAME}")
-        headers = {Path(ref.path).name: read_safetensors_header(root / ref.path) for ref in export.files if ref.path.endswith(".safetensors")}
+        headers = {
+            Path(ref.path).name: read_safetensors_header(root / ref.path)
+            for ref in export.files
+            if ref.path.endswith(".safetensors")
+        }
         dtypes = {t.dtype for header in headers.values() for t in header.tensors.values()}
         if isinstance(config, dict):
             yield from _config_problems(index, export, config)
@@ -158,7 +180,9 @@ def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[
     if not isinstance(config, dict):
         yield f"{CONFIG_NAME if source is None or source.method == 'full' else ADAPTER_CONFIG_NAME} is not a JSON object"
         return
-    small = [n for n in (CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, ADAPTER_CONFIG_NAME) if n in listed]
+    small = [
+        n for n in (CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, ADAPTER_CONFIG_NAME) if n in listed
+    ]
     files = {n: read_bounded(root / export.path / n, DEFAULT_MAX_JSON_BYTES, f"{export.path}/{n}") for n in small}
     tokenizer_sha256 = digests.get(f"{export.path}/{TOKENIZER_NAME}") if TOKENIZER_NAME in listed else None
     yield from small_file_problems(files, tokenizer_sha256, export, source, config, dtypes, base_folder)
@@ -174,7 +198,12 @@ def export_problems(root: Path, index: Index, files: list[str], digests: dict[st
     listed = listed_files(index)
     for rel in sorted(on_disk - listed):
         if export_folder(rel) is not None:
-            yield Problem("export.unlisted-file", rel, "is in a Transformers export folder but no export in index.json lists it", FIX)
+            yield Problem(
+                "export.unlisted-file",
+                rel,
+                "is in a Transformers export folder but no export in index.json lists it",
+                FIX,
+            )
     for export in index.exports:
         problems = list(_place_problems(index, export))
         outside = [f.path for f in export.files if export_folder(f.path) != export.path]

@@ -59,7 +59,9 @@ def _first_difference(expected: bytes, actual: bytes) -> str:
         return "is not a JSON object"
     for key in got:
         if key not in want:
-            return f"has {key!r}, which export-hf never writes" + (" (auto_map makes Transformers run code from the repo)" if key == "auto_map" else "")
+            return f"has {key!r}, which export-hf never writes" + (
+                " (auto_map makes Transformers run code from the repo)" if key == "auto_map" else ""
+            )
     for key, value in want.items():
         if key not in got:
             return f"lacks {key!r}"
@@ -104,7 +106,15 @@ def vocab_problem(sha256: str | None) -> str | None:
     return f"{VOCAB_NAME} is not the rwkv package's world vocabulary export-hf copies (sha256 {sha256[:12]}…)"
 
 
-def small_file_problems(files: Mapping[str, bytes], tokenizer_sha256: str | None, export: HfExport, source: Entry | None, config: Mapping[str, Any], dtypes: set[str], base_folder: str) -> Iterator[str]:
+def small_file_problems(
+    files: Mapping[str, bytes],
+    tokenizer_sha256: str | None,
+    export: HfExport,
+    source: Entry | None,
+    config: Mapping[str, Any],
+    dtypes: set[str],
+    base_folder: str,
+) -> Iterator[str]:
     """How an export's small files (``files``: name → bytes on disk; tokenizer.json by its sha256)
     differ from the ones its source makes (``config``: its config.json or adapter_config.json as
     read; ``dtypes``: its tensors' dtypes; ``base_folder``: the base export a PEFT adapter loads onto)."""
@@ -113,7 +123,13 @@ def small_file_problems(files: Mapping[str, bytes], tokenizer_sha256: str | None
     expected: dict[str, bytes] = {}
     if source is not None and source.method == "miss":
         modules = config.get("target_modules")
-        expected[ADAPTER_CONFIG_NAME] = render(peft.adapter_config(config.get("r"), modules if isinstance(modules, list) else [], base_folder))  # type: ignore[arg-type]
+        expected[ADAPTER_CONFIG_NAME] = render(
+            peft.adapter_config(
+                config.get("r"),  # type: ignore[arg-type]
+                modules if isinstance(modules, list) else [],
+                base_folder,
+            )
+        )
     else:
         shape = {key: config.get(key) for key in SHAPE_KEYS}
         expected[CONFIG_NAME] = render(config_json(shape, next(iter(dtypes)) if len(dtypes) == 1 else "F32"))

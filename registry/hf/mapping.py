@@ -63,7 +63,12 @@ _LAYER: tuple[tuple[str, str, Transform], ...] = (
     ("ffn.value.weight", "ffn.value.weight", "rename"),
 )
 # config.json's low-rank sizes, read from layer 1's (layer 0 has no v LoRA in fla) first matrices
-_RANKS = {"decay_low_rank_dim": "att.w1", "a_low_rank_dim": "att.a1", "v_low_rank_dim": "att.v1", "gate_low_rank_dim": "att.g1"}
+_RANKS = {
+    "decay_low_rank_dim": "att.w1",
+    "a_low_rank_dim": "att.a1",
+    "v_low_rank_dim": "att.v1",
+    "gate_low_rank_dim": "att.g1",
+}
 # config.json's fields read from the checkpoint's shapes, in the order export-hf writes them
 SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "head_dim", "num_heads", "intermediate_size", "vocab_size", *_RANKS)
 
@@ -82,9 +87,20 @@ def rules(n_layer: int) -> list[Rule]:
     out = [Rule("model.embeddings.weight", "emb.weight", "rename")]
     for i in range(n_layer):
         if i == 0:
-            out += [Rule("model.layers.0.pre_norm.weight", "blocks.0.ln0.weight", "rename"), Rule("model.layers.0.pre_norm.bias", "blocks.0.ln0.bias", "rename")]
-        out += [Rule(f"model.layers.{i}.{dst}", f"blocks.{i}.{src}", how) for src, dst, how in _LAYER if not (i == 0 and src in DROPPED)]
-    out += [Rule("model.norm.weight", "ln_out.weight", "rename"), Rule("model.norm.bias", "ln_out.bias", "rename"), Rule("lm_head.weight", "head.weight", "rename")]
+            out += [
+                Rule("model.layers.0.pre_norm.weight", "blocks.0.ln0.weight", "rename"),
+                Rule("model.layers.0.pre_norm.bias", "blocks.0.ln0.bias", "rename"),
+            ]
+        out += [
+            Rule(f"model.layers.{i}.{dst}", f"blocks.{i}.{src}", how)
+            for src, dst, how in _LAYER
+            if not (i == 0 and src in DROPPED)
+        ]
+    out += [
+        Rule("model.norm.weight", "ln_out.weight", "rename"),
+        Rule("model.norm.bias", "ln_out.bias", "rename"),
+        Rule("lm_head.weight", "head.weight", "rename"),
+    ]
     return out
 
 
@@ -110,7 +126,12 @@ def fla_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
         "attn.g_norm.weight": (c,), "attn.g_norm.bias": (c,),
         "ffn.x_k": (c,), "ffn.key.weight": (f, c), "ffn.value.weight": (c, f),
     }  # fmt: skip
-    for lora, key in (("w", "decay_low_rank_dim"), ("v", "v_low_rank_dim"), ("a", "a_low_rank_dim"), ("g", "gate_low_rank_dim")):
+    for lora, key in (
+        ("w", "decay_low_rank_dim"),
+        ("v", "v_low_rank_dim"),
+        ("a", "a_low_rank_dim"),
+        ("g", "gate_low_rank_dim"),
+    ):
         per_layer[f"attn.{lora}_lora.lora.0.weight"] = (rank[key], c)
         per_layer[f"attn.{lora}_lora.lora.2.weight"] = (c, rank[key])
         if lora != "g":  # fla's gate LoRA has no bias
@@ -119,7 +140,13 @@ def fla_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
     for i in range(int(config["num_hidden_layers"])):
         if i == 0:
             shapes["model.layers.0.pre_norm.weight"] = shapes["model.layers.0.pre_norm.bias"] = (c,)
-        shapes.update({f"model.layers.{i}.{leaf}": shape for leaf, shape in per_layer.items() if not (i == 0 and leaf.startswith("attn.v_lora."))})
+        shapes.update(
+            {
+                f"model.layers.{i}.{leaf}": shape
+                for leaf, shape in per_layer.items()
+                if not (i == 0 and leaf.startswith("attn.v_lora."))
+            }
+        )
     shapes.update({"model.norm.weight": (c,), "model.norm.bias": (c,), "lm_head.weight": (v, c)})
     return shapes
 
@@ -133,7 +160,11 @@ class FlaPlan:
     dropped: list[str]
 
 
-def _refuse(source: str | Path | None, message: str, fix: str = "export an RWKV-7 (x070) checkpoint with head size 64 and all four LoRA blocks in every layer") -> RegistryError:
+def _refuse(
+    source: str | Path | None,
+    message: str,
+    fix: str = "export an RWKV-7 (x070) checkpoint with head size 64 and all four LoRA blocks in every layer",
+) -> RegistryError:
     return RegistryError("export.not-fla", source, message, fix)
 
 
@@ -149,12 +180,19 @@ def _shape_config(shapes: Mapping[str, Sequence[int]], source: str | Path | None
     vocab, hidden = shapes["emb.weight"]
     heads, head_dim = shapes["blocks.0.att.r_k"]
     if head_dim != HEAD_SIZE:
-        raise _refuse(source, f"blocks.0.att.r_k is {heads}x{head_dim}: head size {head_dim}, and fla's RWKV-7 takes head size {HEAD_SIZE} only")
+        raise _refuse(
+            source,
+            f"blocks.0.att.r_k is {heads}x{head_dim}: head size {head_dim}, and fla's RWKV-7 takes head size {HEAD_SIZE} only",
+        )
     n_layer = _layers(shapes)
     if n_layer == 1:
         # fla 0.6's RWKV7Attention._initialize_weights divides by num_hidden_layers - 1, and runs
         # whenever the model is built (transformers 5 has no switch to skip it), from_pretrained too
-        raise _refuse(source, "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by num_hidden_layers - 1)", "no Transformers export exists for a 1-layer model: publish the .pth, which the rwkv runtime loads")
+        raise _refuse(
+            source,
+            "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by num_hidden_layers - 1)",
+            "no Transformers export exists for a 1-layer model: publish the .pth, which the rwkv runtime loads",
+        )
     config: dict[str, Any] = {
         "hidden_size": hidden, "num_hidden_layers": n_layer, "head_dim": head_dim, "num_heads": heads,
         "intermediate_size": shapes["blocks.0.ffn.key.weight"][0], "vocab_size": vocab,
@@ -180,7 +218,10 @@ def fla_plan(shapes: Mapping[str, Sequence[int]], source: str | Path | None = No
             raise _refuse(source, f"missing {rule.source} (fla's {rule.target} is made from it)")
         got = moved_shape(shapes[rule.source], rule.transform)
         if got != want[rule.target]:
-            raise _refuse(source, f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's config from the other shapes needs {want[rule.target]}")
+            raise _refuse(
+                source,
+                f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's config from the other shapes needs {want[rule.target]}",
+            )
     extra = sorted(set(shapes) - {r.source for r in plan} - set(DROPPED_SOURCES))
     if extra:
         raise _refuse(source, f"{len(extra)} tensor(s) fla's RWKV-7 has no place for, e.g. {extra[0]}")
@@ -192,7 +233,12 @@ def _natural(name: str) -> list[int | str]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
-def tensor_misfit(file: str, what: str, want: Mapping[str, tuple[tuple[int, ...], str]], found: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
+def tensor_misfit(
+    file: str,
+    what: str,
+    want: Mapping[str, tuple[tuple[int, ...], str]],
+    found: Mapping[str, tuple[tuple[int, ...], str]],
+) -> str | None:
     """The first way ``found`` (name → (shape, safetensors dtype)) differs from ``want`` in
     ``file``, said as a finding, or None: ``what`` names the tensors ("miss_block its config
     makes", …)."""

@@ -75,7 +75,9 @@ def adapter_config(rank: int, modules: Sequence[str], base_folder: str) -> dict[
     }
 
 
-def misfit(config: Mapping[str, Any], base_config: Mapping[str, Any], found: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
+def misfit(
+    config: Mapping[str, Any], base_config: Mapping[str, Any], found: Mapping[str, tuple[tuple[int, ...], str]]
+) -> str | None:
     """Why an adapter folder is not the default MiSS on the base export's Linears, or None when it
     is: ``config`` its adapter_config.json, ``base_config`` the base export's config.json,
     ``found`` the adapter file's tensors (name → (shape, safetensors dtype))."""
@@ -84,7 +86,11 @@ def misfit(config: Mapping[str, Any], base_config: Mapping[str, Any], found: Map
     modules = config.get("target_modules")
     if not isinstance(modules, list) or not modules:
         return f"its {ADAPTER_CONFIG_NAME} lists no target modules"
-    out_features = {name.removesuffix(".weight"): shape[0] for name, shape in fla_shapes(base_config).items() if name.endswith(".weight") and len(shape) == 2}
+    out_features = {
+        name.removesuffix(".weight"): shape[0]
+        for name, shape in fla_shapes(base_config).items()
+        if name.endswith(".weight") and len(shape) == 2
+    }
     unknown = [m for m in modules if m not in out_features]
     if unknown:
         return f"it targets {unknown[0]}, which the base export has no Linear for"

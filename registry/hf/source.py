@@ -31,13 +31,26 @@ def export_source(index: Index, repo: Repo, entry: str | None, base: str | None)
     if entry is not None:
         found = resolve_entry(repo, index, entry)
         if found.format != "pth":
-            raise RegistryError("export.not-pth", found.path, "is a safetensors twin; the export reads the .pth it was converted from", f"pass {found.derived_from or 'the .pth entry'}")
+            raise RegistryError(
+                "export.not-pth",
+                found.path,
+                "is a safetensors twin; the export reads the .pth it was converted from",
+                f"pass {found.derived_from or 'the .pth entry'}",
+            )
         its_base = index.base_by_sha(found.base_sha256)
         assert its_base is not None  # index_to_change refused an entry with an unknown base
-        return ExportSource(found.path, its_base, found, found.sha256, export_path(its_base.name, found.path, found.method, found.data.version))
+        return ExportSource(
+            found.path,
+            its_base,
+            found,
+            found.sha256,
+            export_path(its_base.name, found.path, found.method, found.data.version),
+        )
     named = index.base_by_name(base or "")
     if named is None:
-        raise RegistryError("export.unknown-base", INDEX_NAME, f"no base named {base!r}", "pass a base listed by `registry list`")
+        raise RegistryError(
+            "export.unknown-base", INDEX_NAME, f"no base named {base!r}", "pass a base listed by `registry list`"
+        )
     return ExportSource(named.name, named, None, named.sha256, export_path(named.name))
 
 
@@ -48,7 +61,12 @@ def pinned_source(repo: Repo, source: ExportSource, base_file: Path | None) -> I
             yield handle
         return
     if base_file is None:
-        raise RegistryError("args.missing-file", source.base.filename, f"exporting base {source.label} needs its .pth (the registry does not hold bases)", f"pass --base-file {source.base.filename}")
+        raise RegistryError(
+            "args.missing-file",
+            source.base.filename,
+            f"exporting base {source.label} needs its .pth (the registry does not hold bases)",
+            f"pass --base-file {source.base.filename}",
+        )
     with pinned(base_file, "base checkpoint") as handle:
         actual = hash_file(handle.stable)
         if actual != source.sha256:

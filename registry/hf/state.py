@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     import torch
 
 
-
 def tensor_name(layer: int) -> str:
     return f"model.layers.{layer}.attn.recurrent_state"
 

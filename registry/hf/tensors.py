@@ -32,14 +32,24 @@ def to_fla(plan: FlaPlan, tensors: Mapping[str, torch.Tensor]) -> dict[str, torc
     return {rule.target: _forward(tensors[rule.source], rule) for rule in plan.rules}
 
 
-def to_x070(n_layer: int, tensors: Mapping[str, torch.Tensor], source: str | Path | None = None) -> dict[str, torch.Tensor]:
+def to_x070(
+    n_layer: int, tensors: Mapping[str, torch.Tensor], source: str | Path | None = None
+) -> dict[str, torch.Tensor]:
     """x070 tensors from fla's: names back, low-rank matrices transposed back, vectors as ``[1, 1, C]``."""
     out: dict[str, torch.Tensor] = {}
     for rule in rules(n_layer):
         if rule.target not in tensors:
-            raise RegistryError("export.unreadable", source, f"lacks {rule.target}", "export it again with `registry export-hf --force`")
+            raise RegistryError(
+                "export.unreadable", source, f"lacks {rule.target}", "export it again with `registry export-hf --force`"
+            )
         tensor = tensors[rule.target]
-        out[rule.source] = tensor.t() if rule.transform == "transpose" else tensor.reshape(1, 1, -1) if rule.transform == "flatten" else tensor
+        out[rule.source] = (
+            tensor.t()
+            if rule.transform == "transpose"
+            else tensor.reshape(1, 1, -1)
+            if rule.transform == "flatten"
+            else tensor
+        )
     return out
 
 
@@ -51,5 +61,10 @@ def read_export(folder: str | Path) -> dict[str, torch.Tensor]:
     try:
         n_layer = int(read_json(folder / CONFIG_NAME)["num_hidden_layers"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RegistryError("export.unreadable", folder / CONFIG_NAME, f"has no readable num_hidden_layers ({exc})", "export it again with `registry export-hf --force`") from exc
+        raise RegistryError(
+            "export.unreadable",
+            folder / CONFIG_NAME,
+            f"has no readable num_hidden_layers ({exc})",
+            "export it again with `registry export-hf --force`",
+        ) from exc
     return to_x070(n_layer, load_tensors(folder), folder)

@@ -44,7 +44,12 @@ def world_vocab_file() -> Path:
 
     path = Path(rwkv.__file__).parent / VOCAB_NAME
     if not path.is_file() or hash_file(path) != WORLD_VOCAB_SHA256:
-        raise RegistryError("export.vocab-file", path, f"is not the {WORLD_VOCAB} vocabulary this exporter knows", "pip install 'rwkv==0.8.32'")
+        raise RegistryError(
+            "export.vocab-file",
+            path,
+            f"is not the {WORLD_VOCAB} vocabulary this exporter knows",
+            "pip install 'rwkv==0.8.32'",
+        )
     return path
 
 
@@ -72,7 +77,12 @@ def read_vocab(path: Path) -> dict[int, bytes]:
             if not isinstance(data, bytes) or len(data) != int(line[line.rindex(" ") :]):
                 raise ValueError("length field disagrees")
         except (ValueError, SyntaxError) as exc:
-            raise RegistryError("export.vocab-file", path, f"line {number} is not `<id> <literal> <length>` ({exc})", "pip install 'rwkv==0.8.32'") from exc
+            raise RegistryError(
+                "export.vocab-file",
+                path,
+                f"line {number} is not `<id> <literal> <length>` ({exc})",
+                "pip install 'rwkv==0.8.32'",
+            ) from exc
         tokens[token_id] = data
     return tokens
 
@@ -133,10 +143,18 @@ def tokenizer_json(vocab: dict[int, bytes]) -> bytes:
 
     alphabet = _byte_alphabet()
     pieces = {"".join(alphabet[b] for b in data): token_id for token_id, data in sorted(vocab.items())}
-    model = models.WordPiece(vocab={END_OF_TEXT: 0, **pieces}, unk_token=END_OF_TEXT, continuing_subword_prefix="", max_input_chars_per_word=1 << 30)
+    model = models.WordPiece(
+        vocab={END_OF_TEXT: 0, **pieces},
+        unk_token=END_OF_TEXT,
+        continuing_subword_prefix="",
+        max_input_chars_per_word=1 << 30,
+    )
     tokenizer = Tokenizer(model)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False), pre_tokenizers.Split(Regex(longest_match_pattern(list(pieces))), behavior="isolated")]
+        [
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            pre_tokenizers.Split(Regex(longest_match_pattern(list(pieces))), behavior="isolated"),
+        ]
     )
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.add_special_tokens([AddedToken(END_OF_TEXT, special=True, normalized=False)])

@@ -71,9 +71,19 @@ def check_tokenizer(folder: Path) -> None:
     for name, text in SAMPLES.items():
         got = list(loaded.encode(text, add_special_tokens=False))
         if got != reference.encode(text):
-            raise RegistryError("export.verify-failed", folder / TOKENIZER_NAME, f"AutoTokenizer's ids for the sample {name!r} differ from the rwkv tokenizer's", VERIFY_FIX)
+            raise RegistryError(
+                "export.verify-failed",
+                folder / TOKENIZER_NAME,
+                f"AutoTokenizer's ids for the sample {name!r} differ from the rwkv tokenizer's",
+                VERIFY_FIX,
+            )
         if loaded.decode(got) != text:
-            raise RegistryError("export.verify-failed", folder / TOKENIZER_NAME, f"AutoTokenizer does not decode the sample {name!r} back to its text", VERIFY_FIX)
+            raise RegistryError(
+                "export.verify-failed",
+                folder / TOKENIZER_NAME,
+                f"AutoTokenizer does not decode the sample {name!r} back to its text",
+                VERIFY_FIX,
+            )
 
 
 def _layer_pattern(names: Mapping[str, tuple[int, ...]], n_layer: int) -> dict[str, tuple[int, ...]]:
@@ -104,11 +114,22 @@ def check_model(folder: Path, exported: Mapping[str, tuple[int, ...]]) -> None:
     want = _layer_pattern({name: tuple(t.shape) for name, t in model.state_dict().items()}, n_layer)
     missing, unexpected = sorted(set(want) - set(exported)), sorted(set(exported) - set(want))
     if missing or unexpected:
-        what = f"fla's model expects {missing[0]}, which the export lacks" if missing else f"fla's model has no {unexpected[0]}"
-        raise RegistryError("export.verify-failed", folder, f"{what} ({len(missing)} missing, {len(unexpected)} unexpected)", VERIFY_FIX)
+        what = (
+            f"fla's model expects {missing[0]}, which the export lacks"
+            if missing
+            else f"fla's model has no {unexpected[0]}"
+        )
+        raise RegistryError(
+            "export.verify-failed", folder, f"{what} ({len(missing)} missing, {len(unexpected)} unexpected)", VERIFY_FIX
+        )
     for name, shape in want.items():
         if tuple(exported[name]) != shape:
-            raise RegistryError("export.verify-failed", folder, f"{name} is {tuple(exported[name])} but fla's model needs {shape}", VERIFY_FIX)
+            raise RegistryError(
+                "export.verify-failed",
+                folder,
+                f"{name} is {tuple(exported[name])} but fla's model needs {shape}",
+                VERIFY_FIX,
+            )
 
 
 def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
@@ -119,7 +140,12 @@ def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
     config_path, weights_path = folder / ADAPTER_CONFIG_NAME, folder / ADAPTER_WEIGHTS_NAME
     parsed = PeftConfig.from_pretrained(str(folder))
     if not isinstance(parsed, MissConfig) or parsed.init_weights is not True:
-        raise RegistryError("export.verify-failed", config_path, f"PEFT reads it as {type(parsed).__name__}, not the default MiSS", VERIFY_FIX)
+        raise RegistryError(
+            "export.verify-failed",
+            config_path,
+            f"PEFT reads it as {type(parsed).__name__}, not the default MiSS",
+            VERIFY_FIX,
+        )
     header = read_safetensors_header(weights_path)
     found = {name: (tuple(t.shape), t.dtype) for name, t in header.tensors.items()}
     problem = peft.misfit(read_json(config_path), base_config, found)
@@ -139,5 +165,12 @@ def check_state(folder: Path, base_config: Mapping[str, Any], time_state: Mappin
         raise RegistryError("export.verify-failed", path, problem, VERIFY_FIX)
     loaded = load_file(path)
     for i in range(len(loaded)):
-        if not bit_equal(loaded[fla_state.tensor_name(i)].transpose(-1, -2), time_state[fla_state.source_name(i)].float()):
-            raise RegistryError("export.verify-failed", path, f"layer {i}'s recurrent state is not the State's time_state transposed", VERIFY_FIX)
+        if not bit_equal(
+            loaded[fla_state.tensor_name(i)].transpose(-1, -2), time_state[fla_state.source_name(i)].float()
+        ):
+            raise RegistryError(
+                "export.verify-failed",
+                path,
+                f"layer {i}'s recurrent state is not the State's time_state transposed",
+                VERIFY_FIX,
+            )

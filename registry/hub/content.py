@@ -74,7 +74,9 @@ def _xet_verdict(remote: RemoteFile, local_xet: str | None) -> XetVerdict:
     return "match" if remote.xet_hash == local_xet else "mismatch"
 
 
-def check_content(tree: Mapping[str, RemoteFile], expected_sha256: Mapping[str, str], local_xet: Mapping[str, str] | None) -> list[ContentCheck]:
+def check_content(
+    tree: Mapping[str, RemoteFile], expected_sha256: Mapping[str, str], local_xet: Mapping[str, str] | None
+) -> list[ContentCheck]:
     """One check per path of ``expected_sha256`` that ``tree`` holds; ``local_xet`` maps paths to the
     Xet hash of the local bytes (None: there are none to hash)."""
     xet = local_xet or {}
@@ -86,7 +88,11 @@ def check_content(tree: Mapping[str, RemoteFile], expected_sha256: Mapping[str, 
 
 
 def check_local_bytes(
-    root: Path, cache_path: Path | None, tree: Mapping[str, RemoteFile], expected_sha256: Mapping[str, str], hashable: Iterable[str] | None = None
+    root: Path,
+    cache_path: Path | None,
+    tree: Mapping[str, RemoteFile],
+    expected_sha256: Mapping[str, str],
+    hashable: Iterable[str] | None = None,
 ) -> list[ContentCheck]:
     """:func:`check_content` with the Xet hash of the bytes under ``root`` (only of ``hashable`` paths
     when given; only of files whose remote carries a comparable Xet hash)."""
@@ -101,7 +107,21 @@ def content_problems(checks: list[ContentCheck], code_prefix: str, fix: str) -> 
     problems = []
     for check in checks:
         if check.xet == "mismatch":
-            problems.append(Problem(f"{code_prefix}.xet-mismatch", check.path, f"{check.note}: the Hub stores other bytes (sha256 label: {check.sha256})", fix))
+            problems.append(
+                Problem(
+                    f"{code_prefix}.xet-mismatch",
+                    check.path,
+                    f"{check.note}: the Hub stores other bytes (sha256 label: {check.sha256})",
+                    fix,
+                )
+            )
         elif "unverifiable" in (check.xet, check.sha256):
-            problems.append(Problem(f"{code_prefix}.unverifiable", check.path, check.note, "run it with a token that has access to the repo (accept its gate on the Hub)"))
+            problems.append(
+                Problem(
+                    f"{code_prefix}.unverifiable",
+                    check.path,
+                    check.note,
+                    "run it with a token that has access to the repo (accept its gate on the Hub)",
+                )
+            )
     return problems

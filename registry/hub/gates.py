@@ -35,12 +35,17 @@ def entries_touching(index: Index, paths: Iterable[str]) -> list[Entry]:
     return [e for e in index.entries if paths.intersection(entry_files(e))]
 
 
-def _receipt_problem(receipt: Receipt, sha256: str, base_sha256: str, sums: dict[str, str], allow_cpu: bool) -> tuple[str, str] | None:
+def _receipt_problem(
+    receipt: Receipt, sha256: str, base_sha256: str, sums: dict[str, str], allow_cpu: bool
+) -> tuple[str, str] | None:
     """(code, message) when the receipt does not vouch for the current bytes ``sha256`` on their base ``base_sha256``."""
     if receipt.file_sha256 != sha256:
         return "gate.stale", f"the receipt is for sha256 {receipt.file_sha256[:12]}…, not these bytes"
     if receipt.base_sha256 != base_sha256:
-        return "gate.stale", f"the gate ran on base sha256 {receipt.base_sha256[:12]}…, but index.json records base {base_sha256[:12]}…"
+        return (
+            "gate.stale",
+            f"the gate ran on base sha256 {receipt.base_sha256[:12]}…, but index.json records base {base_sha256[:12]}…",
+        )
     stale = sorted(path for path, sha in receipt.files.items() if sums.get(path) != sha)
     if stale:
         return "gate.stale", f"the gate loaded other bytes of {', '.join(stale)}"
@@ -58,16 +63,26 @@ def _trust_problem(receipt: Receipt, where: str, trusted: Sequence[TrustedKey]) 
         return None
     if receipt.signature is None and not trusted:
         message = f"{where} was not written by this installation's gate (its seal does not check under this user's key: written by hand, edited, or from another machine) and is not signed"
-        return "gate.not-ours", message, " (or sign it there with `registry smoke --sign-key KEY.pem` and pass --trust-gate-key KEY.pub here)"
+        return (
+            "gate.not-ours",
+            message,
+            " (or sign it there with `registry smoke --sign-key KEY.pem` and pass --trust-gate-key KEY.pub here)",
+        )
     problem = signature_problem(receipt, trusted)
     if problem is None:
         return None
     code, message = problem
-    told = "" if code == "gate.bad-signature" else " (or pass --trust-gate-key with the public key of the machine that gated it)"
+    told = (
+        ""
+        if code == "gate.bad-signature"
+        else " (or pass --trust-gate-key with the public key of the machine that gated it)"
+    )
     return code, f"{where} {message}", told
 
 
-def _receipt_findings(repo: Repo, rel: str, sha256: str, base_sha256: str, sums: dict[str, str], gate: GateTrust, fix: str) -> Iterator[Problem]:
+def _receipt_findings(
+    repo: Repo, rel: str, sha256: str, base_sha256: str, sums: dict[str, str], gate: GateTrust, fix: str
+) -> Iterator[Problem]:
     path = receipt_path(repo.gates_dir, sha256)
     if not path.is_file():
         yield Problem("gate.missing", rel, f"no gate receipt for sha256 {sha256[:12]}…", fix)
@@ -75,7 +90,9 @@ def _receipt_findings(repo: Repo, rel: str, sha256: str, base_sha256: str, sums:
     try:
         receipt = Receipt.model_validate(read_json(path, repo.rel(path)))
     except ValidationError as err:
-        yield Problem("gate.bad-receipt", rel, f"{repo.rel(path)} is not a valid receipt ({err.error_count()} error(s))", fix)
+        yield Problem(
+            "gate.bad-receipt", rel, f"{repo.rel(path)} is not a valid receipt ({err.error_count()} error(s))", fix
+        )
         return
     except RegistryError as err:
         yield Problem("gate.bad-receipt", rel, f"{err.file}: {err.message}", fix)
@@ -101,7 +118,9 @@ class GateTrust:
     trusted_keys: tuple[TrustedKey, ...] = ()
 
 
-def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], gate: GateTrust) -> Iterator[Problem]:
+def gate_findings(
+    repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], gate: GateTrust
+) -> Iterator[Problem]:
     """One finding per entry or GGUF file about to be uploaded without a passing receipt for its bytes."""
     uploads = set(uploads)
     for entry in entries_touching(index, uploads):
@@ -111,6 +130,10 @@ def gate_findings(repo: Repo, index: Index, sums: dict[str, str], uploads: Itera
     for gguf in (g for g in index.ggufs if g.path in uploads):
         base = index.base_by_sha(gguf.base_sha256)
         base_file = base.filename if base else "BASE.pth"
-        what = f"--base {gguf.source} --base-file {base_file}" if base and gguf.source == base.name else f"{gguf.source}{f' --base-file {base_file}' if gguf.merged else ''}"
+        what = (
+            f"--base {gguf.source} --base-file {base_file}"
+            if base and gguf.source == base.name
+            else f"{gguf.source}{f' --base-file {base_file}' if gguf.merged else ''}"
+        )
         fix = f"make it again with `registry export-gguf {what} --type {gguf.type} --force`, which gates it"
         yield from _receipt_findings(repo, gguf.path, gguf.sha256, gguf.base_sha256, sums, gate, fix)

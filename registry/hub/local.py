@@ -41,7 +41,12 @@ def local_files(repo: Repo, sums: dict[str, str], staged: Mapping[str, Path] | N
     return files
 
 
-def with_git_sha1(root: Path, files: dict[str, LocalFile], paths: Iterable[str], staged: Mapping[str, Path] | None = None) -> dict[str, LocalFile]:
+def with_git_sha1(
+    root: Path, files: dict[str, LocalFile], paths: Iterable[str], staged: Mapping[str, Path] | None = None
+) -> dict[str, LocalFile]:
     """``files`` with the git blob sha1 filled in for ``paths`` (see :func:`registry.hub.plan.plain_paths`)."""
     paths = set(paths)
-    return {p: replace(f, git_sha1=git_blob_sha1(source(root, p, staged))) if p in paths and f.git_sha1 is None else f for p, f in files.items()}
+    return {
+        p: replace(f, git_sha1=git_blob_sha1(source(root, p, staged))) if p in paths and f.git_sha1 is None else f
+        for p, f in files.items()
+    }

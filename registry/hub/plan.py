@@ -187,12 +187,19 @@ def rewrites_needed(files: Iterable[PlannedFile]) -> list[PlannedFile]:
     return [f for f in files if f.status == "changed" and f.path not in MUTABLE]
 
 
-def immutability_problems(files: Iterable[PlannedFile], rewrites: Iterable[Rewrite], restorable: frozenset[str] = frozenset()) -> list[Problem]:
+def immutability_problems(
+    files: Iterable[PlannedFile], rewrites: Iterable[Rewrite], restorable: frozenset[str] = frozenset()
+) -> list[Problem]:
     """A changed file that the Hub already holds is refused, unless index.json records the rewrite;
     where the local bytes are the registry's own (``restorable``), the fix is ``--restore``."""
     rewrites = list(rewrites)
     return [
-        Problem("immutable.on-hub", f.path, f"already on the Hub with other bytes ({f.remote_file.content_id[:12]}…)", RESTORE_FIX if f.path in restorable else REWRITE_FIX)
+        Problem(
+            "immutable.on-hub",
+            f.path,
+            f"already on the Hub with other bytes ({f.remote_file.content_id[:12]}…)",
+            RESTORE_FIX if f.path in restorable else REWRITE_FIX,
+        )
         for f in files
         if f.status == "changed" and unrecorded_change(f.path, f.local_file.sha256, rewrites)
     ]
@@ -217,10 +224,23 @@ def verify_tree(plan: Plan, local: Mapping[str, LocalFile], after: Mapping[str, 
     ``local`` must carry the git sha1 of every path that ``after`` holds as a plain git file.
     """
     expected = plan.expected_tree()
-    findings = [Problem("verify.missing", p, "planned but not in the new commit", "run `registry publish` again") for p in sorted(set(expected) - set(after))]
-    findings += [Problem("verify.unexpected", p, "in the new commit but not planned", "inspect the commit on the Hub") for p in sorted(set(after) - set(expected))]
+    findings = [
+        Problem("verify.missing", p, "planned but not in the new commit", "run `registry publish` again")
+        for p in sorted(set(expected) - set(after))
+    ]
+    findings += [
+        Problem("verify.unexpected", p, "in the new commit but not planned", "inspect the commit on the Hub")
+        for p in sorted(set(after) - set(expected))
+    ]
     for path in sorted(set(expected) & set(after)):
         kept, got = expected[path], after[path]
         if not (got.content_id == kept if kept is not None else same_content(local[path], got)):
-            findings.append(Problem("verify.mismatch", path, f"the Hub holds {got.content_id[:12]}…, not the planned bytes", "run `registry publish` again"))
+            findings.append(
+                Problem(
+                    "verify.mismatch",
+                    path,
+                    f"the Hub holds {got.content_id[:12]}…, not the planned bytes",
+                    "run `registry publish` again",
+                )
+            )
     return findings

@@ -52,21 +52,54 @@ def hub_errors(repo_id: str, revision: str) -> Iterator[None]:
     try:
         yield
     except RevisionNotFoundError as exc:
-        raise RegistryError("hub.revision-missing", repo_id, f"revision {revision!r} does not exist", "create the branch on the Hub, or pass --revision main") from exc
+        raise RegistryError(
+            "hub.revision-missing",
+            repo_id,
+            f"revision {revision!r} does not exist",
+            "create the branch on the Hub, or pass --revision main",
+        ) from exc
     except RemoteEntryNotFoundError as err:
-        raise RegistryError("hub.file-missing", repo_id, f"a file is missing on the Hub ({_server_says(err)})", "publish the registry again, or check --revision") from err
+        raise RegistryError(
+            "hub.file-missing",
+            repo_id,
+            f"a file is missing on the Hub ({_server_says(err)})",
+            "publish the registry again, or check --revision",
+        ) from err
     except RepositoryNotFoundError as exc:
-        raise RegistryError("hub.repo-missing", repo_id, "no such repo on the Hub (or the token cannot see it)", "check --repo-id and the token (`registry publish` creates a missing repo)") from exc
+        raise RegistryError(
+            "hub.repo-missing",
+            repo_id,
+            "no such repo on the Hub (or the token cannot see it)",
+            "check --repo-id and the token (`registry publish` creates a missing repo)",
+        ) from exc
     except HfHubHTTPError as err:
         status = err.response.status_code
         if status in (401, 403):
             raise RegistryError("hub.auth", repo_id, f"the Hub refused the credentials ({status})", AUTH_FIX) from err
         if status == 412:
-            raise RegistryError("hub.moved", repo_id, f"{revision} moved since the plan was made (someone else pushed); nothing was committed", "run `registry publish` again to plan against the new head", Exit.RETRY) from err
+            raise RegistryError(
+                "hub.moved",
+                repo_id,
+                f"{revision} moved since the plan was made (someone else pushed); nothing was committed",
+                "run `registry publish` again to plan against the new head",
+                Exit.RETRY,
+            ) from err
         retryable = status == 429 or status >= 500
-        raise RegistryError("hub.http", repo_id, f"the Hub answered {status}: {_server_says(err)}", RETRY_FIX, Exit.RETRY if retryable else Exit.REFUSED) from err
+        raise RegistryError(
+            "hub.http",
+            repo_id,
+            f"the Hub answered {status}: {_server_says(err)}",
+            RETRY_FIX,
+            Exit.RETRY if retryable else Exit.REFUSED,
+        ) from err
     except (httpx2.HTTPError, ConnectionError) as err:  # ConnectionError: hf_xet's network and Hub errors (Xet on)
-        raise RegistryError("hub.network", repo_id, f"network error talking to the Hub ({type(err).__name__}: {scrub(str(err))})", RETRY_FIX, Exit.RETRY) from err
+        raise RegistryError(
+            "hub.network",
+            repo_id,
+            f"network error talking to the Hub ({type(err).__name__}: {scrub(str(err))})",
+            RETRY_FIX,
+            Exit.RETRY,
+        ) from err
 
 
 def _access(private: bool | None, gated: object) -> str:
@@ -83,7 +116,9 @@ def check_repo_id(repo_id: str) -> str:
     except HFValidationError as err:
         raise RegistryError("args.bad-repo-id", repo_id, str(err).rstrip("."), "pass --repo-id NAMESPACE/NAME") from err
     if repo_id.count("/") != 1:
-        raise RegistryError("args.bad-repo-id", repo_id, "not of the form NAMESPACE/NAME", "pass --repo-id NAMESPACE/NAME")
+        raise RegistryError(
+            "args.bad-repo-id", repo_id, "not of the form NAMESPACE/NAME", "pass --repo-id NAMESPACE/NAME"
+        )
     return repo_id
 
 
@@ -109,7 +144,14 @@ class HubCommit:
 class Hub:
     """One repo at one revision on the Hub."""
 
-    def __init__(self, repo_id: str, revision: str = "main", api: HfApi | None = None, repo_type: str = "model", progress: bool = True) -> None:
+    def __init__(
+        self,
+        repo_id: str,
+        revision: str = "main",
+        api: HfApi | None = None,
+        repo_type: str = "model",
+        progress: bool = True,
+    ) -> None:
         self.repo_id = check_repo_id(repo_id)
         self.revision = revision
         self.repo_type = repo_type  # "dataset" for a dataset registry (registry/dataset/)
@@ -129,8 +171,15 @@ class Hub:
         with self._errors():
             info = self.api.repo_info(self.repo_id, revision=self.revision, repo_type=self.repo_type)
         if info.sha is None:  # the Hub always sends it; huggingface_hub types it optional
-            raise RegistryError("hub.no-head", self.repo_id, f"the endpoint did not name the commit at {self.revision!r}", "check HF_ENDPOINT: it must be a Hugging Face Hub")
-        return ExistingState(self.repo_id, self.revision, info.sha, self.tree(info.sha), _access(info.private, info.gated))
+            raise RegistryError(
+                "hub.no-head",
+                self.repo_id,
+                f"the endpoint did not name the commit at {self.revision!r}",
+                "check HF_ENDPOINT: it must be a Hugging Face Hub",
+            )
+        return ExistingState(
+            self.repo_id, self.revision, info.sha, self.tree(info.sha), _access(info.private, info.gated)
+        )
 
     def state(self) -> RemoteState:
         """:meth:`existing_state`, or an empty state when the repo does not exist (publish creates it)."""
@@ -149,9 +198,19 @@ class Hub:
         except RegistryError as err:
             if err.problems[0].code != "hub.revision-missing":
                 raise
-            raise RegistryError("hub.revision-missing", self.repo_id, f"no branch, tag or commit {revision!r}", "name one of `registry history`'s commits, a tag or a branch") from err
+            raise RegistryError(
+                "hub.revision-missing",
+                self.repo_id,
+                f"no branch, tag or commit {revision!r}",
+                "name one of `registry history`'s commits, a tag or a branch",
+            ) from err
         if sha is None:
-            raise RegistryError("hub.no-head", self.repo_id, f"the endpoint did not name the commit at {revision!r}", "check HF_ENDPOINT: it must be a Hugging Face Hub")
+            raise RegistryError(
+                "hub.no-head",
+                self.repo_id,
+                f"the endpoint did not name the commit at {revision!r}",
+                "check HF_ENDPOINT: it must be a Hugging Face Hub",
+            )
         return sha
 
     def commits(self) -> list[HubCommit]:
@@ -171,7 +230,10 @@ class Hub:
     def tag_targets(self) -> dict[str, str]:
         """Every tag and the commit it points to."""
         with self._errors():
-            return {tag.name: tag.target_commit for tag in self.api.list_repo_refs(self.repo_id, repo_type=self.repo_type).tags}
+            return {
+                tag.name: tag.target_commit
+                for tag in self.api.list_repo_refs(self.repo_id, repo_type=self.repo_type).tags
+            }
 
     def create_repo(self, private: bool = False) -> None:
         with self._errors():
@@ -182,7 +244,12 @@ class Hub:
         gated with automatic or manual approval, or not gated."""
         gated = access.removeprefix("gated-") if access.startswith("gated-") else False
         with self._errors():
-            self.api.update_repo_settings(self.repo_id, private=access == "private", gated=gated, repo_type=self.repo_type)  # type: ignore[arg-type]
+            self.api.update_repo_settings(
+                self.repo_id,
+                private=access == "private",
+                gated=gated,  # type: ignore[arg-type]
+                repo_type=self.repo_type,
+            )
 
     @contextmanager
     def _upload_errors(self) -> Iterator[None]:
@@ -193,18 +260,33 @@ class Hub:
                 raise  # an answer from the Hub: hub_errors says what it means
             except RuntimeError as err:  # raised by the upload step once the client's retries are spent
                 cause = f" ({type(err.__cause__).__name__})" if err.__cause__ else ""
-                raise RegistryError("hub.upload-failed", self.repo_id, f"{scrub(str(err))}{cause}; nothing was committed", RETRY_FIX, Exit.RETRY) from err
+                raise RegistryError(
+                    "hub.upload-failed",
+                    self.repo_id,
+                    f"{scrub(str(err))}{cause}; nothing was committed",
+                    RETRY_FIX,
+                    Exit.RETRY,
+                ) from err
             except ValueError as err:  # e.g. README.md front matter rejected before any upload
-                raise RegistryError("hub.rejected", self.repo_id, scrub(str(err)), "fix the file named above and run `registry publish` again") from err
+                raise RegistryError(
+                    "hub.rejected",
+                    self.repo_id,
+                    scrub(str(err)),
+                    "fix the file named above and run `registry publish` again",
+                ) from err
 
     def upload(self, operations: Sequence[CommitOperation], create_pr: bool) -> None:
         """Send the content of the LFS files (through Xet, or LFS) without committing; :meth:`commit`
         then sends none of it again.  hf_xet fills in the sha256 it computed from the bytes it sent."""
         additions = [op for op in operations if isinstance(op, CommitOperationAdd)]
         with self._upload_errors():
-            self.api.preupload_lfs_files(self.repo_id, additions, revision=self.revision, create_pr=create_pr, repo_type=self.repo_type)
+            self.api.preupload_lfs_files(
+                self.repo_id, additions, revision=self.revision, create_pr=create_pr, repo_type=self.repo_type
+            )
 
-    def commit(self, operations: Sequence[CommitOperation], message: str, description: str, parent: str, create_pr: bool) -> CommitResult:
+    def commit(
+        self, operations: Sequence[CommitOperation], message: str, description: str, parent: str, create_pr: bool
+    ) -> CommitResult:
         """One commit with every operation, refused by the Hub if ``revision`` moved past ``parent``."""
         with self._upload_errors():
             info = self.api.create_commit(
@@ -219,7 +301,11 @@ class Hub:
 
     def download(self, filename: str, commit: str, local_dir: Path) -> Path:
         with self._errors():
-            return Path(self.api.hf_hub_download(self.repo_id, filename, revision=commit, local_dir=local_dir, repo_type=self.repo_type))
+            return Path(
+                self.api.hf_hub_download(
+                    self.repo_id, filename, revision=commit, local_dir=local_dir, repo_type=self.repo_type
+                )
+            )
 
     def snapshot(self, commit: str, local_dir: Path) -> None:
         with self._errors():

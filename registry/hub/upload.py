@@ -26,7 +26,12 @@ IN_MEMORY = 10 << 20
 
 
 def _changed(path: str) -> RegistryError:
-    return RegistryError("publish.changed-meanwhile", path, "the file changed while publish was running; nothing was committed", "run `registry publish` again")
+    return RegistryError(
+        "publish.changed-meanwhile",
+        path,
+        "the file changed while publish was running; nothing was committed",
+        "run `registry publish` again",
+    )
 
 
 def _addition(root: Path, planned: PlannedFile, staged: Mapping[str, Path]) -> CommitOperationAdd:
@@ -39,7 +44,9 @@ def _addition(root: Path, planned: PlannedFile, staged: Mapping[str, Path]) -> C
     return CommitOperationAdd(path_in_repo=planned.path, path_or_fileobj=data)
 
 
-def operations(root: Path, plan: Plan, staged: Mapping[str, Path] | None = None) -> list[CommitOperationAdd | CommitOperationDelete]:
+def operations(
+    root: Path, plan: Plan, staged: Mapping[str, Path] | None = None
+) -> list[CommitOperationAdd | CommitOperationDelete]:
     """Every operation of the plan's commit (a file staged by publish's own transaction is sent from
     ``staged``); a small file whose bytes changed since the plan is refused here."""
     ops: list[CommitOperationAdd | CommitOperationDelete] = [_addition(root, f, staged or {}) for f in plan.uploads]
@@ -55,9 +62,13 @@ def check_uploaded(plan: Plan, ops: list[CommitOperationAdd | CommitOperationDel
             raise _changed(op.path_in_repo)
 
 
-def copy_operations(source: str, copied: Iterable[str], deleted: Iterable[str]) -> list[CommitOperationCopy | CommitOperationDelete]:
+def copy_operations(
+    source: str, copied: Iterable[str], deleted: Iterable[str]
+) -> list[CommitOperationCopy | CommitOperationDelete]:
     """A commit putting ``copied`` back as they are at commit ``source``, copied on the Hub (an LFS
     or Xet file is committed by the oid the Hub holds: nothing is uploaded; huggingface_hub sends
     a plain git file's bytes in the commit itself), and deleting ``deleted``."""
-    ops: list[CommitOperationCopy | CommitOperationDelete] = [CommitOperationCopy(p, p, src_revision=source) for p in copied]
+    ops: list[CommitOperationCopy | CommitOperationDelete] = [
+        CommitOperationCopy(p, p, src_revision=source) for p in copied
+    ]
     return ops + [CommitOperationDelete(path_in_repo=p) for p in deleted]

@@ -26,7 +26,9 @@ from .plan import RemoteFile
 REPUBLISH = "put the registry's bytes back with `registry publish --restore`, run from the registry that holds them"
 
 
-def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]) -> Iterator[Problem]:
+def remote_findings(
+    sums: Mapping[str, str], tree: Mapping[str, RemoteFile], plain_sha256: Mapping[str, str]
+) -> Iterator[Problem]:
     """Every file SHA256SUMS lists is in the tree with that sha256 (LFS oid, or the hash of the plain
     file's bytes in ``plain_sha256``), and the tree holds nothing it does not list."""
     for path, sha in sorted(sums.items()):
@@ -36,9 +38,19 @@ def remote_findings(sums: Mapping[str, str], tree: Mapping[str, RemoteFile], pla
             continue
         actual = remote.lfs_sha256 or plain_sha256.get(path)
         if actual != sha and actual != REDACTED:  # a redacted oid is unverifiable, not wrong (see .content)
-            yield Problem("remote.mismatch", path, f"the Hub holds sha256 {str(actual)[:12]}… but its SHA256SUMS says {sha[:12]}…", REPUBLISH)
+            yield Problem(
+                "remote.mismatch",
+                path,
+                f"the Hub holds sha256 {str(actual)[:12]}… but its SHA256SUMS says {sha[:12]}…",
+                REPUBLISH,
+            )
     for path in sorted(set(tree) - set(sums) - UNLISTED_OK):
-        yield Problem("remote.unlisted-file", path, "in the repo but not in its SHA256SUMS", "publish with --delete-remote-extra, or add the file to the registry")
+        yield Problem(
+            "remote.unlisted-file",
+            path,
+            "in the repo but not in its SHA256SUMS",
+            "publish with --delete-remote-extra, or add the file to the registry",
+        )
 
 
 def index_findings(index: Index, sums: Mapping[str, str]) -> Iterator[Problem]:
@@ -54,8 +66,20 @@ def compare_findings(local: Mapping[str, str], remote: Mapping[str, str]) -> Ite
     """The local SHA256SUMS against the remote one."""
     for path in sorted(set(local) | set(remote)):
         if path not in remote:
-            yield Problem("local.unpublished", path, "in the local registry but not on the Hub", "run `registry publish`")
+            yield Problem(
+                "local.unpublished", path, "in the local registry but not on the Hub", "run `registry publish`"
+            )
         elif path not in local:
-            yield Problem("local.missing", path, "on the Hub but not in the local registry", "run `registry pull` into a new folder, or publish the deletion")
+            yield Problem(
+                "local.missing",
+                path,
+                "on the Hub but not in the local registry",
+                "run `registry pull` into a new folder, or publish the deletion",
+            )
         elif local[path] != remote[path]:
-            yield Problem("local.differs", path, f"local sha256 {local[path][:12]}… but the Hub's is {remote[path][:12]}…", "restore the published bytes, or publish a recorded rewrite")
+            yield Problem(
+                "local.differs",
+                path,
+                f"local sha256 {local[path][:12]}… but the Hub's is {remote[path][:12]}…",
+                "restore the published bytes, or publish a recorded rewrite",
+            )

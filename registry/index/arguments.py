@@ -41,9 +41,15 @@ def _name_defect(value: str) -> str:
 
 def require_name(value: str, what: str, option: str) -> None:
     """A plain name: letters, digits, ``.``, ``_``, ``+``, ``-``; it becomes a directory in the registry."""
-    defect = _name_defect(value) or ("" if re.fullmatch(NAME_PATTERN, value) else "is not a plain name (letters, digits, '.', '_', '+', '-'; no path separators, no leading dot)")
+    defect = _name_defect(value) or (
+        ""
+        if re.fullmatch(NAME_PATTERN, value)
+        else "is not a plain name (letters, digits, '.', '_', '+', '-'; no path separators, no leading dot)"
+    )
     if defect:
-        raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"pass a plain name to {option}")
+        raise RegistryError(
+            "args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"pass a plain name to {option}"
+        )
 
 
 def require_file_name(value: str, what: str, option: str) -> None:
@@ -52,34 +58,63 @@ def require_file_name(value: str, what: str, option: str) -> None:
     if not defect and ("/" in value or path_problem(value)):
         defect = "is not a file name"
     if defect:
-        raise RegistryError("args.bad-name", _shown(value), f"{what} {value!r} {defect}", f"rename the file (no control, bidi or zero-width characters, backslashes or surrounding spaces) and pass it to {option}")
+        raise RegistryError(
+            "args.bad-name",
+            _shown(value),
+            f"{what} {value!r} {defect}",
+            f"rename the file (no control, bidi or zero-width characters, backslashes or surrounding spaces) and pass it to {option}",
+        )
 
 
 def require_sha(value: str, option: str) -> str:
     value = value.lower()
     if not re.fullmatch(SHA256_PATTERN, value):
-        raise RegistryError("args.bad-sha256", _shown(value), "not a 64-hex sha256", f"pass the full sha256 to {option}")
+        raise RegistryError(
+            "args.bad-sha256", _shown(value), "not a 64-hex sha256", f"pass the full sha256 to {option}"
+        )
     return value
 
 
 def require_finite(value: float, option: str) -> float:
     """A number JSON can hold: NaN and ±Infinity (``nan``, ``inf``, ``1e309``) have no JSON form."""
     if not math.isfinite(value):
-        raise RegistryError("args.not-finite", option, f"{value} is not a finite number, and JSON has no NaN or Infinity", f"pass a finite number to {option}")
+        raise RegistryError(
+            "args.not-finite",
+            option,
+            f"{value} is not a finite number, and JSON has no NaN or Infinity",
+            f"pass a finite number to {option}",
+        )
     return value
 
 
 def require_text(value: str, option: str, limit: int = MAX_NOTES_CHARS) -> str:
     """Free text the card shows: valid UTF-8, bounded, and free of the card's hand-written-section markers."""
-    from ..card.handwritten import marker_in  # the card package (Jinja2, the Hub's card data) is heavy; load it only here
+    from ..card.handwritten import (
+        marker_in,
+    )  # the card package (Jinja2, the Hub's card data) is heavy; load it only here
 
     if SURROGATES.search(value):  # how Python hands over command-line bytes that are not UTF-8
-        raise RegistryError("args.not-utf8", option, "the text is not valid UTF-8", f"pass {option} as UTF-8 text (check the terminal's or the file's encoding)")
+        raise RegistryError(
+            "args.not-utf8",
+            option,
+            "the text is not valid UTF-8",
+            f"pass {option} as UTF-8 text (check the terminal's or the file's encoding)",
+        )
     if len(value) > limit:
-        raise RegistryError("args.too-long", option, f"the text is {len(value)} characters; at most {limit} are kept", f"shorten {option} (long notes belong in the card's hand-written section)")
+        raise RegistryError(
+            "args.too-long",
+            option,
+            f"the text is {len(value)} characters; at most {limit} are kept",
+            f"shorten {option} (long notes belong in the card's hand-written section)",
+        )
     marker = marker_in(value)
     if marker:
-        raise RegistryError("args.card-marker", option, f"the text contains the card's hand-written-section marker {marker}, which would leave README.md unrenderable", f"remove that marker from {option}")
+        raise RegistryError(
+            "args.card-marker",
+            option,
+            f"the text contains the card's hand-written-section marker {marker}, which would leave README.md unrenderable",
+            f"remove that marker from {option}",
+        )
     return value
 
 
@@ -110,8 +145,18 @@ def parse_value(text: str, unit: str | None, option: str = "--value") -> tuple[f
     if parsed is None and text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
         parsed = float(text), None  # a number JSON cannot hold: require_finite names it
     if parsed is None:
-        raise RegistryError("args.bad-value", option, f"{text!r} is not a number, a percentage (52.2%) or a score out of a total (41.0/60)", f"pass {option} as 52.2, 52.2% or 41.0/60")
+        raise RegistryError(
+            "args.bad-value",
+            option,
+            f"{text!r} is not a number, a percentage (52.2%) or a score out of a total (41.0/60)",
+            f"pass {option} as 52.2, 52.2% or 41.0/60",
+        )
     value, written = parsed
     if written is not None and unit is not None and written != unit:
-        raise RegistryError("args.bad-value", option, f"{text!r} carries the unit {written} but --unit says {unit}", "give the unit once: in --value or with --unit")
+        raise RegistryError(
+            "args.bad-value",
+            option,
+            f"{text!r} carries the unit {written} but --unit says {unit}",
+            "give the unit once: in --value or with --unit",
+        )
     return value, written or unit or "%"

@@ -15,7 +15,9 @@ from ..core.staged_sums import stage_sums
 from ..gguf.modelfile import modelfiles
 
 
-def stage_derived(repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None, absorb: bool | Set[str] = False) -> dict[str, str]:
+def stage_derived(
+    repo: Repo, txn: Transaction, index: Index, progress: Progress | None = None, absorb: bool | Set[str] = False
+) -> dict[str, str]:
     """Stage the files derived from the index (card, evaluation.json, Modelfiles, SHA256SUMS) after
     the other staged writes.
 
@@ -32,5 +34,7 @@ def stage_modelfiles(repo: Repo, txn: Transaction, index: Index) -> None:
     (:mod:`registry.gguf.modelfile`: it depends only on the GGUF's path)."""
     for rel, text in modelfiles([g.path for g in index.ggufs]).items():
         data, path = text.encode("utf-8"), repo.root / rel
-        if txn.staged_source(rel) is None and not (path.is_file() and not path.is_symlink() and repo.read_bytes(path) == data):
+        if txn.staged_source(rel) is None and not (
+            path.is_file() and not path.is_symlink() and repo.read_bytes(path) == data
+        ):
             txn.write(rel, data)

@@ -41,7 +41,12 @@ def build(model: type[M], data: Mapping[str, Any], options: Mapping[str, str]) -
 
 def check_language(lang: str) -> str:
     if lang not in LANGUAGES:
-        raise RegistryError("args.bad-language", "--lang", f"language {lang!r} is not one the card is written in", "pass --lang zh or --lang en")
+        raise RegistryError(
+            "args.bad-language",
+            "--lang",
+            f"language {lang!r} is not one the card is written in",
+            "pass --lang zh or --lang en",
+        )
     return lang
 
 
@@ -51,7 +56,12 @@ def card_language(index: Index, lang: str | None, option: str) -> str:
         languages = index.registry.languages
         if len(languages) == 1:
             return languages[0]
-        raise RegistryError("args.missing", "--lang", f"the card is in {' and '.join(languages)}, so {option} needs to say which language it is in", "add --lang zh or --lang en")
+        raise RegistryError(
+            "args.missing",
+            "--lang",
+            f"the card is in {' and '.join(languages)}, so {option} needs to say which language it is in",
+            "add --lang zh or --lang en",
+        )
     return check_language(lang)
 
 
@@ -71,7 +81,12 @@ def edit_index(root: Path, change: Callable[[Index], T]) -> T:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-            raise RegistryError("args.invalid", INDEX_NAME, f"the change would make {where} invalid: {err['msg']}", "correct the option that sets it") from exc
+            raise RegistryError(
+                "args.invalid",
+                INDEX_NAME,
+                f"the change would make {where} invalid: {err['msg']}",
+                "correct the option that sets it",
+            ) from exc
         problems = index_problems(index)
         if problems:
             raise RegistryError.of(problems)  # one line per broken rule, each with its fix

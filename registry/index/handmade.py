@@ -22,16 +22,45 @@ from .arguments import split_value
 
 # The keys people use, by the fact they state (aliases seen in hand-made indexes first).
 TOP = {"title": "title", "license": "license", "licence": "license", "repo_id": "repo_id", "repo": "repo_id"}
-BASE = {"name": "name", "dir": "name", "directory": "name", "filename": "filename", "file": "filename", "source": "source", "repo": "source", "sha256": "sha256", "vocab": "vocab"}
+BASE = {
+    "name": "name",
+    "dir": "name",
+    "directory": "name",
+    "filename": "filename",
+    "file": "filename",
+    "source": "source",
+    "repo": "source",
+    "sha256": "sha256",
+    "vocab": "vocab",
+}
 ENTRY = {
     "path": "path", "file": "path", "method": "method", "base_sha256": "base_sha256", "base": "base",
     "data_version": "data_version", "data_sha256": "data_sha256", "dataset_repo": "dataset_repo", "sha256": "sha256",
     "size": "size", "recommended": "recommended", "content_version": "content_version", "notes": "notes",
     "adapter_id": "adapter_id", "profile": "profile", "sampling": "sampling",
 }  # fmt: skip
-REFERENCE = {"name": "name", "method": "method", "base_sha256": "base_sha256", "base": "base", "location": "location", "uploaded": "uploaded", "notes": "notes"}
+REFERENCE = {
+    "name": "name",
+    "method": "method",
+    "base_sha256": "base_sha256",
+    "base": "base",
+    "location": "location",
+    "uploaded": "uploaded",
+    "notes": "notes",
+}
 DATA = {"version": "data_version", "sha256": "data_sha256", "dataset_repo": "dataset_repo", "repo": "dataset_repo"}
-SCORE = {"benchmark": "benchmark", "name": "benchmark", "value": "value", "score": "value", "unit": "unit", "date": "date", "backend": "backend", "runs": "runs", "count": "count", "notes": "notes"}
+SCORE = {
+    "benchmark": "benchmark",
+    "name": "benchmark",
+    "value": "value",
+    "score": "value",
+    "unit": "unit",
+    "date": "date",
+    "backend": "backend",
+    "runs": "runs",
+    "count": "count",
+    "notes": "notes",
+}
 ENTRY_LISTS = ("entries", "weights", "files")
 TYPES: dict[str, type | tuple[type, ...]] = {"size": int, "recommended": bool, "uploaded": bool}
 
@@ -90,7 +119,9 @@ class HandIndex:
         return next((e for e in self.entries if e.path == path), None)
 
     def base(self, name: str, filename: str) -> HandBase | None:
-        return next((b for b in self.bases if b.facts.get("name") == name or b.facts.get("filename") in (filename, name)), None)
+        return next(
+            (b for b in self.bases if b.facts.get("name") == name or b.facts.get("filename") in (filename, name)), None
+        )
 
 
 def _shown(value: Any) -> str:
@@ -140,7 +171,9 @@ def _score(item: Any, where: str, out: HandIndex) -> HandScore:
     if score is None:
         for key in item:
             out.kept.pop(f"{where}.{key}", None)  # kept whole, below
-        out.leave(where, item, f"a result needs benchmark, value, date and backend; this one lacks {', '.join(missing)}")
+        out.leave(
+            where, item, f"a result needs benchmark, value, date and backend; this one lacks {', '.join(missing)}"
+        )
     return HandScore(where, fields, score)
 
 
@@ -154,7 +187,11 @@ def _scores(item: dict, where: str, out: HandIndex) -> list[HandScore]:
 
 def _entry(item: Any, where: str, out: HandIndex) -> None:
     if isinstance(item, dict) and item.get("path", item.get("file")) is None and isinstance(item.get("name"), str):
-        out.references.append(HandReference(where, _take(item, REFERENCE, where, out, skip=("scores", "path", "file")), _scores(item, where, out)))
+        out.references.append(
+            HandReference(
+                where, _take(item, REFERENCE, where, out, skip=("scores", "path", "file")), _scores(item, where, out)
+            )
+        )
         return
     if not isinstance(item, dict) or not isinstance(item.get("path", item.get("file")), str):
         out.leave(where, item, "no path")
@@ -171,14 +208,25 @@ def _entry(item: Any, where: str, out: HandIndex) -> None:
 def read_hand_index(data: Any) -> HandIndex:
     """Every fact of a hand-written index.json that maps, and every field that does not."""
     if not isinstance(data, dict):
-        raise RegistryError("adopt.index-not-object", INDEX_NAME, f"holds a JSON {type(data).__name__}, not an object", "fix index.json, or move it out of the folder to adopt without it")
+        raise RegistryError(
+            "adopt.index-not-object",
+            INDEX_NAME,
+            f"holds a JSON {type(data).__name__}, not an object",
+            "fix index.json, or move it out of the folder to adopt without it",
+        )
     out = HandIndex()
     lists = [k for k in ENTRY_LISTS if k in data]
     out.facts = _take(data, TOP, "$", out, skip=("bases", *lists))
     bases = data.get("bases", [])
     for i, item in enumerate(bases if isinstance(bases, list) else []):
         if isinstance(item, dict):
-            out.bases.append(HandBase(f"$.bases[{i}]", _take(item, BASE, f"$.bases[{i}]", out, skip=("scores",)), _scores(item, f"$.bases[{i}]", out)))
+            out.bases.append(
+                HandBase(
+                    f"$.bases[{i}]",
+                    _take(item, BASE, f"$.bases[{i}]", out, skip=("scores",)),
+                    _scores(item, f"$.bases[{i}]", out),
+                )
+            )
         else:
             out.leave(f"$.bases[{i}]", item)
     if not isinstance(bases, list):

@@ -65,7 +65,9 @@ class Release:
 
 def _load_index(path: Path, display: str) -> Index | DatasetIndex:
     data = read_json(path, display)
-    model: type[Index] | type[DatasetIndex] = DatasetIndex if isinstance(data, dict) and data.get("kind") == DATASET_KIND else Index
+    model: type[Index] | type[DatasetIndex] = (
+        DatasetIndex if isinstance(data, dict) and data.get("kind") == DATASET_KIND else Index
+    )
     return load_model(path, model, display)
 
 
@@ -111,7 +113,9 @@ def kept_release(repo: Repo, revision: str) -> Release | None:
 
 
 def read_kept(repo: Repo, record: ReleaseRecord, folder: Path) -> Release:
-    files = {name: folder / name for name in RELEASE_FILES if (folder / name).is_file() and not (folder / name).is_symlink()}
+    files = {
+        name: folder / name for name in RELEASE_FILES if (folder / name).is_file() and not (folder / name).is_symlink()
+    }
     return read_release(record.commit, files, record.commit, f"{repo.rel(folder)}/")
 
 
@@ -119,8 +123,20 @@ def recorded_release(repo: Repo, commit: str | None) -> Release:
     """The local record of the last publish or pull (``.registry/published/``): its SHA256SUMS only."""
     sums = published_sums(repo)
     if not sums:
-        raise RegistryError("history.no-record", repo.rel(repo.published_dir), "no publish or pull is recorded here", "publish the registry first, or name a Hub revision")
-    return Release("published", sums, None, "", commit, ("the local record keeps SHA256SUMS only: weights compared by sha256, no scores or card",))
+        raise RegistryError(
+            "history.no-record",
+            repo.rel(repo.published_dir),
+            "no publish or pull is recorded here",
+            "publish the registry first, or name a Hub revision",
+        )
+    return Release(
+        "published",
+        sums,
+        None,
+        "",
+        commit,
+        ("the local record keeps SHA256SUMS only: weights compared by sha256, no scores or card",),
+    )
 
 
 def hub_release(hub: Hub, commit: str, tree: Mapping[str, RemoteFile] | None = None) -> Release:
@@ -146,7 +162,13 @@ class Artifact:
     files: tuple[str, ...] = ()  # every file of it in SHA256SUMS (shards; a version's folder)
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "sha256": self.sha256, "method": self.method, "base": self.base, "data_version": self.data_version}
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "method": self.method,
+            "base": self.base,
+            "data_version": self.data_version,
+        }
 
 
 @dataclass(frozen=True)
@@ -162,7 +184,12 @@ class ArtifactChange:
         return found
 
     def as_dict(self) -> dict:
-        return {"status": self.status, **self.artifact.as_dict(), "old_sha256": self.old.sha256 if self.old else None, "new_sha256": self.new.sha256 if self.new else None}
+        return {
+            "status": self.status,
+            **self.artifact.as_dict(),
+            "old_sha256": self.old.sha256 if self.old else None,
+            "new_sha256": self.new.sha256 if self.new else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -177,7 +204,16 @@ class ScoreChange:
     new: str | None
 
     def as_dict(self) -> dict:
-        return {"status": self.status, "owner": self.owner, "benchmark": self.benchmark, "setup": self.setup, "backend": self.backend, "date": self.date, "old": self.old, "new": self.new}
+        return {
+            "status": self.status,
+            "owner": self.owner,
+            "benchmark": self.benchmark,
+            "setup": self.setup,
+            "backend": self.backend,
+            "date": self.date,
+            "old": self.old,
+            "new": self.new,
+        }
 
 
 @dataclass(frozen=True)
@@ -255,7 +291,9 @@ class ReleaseDiff:
             "summary": self.summary(),
             key: [c.as_dict() for c in self.artifacts],
             "scores": [c.as_dict() for c in self.scores],
-            "recommended": None if self.recommended is None else {"before": list(self.recommended[0]), "after": list(self.recommended[1])},
+            "recommended": None
+            if self.recommended is None
+            else {"before": list(self.recommended[0]), "after": list(self.recommended[1])},
             "files": [c.as_dict() for c in self.files],
             "card": None if self.card is None else self.card.as_dict(),
             "notes": list(self.notes),
@@ -265,7 +303,14 @@ class ReleaseDiff:
 def _layout_artifact(path: str, sha: str) -> Artifact:
     """A weight known only from SHA256SUMS: ``<base>/<method>/<data-version>/…`` says the rest."""
     parts = path.split("/")
-    return Artifact(path, sha, parts[1] if len(parts) > 3 else None, parts[0] if len(parts) > 1 else None, parts[2] if len(parts) > 3 else None, (path,))
+    return Artifact(
+        path,
+        sha,
+        parts[1] if len(parts) > 3 else None,
+        parts[0] if len(parts) > 1 else None,
+        parts[2] if len(parts) > 3 else None,
+        (path,),
+    )
 
 
 def artifacts(release: Release) -> dict[str, Artifact]:
@@ -273,7 +318,12 @@ def artifacts(release: Release) -> dict[str, Artifact]:
     index = release.index
     if isinstance(index, DatasetIndex):
         return {
-            v.version: Artifact(v.version, v.trained_file.sha256, data_version=v.version, files=tuple(p for p in release.sums if p.startswith(f"{v.version}/")))
+            v.version: Artifact(
+                v.version,
+                v.trained_file.sha256,
+                data_version=v.version,
+                files=tuple(p for p in release.sums if p.startswith(f"{v.version}/")),
+            )
             for v in index.versions
         }
     if isinstance(index, Index):
@@ -281,7 +331,14 @@ def artifacts(release: Release) -> dict[str, Artifact]:
         for entry in index.entries:
             base = index.base_by_sha(entry.base_sha256)
             files = (entry.path, *(s.path for s in entry.shards))
-            found[entry.path] = Artifact(entry.path, entry.sha256, entry.method, base.name if base else entry.path.split("/")[0], entry.data.version, files)
+            found[entry.path] = Artifact(
+                entry.path,
+                entry.sha256,
+                entry.method,
+                base.name if base else entry.path.split("/")[0],
+                entry.data.version,
+                files,
+            )
         return found
     return {p: _layout_artifact(p, sha) for p, sha in release.sums.items() if p.endswith(WEIGHT_SUFFIXES)}
 
@@ -292,7 +349,11 @@ def _scores(index: Index | DatasetIndex | None) -> dict[tuple[str, str, str | No
     owned = [(e.path, e.scores) for e in index.entries]
     owned += [(b.name, b.scores) for b in index.bases]
     owned += [(f"{b.name}/{r.name}", r.scores) for b in index.bases for r in b.references]
-    return {(owner, s.benchmark, s.setup, s.backend, s.date.isoformat()): f"{s.value:g} {s.unit}".rstrip() for owner, scores in owned for s in scores}
+    return {
+        (owner, s.benchmark, s.setup, s.backend, s.date.isoformat()): f"{s.value:g} {s.unit}".rstrip()
+        for owner, scores in owned
+        for s in scores
+    }
 
 
 def _recommended(index: Index | DatasetIndex | None) -> tuple[str, ...]:
@@ -335,9 +396,14 @@ def _changes(old: Mapping[K, str], new: Mapping[K, str]) -> list[tuple[Status, K
 def compare(old: Release, new: Release) -> ReleaseDiff:
     """What changed from ``old`` to ``new``: weights (data versions) by sha256, scores, the
     recommended weights, every other file SHA256SUMS lists, and the card's text."""
-    kind: Literal["model", "dataset"] = "dataset" if isinstance(new.index, DatasetIndex) or isinstance(old.index, DatasetIndex) else "model"
+    kind: Literal["model", "dataset"] = (
+        "dataset" if isinstance(new.index, DatasetIndex) or isinstance(old.index, DatasetIndex) else "model"
+    )
     a, b = artifacts(old), artifacts(new)
-    changes = tuple(ArtifactChange(s, a.get(p), b.get(p)) for s, p in _changes({p: x.sha256 for p, x in a.items()}, {p: x.sha256 for p, x in b.items()}))
+    changes = tuple(
+        ArtifactChange(s, a.get(p), b.get(p))
+        for s, p in _changes({p: x.sha256 for p, x in a.items()}, {p: x.sha256 for p, x in b.items()})
+    )
     covered = {f for x in (*a.values(), *b.values()) for f in x.files}
     others = [{p: sha for p, sha in sums.items() if p not in covered} for sums in (old.sums, new.sums)]
     files = tuple(FileChange(s, p, old.sums.get(p), new.sums.get(p)) for s, p in _changes(*others))
@@ -384,4 +450,8 @@ def registry_hub(repo: Repo, repo_id: str | None, revision: str = "main", progre
         repo_id = store.load(repo).dataset.repo_id if dataset else repo.load_index().registry.repo_id
     if repo_id is None and (record := recorded_remote(repo)) is not None:
         repo_id = record.repo_id
-    return None if repo_id is None else Hub(repo_id, revision, repo_type="dataset" if dataset else "model", progress=progress)
+    return (
+        None
+        if repo_id is None
+        else Hub(repo_id, revision, repo_type="dataset" if dataset else "model", progress=progress)
+    )

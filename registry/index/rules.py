@@ -29,33 +29,68 @@ def weight_paths(index: Index) -> Iterator[str]:
 def base_problems(index: Index) -> Iterator[Problem]:
     for name, count in Counter(b.name for b in index.bases).items():
         if count > 1:
-            yield Problem("index.duplicate-base", INDEX_NAME, f"base {name!r} listed {count} times", "remove the duplicate from bases")
+            yield Problem(
+                "index.duplicate-base",
+                INDEX_NAME,
+                f"base {name!r} listed {count} times",
+                "remove the duplicate from bases",
+            )
     for sha, count in Counter(b.sha256 for b in index.bases).items():
         if count > 1:
-            yield Problem("index.duplicate-base", INDEX_NAME, f"base sha256 {sha[:12]}… listed {count} times", "remove the duplicate from bases")
+            yield Problem(
+                "index.duplicate-base",
+                INDEX_NAME,
+                f"base sha256 {sha[:12]}… listed {count} times",
+                "remove the duplicate from bases",
+            )
     for base in index.bases:
         if base.filename != f"{base.name}.pth":
-            yield Problem("index.base-name", INDEX_NAME, f"base {base.name!r} has filename {base.filename!r}", "the base directory name must be the file name without .pth")
+            yield Problem(
+                "index.base-name",
+                INDEX_NAME,
+                f"base {base.name!r} has filename {base.filename!r}",
+                "the base directory name must be the file name without .pth",
+            )
 
 
 def entry_problems(index: Index) -> Iterator[Problem]:
     for path, count in sorted(Counter(weight_paths(index)).items()):
         if count > 1:
-            yield Problem("index.duplicate-entry", INDEX_NAME, f"weight file {path} listed {count} times", "list each weight file in exactly one entry")
+            yield Problem(
+                "index.duplicate-entry",
+                INDEX_NAME,
+                f"weight file {path} listed {count} times",
+                "list each weight file in exactly one entry",
+            )
     bases = {b.sha256 for b in index.bases}
     names = {b.name for b in index.bases}
     declared = declared_root(index)
     for entry in index.entries:
         if entry.base_sha256 not in bases:
-            yield Problem("index.unknown-base", INDEX_NAME, f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases", "add the base with `registry add-base` or fix base_sha256")
+            yield Problem(
+                "index.unknown-base",
+                INDEX_NAME,
+                f"entry {entry.path} names base sha256 {entry.base_sha256[:12]}…, which is not in bases",
+                "add the base with `registry add-base` or fix base_sha256",
+            )
         elif "/" not in entry.path and entry.method != "full":
-            yield Problem("index.bad-path", INDEX_NAME, f"entry path {entry.path} is at the root, where only a full fine-tune may stay", f"move it to <base>/{entry.method}/<data-version>/ and fix the entry's path")
+            yield Problem(
+                "index.bad-path",
+                INDEX_NAME,
+                f"entry path {entry.path} is at the root, where only a full fine-tune may stay",
+                f"move it to <base>/{entry.method}/<data-version>/ and fix the entry's path",
+            )
         for path in (entry.path, *(s.path for s in entry.shards)):
             problem = weight_path_problem(path, names, declared)
             if problem is not None:
                 yield problem
     if len({(p.base, p.version) for p in declared.values()}) > 1:
-        yield Problem("index.root-entries", INDEX_NAME, f"the root weights ({', '.join(sorted(declared))}) name different bases or data versions, but share the root's one train.json", "keep the root weights of one base and data version; move the others into <base>/full/<data-version>/")
+        yield Problem(
+            "index.root-entries",
+            INDEX_NAME,
+            f"the root weights ({', '.join(sorted(declared))}) name different bases or data versions, but share the root's one train.json",
+            "keep the root weights of one base and data version; move the others into <base>/full/<data-version>/",
+        )
 
 
 def weight_path_problem(path: str, bases: set[str], declared: dict[str, Placement] | None = None) -> Problem | None:
@@ -66,7 +101,12 @@ def weight_path_problem(path: str, bases: set[str], declared: dict[str, Placemen
     if isinstance(placed, Placement) and placed.name != TRAIN_JSON:
         return None
     why = placed.message if isinstance(placed, Problem) else "that is the data-version directory's train.json"
-    return Problem("index.bad-path", INDEX_NAME, f"entry path {path} is not a <base>/<method>/<data-version>/ weight path ({why})", "fix the entry's path (or remove the entry)")
+    return Problem(
+        "index.bad-path",
+        INDEX_NAME,
+        f"entry path {path} is not a <base>/<method>/<data-version>/ weight path ({why})",
+        "fix the entry's path (or remove the entry)",
+    )
 
 
 def index_problems(index: Index) -> list[Problem]:

@@ -32,7 +32,9 @@ class Context:
     digests: dict[str, str] = field(default_factory=dict)  # actual sha256 of every file
     listed_sums: dict[str, str] | None = None
     progress: Progress | None = None
-    options: dict[str, Any] = field(default_factory=dict)  # linked, linked_hub, hub_progress, public_key: see validate()
+    options: dict[str, Any] = field(
+        default_factory=dict
+    )  # linked, linked_hub, hub_progress, public_key: see validate()
     pointers: dict[str, Pointer] = field(default_factory=dict)  # pointer mode: Git LFS pointers standing for files
 
     @property
@@ -63,7 +65,11 @@ def check_sums(ctx: Context) -> Iterator[Problem]:
         if problem.file in ctx.pointers:
             yield _pointer_finding(problem, ctx.pointers[problem.file], ctx.listed_sums.get(problem.file))
         else:
-            yield replace(problem, fix=ACCEPT_BYTES) if problem.code == "sums.mismatch" and problem.file in pinned else problem
+            yield (
+                replace(problem, fix=ACCEPT_BYTES)
+                if problem.code == "sums.mismatch" and problem.file in pinned
+                else problem
+            )
 
 
 POINTER_FIX = "check out the commit whose pointers match SHA256SUMS, or fetch the bytes (`git lfs pull`) and run `registry validate --require-bytes`"
@@ -72,8 +78,18 @@ POINTER_FIX = "check out the commit whose pointers match SHA256SUMS, or fetch th
 def _pointer_finding(problem: Problem, pointer: Pointer, listed: str | None) -> Problem:
     """A SHA256SUMS finding about a Git LFS pointer, said of the pointer: its oid is what differs."""
     if listed is None:
-        return Problem("lfs.unlisted", problem.file, f"a Git LFS pointer (oid {pointer.oid[:12]}…) to a file SHA256SUMS does not list", "remove the pointer, or register the file where its bytes are (`git lfs pull`, then `registry add` or `registry sums`)")
-    return Problem("lfs.oid-mismatch", problem.file, f"the Git LFS pointer's oid is {pointer.oid[:12]}… but SHA256SUMS says {listed[:12]}…", POINTER_FIX)
+        return Problem(
+            "lfs.unlisted",
+            problem.file,
+            f"a Git LFS pointer (oid {pointer.oid[:12]}…) to a file SHA256SUMS does not list",
+            "remove the pointer, or register the file where its bytes are (`git lfs pull`, then `registry add` or `registry sums`)",
+        )
+    return Problem(
+        "lfs.oid-mismatch",
+        problem.file,
+        f"the Git LFS pointer's oid is {pointer.oid[:12]}… but SHA256SUMS says {listed[:12]}…",
+        POINTER_FIX,
+    )
 
 
 def check_immutable(ctx: Context) -> Iterator[Problem]:

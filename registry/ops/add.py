@@ -63,26 +63,56 @@ def _check_request(request: AddRequest, index: Index) -> Base:
     if request.run is not None:
         require_name(request.run, "run name", "--run")
         if request.run in (HF_DIR, GGUF_DIR):
-            raise RegistryError("args.bad-name", request.run, f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF files (export-gguf)", "pass another --run name")
+            raise RegistryError(
+                "args.bad-name",
+                request.run,
+                f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF files (export-gguf)",
+                "pass another --run name",
+            )
     require_file_name(request.file.name, "file name", "registry add")
     require_text(request.notes, "--notes")
     if request.dataset_repo is not None:
         require_text(request.dataset_repo, "--dataset-repo")
     if not re.fullmatch(DATA_VERSION_PATTERN, request.data_version):
-        raise RegistryError("args.bad-data-version", repr(request.data_version), f"data version {request.data_version!r} must look like v1.41 or v2.1", "pass --data-version v<major>[.<minor>]")
+        raise RegistryError(
+            "args.bad-data-version",
+            repr(request.data_version),
+            f"data version {request.data_version!r} must look like v1.41 or v2.1",
+            "pass --data-version v<major>[.<minor>]",
+        )
     if request.method == "miss" and not request.run:
-        raise RegistryError("args.missing", request.file, "MiSS adapters live in a run directory", "pass --run NAME (e.g. r16-lr2e-5-e2)")
+        raise RegistryError(
+            "args.missing",
+            request.file,
+            "MiSS adapters live in a run directory",
+            "pass --run NAME (e.g. r16-lr2e-5-e2)",
+        )
     if not request.file.is_file():
         raise RegistryError("args.missing-file", request.file, "no such file", "check the path")
     if not request.train_json.is_file():
-        raise RegistryError("train.missing", request.train_json, "train.json not found", "pass --train-json with the trainer, hyperparameters, command and data sha256")
+        raise RegistryError(
+            "train.missing",
+            request.train_json,
+            "train.json not found",
+            "pass --train-json with the trainer, hyperparameters, command and data sha256",
+        )
     base = index.base_by_name(request.base)
     if base is None:
-        raise RegistryError("base.unknown", request.base, "no such base in index.json", f"run `registry add-base {request.base}.pth` first")
-    rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
-    if weight_path_problem(rel, {base.name}) is not None:  # validate's rule, so that no entry is added that validate then rejects
         raise RegistryError(
-            "args.not-a-weight-name", request.file, f"{request.file.name!r} is not the name of a weight file (validate would refuse {rel})", f"rename the file to end in {' or '.join(WEIGHT_SUFFIXES)} and pass it to registry add"
+            "base.unknown",
+            request.base,
+            "no such base in index.json",
+            f"run `registry add-base {request.base}.pth` first",
+        )
+    rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
+    if (
+        weight_path_problem(rel, {base.name}) is not None
+    ):  # validate's rule, so that no entry is added that validate then rejects
+        raise RegistryError(
+            "args.not-a-weight-name",
+            request.file,
+            f"{request.file.name!r} is not the name of a weight file (validate would refuse {rel})",
+            f"rename the file to end in {' or '.join(WEIGHT_SUFFIXES)} and pass it to registry add",
         )
     return base
 
@@ -103,7 +133,12 @@ def _check_train_json(request: AddRequest, source: Path, base: Base) -> tuple[Tr
             "train on and declare the same data, or fix train.json",
         )
     if request.dataset_repo and train.data.repo and request.dataset_repo != train.data.repo:
-        raise RegistryError("train.data-mismatch", request.train_json, f"data.repo is {train.data.repo} but --dataset-repo says {request.dataset_repo}", "pass the dataset repo train.json names, or fix train.json")
+        raise RegistryError(
+            "train.data-mismatch",
+            request.train_json,
+            f"data.repo is {train.data.repo} but --dataset-repo says {request.dataset_repo}",
+            "pass the dataset repo train.json names, or fix train.json",
+        )
     return train, train.data_sha256
 
 
@@ -112,7 +147,12 @@ def _check_data_sums(request: AddRequest, data_sha: str | None) -> None:
     if request.data_sums is None:
         return
     if data_sha is None:
-        raise RegistryError("data.no-sha256", request.train_json, "names its data by dataset repo and revision, with no file sha256 to look up in --data-sums", "add the sha256 of the file the trainer read to train.json's data, or leave out --data-sums")
+        raise RegistryError(
+            "data.no-sha256",
+            request.train_json,
+            "names its data by dataset repo and revision, with no file sha256 to look up in --data-sums",
+            "add the sha256 of the file the trainer read to train.json's data, or leave out --data-sums",
+        )
     from ..core.schemas import read_bounded
     from ..core.sums import MAX_SUMS_BYTES
 
@@ -180,7 +220,12 @@ def _stage_weight(request: AddRequest, staging: Path, progress: Progress | None)
                 os.link(request.file, staged)
                 linked = staged.stat()
                 if (linked.st_dev, linked.st_ino) != (source.stat.st_dev, source.stat.st_ino):
-                    raise RegistryError("fs.changed", request.file, "the weight file was replaced while it was being added", "run the command again once nothing else writes to it")
+                    raise RegistryError(
+                        "fs.changed",
+                        request.file,
+                        "the weight file was replaced while it was being added",
+                        "run the command again once nothing else writes to it",
+                    )
                 return staged, hash_file(staged, progress)
             return staged, copy_hashing(source, staged, progress)
     except BaseException:
@@ -204,23 +249,48 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         _check_data_sums(request, data_sha)
         rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
         if index.entry_by_path(rel) or (repo.root / rel).exists():
-            raise RegistryError("entry.exists", rel, "a file is already registered at this path", "use another --run or file name; published files are never replaced")
-        clash = next((group for group in collisions([*scan_tree(repo.root).files, rel]) if any(rel == name or rel.startswith(f"{name}/") for name in group)), None)
+            raise RegistryError(
+                "entry.exists",
+                rel,
+                "a file is already registered at this path",
+                "use another --run or file name; published files are never replaced",
+            )
+        clash = next(
+            (
+                group
+                for group in collisions([*scan_tree(repo.root).files, rel])
+                if any(rel == name or rel.startswith(f"{name}/") for name in group)
+            ),
+            None,
+        )
         if clash:
             raise RegistryError(
-                "args.name-collision", request.file, f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file on macOS and Windows checkouts", "rename the file (or pass another --run) so that it differs in more"
+                "args.name-collision",
+                request.file,
+                f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file on macOS and Windows checkouts",
+                "rename the file (or pass another --run) so that it differs in more",
             )
         train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)
         existing_train = repo.root / train_rel
         if existing_train.is_file() and existing_train.read_bytes() != train_bytes:
-            raise RegistryError("train.conflict", train_rel, "a different train.json is already in this data-version directory", f"pass --train-json {existing_train}")
+            raise RegistryError(
+                "train.conflict",
+                train_rel,
+                "a different train.json is already in this data-version directory",
+                f"pass --train-json {existing_train}",
+            )
         staged, sha = _stage_weight(request, txn.staging, progress)
         try:
             # The staged file is what gets registered: inspect that, not the path the user named.
             inspection = accept_weight(staged, request.method, base, request.file)
             duplicate = next((e for e in index.entries if e.sha256 == sha), None)
             if duplicate:
-                raise RegistryError("entry.duplicate", request.file, f"the same bytes are already registered as {duplicate.path}", "nothing to do")
+                raise RegistryError(
+                    "entry.duplicate",
+                    request.file,
+                    f"the same bytes are already registered as {duplicate.path}",
+                    "nothing to do",
+                )
         except RegistryError as err:
             _unstage(staged)
             raise err.naming(str(staged), str(request.file)) from err
@@ -231,7 +301,12 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
             path=rel,
             method=request.method,
             base_sha256=base.sha256,
-            data=DataRef(version=request.data_version, sha256=data_sha, dataset_repo=request.dataset_repo or train.data.repo, dataset_revision=train.data.revision),
+            data=DataRef(
+                version=request.data_version,
+                sha256=data_sha,
+                dataset_repo=request.dataset_repo or train.data.repo,
+                dataset_revision=train.data.revision,
+            ),
             sha256=sha,
             size=staged.stat().st_size,
             format="safetensors" if rel.endswith(".safetensors") else "pth",
@@ -249,6 +324,3 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index, progress)
     return entry
-
-
-

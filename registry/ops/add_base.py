@@ -29,22 +29,30 @@ class BaseRequest:
     sha256: str | None = None  # declared (--metadata-only) or expected
 
 
-
 @dataclass(frozen=True)
 class AddedBase:
     base: Base
     in_catalog: bool  # False: not a known official base (the CLI says so)
 
 
-def add_base(root: Path, request: BaseRequest, progress: Progress | None = None, catalog: Index | None = None) -> AddedBase:
+def add_base(
+    root: Path, request: BaseRequest, progress: Progress | None = None, catalog: Index | None = None
+) -> AddedBase:
     """Register a base checkpoint (its file stays where it is; only its fingerprint is recorded)."""
     repo = Repo.open(root)
     if not request.filename.endswith(".pth"):
-        raise RegistryError("base.not-pth", request.filename, "a base checkpoint must be a .pth file", "pass the official .pth file")
+        raise RegistryError(
+            "base.not-pth", request.filename, "a base checkpoint must be a .pth file", "pass the official .pth file"
+        )
     name = request.filename[: -len(".pth")]
     require_name(name, "base name", "add-base")
     if name == DOCS_DIR:
-        raise RegistryError("base.reserved-name", request.filename, f"{DOCS_DIR}/ is the registry's documentation folder", "rename the base file")
+        raise RegistryError(
+            "base.reserved-name",
+            request.filename,
+            f"{DOCS_DIR}/ is the registry's documentation folder",
+            "rename the base file",
+        )
     expected = require_sha(request.sha256, "--sha256") if request.sha256 else None
     catalog = catalog if catalog is not None else load_catalog()
     with transaction(repo.root) as txn:
@@ -52,7 +60,12 @@ def add_base(root: Path, request: BaseRequest, progress: Progress | None = None,
         base = check_against_catalog(fingerprint_base(request, name, expected, progress), catalog)
         for existing in index.bases:
             if existing.name == name or existing.sha256 == base.sha256:
-                raise RegistryError("base.exists", request.filename, f"base already registered as {existing.name} ({existing.sha256[:12]}…)", "nothing to do; old bases are never replaced")
+                raise RegistryError(
+                    "base.exists",
+                    request.filename,
+                    f"base already registered as {existing.name} ({existing.sha256[:12]}…)",
+                    "nothing to do; old bases are never replaced",
+                )
         index.bases.append(base)
         txn.mkdir(name)
         txn.write(INDEX_NAME, render_index(index))
@@ -64,13 +77,36 @@ def fingerprint_base(request: BaseRequest, name: str, expected: str | None, prog
     """The base as recorded: inspected and hashed through one open of the file (or declared by hash)."""
     if request.path is None:
         if expected is None:
-            raise RegistryError("args.missing", request.filename, "--metadata-only needs --sha256", "pass the published sha256 with --sha256")
+            raise RegistryError(
+                "args.missing",
+                request.filename,
+                "--metadata-only needs --sha256",
+                "pass the published sha256 with --sha256",
+            )
         return Base(name=name, filename=request.filename, source=request.source, sha256=expected, vocab=request.vocab)
     with pinned(request.path, "base checkpoint") as source:
         inspection = inspect_weights(source.stable)
         if inspection.kind != "checkpoint" or inspection.architecture is None:
-            raise RegistryError("base.not-checkpoint", source.stable, f"this is a {inspection.kind} file, not an RWKV-7 checkpoint", "pass the base .pth")
+            raise RegistryError(
+                "base.not-checkpoint",
+                source.stable,
+                f"this is a {inspection.kind} file, not an RWKV-7 checkpoint",
+                "pass the base .pth",
+            )
         sha = hash_file(source.stable, progress)
     if expected and expected != sha:
-        raise RegistryError("base.sha-mismatch", request.path, f"sha256 is {sha}, not the expected {request.sha256}", "download the file again")
-    return Base(name=name, filename=request.filename, source=request.source, sha256=sha, vocab=request.vocab, architecture=inspection.architecture, size=source.stat.st_size)
+        raise RegistryError(
+            "base.sha-mismatch",
+            request.path,
+            f"sha256 is {sha}, not the expected {request.sha256}",
+            "download the file again",
+        )
+    return Base(
+        name=name,
+        filename=request.filename,
+        source=request.source,
+        sha256=sha,
+        vocab=request.vocab,
+        architecture=inspection.architecture,
+        size=source.stat.st_size,
+    )

@@ -49,8 +49,30 @@ from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
 from ..core.layout import Placement, export_folder, gguf_folder, is_excluded, is_weight, place
 from ..core.lfs import refuse_pointers
-from ..core.models import DATA_VERSION_PATTERN, METHODS, Base, DataRef, Entry, Index, Language, Reference, RegistryInfo, Serving, path_problem
-from ..core.names import ADOPTED_DIR, CARD_NAME, DERIVED, DOCS_DIR, INDEX_NAME, PRIVATE_DIR, SHARD_INDEX, SUMS_NAME, TRAIN_JSON
+from ..core.models import (
+    DATA_VERSION_PATTERN,
+    METHODS,
+    Base,
+    DataRef,
+    Entry,
+    Index,
+    Language,
+    Reference,
+    RegistryInfo,
+    Serving,
+    path_problem,
+)
+from ..core.names import (
+    ADOPTED_DIR,
+    CARD_NAME,
+    DERIVED,
+    DOCS_DIR,
+    INDEX_NAME,
+    PRIVATE_DIR,
+    SHARD_INDEX,
+    SUMS_NAME,
+    TRAIN_JSON,
+)
 from ..core.repo import Repo, find_root, render_index
 from ..core.schemas import load_model, read_json
 from ..core.staged_sums import remember_digests, stage_sums
@@ -110,11 +132,17 @@ class AdoptReport:
     unmapped: list[str] = field(default_factory=list)
     overridden: list[str] = field(default_factory=list)
     readme: str = "none"
-    disputes: list[Problem] = field(default_factory=list, repr=False)  # index.json against the files: refused unless --trust-files
+    disputes: list[Problem] = field(
+        default_factory=list, repr=False
+    )  # index.json against the files: refused unless --trust-files
     given: str = ""  # the folder as the user named it, for the next steps
     base_paths: dict[str, str] = field(default_factory=dict)  # base name -> --base-file as the user gave it
-    front_matter_added: list[str] = field(default_factory=list)  # what the card's metadata adds to the author's, "key: value"
-    read_digests: dict[str, str] = field(default_factory=dict, repr=False)  # sha256 of every file as adopt read it, before it rewrote any
+    front_matter_added: list[str] = field(
+        default_factory=list
+    )  # what the card's metadata adds to the author's, "key: value"
+    read_digests: dict[str, str] = field(
+        default_factory=dict, repr=False
+    )  # sha256 of every file as adopt read it, before it rewrote any
 
     @property
     def next_steps(self) -> list[str]:
@@ -133,9 +161,13 @@ class AdoptReport:
         """What only the owner can decide, said in words (no command with a blank to fill)."""
         lines = []
         if not self.index.registry.license:
-            lines.append("no licence found: the card says none is given; `registry set license` records the SPDX id you choose")
+            lines.append(
+                "no licence found: the card says none is given; `registry set license` records the SPDX id you choose"
+            )
         if not self.index.registry.repo_id:
-            lines.append("no repo id found: pass the Hub repo's id to `registry publish --repo-id`, or record it with `registry set repo-id`")
+            lines.append(
+                "no repo id found: pass the Hub repo's id to `registry publish --repo-id`, or record it with `registry set repo-id`"
+            )
         return lines
 
     def as_dict(self) -> dict[str, Any]:
@@ -161,7 +193,9 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def adopt(root: Path, options: AdoptOptions, catalog: Index | None = None, progress: Progress | None = None) -> AdoptReport:
+def adopt(
+    root: Path, options: AdoptOptions, catalog: Index | None = None, progress: Progress | None = None
+) -> AdoptReport:
     """Adopt the folder ``root`` (see the module docstring); a refusal changes nothing."""
     given, root = str(root), Path(root).absolute()
     with dry_run(options.dry_run):  # a dry run writes nothing, caches included
@@ -187,18 +221,34 @@ def adopt(root: Path, options: AdoptOptions, catalog: Index | None = None, progr
 def _require_unchanged(root: Path, identities: dict[str, tuple[int, ...]]) -> None:
     """Under the lock: the folder holds exactly the files adopt read, unchanged since."""
     files = set(scan_tree(root).files)
-    changed = sorted(files ^ set(identities)) + [rel for rel in sorted(files & set(identities)) if _identity(os.stat(root / rel, follow_symlinks=False)) != identities[rel]]
+    changed = sorted(files ^ set(identities)) + [
+        rel
+        for rel in sorted(files & set(identities))
+        if _identity(os.stat(root / rel, follow_symlinks=False)) != identities[rel]
+    ]
     if changed:
-        raise RegistryError("fs.changed", changed[0], "changed while adopt was reading the folder", "run `registry adopt` again once nothing else writes to it")
+        raise RegistryError(
+            "fs.changed",
+            changed[0],
+            "changed while adopt was reading the folder",
+            "run `registry adopt` again once nothing else writes to it",
+        )
 
 
 def _check_folder(root: Path) -> None:
     if not root.is_dir():
-        raise RegistryError("args.not-a-directory", root, "no such directory", "pass the folder of the cloned or downloaded repo")
+        raise RegistryError(
+            "args.not-a-directory", root, "no such directory", "pass the folder of the cloned or downloaded repo"
+        )
     finish_interrupted(root)  # an interrupted adopt: finish it first
     enclosing = find_root(root.parent) if root.parent != root else None
     if enclosing is not None:
-        raise RegistryError("adopt.inside-registry", root, f"this folder is inside the registry at {enclosing}", "adopt a folder outside any registry")
+        raise RegistryError(
+            "adopt.inside-registry",
+            root,
+            f"this folder is inside the registry at {enclosing}",
+            "adopt a folder outside any registry",
+        )
     index = root / INDEX_NAME
     if index.is_file() and not index.is_symlink():
         try:  # the tool always writes format_version; a hand-written index need not name it
@@ -207,7 +257,12 @@ def _check_folder(root: Path) -> None:
             load_model(index, Index, INDEX_NAME)
         except (RegistryError, TypeError):
             return  # hand-written (or not JSON, refused with its line when it is read)
-        raise RegistryError("adopt.already-a-registry", root, "index.json was written by registry: this folder is a registry already", f"run `registry validate {root}`")
+        raise RegistryError(
+            "adopt.already-a-registry",
+            root,
+            "index.json was written by registry: this folder is a registry already",
+            f"run `registry validate {root}`",
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -220,16 +275,31 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
         raise RegistryError.of(scan.findings)
     sign = dataset_repo_signs(scan.files, _front_matter(root, scan.files), any(is_weight(rel) for rel in scan.files))
     if sign:
-        raise RegistryError("adopt.dataset-repo", root, f"{sign}: a dataset repo", f"run `registry dataset adopt {shlex.quote(str(root))}`")
+        raise RegistryError(
+            "adopt.dataset-repo",
+            root,
+            f"{sign}: a dataset repo",
+            f"run `registry dataset adopt {shlex.quote(str(root))}`",
+        )
     refuse_pointers(root, scan.files)
     identities = {rel: _identity(os.stat(root / rel, follow_symlinks=False)) for rel in scan.files}
     hashed = hash_files([root / rel for rel in scan.files], progress)
     digests = {path.relative_to(root).as_posix(): sha for path, sha in hashed.items()}
     repo = Repo(root)  # its read_bytes refuses a link (SHA256SUMS is outside the tree walk)
-    originals = {name: repo.read_bytes(root / name) for name in (INDEX_NAME, CARD_NAME, SUMS_NAME) if (root / name).is_file() or (root / name).is_symlink()}
+    originals = {
+        name: repo.read_bytes(root / name)
+        for name in (INDEX_NAME, CARD_NAME, SUMS_NAME)
+        if (root / name).is_file() or (root / name).is_symlink()
+    }
     _check_sums(root, originals.get(SUMS_NAME), digests)
     hand = read_hand_index(read_json(root / INDEX_NAME, INDEX_NAME)) if INDEX_NAME in originals else HandIndex()
-    report = AdoptReport(root, options.dry_run, Index(), unmapped=list(hand.unmapped), saved=sorted(f"{SAVED_DIR}/{n}" for n in originals))
+    report = AdoptReport(
+        root,
+        options.dry_run,
+        Index(),
+        unmapped=list(hand.unmapped),
+        saved=sorted(f"{SAVED_DIR}/{n}" for n in originals),
+    )
     report.base_paths = {Path(f).name.removesuffix(".pth"): str(f) for f in options.base_files}
     at_root = _root_weights(root, scan.files, hand, options)
     bases = _bases(root, scan.files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
@@ -255,23 +325,52 @@ def _check_sums(root: Path, data: bytes | None, digests: dict[str, str]) -> None
     """An existing SHA256SUMS must agree with every file it lists (files it does not list are fine)."""
     if data is None:
         return
-    listed = {rel.removeprefix("./"): sha for rel, sha in parse_sums(data, SUMS_NAME).items()}  # `sha256sum ./x` writes ./x
+    listed = {
+        rel.removeprefix("./"): sha for rel, sha in parse_sums(data, SUMS_NAME).items()
+    }  # `sha256sum ./x` writes ./x
     problems = []
     for rel, sha in sorted(listed.items()):
         actual = digests.get(rel)
-        if actual is None and "/" not in rel and path_problem(rel) is None and is_excluded(rel) and (root / rel).is_file() and not (root / rel).is_symlink():
+        if (
+            actual is None
+            and "/" not in rel
+            and path_problem(rel) is None
+            and is_excluded(rel)
+            and (root / rel).is_file()
+            and not (root / rel).is_symlink()
+        ):
             actual = next(iter(hash_files([root / rel]).values()))  # e.g. a .gitattributes someone listed
         if actual is None:
-            problems.append(Problem("adopt.sums-missing", rel, "listed in SHA256SUMS but not in the folder", "restore the file (download it again), or remove its line from SHA256SUMS"))
+            problems.append(
+                Problem(
+                    "adopt.sums-missing",
+                    rel,
+                    "listed in SHA256SUMS but not in the folder",
+                    "restore the file (download it again), or remove its line from SHA256SUMS",
+                )
+            )
         elif actual != sha:
-            problems.append(Problem("adopt.sums-mismatch", rel, f"sha256 is {actual[:12]}… but SHA256SUMS says {sha[:12]}…", "restore the file (download it again); if the file is right, correct its line in SHA256SUMS"))
+            problems.append(
+                Problem(
+                    "adopt.sums-mismatch",
+                    rel,
+                    f"sha256 is {actual[:12]}… but SHA256SUMS says {sha[:12]}…",
+                    "restore the file (download it again); if the file is right, correct its line in SHA256SUMS",
+                )
+            )
     if problems:
         raise RegistryError.of(problems)
 
 
 def _base_dirs(files: list[str]) -> list[str]:
     """Top-level folders laid out as ``<base>/<method>/…`` (others are checked by the layout rules)."""
-    return sorted({rel.split("/")[0] for rel in files if rel.count("/") >= 2 and rel.split("/")[0] != DOCS_DIR and rel.split("/")[1] in METHODS})
+    return sorted(
+        {
+            rel.split("/")[0]
+            for rel in files
+            if rel.count("/") >= 2 and rel.split("/")[0] != DOCS_DIR and rel.split("/")[1] in METHODS
+        }
+    )
 
 
 def _root_weights(root: Path, files: list[str], hand: HandIndex, options: AdoptOptions) -> dict[str, Placement]:
@@ -297,26 +396,59 @@ def _root_weights(root: Path, files: list[str], hand: HandIndex, options: AdoptO
             )  # fmt: skip
     train = read_train(root / TRAIN_JSON, TRAIN_JSON)
     named = [claim.filename.removesuffix(".pth") for claim in train.bases if claim.filename]
-    given = [Path(f).name.removesuffix(".pth") for f in options.base_files if Path(f).name.removesuffix(".pth") not in _base_dirs(files)]
+    given = [
+        Path(f).name.removesuffix(".pth")
+        for f in options.base_files
+        if Path(f).name.removesuffix(".pth") not in _base_dirs(files)
+    ]
     base = named[0] if named else (given[0] if len(given) == 1 else None)
     if base is None:
-        raise RegistryError("adopt.root-base", TRAIN_JSON, "names no base for the weights at the root", f'add "base": "<base file>.pth" to {TRAIN_JSON} (the checkpoint training started from), or pass --base-file with that file')
+        raise RegistryError(
+            "adopt.root-base",
+            TRAIN_JSON,
+            "names no base for the weights at the root",
+            f'add "base": "<base file>.pth" to {TRAIN_JSON} (the checkpoint training started from), or pass --base-file with that file',
+        )
     version = train.data.version or "v1"
     version = version if version.startswith("v") else f"v{version}"
     if re.fullmatch(DATA_VERSION_PATTERN, version) is None:
-        raise RegistryError("train.invalid", TRAIN_JSON, f"the data version {train.data.version!r} does not look like v1.41 or v2.1", f"write the data version as v<major>[.<minor>] in {TRAIN_JSON}")
+        raise RegistryError(
+            "train.invalid",
+            TRAIN_JSON,
+            f"the data version {train.data.version!r} does not look like v1.41 or v2.1",
+            f"write the data version as v<major>[.<minor>] in {TRAIN_JSON}",
+        )
     return {rel: Placement(base, "full", version, None, rel, root=True) for rel in weights}
 
 
-def _bases(root: Path, files: list[str], options: AdoptOptions, catalog: Index, hand: HandIndex, report: AdoptReport, progress: Progress | None, root_bases: set[str]) -> dict[str, Base]:
+def _bases(
+    root: Path,
+    files: list[str],
+    options: AdoptOptions,
+    catalog: Index,
+    hand: HandIndex,
+    report: AdoptReport,
+    progress: Progress | None,
+    root_bases: set[str],
+) -> dict[str, Base]:
     names = sorted({*_base_dirs(files), *root_bases})
     given = {Path(f).name.removesuffix(".pth"): Path(f) for f in options.base_files}
     for name, path in given.items():
         if name not in names:
-            raise RegistryError("adopt.unused-base-file", path, f"no folder {name}/ of weights in {root}, and the root's train.json names no such base", f"pass the base file whose name (without .pth) is one of: {', '.join(names) or 'none here'}")
+            raise RegistryError(
+                "adopt.unused-base-file",
+                path,
+                f"no folder {name}/ of weights in {root}, and the root's train.json names no such base",
+                f"pass the base file whose name (without .pth) is one of: {', '.join(names) or 'none here'}",
+            )
     unresolved = [n for n in names if n not in given and known_base(catalog, f"{n}.pth") is None]
     if options.metadata_only and len(unresolved) != 1:
-        raise RegistryError("adopt.metadata-only", root, f"--sha256 --metadata-only names one base folder, but {len(unresolved)} have no base ({', '.join(unresolved) or 'none'})", "pass --base-file for each base folder")
+        raise RegistryError(
+            "adopt.metadata-only",
+            root,
+            f"--sha256 --metadata-only names one base folder, but {len(unresolved)} have no base ({', '.join(unresolved) or 'none'})",
+            "pass --base-file for each base folder",
+        )
     bases: dict[str, Base] = {}
     for name in names:
         request = BaseRequest(path=given.get(name), filename=f"{name}.pth", source=options.source, vocab=options.vocab)
@@ -324,10 +456,25 @@ def _bases(root: Path, files: list[str], options: AdoptOptions, catalog: Index, 
             base = fingerprint_base(request, name, None, progress)
         elif options.metadata_only and name in unresolved:
             if options.sha256 is None:
-                raise RegistryError("args.missing", "--sha256", "--metadata-only needs --sha256", "pass the base's published sha256 with --sha256")
-            base = fingerprint_base(BaseRequest(None, request.filename, options.source, options.vocab), name, require_sha(options.sha256, "--sha256"), None)
+                raise RegistryError(
+                    "args.missing",
+                    "--sha256",
+                    "--metadata-only needs --sha256",
+                    "pass the base's published sha256 with --sha256",
+                )
+            base = fingerprint_base(
+                BaseRequest(None, request.filename, options.source, options.vocab),
+                name,
+                require_sha(options.sha256, "--sha256"),
+                None,
+            )
         elif name in unresolved:
-            raise RegistryError("adopt.unknown-base", f"{name}/", f"{name}.pth is not in the known-bases catalog, so the weights under {name}/ cannot be checked against it", f"pass --base-file {name}.pth (read, not copied)")
+            raise RegistryError(
+                "adopt.unknown-base",
+                f"{name}/",
+                f"{name}.pth is not in the known-bases catalog, so the weights under {name}/ cannot be checked against it",
+                f"pass --base-file {name}.pth (read, not copied)",
+            )
         else:
             base = _catalog_base(catalog, name)
         bases[name] = _with_hand_base(check_against_catalog(base, catalog), hand, report)
@@ -354,7 +501,15 @@ def _with_hand_base(base: Base, hand: HandIndex, report: AdoptReport) -> Base:
             base.scores.append(score.score)
             report.mapped.append(f"{score.where} -> bases[{base.name}].scores")
     if facts.get("sha256") not in (None, base.sha256):
-        _dispute(report, Problem("adopt.disagrees", INDEX_NAME, f"{claim.where}.sha256: index.json says {facts['sha256']} but the base is {base.sha256}", f"correct index.json or pass the base file it names, or pass {TRUST_FILES} to record the base given"))
+        _dispute(
+            report,
+            Problem(
+                "adopt.disagrees",
+                INDEX_NAME,
+                f"{claim.where}.sha256: index.json says {facts['sha256']} but the base is {base.sha256}",
+                f"correct index.json or pass the base file it names, or pass {TRUST_FILES} to record the base given",
+            ),
+        )
     elif facts.get("sha256"):
         report.mapped.append(f"{claim.where}.sha256 (agrees with the base)")
     return base
@@ -371,7 +526,12 @@ def _train_json(root: Path, placed: Placement, base: Base, trains: dict[str, Tra
         return found
     try:
         if not (root / rel).is_file():
-            raise RegistryError("adopt.missing-train-json", rel, "the weights of this data version have no train.json", 'write it beside them (trainer, hyperparameters, command, data sha256: docs/formats.md, "train.json"), then adopt again')
+            raise RegistryError(
+                "adopt.missing-train-json",
+                rel,
+                "the weights of this data version have no train.json",
+                'write it beside them (trainer, hyperparameters, command, data sha256: docs/formats.md, "train.json"), then adopt again',
+            )
         train = read_train(root / rel, rel)
         problems = train_problems(train, rel, base, placed.version)
         if problems:
@@ -387,7 +547,14 @@ class _Reported(Exception):
     """A refusal already reported for another weight of the same folder."""
 
 
-def _entries(root: Path, files: list[str], bases: dict[str, Base], digests: dict[str, str], options: AdoptOptions, at_root: dict[str, Placement]) -> list[Entry]:
+def _entries(
+    root: Path,
+    files: list[str],
+    bases: dict[str, Base],
+    digests: dict[str, str],
+    options: AdoptOptions,
+    at_root: dict[str, Placement],
+) -> list[Entry]:
     problems: list[Problem] = []
     entries: list[Entry] = []
     trains: dict[str, TrainFacts | RegistryError] = {}
@@ -396,11 +563,32 @@ def _entries(root: Path, files: list[str], bases: dict[str, Base], digests: dict
         if isinstance(placed, Problem):
             problems.append(placed)
         elif placed is None and rel.split("/")[0] in bases and export_folder(rel) is not None:
-            problems.append(Problem("adopt.export-folder", rel, "a Transformers export folder made by hand", "move it out of the folder; `registry export-hf` makes one the registry checks"))
+            problems.append(
+                Problem(
+                    "adopt.export-folder",
+                    rel,
+                    "a Transformers export folder made by hand",
+                    "move it out of the folder; `registry export-hf` makes one the registry checks",
+                )
+            )
         elif placed is None and rel.split("/")[0] in bases and gguf_folder(rel) is not None:
-            problems.append(Problem("adopt.gguf-folder", rel, "a GGUF file made by hand, with no record of how", "move it out of the folder; `registry export-gguf` makes one the registry checks"))
+            problems.append(
+                Problem(
+                    "adopt.gguf-folder",
+                    rel,
+                    "a GGUF file made by hand, with no record of how",
+                    "move it out of the folder; `registry export-gguf` makes one the registry checks",
+                )
+            )
         elif placed is not None and placed.name == SHARD_INDEX:
-            problems.append(Problem("adopt.sharded", rel, "a sharded checkpoint", "adopt the .pth it was converted from and run `registry convert`"))
+            problems.append(
+                Problem(
+                    "adopt.sharded",
+                    rel,
+                    "a sharded checkpoint",
+                    "adopt the .pth it was converted from and run `registry convert`",
+                )
+            )
         elif placed is not None and placed.name == TRAIN_JSON:
             try:
                 _train_json(root, placed, bases[placed.base], trains)
@@ -419,7 +607,9 @@ def _entries(root: Path, files: list[str], bases: dict[str, Base], digests: dict
     for entry in entries:
         other = by_sha.setdefault(entry.sha256, entry.path)
         if other != entry.path:
-            problems.append(Problem("entry.duplicate", entry.path, f"the same bytes as {other}", "keep one of the two files"))
+            problems.append(
+                Problem("entry.duplicate", entry.path, f"the same bytes as {other}", "keep one of the two files")
+            )
     problems += _twins(root, entries, options)
     if problems:
         raise RegistryError.of(problems)
@@ -433,23 +623,44 @@ def _twins(root: Path, entries: list[Entry], options: AdoptOptions) -> list[Prob
     problems = []
     by_path = {e.path: e for e in entries}
     for entry in entries:
-        source = by_path.get(entry.path.removesuffix(".safetensors") + ".pth") if entry.format == "safetensors" else None
+        source = (
+            by_path.get(entry.path.removesuffix(".safetensors") + ".pth") if entry.format == "safetensors" else None
+        )
         if source is None or entry.path in options.not_twins:
             continue
         difference = twin_difference(root / source.path, root / entry.path)
         if difference is None:
             entry.derived_from, entry.content_version = source.path, source.content_version
         else:
-            problems.append(Problem("adopt.twin-differs", entry.path, f"beside {Path(source.path).name} with the same name but {difference}", f"delete the stale one, rename one of them, or pass {NOT_A_TWIN} {entry.path} to register it as a weight of its own"))
+            problems.append(
+                Problem(
+                    "adopt.twin-differs",
+                    entry.path,
+                    f"beside {Path(source.path).name} with the same name but {difference}",
+                    f"delete the stale one, rename one of them, or pass {NOT_A_TWIN} {entry.path} to register it as a weight of its own",
+                )
+            )
     return problems
 
 
-def _entry(root: Path, rel: str, placed: Placement, base: Base, sha: str, trains: dict[str, TrainFacts | RegistryError]) -> Entry:
+def _entry(
+    root: Path, rel: str, placed: Placement, base: Base, sha: str, trains: dict[str, TrainFacts | RegistryError]
+) -> Entry:
     if base.architecture is None:
-        raise RegistryError("adopt.needs-base-file", rel, f"the base {base.name} was not read, so its shapes are unknown and this weight cannot be checked", f"pass --base-file {base.filename} (read, not copied)")
+        raise RegistryError(
+            "adopt.needs-base-file",
+            rel,
+            f"the base {base.name} was not read, so its shapes are unknown and this weight cannot be checked",
+            f"pass --base-file {base.filename} (read, not copied)",
+        )
     inspection = accept_weight(root / rel, placed.method, base, rel)
     train = _train_json(root, placed, base, trains)
-    data = DataRef(version=placed.version, sha256=train.data_sha256, dataset_repo=train.data.repo, dataset_revision=train.data.revision)
+    data = DataRef(
+        version=placed.version,
+        sha256=train.data_sha256,
+        dataset_repo=train.data.repo,
+        dataset_revision=train.data.revision,
+    )
     return Entry(
         path=rel, method=placed.method, base_sha256=base.sha256, data=data,
         sha256=sha, size=(root / rel).stat().st_size, format="safetensors" if rel.endswith(".safetensors") else "pth",
@@ -461,11 +672,20 @@ def _entry(root: Path, rel: str, placed: Placement, base: Base, sha: str, trains
 # The hand-written index and README against the files
 
 
-def _index(bases: dict[str, Base], entries: list[Entry], hand: HandIndex, readme: bytes | None, report: AdoptReport, options: AdoptOptions) -> Index:
+def _index(
+    bases: dict[str, Base],
+    entries: list[Entry],
+    hand: HandIndex,
+    readme: bytes | None,
+    report: AdoptReport,
+    options: AdoptOptions,
+) -> Index:
     info = RegistryInfo()
     text = decode_card(readme) if readme is not None else ""
     front, body = split_front_matter(text)
-    title = hand.facts.get("title") or next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), None)
+    title = hand.facts.get("title") or next(
+        (line[2:].strip() for line in body.splitlines() if line.startswith("# ")), None
+    )
     if title:
         info.title = title
     repo_id = hand.facts.get("repo_id")
@@ -481,7 +701,9 @@ def _index(bases: dict[str, Base], entries: list[Entry], hand: HandIndex, readme
     info.license = hand.facts.get("license") or (written if isinstance(written, str) else None)
     if body.strip():
         info.languages = _prose_languages(body)
-    report.readme = "kept whole as the card's hand-written section" if body.strip() else "none: the card starts from the default"
+    report.readme = (
+        "kept whole as the card's hand-written section" if body.strip() else "none: the card starts from the default"
+    )
     index = Index(registry=info, bases=list(bases.values()), entries=entries)
     claimed: list[Entry] = []
     for entry in entries:
@@ -494,13 +716,24 @@ def _index(bases: dict[str, Base], entries: list[Entry], hand: HandIndex, readme
     for claim in hand.entries:
         if index.entry_by_path(claim.path) is None:
             _dispute(
-                report, Problem("adopt.listed-missing", INDEX_NAME, f"{claim.where} lists {claim.path}, which is not in the folder", f"restore the file (download it again), remove the item from index.json, or pass {TRUST_FILES} to adopt without it")
+                report,
+                Problem(
+                    "adopt.listed-missing",
+                    INDEX_NAME,
+                    f"{claim.where} lists {claim.path}, which is not in the folder",
+                    f"restore the file (download it again), remove the item from index.json, or pass {TRUST_FILES} to adopt without it",
+                ),
             )
     try:
         index = Index.model_validate(index.model_dump(mode="json"))
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise RegistryError("adopt.invalid", INDEX_NAME, f"the adopted index would be invalid at {first['loc']}: {first['msg']}", "correct the value in the hand-written index.json") from exc
+        raise RegistryError(
+            "adopt.invalid",
+            INDEX_NAME,
+            f"the adopted index would be invalid at {first['loc']}: {first['msg']}",
+            "correct the value in the hand-written index.json",
+        ) from exc
     problems = index_problems(index)
     if problems:
         raise RegistryError.of(problems)
@@ -519,14 +752,23 @@ def _apply_reference(index: Index, claim: HandReference, report: AdoptReport) ->
     """An item with a name and no file: weights compared against but not uploaded, a reference on its base."""
     facts = claim.facts
     named = facts.get("base_sha256") or facts.get("base")
-    base = next((b for b in index.bases if named in (b.sha256, b.name, b.filename)), None) if named else (index.bases[0] if len(index.bases) == 1 else None)
+    base = (
+        next((b for b in index.bases if named in (b.sha256, b.name, b.filename)), None)
+        if named
+        else (index.bases[0] if len(index.bases) == 1 else None)
+    )
     if base is None:
         report.unmapped.append(f"{claim.where}: {facts['name']} (a reference, but on which base is not said)")
         index.kept_facts[claim.where] = {**facts, "scores": [s.fields for s in claim.scores]}
         return
     location = None if facts.get("uploaded") is False else facts.get("location")
     method = facts.get("method") if facts.get("method") in METHODS else None
-    reference = Reference(name=facts["name"], method=method, location=location, scores=[s.score for s in claim.scores if s.score is not None])
+    reference = Reference(
+        name=facts["name"],
+        method=method,
+        location=location,
+        scores=[s.score for s in claim.scores if s.score is not None],
+    )
     base.references.append(reference)
     report.mapped.append(f"{claim.where} -> bases[{base.name}].references[{reference.name}]")
 
@@ -540,7 +782,12 @@ def _recommend(index: Index, claimed: list[Entry], report: AdoptReport, options:
     """One recommended file per base and method: two claims are refused unless --recommended says which wins."""
     for path in options.recommended:
         if index.entry_by_path(path) is None:
-            raise RegistryError("args.unknown-entry", path, "--recommended names no weight in the folder", f"pass one of: {', '.join(e.path for e in index.entries) or 'none'}")
+            raise RegistryError(
+                "args.unknown-entry",
+                path,
+                "--recommended names no weight in the folder",
+                f"pass one of: {', '.join(e.path for e in index.entries) or 'none'}",
+            )
     groups: dict[tuple[str, str], list[Entry]] = {}
     for entry in claimed:
         groups.setdefault((entry.base_sha256, entry.method), []).append(entry)
@@ -573,14 +820,30 @@ def _apply_hand_entry(index: Index, entry: Entry, hand: HandIndex, report: Adopt
         value = value.removesuffix(".pth") if key == "base" else value
         if key in actual:
             if value != actual[key]:
-                _dispute(report, Problem("adopt.disagrees", INDEX_NAME, f"{where}: index.json says {value} but the file's {key} is {actual[key]}", f"correct index.json or the file, or pass {TRUST_FILES} to record what the files say"))
+                _dispute(
+                    report,
+                    Problem(
+                        "adopt.disagrees",
+                        INDEX_NAME,
+                        f"{where}: index.json says {value} but the file's {key} is {actual[key]}",
+                        f"correct index.json or the file, or pass {TRUST_FILES} to record what the files say",
+                    ),
+                )
             else:
                 report.mapped.append(f"{where} (agrees with the file)")
         elif key == "recommended":
             recommended = bool(value)
             report.mapped.append(f"{where} -> entries[{entry.path}].recommended")
         elif key == "dataset_repo" and entry.data.dataset_repo not in (None, value):
-            _dispute(report, Problem("adopt.disagrees", INDEX_NAME, f"{where}: index.json says {value} but train.json's data.repo is {entry.data.dataset_repo}", f"correct index.json or train.json, or pass {TRUST_FILES} to record train.json's"))
+            _dispute(
+                report,
+                Problem(
+                    "adopt.disagrees",
+                    INDEX_NAME,
+                    f"{where}: index.json says {value} but train.json's data.repo is {entry.data.dataset_repo}",
+                    f"correct index.json or train.json, or pass {TRUST_FILES} to record train.json's",
+                ),
+            )
         elif key in ("adapter_id", "profile", "sampling"):
             entry.serving = (entry.serving or Serving()).model_copy(update={key: value})
             report.mapped.append(f"{where} -> entries[{entry.path}].serving.{key}")

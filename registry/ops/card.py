@@ -78,7 +78,9 @@ def check_card(root: Path) -> CardCheck:
     A card that cannot be compared (a ``card.*`` refusal) is a finding of the check, not a refusal.
     On a tree unchanged since a clean validate or check: fresh, without rendering anything."""
     verdicts = vouching(root)
-    if verdicts is not None and (Validation.from_verdict(verdicts.recall("validate")) is not None or verdicts.recall("card-check") == []):
+    if verdicts is not None and (
+        Validation.from_verdict(verdicts.recall("validate")) is not None or verdicts.recall("card-check") == []
+    ):
         return CardCheck([], "")
     try:
         states = compare_card(root)

@@ -39,7 +39,11 @@ def _metadata(entry: Entry | None, manifest: MissManifest | None) -> dict[str, s
 
 def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry:
     main = result.main
-    shards = [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files[:-1]] if result.sharded else []
+    shards = (
+        [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files[:-1]]
+        if result.sharded
+        else []
+    )
     return source.model_copy(
         update={
             "path": repo.rel(main.final),
@@ -57,20 +61,40 @@ def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry
     )
 
 
-def convert_entry(root: Path, path: str, shard_size: int, force: bool = False, opener: Opener = OutputFile, progress: Progress | None = None) -> Entry:
+def convert_entry(
+    root: Path,
+    path: str,
+    shard_size: int,
+    force: bool = False,
+    opener: Opener = OutputFile,
+    progress: Progress | None = None,
+) -> Entry:
     """Convert a registered .pth entry; the twins and the index change land in one transaction."""
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         source = resolve_entry(repo, index, path)
         if source.format != "pth":
-            raise RegistryError("convert.not-pth", source.path, "only .pth entries are converted", "pass the .pth entry this file was derived from")
+            raise RegistryError(
+                "convert.not-pth",
+                source.path,
+                "only .pth entries are converted",
+                "pass the .pth entry this file was derived from",
+            )
         # Read once, through one open file that holds the indexed bytes (checked first).
         with registered(repo.root, source.path, source.sha256, StatCache(repo.stat_cache_path)) as pinned_source:
             inspection = inspect_weights(pinned_source.stable)
             result = convert_file(
-                repo.root / source.path, inspection.kind, _metadata(source, inspection.miss), source.sha256, shard_size,
-                txn.staging, force, opener, progress, read_from=pinned_source.stable,
+                repo.root / source.path,
+                inspection.kind,
+                _metadata(source, inspection.miss),
+                source.sha256,
+                shard_size,
+                txn.staging,
+                force,
+                opener,
+                progress,
+                read_from=pinned_source.stable,
             )
         try:
             derived = _derived_entry(repo, source, result)
@@ -92,7 +116,12 @@ def _replace_derived(index: Index, derived: Entry) -> None:
 
 
 def convert_standalone(
-    path: Path, shard_size: int, force: bool = False, opener: Opener = OutputFile, progress: Progress | None = None, source_sha256: Future[str] | None = None
+    path: Path,
+    shard_size: int,
+    force: bool = False,
+    opener: Opener = OutputFile,
+    progress: Progress | None = None,
+    source_sha256: Future[str] | None = None,
 ) -> ConversionResult:
     """Convert a .pth that is not in a registry (e.g. a base checkpoint), next to itself.
 
@@ -103,7 +132,17 @@ def convert_standalone(
     with reading(path):  # the source is mapped: if it shrinks, the SIGBUS message names it
         inspection = inspect_weights(path)
         ensure_writable(path.parent)
-        result = convert_file(path, inspection.kind, _metadata(None, inspection.miss), digest, shard_size, path.parent, force, opener, progress)
+        result = convert_file(
+            path,
+            inspection.kind,
+            _metadata(None, inspection.miss),
+            digest,
+            shard_size,
+            path.parent,
+            force,
+            opener,
+            progress,
+        )
     for f in result.files:
         os.replace(f.temp, f.final)
     fsync_dir(path.parent)

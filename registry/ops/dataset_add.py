@@ -72,7 +72,12 @@ def folder_files(source: Path) -> list[str]:
     """Every file of the version folder (relative POSIX paths), refusing links, special files and
     files with no place in a version folder."""
     if not source.is_dir() or source.is_symlink():
-        raise RegistryError("dataset.not-a-folder", source, "is not a folder", "pass the version's folder (the one holding dataset/train/)")
+        raise RegistryError(
+            "dataset.not-a-folder",
+            source,
+            "is not a folder",
+            "pass the version's folder (the one holding dataset/train/)",
+        )
     files: list[str] = []
     for dirpath, dirnames, filenames in os.walk(source, followlinks=False):
         for name in sorted(dirnames + filenames):
@@ -80,12 +85,16 @@ def folder_files(source: Path) -> list[str]:
             rel = path.relative_to(source).as_posix()
             mode = path.lstat().st_mode
             if stat.S_ISLNK(mode):
-                raise RegistryError("dataset.symlink", path, "is a symlink (links are never followed)", "replace it with the real file")
+                raise RegistryError(
+                    "dataset.symlink", path, "is a symlink (links are never followed)", "replace it with the real file"
+                )
             if stat.S_ISDIR(mode):
                 continue
             why = path_problem(rel) or (None if stat.S_ISREG(mode) else "not a regular file") or place_in_version(rel)
             if why:
-                raise RegistryError("dataset.stray-file", path, why, "move the file to its place in the folder or out of it")
+                raise RegistryError(
+                    "dataset.stray-file", path, why, "move the file to its place in the folder or out of it"
+                )
             files.append(rel)
     return sorted(files)
 
@@ -130,7 +139,12 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
         with transaction(repo.root) as txn:
             index = store.index_to_change(repo)
             if index.version(request.version):
-                raise RegistryError("dataset.version-exists", request.version, "the version is already in the registry", "a changed version is a new version: pass another --version")
+                raise RegistryError(
+                    "dataset.version-exists",
+                    request.version,
+                    "the version is already in the registry",
+                    "a changed version is a new version: pass another --version",
+                )
             digests, sizes = {}, {}
             for number, rel in enumerate(files):
                 staged[rel] = txn.staging / f"dataset-{os.getpid()}-{number}.part"
@@ -139,11 +153,21 @@ def add_version(root: Path, request: VersionRequest, progress: Progress | None =
                     sizes[rel] = source.stat.st_size
             version = version_of(vars(request), sizes)
             tokens = TokenCache(repo.private / DATASET_TOKENS_NAME)
-            problems = [_from_source(p, version.version, request.source) for p in version_problems(version, digests, lambda rel: staged[rel], progress, tokens)]
+            problems = [
+                _from_source(p, version.version, request.source)
+                for p in version_problems(version, digests, lambda rel: staged[rel], progress, tokens)
+            ]
             other = next((v for v in index.versions if v.trained_file.sha256 == version.trained_file.sha256), None)
             if other is not None:  # one trained file is one version's: weights cite their data by its sha256
                 what = f"these bytes are version {other.version}'s trained file already"
-                problems.append(Problem("dataset.duplicate-data", f"{request.source}/{request.trained_file}", what, "pass the file this version's weights were trained on: the same data is the same version"))
+                problems.append(
+                    Problem(
+                        "dataset.duplicate-data",
+                        f"{request.source}/{request.trained_file}",
+                        what,
+                        "pass the file this version's weights were trained on: the same data is the same version",
+                    )
+                )
             if problems:
                 raise RegistryError.of(problems)  # one line per problem, each naming its file
             for rel in files:

@@ -47,7 +47,18 @@ from ..core.hashing.engine import Progress
 from ..core.layout import is_weight
 from ..core.lfs import refuse_pointers
 from ..core.models import Index
-from ..core.names import CARD_NAME, DATASET_CHECKED_NAME, FINAL_STATS, INDEX_NAME, RELEASE_MANIFEST, ROWS_NAME, SPLIT_MANIFEST, SPLIT_PARENT, SPLITS, SUMS_NAME
+from ..core.names import (
+    CARD_NAME,
+    DATASET_CHECKED_NAME,
+    FINAL_STATS,
+    INDEX_NAME,
+    RELEASE_MANIFEST,
+    ROWS_NAME,
+    SPLIT_MANIFEST,
+    SPLIT_PARENT,
+    SPLITS,
+    SUMS_NAME,
+)
 from ..core.repo import Repo, render_index
 from ..core.schemas import read_json
 from ..core.staged_sums import remember_digests
@@ -77,12 +88,26 @@ FOLDER_KEYS = {
     "date": ("date",), "thinking": ("thinking",), "profile": ("profile",), "teachers": ("teachers", "teacher"), "vocabulary": ("vocabulary", "vocab"),
     "stop_text": ("stop_text",), "context": ("context",), "family_key": ("family_key",), "split_rule": ("split_rule",), "flag_key": ("flag_key",), "flagged_rows": ("flagged_rows",),
 }  # fmt: skip
-REQUIRED = ("date", "thinking", "teachers", "trained_file", "train_rows", "validation_rows", "wire_canonical", "vocabulary")
+REQUIRED = (
+    "date",
+    "thinking",
+    "teachers",
+    "trained_file",
+    "train_rows",
+    "validation_rows",
+    "wire_canonical",
+    "vocabulary",
+)
 EXAMPLES = {
     "date": "YYYY-MM-DD", "thinking": "off|full", "teachers": "'<teacher model>'", "trained_file": f"{SPLIT_PARENT}/train/<the file the trainer read>",
     "train_rows": "<rows>", "validation_rows": "<rows>", "wire_canonical": "'<meta.wire_canonical>'", "vocabulary": "rwkv_vocab_v20230424.txt",
 }  # fmt: skip
-WORDS = {"teachers": "teacher", "trained_file": "file the trainer read", "train_rows": "train row count", "validation_rows": "validation row count"}
+WORDS = {
+    "teachers": "teacher",
+    "trained_file": "file the trainer read",
+    "train_rows": "train row count",
+    "validation_rows": "validation row count",
+}
 # The README front matter keys the dataset card carries from the author's values, and those it renders itself.
 INTEGERS = ("train_rows", "validation_rows", "context", "flagged_rows")
 MAX_FIRST_ROW = 16 << 20
@@ -109,7 +134,9 @@ class DatasetAdoptReport:
     readme: str = "none"
     given: str = ""
     front_matter_kept: list[str] = field(default_factory=list)  # the author's keys the card's front matter carries
-    front_matter_dropped: list[str] = field(default_factory=list)  # the author's keys the registry computes itself (size_categories, configs)
+    front_matter_dropped: list[str] = field(
+        default_factory=list
+    )  # the author's keys the registry computes itself (size_categories, configs)
 
     @property
     def next_steps(self) -> list[str]:
@@ -124,11 +151,17 @@ class DatasetAdoptReport:
     def advice(self) -> list[str]:
         lines = []
         if not self.index.models:
-            lines.append("no model registry given: `registry dataset link --models` with the model registry trained on these versions lists its weights on the card")
+            lines.append(
+                "no model registry given: `registry dataset link --models` with the model registry trained on these versions lists its weights on the card"
+            )
         if self.front_matter_dropped:
-            lines.append(f"the README's front matter keys {', '.join(self.front_matter_dropped)} are computed from the versions in the card's metadata (the author's values are kept as written in a comment of its hand-written section)")
+            lines.append(
+                f"the README's front matter keys {', '.join(self.front_matter_dropped)} are computed from the versions in the card's metadata (the author's values are kept as written in a comment of its hand-written section)"
+            )
         if not self.index.dataset.repo_id:
-            lines.append("no repo id found: pass the Hub dataset repo's id to `registry publish --repo-id`, or record it with `registry dataset set repo-id`")
+            lines.append(
+                "no repo id found: pass the Hub dataset repo's id to `registry publish --repo-id`, or record it with `registry dataset set repo-id`"
+            )
         return lines
 
     def as_dict(self) -> dict[str, Any]:
@@ -155,7 +188,12 @@ def adopt_dataset(root: Path, options: DatasetAdoptOptions, progress: Progress |
     given, root = str(root), Path(root).absolute()
     _check_folder(root)
     if (root / INDEX_NAME).exists():
-        raise RegistryError("adopt.dataset-has-index", root / INDEX_NAME, "the folder already holds an index.json", f"a registry needs no adopting (`registry validate {given}`); move a hand-written index.json out of the folder, then adopt again")
+        raise RegistryError(
+            "adopt.dataset-has-index",
+            root / INDEX_NAME,
+            "the folder already holds an index.json",
+            f"a registry needs no adopting (`registry validate {given}`); move a hand-written index.json out of the folder, then adopt again",
+        )
     plan = _plan(root, options, progress)
     plan.report.given = given
     if options.dry_run:
@@ -192,29 +230,49 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
     hashed = hash_files([root / rel for rel in scan.files], progress)
     digests = {path.relative_to(root).as_posix(): sha for path, sha in hashed.items()}
     repo = Repo(root)
-    originals = {name: repo.read_bytes(root / name) for name in (CARD_NAME, SUMS_NAME) if (root / name).is_file() or (root / name).is_symlink()}
+    originals = {
+        name: repo.read_bytes(root / name)
+        for name in (CARD_NAME, SUMS_NAME)
+        if (root / name).is_file() or (root / name).is_symlink()
+    }
     _check_sums(root, originals.get(SUMS_NAME), digests)
     names = version_folders(scan.files)
     weights = [rel for rel in scan.files if is_weight(rel)]
     if weights:
-        raise RegistryError("adopt.model-repo", weights[0], "a weight file: this is a model repo", f"run `registry adopt {shlex.quote(str(root))}`")
+        raise RegistryError(
+            "adopt.model-repo",
+            weights[0],
+            "a weight file: this is a model repo",
+            f"run `registry adopt {shlex.quote(str(root))}`",
+        )
     problems = [p for rel in scan.files if isinstance(p := place(rel, set(names)), Problem)]
     if problems:
         raise RegistryError.of(problems)
     models = local_models(options.models) if options.models is not None else None
     flags, problems = _flag_values(options.flags, names)
-    report = DatasetAdoptReport(root, options.dry_run, DatasetIndex(), saved=sorted(f"{SAVED_DIR}/{n}" for n in originals))
+    report = DatasetAdoptReport(
+        root, options.dry_run, DatasetIndex(), saved=sorted(f"{SAVED_DIR}/{n}" for n in originals)
+    )
     versions: list[DataVersion] = []
     version_files: dict[str, dict[str, str]] = {}
     for name in names:
-        files = version_files[name] = {rel.split("/", 1)[1]: sha for rel, sha in digests.items() if rel.startswith(f"{name}/")}
+        files = version_files[name] = {
+            rel.split("/", 1)[1]: sha for rel, sha in digests.items() if rel.startswith(f"{name}/")
+        }
         facts, sources, missing = _facts(root, name, files, flags.get(name, {}), models, options.models)
         report.sources[name] = sources
         problems += missing
         if missing:
             continue
         if facts["trained_file"] not in files:
-            problems.append(Problem("adopt.dataset-trained-file", f"{name}/{facts['trained_file']}", f"the trained file ({sources['trained_file']}) is not in the version folder", f"pass {FLAGS['trained_file']} {name}=<the file the trainer read, inside {name}/>"))
+            problems.append(
+                Problem(
+                    "adopt.dataset-trained-file",
+                    f"{name}/{facts['trained_file']}",
+                    f"the trained file ({sources['trained_file']}) is not in the version folder",
+                    f"pass {FLAGS['trained_file']} {name}=<the file the trainer read, inside {name}/>",
+                )
+            )
             continue
         facts.update(trained_sha256=files[facts["trained_file"]], wire_hash=wire_hash(facts["wire_canonical"]))
         sizes = {rel: (root / name / rel).stat().st_size for rel in files}
@@ -228,13 +286,17 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
     if models is not None:
         _link(index, models, str(options.models))
     report.index = index
-    report.readme = "kept whole as the card's hand-written section" if readme.strip() else "none: the card starts from the default"
+    report.readme = (
+        "kept whole as the card's hand-written section" if readme.strip() else "none: the card starts from the default"
+    )
     card = store.render_card(index, keep_whole(readme) if readme.strip() else None)
     report.writes = sorted({INDEX_NAME, CARD_NAME, SUMS_NAME, *git_file_changes(repo, GITATTRIBUTES), *report.saved})
     return _Plan(report, digests, identities, originals, card, version_files)
 
 
-def _flag_values(given: dict[str, tuple[str, ...]], names: list[str]) -> tuple[dict[str, dict[str, list[str]]], list[Problem]]:
+def _flag_values(
+    given: dict[str, tuple[str, ...]], names: list[str]
+) -> tuple[dict[str, dict[str, list[str]]], list[Problem]]:
     """``{version: {field: [values]}}`` from the flags' ``VERSION=VALUE`` values."""
     values: dict[str, dict[str, list[str]]] = {}
     problems = []
@@ -243,7 +305,14 @@ def _flag_values(given: dict[str, tuple[str, ...]], names: list[str]) -> tuple[d
         for item in items:
             version, sep, value = item.partition("=")
             if not sep or version not in names:
-                problems.append(Problem("args.bad-version-fact", flag, f"{item!r} does not name a version folder of the repo ({', '.join(names)})", f"pass {flag} VERSION=VALUE, e.g. {flag} {names[0]}=…"))
+                problems.append(
+                    Problem(
+                        "args.bad-version-fact",
+                        flag,
+                        f"{item!r} does not name a version folder of the repo ({', '.join(names)})",
+                        f"pass {flag} VERSION=VALUE, e.g. {flag} {names[0]}=…",
+                    )
+                )
             else:
                 values.setdefault(version, {}).setdefault(name, []).append(value)
     return values, problems
@@ -268,7 +337,14 @@ def _first_row_wire(path: Path) -> str | None:
     return wire if isinstance(wire, str) and wire else None
 
 
-def _facts(root: Path, name: str, files: dict[str, str], flags: dict[str, list[str]], models: Index | None, models_dir: Path | None) -> tuple[dict[str, Any], dict[str, str], list[Problem]]:
+def _facts(
+    root: Path,
+    name: str,
+    files: dict[str, str],
+    flags: dict[str, list[str]],
+    models: Index | None,
+    models_dir: Path | None,
+) -> tuple[dict[str, Any], dict[str, str], list[Problem]]:
     """The version's facts, each from its first source (flag, folder, model registry), where each came from, and the missing ones."""
     facts: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -282,7 +358,11 @@ def _facts(root: Path, name: str, files: dict[str, str], flags: dict[str, list[s
     for split in SPLITS:
         rel = f"{SPLIT_PARENT}/{split}/{SPLIT_MANIFEST}"
         rows = _manifest(root, name, rel, files).get("rows")
-        state(f"{split}_rows", rows if isinstance(rows, int) and not isinstance(rows, bool) else None, f"{name}/{rel} rows")
+        state(
+            f"{split}_rows",
+            rows if isinstance(rows, int) and not isinstance(rows, bool) else None,
+            f"{name}/{rel} rows",
+        )
     rows_rel = f"{SPLIT_PARENT}/train/{ROWS_NAME}"
     if rows_rel in files:
         state("wire_canonical", _first_row_wire(root / name / rows_rel), f"{name}/{rows_rel} meta.wire_canonical")
@@ -293,7 +373,9 @@ def _facts(root: Path, name: str, files: dict[str, str], flags: dict[str, list[s
         for key, names in FOLDER_KEYS.items():
             for written in names:
                 value = manifest.get(written)
-                state(key, [value] if key == "teachers" and isinstance(value, str) else value, f"{name}/{rel} {written}")
+                state(
+                    key, [value] if key == "teachers" and isinstance(value, str) else value, f"{name}/{rel} {written}"
+                )
     if models is not None:
         _model_facts(name, files, models, str(models_dir), state)
     missing = [
@@ -307,7 +389,9 @@ def _model_facts(name: str, files: dict[str, str], models: Index, where: str, st
     """What the model registry's weights say of the version whose file they cite by sha256."""
     by_sha = {sha: rel for rel, sha in files.items() if rel.startswith(f"{SPLIT_PARENT}/train/")}
     for entry in sorted(models.entries, key=lambda e: (not e.recommended, e.path)):
-        rel = by_sha.get(entry.data.sha256) if entry.data.sha256 else None  # a weight may name its data by repo and revision only
+        rel = (
+            by_sha.get(entry.data.sha256) if entry.data.sha256 else None
+        )  # a weight may name its data by repo and revision only
         if rel is None or entry.derived_from is not None:
             continue
         source = f"--models {where}: {entry.path}"
@@ -327,12 +411,22 @@ def _typed(facts: dict[str, Any], name: str) -> dict[str, Any]:
             try:
                 typed[key] = int(typed[key])
             except ValueError as exc:
-                raise RegistryError("args.invalid", FLAGS[key], f"{name}={typed[key]!r} is not a whole number", f"pass {FLAGS[key]} {name}=<a number>") from exc
+                raise RegistryError(
+                    "args.invalid",
+                    FLAGS[key],
+                    f"{name}={typed[key]!r} is not a whole number",
+                    f"pass {FLAGS[key]} {name}=<a number>",
+                ) from exc
     if isinstance(typed["date"], str):
         try:
             typed["date"] = date.fromisoformat(typed["date"])
         except ValueError as exc:
-            raise RegistryError("args.invalid", FLAGS["date"], f"{name}={typed['date']!r} is not a date", f"pass {FLAGS['date']} {name}=YYYY-MM-DD") from exc
+            raise RegistryError(
+                "args.invalid",
+                FLAGS["date"],
+                f"{name}={typed['date']!r} is not a date",
+                f"pass {FLAGS['date']} {name}=YYYY-MM-DD",
+            ) from exc
     return typed
 
 
@@ -342,7 +436,9 @@ def _merged(author: Any, default: list[str]) -> list[str]:
     return written + [v for v in default if v not in written]
 
 
-def _info(readme: str, repo_id: str | None, models: Index | None, versions: list[DataVersion], report: DatasetAdoptReport) -> DatasetInfo:
+def _info(
+    readme: str, repo_id: str | None, models: Index | None, versions: list[DataVersion], report: DatasetAdoptReport
+) -> DatasetInfo:
     """The card-level facts: from the author's README (its front matter's ``pretty_name``, ``license``,
     ``language``, ``tags``, ``task_categories`` stand, lists merged; else the first ``# `` heading is the
     title), the repo id given or the one the weights cite."""
@@ -350,7 +446,10 @@ def _info(readme: str, repo_id: str | None, models: Index | None, versions: list
     written = read_front_matter(front, CARD_NAME) if front.strip() else {}
     defaults = DatasetInfo()
     heading = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), None)
-    fields: dict[str, Any] = {"title": written.get("pretty_name") or heading or defaults.title, "license": written.get("license")}
+    fields: dict[str, Any] = {
+        "title": written.get("pretty_name") or heading or defaults.title,
+        "license": written.get("license"),
+    }
     if body.strip():
         fields["languages"] = _prose_languages(body)
     if "language" in written:
@@ -358,14 +457,23 @@ def _info(readme: str, repo_id: str | None, models: Index | None, versions: list
     fields["tags"] = _merged(written.get("tags"), defaults.tags)
     fields["task_categories"] = _merged(written.get("task_categories"), defaults.task_categories)
     shas = {v.trained_file.sha256 for v in versions}
-    cited = {e.data.dataset_repo for e in (models.entries if models is not None else []) if e.data.sha256 in shas and e.data.dataset_repo}
+    cited = {
+        e.data.dataset_repo
+        for e in (models.entries if models is not None else [])
+        if e.data.sha256 in shas and e.data.dataset_repo
+    }
     repo_id = repo_id or (cited.pop() if len(cited) == 1 else None)
     fields["repo_id"] = check_repo_id(repo_id, "--repo-id") if repo_id else None
     try:
         info = DatasetInfo.model_validate(fields)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise RegistryError("adopt.dataset-front-matter", CARD_NAME, f"its front matter's {first['loc'][0]} cannot be the card's: {first['msg']}", "correct the YAML between the --- lines of README.md") from exc
+        raise RegistryError(
+            "adopt.dataset-front-matter",
+            CARD_NAME,
+            f"its front matter's {first['loc'][0]} cannot be the card's: {first['msg']}",
+            "correct the YAML between the --- lines of README.md",
+        ) from exc
     info.front_matter = written
     report.front_matter_kept = sorted(k for k in written if k not in OWNED)
     report.front_matter_dropped = sorted(k for k in written if k in OWNED)
@@ -378,4 +486,3 @@ def _link(index: DatasetIndex, models: Index, where: str) -> None:
     if problems:
         raise RegistryError.of(problems)  # one line per weight, each with its fix
     index.models = [ModelSource(repo_id=models.registry.repo_id, weights=trained_weights(models, index))]
-

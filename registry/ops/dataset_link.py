@@ -22,11 +22,22 @@ from ..dataset.remote import fetch_index
 from .validate_dataset import local_models
 
 
-def link_models(root: Path, models: Path | None = None, repo_id: str | None = None, revision: str = "main", hub_progress: bool = True) -> ModelSource:
+def link_models(
+    root: Path,
+    models: Path | None = None,
+    repo_id: str | None = None,
+    revision: str = "main",
+    hub_progress: bool = True,
+) -> ModelSource:
     """Record the weights of ``models`` (local) or ``repo_id``@``revision`` (Hub) trained on this dataset's versions
     (``hub_progress``: the Hub client's bars)."""
     if (models is None) == (repo_id is None):
-        raise RegistryError("args.conflict", "--models", "give either a local model registry or --repo-id", "pass --models DIR, or --repo-id NS/NAME [--revision REV]")
+        raise RegistryError(
+            "args.conflict",
+            "--models",
+            "give either a local model registry or --repo-id",
+            "pass --models DIR, or --repo-id NS/NAME [--revision REV]",
+        )
     index: Index
     if models is not None:
         index = local_models(models)
@@ -61,7 +72,12 @@ def unlink_models(root: Path, models: Path | None = None, repo_id: str | None = 
     """Drop the recorded weights table of ``models`` (a local registry, and its published copy) or of
     ``repo_id``; the card no longer lists them.  The sources removed."""
     if (models is None) == (repo_id is None):
-        raise RegistryError("args.conflict", "--unlink", "name the model registry to unlink with either --models or --repo-id", "pass --unlink --models DIR, or --unlink --repo-id NS/NAME")
+        raise RegistryError(
+            "args.conflict",
+            "--unlink",
+            "name the model registry to unlink with either --models or --repo-id",
+            "pass --unlink --models DIR, or --unlink --repo-id NS/NAME",
+        )
     index = local_models(models) if models is not None else None
     name = (index.registry.repo_id if index is not None else repo_id) if repo_id is None else repo_id
     repo = Repo.open(root)
@@ -70,7 +86,12 @@ def unlink_models(root: Path, models: Path | None = None, repo_id: str | None = 
         gone = [s for s in dataset.models if same_registry(s, name, index)]
         if not gone:
             listed = ", ".join(s.repo_id or "a local registry" for s in dataset.models) or "none"
-            raise RegistryError("link.not-linked", str(models or repo_id), "is not linked to this dataset", f"name a linked model registry (linked: {listed})")
+            raise RegistryError(
+                "link.not-linked",
+                str(models or repo_id),
+                "is not linked to this dataset",
+                f"name a linked model registry (linked: {listed})",
+            )
         dataset.models = [s for s in dataset.models if s not in gone]
         txn.write(INDEX_NAME, render_index(dataset))
         store.stage_derived(repo, txn, dataset)

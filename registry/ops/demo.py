@@ -74,7 +74,12 @@ def _prepare(directory: Path) -> Path:
     directory = Path(directory).absolute()
     if directory.exists() and any(directory.iterdir()):
         if not (directory / MARKER).exists():
-            raise RegistryError("demo.not-empty", directory, "directory is not empty and was not made by the demo", "pass a new or empty directory")
+            raise RegistryError(
+                "demo.not-empty",
+                directory,
+                "directory is not empty and was not made by the demo",
+                "pass a new or empty directory",
+            )
         shutil.rmtree(directory)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / MARKER).write_text("made by `registry demo`; safe to delete\n")
@@ -82,23 +87,49 @@ def _prepare(directory: Path) -> Path:
 
 
 def _train_json(path: Path, trainer: dict, data_sha: str, hyper: dict, command: str, runs: dict | None = None) -> Path:
-    body = {"trainer": trainer, "hyperparameters": hyper, "command": command, "data_sha256": data_sha, "runs": runs or {}}
+    body = {
+        "trainer": trainer,
+        "hyperparameters": hyper,
+        "command": command,
+        "data_sha256": data_sha,
+        "runs": runs or {},
+    }
     path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
 
 
 def _score(benchmark: str, value: float, day: str, backend: str, **fields: Any) -> Score:
     """A result; ``fields`` are Score's other fields (by default in % and the mean of two runs)."""
-    return Score.model_validate({"unit": "%", "runs": 2, **fields, "benchmark": benchmark, "value": value, "date": date.fromisoformat(day), "backend": backend})
+    return Score.model_validate(
+        {
+            "unit": "%",
+            "runs": 2,
+            **fields,
+            "benchmark": benchmark,
+            "value": value,
+            "date": date.fromisoformat(day),
+            "backend": backend,
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # seed 001: No-22/rwkv-agent-weights (State + MiSS, Chinese card)
 
 AGENT_BASE = "rwkv7-tiny-g1k-20260930-ctx4096"
-LIGHTNING_TRAINER = {"version": "1.8.1", "package": "rwkv_lightning_cuda", "requires": "带 segments 掩码（提交 47df608）的版本，也就是 v1.8.1 及以后；更早的版本会对整段提示都算 loss，训出来不一样"}
+LIGHTNING_TRAINER = {
+    "version": "1.8.1",
+    "package": "rwkv_lightning_cuda",
+    "requires": "带 segments 掩码（提交 47df608）的版本，也就是 v1.8.1 及以后；更早的版本会对整段提示都算 loss，训出来不一样",
+}
 MISS_RUNS = (  # run, (initial, final) learning rate, note, exam result (value, questions), result note
-    ("r16-lr2e-5-e2", (2e-5, 2e-6), "lr 2e-5→2e-6，2 epoch 共 1378 步，最终权重。MiSS 推荐", (52.2, 296.5), "对 v2.0 逐题 +95/−54，p=0.001"),
+    (
+        "r16-lr2e-5-e2",
+        (2e-5, 2e-6),
+        "lr 2e-5→2e-6，2 epoch 共 1378 步，最终权重。MiSS 推荐",
+        (52.2, 296.5),
+        "对 v2.0 逐题 +95/−54，p=0.001",
+    ),
     ("r16-lr1e-5-e2", (1e-5, 1e-6), "lr 1e-5→1e-6，对照组", (51.3, 291.5), "与 2e-5 分不出"),
     ("r16-lr3e-5-e2", (3e-5, 3e-6), "lr 3e-5→3e-6，对照组", (49.4, 280.5), "读对了却取错值、算错的题变多"),
 )
@@ -113,7 +144,9 @@ def _agent_inputs(inputs: Path, data: Mapping[str, str]) -> dict[str, Path]:
     runs = {}
     for i, (run, (lr_init, lr_final), *_) in enumerate(MISS_RUNS):
         (inputs / run).mkdir(exist_ok=True)
-        files[run] = make_adapter_file(inputs / run / "adapter-final.pth", SPEC, fingerprint, rank=16, scale=1.0, seed=10 + i)
+        files[run] = make_adapter_file(
+            inputs / run / "adapter-final.pth", SPEC, fingerprint, rank=16, scale=1.0, seed=10 + i
+        )
         command = f"rwkv_miss_tune --miss_r 16 --miss_alpha 16 --ctx_len 8192 --micro_bsz 8 --epoch_count 2 --lr_init {lr_init} --lr_final {lr_final}"
         runs[run] = {"hyperparameters": {"lr_init": lr_init, "lr_final": lr_final}, "command": command}
     files["train_state"] = _train_json(
@@ -142,34 +175,112 @@ def build_agent_registry(directory: Path, step: Step, data: Mapping[str, str] | 
         "State（state tuning）：只训练模型的初始状态，7.2B 上单文件 16MB，配不带思考的 g1k 格式。MiSS 适配器：一种低秩适配器，7.2B r16 约 36MB，配带思考的 g1k-think 格式。",
     ])  # fmt: skip
     step("init", f"{root} (zh card)")
-    base = add_base(root, BaseRequest(path=files["base"], filename=files["base"].name, source="BlinkDL/rwkv7-g1", vocab=VOCAB_NAME)).base
+    base = add_base(
+        root, BaseRequest(path=files["base"], filename=files["base"].name, source="BlinkDL/rwkv7-g1", vocab=VOCAB_NAME)
+    ).base
     step("add-base", f"{base.name} sha256 {base.sha256[:12]}…")
-    state = add_weight(root, AddRequest(files["state"], AGENT_BASE, "state", "v1.41", files["train_state"], recommended=True, dataset_repo=AGENT_DATASET, notes="lr 0.01→0.00167，第 1224 步（共 1374 步）。State 推荐"))
+    state = add_weight(
+        root,
+        AddRequest(
+            files["state"],
+            AGENT_BASE,
+            "state",
+            "v1.41",
+            files["train_state"],
+            recommended=True,
+            dataset_repo=AGENT_DATASET,
+            notes="lr 0.01→0.00167，第 1224 步（共 1374 步）。State 推荐",
+        ),
+    )
     miss = {
-        run: add_weight(root, AddRequest(files[run], AGENT_BASE, "miss", "v2.1", files["train_miss"], run=run, recommended=i == 0, dataset_repo=AGENT_DATASET, notes=note))
+        run: add_weight(
+            root,
+            AddRequest(
+                files[run],
+                AGENT_BASE,
+                "miss",
+                "v2.1",
+                files["train_miss"],
+                run=run,
+                recommended=i == 0,
+                dataset_repo=AGENT_DATASET,
+                notes=note,
+            ),
+        )
         for i, (run, _, note, *_) in enumerate(MISS_RUNS)
     }
     for entry in (state, *miss.values()):
         step("add", entry.path)
     describe(root, Target(path=state.path), Description(profile="g1k", sampling="g1k-agent"))
     describe(root, Target(method="miss"), Description(profile="g1k-think", sampling="g1k-agent"))
-    describe(root, Target(path=miss["r16-lr2e-5-e2"].path), Description(adapter_id="v21-lr2e-5-e2", known_issues=("v2.1 的退步：网页题、不该调工具的题比 v2.0 少对几题（本地搜空后不上网、纯数学题去调计算器）。",)))
-    describe(root, Target(base=AGENT_BASE), Description(known_issues=("训练数据的已知问题（含 v1.41 里 80 行由测试题改编）见数据集仓库 README。", "MiSS 模型被问身份时可能自称 Qwen（思考风格继承自千问老师）。")))
+    describe(
+        root,
+        Target(path=miss["r16-lr2e-5-e2"].path),
+        Description(
+            adapter_id="v21-lr2e-5-e2",
+            known_issues=(
+                "v2.1 的退步：网页题、不该调工具的题比 v2.0 少对几题（本地搜空后不上网、纯数学题去调计算器）。",
+            ),
+        ),
+    )
+    describe(
+        root,
+        Target(base=AGENT_BASE),
+        Description(
+            known_issues=(
+                "训练数据的已知问题（含 v1.41 里 80 行由测试题改编）见数据集仓库 README。",
+                "MiSS 模型被问身份时可能自称 Qwen（思考风格继承自千问老师）。",
+            )
+        ),
+    )
     step("describe", "serving profiles (g1k, g1k-think, g1k-agent), adapter id, known issues")
-    set_setup(root, "exam", {"items": 568}, describe=["新考卷 exam（568 题，App harness，每组跑两遍取平均；10-16 和 10-17 两天的推理后端版本不同，跨天只作参考）。", "完整报告见 GitHub 仓库 docs/evaluations/（exam-3arm-20261016、exam-v21-20261017）。"])
-    set_setup(root, "old-bank", {}, describe=["旧题库，三次平均：workbank 干净题、bfcl-product（60 题）、bash 探针（26 题）。完整报告见 GitHub 仓库 docs/evaluations/state-v141-20261013。"])
+    set_setup(
+        root,
+        "exam",
+        {"items": 568},
+        describe=[
+            "新考卷 exam（568 题，App harness，每组跑两遍取平均；10-16 和 10-17 两天的推理后端版本不同，跨天只作参考）。",
+            "完整报告见 GitHub 仓库 docs/evaluations/（exam-3arm-20261016、exam-v21-20261017）。",
+        ],
+    )
+    set_setup(
+        root,
+        "old-bank",
+        {},
+        describe=[
+            "旧题库，三次平均：workbank 干净题、bfcl-product（60 题）、bash 探针（26 题）。完整报告见 GitHub 仓库 docs/evaluations/state-v141-20261013。"
+        ],
+    )
     exam = {"setup": "exam"}
     add_score(root, Subject(base=AGENT_BASE), _score("exam", 21.4, "2026-10-16", BACKEND_1016, **exam))
     add_score(root, state.path, _score("exam", 46.9, "2026-10-16", BACKEND_1016, **exam))
-    add_score(root, Subject(base=AGENT_BASE, reference=UNPUBLISHED, method="miss"), _score("exam", 46.0, "2026-10-17", BACKEND_1017, count=261.0, **exam))
+    add_score(
+        root,
+        Subject(base=AGENT_BASE, reference=UNPUBLISHED, method="miss"),
+        _score("exam", 46.0, "2026-10-17", BACKEND_1017, count=261.0, **exam),
+    )
     for run, _, _, (value, count), note in MISS_RUNS:
         baseline = {"baseline": UNPUBLISHED} if run == "r16-lr2e-5-e2" else {}
-        add_score(root, miss[run].path, _score("exam", value, "2026-10-17", BACKEND_1017, count=count, notes=note, **exam, **baseline))
+        add_score(
+            root,
+            miss[run].path,
+            _score("exam", value, "2026-10-17", BACKEND_1017, count=count, notes=note, **exam, **baseline),
+        )
     old_bank = {"setup": "old-bank", "runs": 3}
-    for benchmark, unit, v141, v13 in (("workbank", "", 25.0, 22.7), ("bfcl-product", "/60", 41.0, 24.3), ("bash", "/26", 9.0, 2.0)):
+    for benchmark, unit, v141, v13 in (
+        ("workbank", "", 25.0, 22.7),
+        ("bfcl-product", "/60", 41.0, 24.3),
+        ("bash", "/26", 9.0, 2.0),
+    ):
         add_score(root, state.path, _score(benchmark, v141, "2026-10-13", BACKEND_1016, unit=unit, **old_bank))
-        add_score(root, Subject(base=AGENT_BASE, reference="State v1.3", method="state"), _score(benchmark, v13, "2026-10-13", BACKEND_1016, unit=unit, **old_bank))
-    add_score(root, Subject(base=AGENT_BASE), _score("bfcl-product", 44.0, "2026-10-13", BACKEND_1016, unit="/60", **old_bank))
+        add_score(
+            root,
+            Subject(base=AGENT_BASE, reference="State v1.3", method="state"),
+            _score(benchmark, v13, "2026-10-13", BACKEND_1016, unit=unit, **old_bank),
+        )
+    add_score(
+        root, Subject(base=AGENT_BASE), _score("bfcl-product", 44.0, "2026-10-13", BACKEND_1016, unit="/60", **old_bank)
+    )
     step("score", "exam: base alone, State, an unpublished MiSS v2.0 run, three MiSS v2.1 runs; the old bank")
     for entry in (state, miss["r16-lr2e-5-e2"]):
         twin = convert_entry(root, entry.path, 1 << 40)
@@ -210,7 +321,11 @@ NOVEL_TEXTS = {
     ],
 }
 # (benchmark, unit, base alone, this checkpoint): stand-in values, the seed card's tables were lost
-NOVEL_RESULTS = (("speaker attribution accuracy", "%", 38.5, 71.2), ("narrative-type accuracy", "%", 44.0, 80.3), ("scene boundary F1", "%", 21.7, 63.9))
+NOVEL_RESULTS = (
+    ("speaker attribution accuracy", "%", 38.5, 71.2),
+    ("narrative-type accuracy", "%", 44.0, 80.3),
+    ("scene boundary F1", "%", 21.7, 63.9),
+)
 README_F1 = 58.1
 F1_FOOTNOTE = "The dataset README's published scene F1 is for its v4-590 evaluation setup, not this local merged v4/v4.1 held-out split, so it is a directional reference rather than a strict apples-to-apples baseline."
 
@@ -221,7 +336,9 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
     inputs.mkdir(parents=True, exist_ok=True)
     base_file = save_checkpoint(inputs / f"{NOVEL_BASE}.pth", make_base_state_dict(SPEC))
     gen = torch.Generator().manual_seed(5)
-    tuned = {k: v + 0.01 * torch.randn(v.shape, generator=gen).to(v.dtype) for k, v in make_base_state_dict(SPEC).items()}
+    tuned = {
+        k: v + 0.01 * torch.randn(v.shape, generator=gen).to(v.dtype) for k, v in make_base_state_dict(SPEC).items()
+    }
     weight = save_checkpoint(inputs / "rwkv-final.pth", tuned)
     train = _train_json(
         inputs / "train.json", {"name": "RWKV-LM train.py", "version": "x070"}, DATA_NOVEL,
@@ -229,14 +346,28 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
         "python train.py --my_testing x070 --ctx_len 10240 --micro_bsz 2 --lr_init 5e-7 --lr_final 5e-7 --warmup_steps 10 --weight_decay 0.01 --grad_clip 0.5",
     )  # fmt: skip
     step("build", f"tiny RWKV-7 base and full fine-tune in {inputs}")
-    root = init_registry(directory / "finetune-registry", title="RWKV Novel Agent G1h 13B (10,240 context)", license="apache-2.0").root
+    root = init_registry(
+        directory / "finetune-registry", title="RWKV Novel Agent G1h 13B (10,240 context)", license="apache-2.0"
+    ).root
     set_field(root, "languages", ["en"])
     set_field(root, "repo-id", ["xiaol/rwkv-novel-agent-g1h-13b-ctx10240"])
     for field, texts in NOVEL_TEXTS.items():
         set_field(root, field, texts)
     step("init", f"{root} (en card)")
     add_base(root, BaseRequest(path=base_file, filename=base_file.name, source="BlinkDL/rwkv7-g1", vocab=VOCAB_NAME))
-    entry: Entry = add_weight(root, AddRequest(weight, NOVEL_BASE, "full", "v1.0", train, recommended=True, dataset_repo=NOVEL_DATASET, notes="Full-pass checkpoint after one nominal packed-data pass"))
+    entry: Entry = add_weight(
+        root,
+        AddRequest(
+            weight,
+            NOVEL_BASE,
+            "full",
+            "v1.0",
+            train,
+            recommended=True,
+            dataset_repo=NOVEL_DATASET,
+            notes="Full-pass checkpoint after one nominal packed-data pass",
+        ),
+    )
     step("add", entry.path)
     describe(root, Target(path=entry.path), Description(
         prompt_format=NOVEL_PROMPT, prompt_example=NOVEL_EXAMPLE, stop_tokens=(0,), stop_texts=("\n\nUser:",), keep_stop_text=False,
@@ -258,16 +389,31 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
     ], metrics=["scene boundary F1=F1 of predicted against gold boundary paragraph indices", "speaker attribution accuracy=share of quotes attributed to the gold speaker"])  # fmt: skip
     # The dataset README's figure was measured elsewhere, in its own setup: it is recorded as such
     # (its own setup and source, not this run's date and backend), and compared only with a footnote.
-    set_setup(root, "v4-590", {}, describe=["The dataset README's published evaluation (its v4-590 setup); the figure is copied from there, not run here."])
+    set_setup(
+        root,
+        "v4-590",
+        {},
+        describe=[
+            "The dataset README's published evaluation (its v4-590 setup); the figure is copied from there, not run here."
+        ],
+    )
     add_score(
         root, Subject(base=NOVEL_BASE, reference=README_BASELINE, location=f"{NOVEL_DATASET} README"),
         _score("scene boundary F1", README_F1, "2026-07-25", "as published in the dataset README", setup="v4-590", runs=1),
     )  # fmt: skip
     setup = {"setup": "local-heldout", "runs": 1}
     for benchmark, unit, before, after in NOVEL_RESULTS:
-        add_score(root, Subject(base=NOVEL_BASE), _score(benchmark, before, "2026-07-25", "rwkv 0.8.32", unit=unit, **setup))
-        compared = {"baseline": README_BASELINE, "footnote": F1_FOOTNOTE} if benchmark == "scene boundary F1" else {"baseline": NOVEL_BASE}
-        add_score(root, entry.path, _score(benchmark, after, "2026-07-25", "rwkv 0.8.32", unit=unit, **setup, **compared))
+        add_score(
+            root, Subject(base=NOVEL_BASE), _score(benchmark, before, "2026-07-25", "rwkv 0.8.32", unit=unit, **setup)
+        )
+        compared = (
+            {"baseline": README_BASELINE, "footnote": F1_FOOTNOTE}
+            if benchmark == "scene boundary F1"
+            else {"baseline": NOVEL_BASE}
+        )
+        add_score(
+            root, entry.path, _score(benchmark, after, "2026-07-25", "rwkv 0.8.32", unit=unit, **setup, **compared)
+        )
     step("score", "local held-out results against the starting checkpoint and the dataset README")
     return Built(root, base_file)
 
@@ -288,9 +434,15 @@ def run_demo(directory: Path, echo: Echo | None = None) -> dict:
 
     directory = _prepare(directory)
     dataset, data = build_dataset_registry(directory, step)
-    built = {"seed001": build_agent_registry(directory, step, data), "seed000": build_finetune_registry(directory, step)}
+    built = {
+        "seed001": build_agent_registry(directory, step, data),
+        "seed000": build_finetune_registry(directory, step),
+    }
     link_models(dataset, built["seed001"].root)
-    step("dataset link", f"{dataset}: the weights of {built['seed001'].root} trained on each version, matched by data sha256")
+    step(
+        "dataset link",
+        f"{dataset}: the weights of {built['seed001'].root} trained on each version, matched by data sha256",
+    )
     for built_one in built.values():
         root = built_one.root
         for receipt in smoke(root, [], built_one.base_file, "cpu"):
@@ -298,12 +450,20 @@ def run_demo(directory: Path, echo: Echo | None = None) -> dict:
             step("smoke", f"{receipt.entry} {verdict} (cpu gate; CUDA runs: docs/gpu-gate.md)")
         # The demo never contacts the Hub: it plans against an empty remote.
         target = Repo.open(root).load_index().registry.repo_id or "demo/registry"
-        step("publish --dry-run", publish(root, PublishOptions(target, dry_run=True, allow_cpu_gate=True, assume_empty_remote=True)).summary())
+        step(
+            "publish --dry-run",
+            publish(
+                root, PublishOptions(target, dry_run=True, allow_cpu_gate=True, assume_empty_remote=True)
+            ).summary(),
+        )
         findings = validate(root)
         if findings:
             raise RegistryError("demo.invalid", root, findings[0].one_line(), "report this bug")
         step("validate", f"{root} is valid")
-    step("publish --dry-run", publish(dataset, PublishOptions(AGENT_DATASET, dry_run=True, assume_empty_remote=True)).summary())
+    step(
+        "publish --dry-run",
+        publish(dataset, PublishOptions(AGENT_DATASET, dry_run=True, assume_empty_remote=True)).summary(),
+    )
     for root, linked in ((dataset, built["seed001"].root), (built["seed001"].root, dataset)):
         findings = validate(root, linked=linked)
         if findings:
@@ -311,4 +471,3 @@ def run_demo(directory: Path, echo: Echo | None = None) -> dict:
         step("validate --linked", f"{root} agrees with {linked}")
     registries = {**{name: str(b.root) for name, b in built.items()}, "seed002": str(dataset)}
     return {"ok": True, "registries": registries, "steps": steps}
-

@@ -65,5 +65,8 @@ def build_dataset_registry(directory: Path, step: Callable[[str, str], None]) ->
             summary=Localized(zh=[summary]), composition=Localized(zh=composition), known_issues=Localized(zh=issues),
         ))  # fmt: skip
         data[version.version] = version.trained_file.sha256
-        step("dataset add", f"{version.version}: {version.train_rows} / {version.validation_rows} rows, trained file sha256 {version.trained_file.sha256[:12]}…")
+        step(
+            "dataset add",
+            f"{version.version}: {version.train_rows} / {version.validation_rows} rows, trained file sha256 {version.trained_file.sha256[:12]}…",
+        )
     return root, data

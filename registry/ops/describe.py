@@ -16,7 +16,18 @@ from pydantic import BaseModel
 
 from ..core.errors import RegistryError
 from ..core.evaluation import source_of
-from ..core.models import GIT_COMMIT_PATTERN, METHODS, Base, DataRef, Entry, Index, Localized, PromptFormat, Serving, StopRules
+from ..core.models import (
+    GIT_COMMIT_PATTERN,
+    METHODS,
+    Base,
+    DataRef,
+    Entry,
+    Index,
+    Localized,
+    PromptFormat,
+    Serving,
+    StopRules,
+)
 from ..core.repo import Repo, resolve_entry
 from ..index.arguments import require_text
 from ..index.editing import build, card_language, edit_index, localized
@@ -67,7 +78,9 @@ def _check(description: Description) -> dict[str, Any]:
     """The given fields, each checked on its own (text, commit sha, dtype) before anything is read."""
     given = description.given()
     if not given:
-        raise RegistryError("args.missing", "describe", "no field to set", "pass at least one option (see `registry describe --help`)")
+        raise RegistryError(
+            "args.missing", "describe", "no field to set", "pass at least one option (see `registry describe --help`)"
+        )
     for field in ("notes", "prompt_format", "prompt_example", "profile", "sampling", "adapter_id", "dataset_repo"):
         if field in given:
             require_text(given[field], OPTIONS[field])
@@ -76,9 +89,19 @@ def _check(description: Description) -> dict[str, Any]:
             require_text(text, OPTIONS[field])
     revision = given.get("dataset_revision")
     if revision is not None and not re.fullmatch(GIT_COMMIT_PATTERN, revision):
-        raise RegistryError("args.bad-revision", "--dataset-revision", f"{revision!r} is not a 40-hex git commit sha", "pass the dataset repo's full commit sha (its Hub commit page, or `git rev-parse HEAD` in a clone)")
+        raise RegistryError(
+            "args.bad-revision",
+            "--dataset-revision",
+            f"{revision!r} is not a 40-hex git commit sha",
+            "pass the dataset repo's full commit sha (its Hub commit page, or `git rev-parse HEAD` in a clone)",
+        )
     if given.get("dtype") not in (None, *DTYPES):
-        raise RegistryError("args.invalid", "--dtype", f"dtype {given['dtype']!r} is not one of {', '.join(DTYPES)}", "pass --dtype bf16, fp16 or fp32")
+        raise RegistryError(
+            "args.invalid",
+            "--dtype",
+            f"dtype {given['dtype']!r} is not one of {', '.join(DTYPES)}",
+            "pass --dtype bf16, fp16 or fp32",
+        )
     return given
 
 
@@ -86,22 +109,38 @@ def _entries(repo: Repo, index: Index, target: Target, given: dict[str, Any]) ->
     if target.path is not None:
         return [source_of(index, resolve_entry(repo, index, target.path))]
     if target.method not in METHODS:
-        raise RegistryError("args.bad-method", "--method", f"{target.method!r} is not a method", f"pass --method {', '.join(METHODS)}")
+        raise RegistryError(
+            "args.bad-method", "--method", f"{target.method!r} is not a method", f"pass --method {', '.join(METHODS)}"
+        )
     entries = [e for e in index.entries if e.method == target.method and source_of(index, e) is e]
     if not entries:
         fields = ", ".join(OPTIONS[f] for f in given)
-        raise RegistryError("describe.no-such-method", "--method", f"the registry has no {target.method} weights, so {fields} would describe nothing", f"add {target.method} weights first, or pass --method {' / '.join(sorted({e.method for e in index.entries})) or '…'}")
+        raise RegistryError(
+            "describe.no-such-method",
+            "--method",
+            f"the registry has no {target.method} weights, so {fields} would describe nothing",
+            f"add {target.method} weights first, or pass --method {' / '.join(sorted({e.method for e in index.entries})) or '…'}",
+        )
     return entries
 
 
 def _describe_base(index: Index, name: str, given: dict[str, Any], lang: str | None) -> Base:
     base = index.base_by_name(name)
     if base is None:
-        raise RegistryError("base.unknown", "--base", f"no base named {name!r} in index.json", "pass a base listed by `registry list`")
+        raise RegistryError(
+            "base.unknown", "--base", f"no base named {name!r} in index.json", "pass a base listed by `registry list`"
+        )
     others = sorted(set(given) - BASE_FIELDS)
     if others:
-        raise RegistryError("args.invalid", OPTIONS[others[0]], f"{OPTIONS[others[0]]} describes weights, not a base", "name the weights: registry describe PATH, or --method METHOD")
-    base.known_issues = localized(base.known_issues, card_language(index, lang, "--known-issue"), list(given["known_issues"]))
+        raise RegistryError(
+            "args.invalid",
+            OPTIONS[others[0]],
+            f"{OPTIONS[others[0]]} describes weights, not a base",
+            "name the weights: registry describe PATH, or --method METHOD",
+        )
+    base.known_issues = localized(
+        base.known_issues, card_language(index, lang, "--known-issue"), list(given["known_issues"])
+    )
     return base
 
 
@@ -114,24 +153,44 @@ def _updated(current: BaseModel | None, updates: dict[str, Any]) -> dict[str, An
 
 def _describe_entry(index: Index, entry: Entry, given: dict[str, Any], lang: str | None) -> None:
     if "adapter_id" in given and entry.method != "miss":
-        raise RegistryError("args.invalid", "--adapter-id", f"{entry.path} is a {entry.method} weight; only MiSS adapters are registered under an adapter id", "drop --adapter-id, or name a MiSS adapter")
+        raise RegistryError(
+            "args.invalid",
+            "--adapter-id",
+            f"{entry.path} is a {entry.method} weight; only MiSS adapters are registered under an adapter id",
+            "drop --adapter-id, or name a MiSS adapter",
+        )
     if "notes" in given:
         old = entry.notes if isinstance(entry.notes, Localized) else Localized()
         entry.notes = localized(old, card_language(index, lang, "--notes"), [given["notes"]])
     if "known_issues" in given:
-        entry.known_issues = localized(entry.known_issues, card_language(index, lang, "--known-issue"), list(given["known_issues"]))
+        entry.known_issues = localized(
+            entry.known_issues, card_language(index, lang, "--known-issue"), list(given["known_issues"])
+        )
     if {"prompt_format", "prompt_example"} & set(given):
-        prompt = _updated(entry.prompt, {k: given[f"prompt_{k}"] for k in ("format", "example") if f"prompt_{k}" in given})
+        prompt = _updated(
+            entry.prompt, {k: given[f"prompt_{k}"] for k in ("format", "example") if f"prompt_{k}" in given}
+        )
         if "format" not in prompt:
-            raise RegistryError("args.missing", "--prompt-format", f"{entry.path} has no prompt format for the example to follow", "pass --prompt-format too")
+            raise RegistryError(
+                "args.missing",
+                "--prompt-format",
+                f"{entry.path} has no prompt format for the example to follow",
+                "pass --prompt-format too",
+            )
         entry.prompt = build(PromptFormat, prompt, {"format": "--prompt-format", "example": "--prompt-example"})
     if {"stop_tokens", "stop_texts", "keep_stop_text"} & set(given):
         stop = _updated(entry.stop, {k: list(given[f"stop_{k}"]) for k in ("tokens", "texts") if f"stop_{k}" in given})
         if "keep_stop_text" in given:
             stop["consume"] = not given["keep_stop_text"]
-        entry.stop = build(StopRules, stop, {"tokens": "--stop-token", "texts": "--stop-text", "consume": "--keep-stop-text"})
+        entry.stop = build(
+            StopRules, stop, {"tokens": "--stop-token", "texts": "--stop-text", "consume": "--keep-stop-text"}
+        )
     if {"profile", "sampling", "adapter_id"} & set(given):
-        entry.serving = build(Serving, _updated(entry.serving, {k: given[k] for k in ("profile", "sampling", "adapter_id") if k in given}), OPTIONS)
+        entry.serving = build(
+            Serving,
+            _updated(entry.serving, {k: given[k] for k in ("profile", "sampling", "adapter_id") if k in given}),
+            OPTIONS,
+        )
     if "parameters" in given:
         entry.parameters = given["parameters"]
     if "dtype" in given:
@@ -139,7 +198,12 @@ def _describe_entry(index: Index, entry: Entry, given: dict[str, Any], lang: str
     if {"dataset_repo", "dataset_revision"} & set(given):
         data = _updated(entry.data, {k: given[k] for k in ("dataset_repo", "dataset_revision") if k in given})
         if data.get("dataset_revision") and not data.get("dataset_repo"):
-            raise RegistryError("args.missing", "--dataset-repo", f"{entry.path} names no dataset repo for the revision to belong to", "pass --dataset-repo NAMESPACE/NAME too")
+            raise RegistryError(
+                "args.missing",
+                "--dataset-repo",
+                f"{entry.path} names no dataset repo for the revision to belong to",
+                "pass --dataset-repo NAMESPACE/NAME too",
+            )
         entry.data = build(DataRef, data, OPTIONS)
 
 

@@ -16,7 +16,16 @@ from ..core.errors import RegistryError
 from ..core.published import recorded_remote
 from ..core.repo import Repo
 from ..hub.remote import Hub
-from ..index.releases import Release, ReleaseDiff, compare, hub_release, kept_release, recorded_release, registry_hub, working_release
+from ..index.releases import (
+    Release,
+    ReleaseDiff,
+    compare,
+    hub_release,
+    kept_release,
+    recorded_release,
+    registry_hub,
+    working_release,
+)
 
 WORKING = "working"
 PUBLISHED = "published"
@@ -37,11 +46,23 @@ def _side(repo: Repo, spec: str, hub: Hub | None, offline: bool) -> Release:
         return recorded_release(repo, record.commit)
     if offline or hub is None:
         fix = "drop --offline" if offline else "pass --repo-id NAMESPACE/NAME (or publish the registry first)"
-        raise RegistryError("diff.no-hub", spec, f"{spec!r} is a Hub revision, and {'--offline reads no Hub' if offline else 'no repo id is known'}", fix)
+        raise RegistryError(
+            "diff.no-hub",
+            spec,
+            f"{spec!r} is a Hub revision, and {'--offline reads no Hub' if offline else 'no repo id is known'}",
+            fix,
+        )
     return hub_release(hub, hub.resolve(spec))
 
 
-def diff(root: Path | str, old: str = PUBLISHED, new: str = WORKING, repo_id: str | None = None, offline: bool = False, hub_progress: bool = True) -> ReleaseDiff:
+def diff(
+    root: Path | str,
+    old: str = PUBLISHED,
+    new: str = WORKING,
+    repo_id: str | None = None,
+    offline: bool = False,
+    hub_progress: bool = True,
+) -> ReleaseDiff:
     """``new`` compared with ``old``."""
     repo = Repo.open(root)
     hub = None if offline else registry_hub(repo, repo_id, progress=hub_progress)

@@ -24,12 +24,24 @@ def parse_metrics(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         name, sep, definition = pair.partition("=")
         if not sep or not name.strip() or not definition.strip():
-            raise RegistryError("args.invalid", "--metric", f"{pair!r} is not NAME=DEFINITION", "pass --metric 'exam=share of the 568 questions answered correctly'")
+            raise RegistryError(
+                "args.invalid",
+                "--metric",
+                f"{pair!r} is not NAME=DEFINITION",
+                "pass --metric 'exam=share of the 568 questions answered correctly'",
+            )
         metrics[name.strip()] = require_text(definition.strip(), "--metric")
     return metrics
 
 
-def set_setup(root: Path, name: str, facts: Mapping[str, Any], describe: Sequence[str] = (), metrics: Sequence[str] = (), lang: str | None = None) -> EvalSetup:
+def set_setup(
+    root: Path,
+    name: str,
+    facts: Mapping[str, Any],
+    describe: Sequence[str] = (),
+    metrics: Sequence[str] = (),
+    lang: str | None = None,
+) -> EvalSetup:
     """Record setup ``name``: given fields replace the old ones, metric definitions are added."""
     require_name(name, "setup name", "registry eval-setup NAME")
     for field in TEXTS:
@@ -46,7 +58,11 @@ def set_setup(root: Path, name: str, facts: Mapping[str, Any], describe: Sequenc
         data.update({k: v for k, v in facts.items() if v is not None})
         data["definitions"] = {**data.get("definitions", {}), **definitions}
         if describe:
-            data["description"] = localized(Localized.model_validate(data.get("description") or {}), card_language(index, lang, "--describe"), list(describe)).model_dump()
+            data["description"] = localized(
+                Localized.model_validate(data.get("description") or {}),
+                card_language(index, lang, "--describe"),
+                list(describe),
+            ).model_dump()
         setup = build(EvalSetup, data, OPTIONS)
         index.registry.setups = [setup if s.name == name else s for s in setups] if old else [*setups, setup]
         return setup

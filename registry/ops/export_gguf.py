@@ -63,7 +63,9 @@ def _refuse_state(source: ExportSource) -> None:
         )  # fmt: skip
 
 
-def _record(repo: Repo, txn: Transaction, index: Index, inputs: Inputs, made: list[Made], progress: Progress | None) -> list[GgufFile]:
+def _record(
+    repo: Repo, txn: Transaction, index: Index, inputs: Inputs, made: list[Made], progress: Progress | None
+) -> list[GgufFile]:
     source = inputs.source
     tools = writer.tool_versions()
     records = []
@@ -93,7 +95,10 @@ def _write_receipts(repo: Repo, made: list[Made], sign_key: Path | None) -> None
     repo.gates_dir.mkdir(parents=True, exist_ok=True)
     for item in made:
         if item.receipt is not None:
-            atomic_write(receipt_path(repo.gates_dir, item.sha256), sealed_json(signed(item.receipt, sign_key) if sign_key else item.receipt))
+            atomic_write(
+                receipt_path(repo.gates_dir, item.sha256),
+                sealed_json(signed(item.receipt, sign_key) if sign_key else item.receipt),
+            )
 
 
 def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = None) -> list[GgufFile]:
@@ -103,7 +108,12 @@ def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = No
         public_pem(request.sign_key)  # a bad key is refused before anything is written, not after
     unknown = [t for t in request.types if t not in (*mapping.DIRECT_TYPES, *mapping.QUANTIZER_TYPES)]
     if unknown:
-        raise RegistryError("args.bad-type", "--type", f"{unknown[0]!r} is not a GGUF type export-gguf makes", f"pass one of {', '.join((*mapping.DIRECT_TYPES, *mapping.QUANTIZER_TYPES))}")
+        raise RegistryError(
+            "args.bad-type",
+            "--type",
+            f"{unknown[0]!r} is not a GGUF type export-gguf makes",
+            f"pass one of {', '.join((*mapping.DIRECT_TYPES, *mapping.QUANTIZER_TYPES))}",
+        )
     repo = Repo.open(root)
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
@@ -116,7 +126,21 @@ def export_gguf(root: Path, request: GgufRequest, progress: Progress | None = No
                 plan = mapping.gguf_plan({name: tuple(t.shape) for name, t in inputs.tensors.items()}, source.label)
                 check_vocab(source.base, plan.config["vocab_size"], source.label)
                 for gguf_type in dict.fromkeys(request.types):
-                    made.append(write_type(inputs, plan, gguf_type, gguf_path(source.base.name, entry_path, gguf_type, source.entry.data.version if source.entry else None), txn.staging, progress))
+                    made.append(
+                        write_type(
+                            inputs,
+                            plan,
+                            gguf_type,
+                            gguf_path(
+                                source.base.name,
+                                entry_path,
+                                gguf_type,
+                                source.entry.data.version if source.entry else None,
+                            ),
+                            txn.staging,
+                            progress,
+                        )
+                    )
                 for item in made:
                     check_place(repo, index, item, request.force)
                 if request.gate:

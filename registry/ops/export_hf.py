@@ -49,7 +49,15 @@ class ExportRequest:
     force: bool = False
 
 
-def _record(repo: Repo, txn: Transaction, index: Index, source: ExportSource, data: dict[str, bytes], converted: list[FileRef], progress: Progress | None) -> HfExport:
+def _record(
+    repo: Repo,
+    txn: Transaction,
+    index: Index,
+    source: ExportSource,
+    data: dict[str, bytes],
+    converted: list[FileRef],
+    progress: Progress | None,
+) -> HfExport:
     """Write ``data`` into the export folder and list it, with the ``converted`` files, in index.json."""
     refs = list(converted)
     for name, content in data.items():
@@ -70,7 +78,9 @@ def _record(repo: Repo, txn: Transaction, index: Index, source: ExportSource, da
     return export
 
 
-def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, progress: Progress | None = None) -> HfExport:
+def export_hf(
+    root: Path, request: ExportRequest, opener: Opener = OutputFile, progress: Progress | None = None
+) -> HfExport:
     """Export, verify and register one folder; nothing changes unless all of it succeeds."""
     require_hf()
     repo = Repo.open(root)
@@ -84,15 +94,27 @@ def export_hf(root: Path, request: ExportRequest, opener: Opener = OutputFile, p
             check_folder(repo, txn, index, source, set(data), data, request.force)
             return _record(repo, txn, index, source, data, [], progress)
         with pinned_source(repo, source, request.base_file) as handle:
-            converted = convert_to_fla(repo.root, source, handle, request.shard_size, request.force, txn.staging, opener, progress)
+            converted = convert_to_fla(
+                repo.root, source, handle, request.shard_size, request.force, txn.staging, opener, progress
+            )
         result = converted.result
         try:
             data = json_files(converted, source.entry.stop if source.entry else None)
             verify_model_files(data, converted.shapes)
-            check_folder(repo, txn, index, source, {f.final.name for f in result.files} | set(data), data, request.force)
+            check_folder(
+                repo, txn, index, source, {f.final.name for f in result.files} | set(data), data, request.force
+            )
             for f in result.files:
                 txn.move(f.temp, repo.rel(f.final), f.sha256)
-            return _record(repo, txn, index, source, data, [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files], progress)
+            return _record(
+                repo,
+                txn,
+                index,
+                source,
+                data,
+                [FileRef(path=repo.rel(f.final), sha256=f.sha256, size=f.size) for f in result.files],
+                progress,
+            )
         except BaseException:
             result.discard()
             raise

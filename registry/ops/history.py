@@ -33,7 +33,14 @@ class History:
     more: bool = False  # older commits were left out (--limit)
 
     def as_dict(self) -> dict:
-        return {"ok": True, "repo_id": self.repo_id, "revision": self.revision, "source": "hub" if self.repo_id else "local", "releases": [i.as_dict() for i in self.items], "more": self.more}
+        return {
+            "ok": True,
+            "repo_id": self.repo_id,
+            "revision": self.revision,
+            "source": "hub" if self.repo_id else "local",
+            "releases": [i.as_dict() for i in self.items],
+            "more": self.more,
+        }
 
 
 def history(
@@ -48,12 +55,27 @@ def history(
         kept = kept_releases(repo)
         here = record.commit if record else None
         if kept:
-            found: list[Listed] = [(read_kept(repo, r, folder), r.recorded, f"published or pulled: {r.repo_id}@{r.revision}", ()) for r, folder in kept[: limit + 1]]
+            found: list[Listed] = [
+                (read_kept(repo, r, folder), r.recorded, f"published or pulled: {r.repo_id}@{r.revision}", ())
+                for r, folder in kept[: limit + 1]
+            ]
             return History(None, revision, _items(found, limit, here), len(kept) > limit)
         if record is None:
             fix = "publish the registry first" if offline else "pass --repo-id NAMESPACE/NAME"
-            raise RegistryError("history.unknown", repo.rel(repo.published_dir), "no publish or pull is recorded here" + ("" if offline else ", and no repo id is known"), fix)
-        last: list[Listed] = [(recorded_release(repo, record.commit), "", f"the last publish or pull: {record.repo_id}@{record.revision}", ())]
+            raise RegistryError(
+                "history.unknown",
+                repo.rel(repo.published_dir),
+                "no publish or pull is recorded here" + ("" if offline else ", and no repo id is known"),
+                fix,
+            )
+        last: list[Listed] = [
+            (
+                recorded_release(repo, record.commit),
+                "",
+                f"the last publish or pull: {record.repo_id}@{record.revision}",
+                (),
+            )
+        ]
         return History(None, record.revision, _items(last, limit, here))
     commits = hub.commits()
     shown = commits[: limit + 1]  # one more: the parent of the oldest shown

@@ -20,17 +20,30 @@ from ..index.derived import stage_derived
 
 def _check_place(root: Path, kept: frozenset[str], adopt: str) -> None:
     if (root / INDEX_NAME).exists():
-        raise RegistryError("init.exists", root / INDEX_NAME, "an index.json already exists here", f"use the existing registry, or run `{adopt} {root}` if the index.json was written by hand")
+        raise RegistryError(
+            "init.exists",
+            root / INDEX_NAME,
+            "an index.json already exists here",
+            f"use the existing registry, or run `{adopt} {root}` if the index.json was written by hand",
+        )
     others = sorted(p.name for p in root.iterdir() if p.name not in kept and not p.name.startswith(GIT_DIR))
     if others:
-        raise RegistryError("init.not-empty", root, f"the directory holds files init does not keep ({others[0]})", f"run `{adopt} {root}` to bring existing files in, or choose an empty directory")
+        raise RegistryError(
+            "init.not-empty",
+            root,
+            f"the directory holds files init does not keep ({others[0]})",
+            f"run `{adopt} {root}` to bring existing files in, or choose an empty directory",
+        )
 
 
 def git_file_changes(repo: Repo, attributes: str = GITATTRIBUTES) -> dict[str, bytes]:
     """.gitignore and .gitattributes extended (or written) with what a registry needs, where they
     lack it (``attributes``: the LFS lines, a model registry's by default)."""
     changes = {}
-    for name, extended in ((GITIGNORE_NAME, ignore_private), (GITATTRIBUTES_NAME, lambda existing: lfs_attributes(existing, attributes))):
+    for name, extended in (
+        (GITIGNORE_NAME, ignore_private),
+        (GITATTRIBUTES_NAME, lambda existing: lfs_attributes(existing, attributes)),
+    ):
         path = repo.root / name
         data = extended(repo.read_bytes(path) if path.is_file() or path.is_symlink() else None)
         if data is not None:
@@ -66,7 +79,12 @@ def init_registry(root: Path, title: str | None = None, license: str | None = No
     return create_registry(root, stage)
 
 
-def create_registry(root: Path, stage: Callable[[Repo, Transaction], None], kept: frozenset[str] = INIT_KEPT, adopt: str = "registry adopt") -> Repo:
+def create_registry(
+    root: Path,
+    stage: Callable[[Repo, Transaction], None],
+    kept: frozenset[str] = INIT_KEPT,
+    adopt: str = "registry adopt",
+) -> Repo:
     """Create a registry in ``root`` (new, empty, or holding only ``kept`` and git's files) with the
     files ``stage`` writes, in one transaction; a folder holding other files is refused naming ``adopt``."""
     root = Path(root).absolute()
@@ -74,7 +92,12 @@ def create_registry(root: Path, stage: Callable[[Repo, Transaction], None], kept
         raise RegistryError("fs.not-a-directory", root, "exists and is not a directory", "choose another path")
     enclosing = find_root(root.parent) if root.parent != root else None
     if enclosing is not None:  # checked before any folder is made
-        raise RegistryError("init.inside-registry", root, f"this folder is inside the registry at {enclosing}", "work in that registry, or create the new one outside it")
+        raise RegistryError(
+            "init.inside-registry",
+            root,
+            f"this folder is inside the registry at {enclosing}",
+            "work in that registry, or create the new one outside it",
+        )
     created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     repo = Repo(root)

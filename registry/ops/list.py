@@ -37,7 +37,15 @@ class LinkedWeight:
     recommended: bool
 
     def as_dict(self) -> dict[str, Any]:
-        return {"repo_id": self.repo_id, "revision": self.revision, "path": self.path, "method": self.method, "base": self.base, "sha256": self.sha256, "recommended": self.recommended}
+        return {
+            "repo_id": self.repo_id,
+            "revision": self.revision,
+            "path": self.path,
+            "method": self.method,
+            "base": self.base,
+            "sha256": self.sha256,
+            "recommended": self.recommended,
+        }
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,9 @@ def list_registry(root: Path) -> Listing | DatasetListing:
         dataset = load(repo)
         return DatasetListing([VersionListing(v, _linked(v, dataset.models)) for v in dataset.versions])
     index = repo.load_index()
-    listing = Listing([b.model_dump(mode="json") for b in index.bases], [e.model_dump(mode="json") for e in index.entries])
+    listing = Listing(
+        [b.model_dump(mode="json") for b in index.bases], [e.model_dump(mode="json") for e in index.entries]
+    )
     if verdicts is not None:
         verdicts.remember("list", listing.as_dict())
     return listing

@@ -51,7 +51,9 @@ class Migration:
         lines = [f"{verb} index.json from format_version {self.from_version} to {self.to_version}", *self.changes]
         if self.written:
             lines.append(f"{'would write' if self.dry_run else 'wrote'} {', '.join(self.written)}")
-        if self.signature_stale and self.dry_run:  # a real run: the write path itself says so (registry.core.staged_sums)
+        if (
+            self.signature_stale and self.dry_run
+        ):  # a real run: the write path itself says so (registry.core.staged_sums)
             lines.append(f"note: {STALE_SIGNATURE}")
         return lines
 
@@ -75,8 +77,14 @@ def _gate_from_1(repo: Repo, where: str, gate: dict[str, Any]) -> tuple[dict[str
         except (RegistryError, ValidationError):
             receipt = None
         if receipt is not None and receipt.file_sha256 == sha and sealed_here(receipt):
-            return gate_summary(receipt).model_dump(mode="json"), f"{where}: gate record: receipt path dropped, versions and figures taken from this installation's receipt"
-    return rest, f"{where}: gate record: receipt path dropped (no receipt of this installation's gate for these bytes: versions and figures stay unrecorded)"
+            return (
+                gate_summary(receipt).model_dump(mode="json"),
+                f"{where}: gate record: receipt path dropped, versions and figures taken from this installation's receipt",
+            )
+    return (
+        rest,
+        f"{where}: gate record: receipt path dropped (no receipt of this installation's gate for these bytes: versions and figures stay unrecorded)",
+    )
 
 
 def _from_1(repo: Repo, data: dict[str, Any]) -> list[str]:
@@ -100,9 +108,19 @@ def _migrated(repo: Repo) -> tuple[int, Index | None, list[str]]:
     data = read_json(repo.refuse_link(repo.index_path), INDEX_NAME)
     version = data.get("format_version") if isinstance(data, dict) else None
     if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version:
-        raise RegistryError("index.not-a-registry", INDEX_NAME, "index.json names no format_version (it was not written by registry)", f"run `registry adopt {repo.root}`: it maps what it can and lists the rest")
+        raise RegistryError(
+            "index.not-a-registry",
+            INDEX_NAME,
+            "index.json names no format_version (it was not written by registry)",
+            f"run `registry adopt {repo.root}`: it maps what it can and lists the rest",
+        )
     if version > INDEX_FORMAT_VERSION:
-        raise RegistryError("index.newer-format", INDEX_NAME, f"written in format_version {version} by a newer rwkv-registry; this one reads format_version {INDEX_FORMAT_VERSION}", "upgrade rwkv-registry (`pip install -U rwkv-registry`)")
+        raise RegistryError(
+            "index.newer-format",
+            INDEX_NAME,
+            f"written in format_version {version} by a newer rwkv-registry; this one reads format_version {INDEX_FORMAT_VERSION}",
+            "upgrade rwkv-registry (`pip install -U rwkv-registry`)",
+        )
     if version == INDEX_FORMAT_VERSION:
         return version, None, []
     assert isinstance(data, dict)
@@ -114,7 +132,12 @@ def _migrated(repo: Repo) -> tuple[int, Index | None, list[str]]:
         where, message = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         fix = f"index.json was not a valid format_version {version} index either: restore it from git (`git checkout -- index.json`), then run `registry migrate` again"
-        raise RegistryError("migrate.invalid", INDEX_NAME, f"after migrating to format_version {INDEX_FORMAT_VERSION}: {where}: {message}{more}", fix)
+        raise RegistryError(
+            "migrate.invalid",
+            INDEX_NAME,
+            f"after migrating to format_version {INDEX_FORMAT_VERSION}: {where}: {message}{more}",
+            fix,
+        )
     return version, Index.model_validate(data), changes
 
 
@@ -130,7 +153,14 @@ def migrate(root: Any, dry_run: bool = False) -> Migration:
         return Migration(version, version, dry_run=dry_run)
     if dry_run:
         stale = [state.name for state in rendered(repo, index) if not state.fresh]
-        return Migration(version, INDEX_FORMAT_VERSION, changes, sorted([INDEX_NAME, *stale]) + [SUMS_NAME], stale_signature, dry_run=True)
+        return Migration(
+            version,
+            INDEX_FORMAT_VERSION,
+            changes,
+            sorted([INDEX_NAME, *stale]) + [SUMS_NAME],
+            stale_signature,
+            dry_run=True,
+        )
     old_sums = parse_sums(repo.read_bytes(repo.sums_path)) if repo.sums_path.is_file() else {}
     with transaction(repo.root) as txn:
         version, index, changes = _migrated(repo)  # again, under the lock
@@ -138,7 +168,9 @@ def migrate(root: Any, dry_run: bool = False) -> Migration:
             return Migration(version, version)
         txn.write(INDEX_NAME, render_index(index))
         digests = stage_derived(repo, txn, index)
-        written = sorted(rel for rel, sha in txn.staged_files().items() if rel != SUMS_NAME and old_sums.get(rel) != sha)
+        written = sorted(
+            rel for rel, sha in txn.staged_files().items() if rel != SUMS_NAME and old_sums.get(rel) != sha
+        )
     if digests != old_sums:
         written.append(SUMS_NAME)
     return Migration(version, INDEX_FORMAT_VERSION, changes, written, stale_signature)

@@ -69,12 +69,18 @@ class PublishOptions:
     create_pr: bool = False
     tag: str | None = None
     allow_cpu_gate: bool = False
-    trusted_gate_keys: tuple[TrustedKey, ...] = ()  # receipts signed by these keys count (the gate ran on another machine)
+    trusted_gate_keys: tuple[
+        TrustedKey, ...
+    ] = ()  # receipts signed by these keys count (the gate ran on another machine)
     delete_remote_extra: bool = False
-    assume_empty_remote: bool = False  # plan as if the repo did not exist yet, without contacting the Hub (dry run only)
+    assume_empty_remote: bool = (
+        False  # plan as if the repo did not exist yet, without contacting the Hub (dry run only)
+    )
     restore: bool = False  # put the registry's own bytes back where the Hub changed behind it
     signature: SignaturePolicy = SignaturePolicy()  # model.sig, sent in the same commit, must sign exactly these bytes
-    access: Access | None = None  # who may see the repo (--private, --gated): set on its first publish, recorded in index.json
+    access: Access | None = (
+        None  # who may see the repo (--private, --gated): set on its first publish, recorded in index.json
+    )
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,9 @@ class Outcome:
             "plan": self.plan.as_dict(),
             "access": self.access,
             "blockers": [b.as_dict() for b in self.blockers],
-            "commit": None if commit is None else {"oid": commit.oid, "url": commit.url, "pr_revision": commit.pr_revision, "pr_url": commit.pr_url},
+            "commit": None
+            if commit is None
+            else {"oid": commit.oid, "url": commit.url, "pr_revision": commit.pr_revision, "pr_url": commit.pr_url},
             "tag": self.tagged,
         }
 
@@ -148,23 +156,65 @@ def _access_findings(options: PublishOptions, remote: RemoteState, repo_type: st
 
 def _check_options(options: PublishOptions) -> None:
     if options.assume_empty_remote and not options.dry_run:
-        raise RegistryError("args.conflict", options.repo_id, "--assume-empty-remote only makes sense with --dry-run", "add --dry-run, or drop --assume-empty-remote")
+        raise RegistryError(
+            "args.conflict",
+            options.repo_id,
+            "--assume-empty-remote only makes sense with --dry-run",
+            "add --dry-run, or drop --assume-empty-remote",
+        )
     if options.restore and options.assume_empty_remote:
-        raise RegistryError("args.conflict", options.repo_id, "--restore compares with the Hub, which --assume-empty-remote never contacts", "drop one of them")
+        raise RegistryError(
+            "args.conflict",
+            options.repo_id,
+            "--restore compares with the Hub, which --assume-empty-remote never contacts",
+            "drop one of them",
+        )
     if options.tag and options.create_pr:
-        raise RegistryError("args.conflict", options.repo_id, "a release tag must point at a commit on the branch, not at a pull request", "drop --tag or --create-pr")
+        raise RegistryError(
+            "args.conflict",
+            options.repo_id,
+            "a release tag must point at a commit on the branch, not at a pull request",
+            "drop --tag or --create-pr",
+        )
 
 
-def _draft(repo: Repo, index: Index, sums: dict[str, str], remote: RemoteState, options: PublishOptions, hub: Hub, staged: Mapping[str, Path] | None = None) -> _Draft:
+def _draft(
+    repo: Repo,
+    index: Index,
+    sums: dict[str, str],
+    remote: RemoteState,
+    options: PublishOptions,
+    hub: Hub,
+    staged: Mapping[str, Path] | None = None,
+) -> _Draft:
     staged = dict(staged or {})
     local = local_files(repo, sums, staged)
     local = with_git_sha1(repo.root, local, plain_paths(local, remote.files), staged)
     plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra)
     if plan.problems:  # the Hub holds other bytes somewhere: are ours the registry's own?
-        plan = make_plan(local, remote, index.rewrites, options.delete_remote_extra, _restorable(repo, hub, remote, plan), options.restore)
-    blockers = [*plan.problems, *gate_findings(repo, index, sums, [f.path for f in plan.uploads], GateTrust(options.allow_cpu_gate, options.trusted_gate_keys)), *_signature_findings(repo, index, sums, options)]
+        plan = make_plan(
+            local,
+            remote,
+            index.rewrites,
+            options.delete_remote_extra,
+            _restorable(repo, hub, remote, plan),
+            options.restore,
+        )
+    blockers = [
+        *plan.problems,
+        *gate_findings(
+            repo,
+            index,
+            sums,
+            [f.path for f in plan.uploads],
+            GateTrust(options.allow_cpu_gate, options.trusted_gate_keys),
+        ),
+        *_signature_findings(repo, index, sums, options),
+    ]
     if options.tag and remote.exists and options.tag in hub.tags():
-        blockers.append(Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag"))
+        blockers.append(
+            Problem("hub.tag-exists", options.repo_id, f"tag {options.tag!r} already exists", "choose another --tag")
+        )
     blockers += _access_findings(options, remote, hub.repo_type)
     return _Draft(index, sums, local, plan, tuple(blockers), staged, _access(options, remote))
 
@@ -176,7 +226,9 @@ def _restorable(repo: Repo, hub: Hub, remote: RemoteState, plan: Plan) -> frozen
     own = published_sums(repo)
     if remote.head is not None and SUMS_NAME in remote.files:
         with tempfile.TemporaryDirectory(prefix="registry-publish-") as tmp:
-            listed = parse_sums(hub.download(SUMS_NAME, remote.head, Path(tmp)).read_bytes(), f"{remote.repo_id}/{SUMS_NAME}")
+            listed = parse_sums(
+                hub.download(SUMS_NAME, remote.head, Path(tmp)).read_bytes(), f"{remote.repo_id}/{SUMS_NAME}"
+            )
         own = {**listed, **own}
     return frozenset(f.path for f in rewrites_needed(plan.files) if own.get(f.path) == f.local_file.sha256)
 
@@ -189,10 +241,28 @@ def _signature_findings(repo: Repo, index: Index, sums: dict[str, str], options:
     problems = options.signature.folder_problems(repo, sums)
     if (repo.root / SIGNATURE_NAME).is_file() and index.registry.repo_id != options.repo_id:
         fix = f"run `registry set repo-id {options.repo_id}` and `registry sign` again, then publish"
-        problems.append(Problem("sign.repo-id-unrecorded", INDEX_NAME, f"index.json does not name {options.repo_id}; recording it now would leave model.sig stale", fix))
-    if (repo.root / SIGNATURE_NAME).is_file() and options.access is not None and index.registry.access != options.access:
+        problems.append(
+            Problem(
+                "sign.repo-id-unrecorded",
+                INDEX_NAME,
+                f"index.json does not name {options.repo_id}; recording it now would leave model.sig stale",
+                fix,
+            )
+        )
+    if (
+        (repo.root / SIGNATURE_NAME).is_file()
+        and options.access is not None
+        and index.registry.access != options.access
+    ):
         fix = f"run `registry set access {options.access}` and `registry sign` again, then publish"
-        problems.append(Problem("sign.access-unrecorded", INDEX_NAME, f"index.json does not record access {options.access}; recording it now would leave model.sig stale", fix))
+        problems.append(
+            Problem(
+                "sign.access-unrecorded",
+                INDEX_NAME,
+                f"index.json does not record access {options.access}; recording it now would leave model.sig stale",
+                fix,
+            )
+        )
     return problems
 
 
@@ -202,8 +272,16 @@ def commit_message(index: Index, plan: Plan) -> tuple[str, str]:
     summary = f"Publish {len(added)} entr{'y' if len(added) == 1 else 'ies'}" if added else "Update registry files"
     lines = [f"add {e.path} ({e.method}, data {e.data.version}, sha256 {e.sha256})" for e in added]
     # a plan is committed only when every rewrite it needs is recorded (else it has problems)
-    lines += [f"rewrite {f.path}: {r.reason}" for f in rewrites_needed(plan.files) if (r := recorded_rewrite(index.rewrites, f.path, f.local_file.sha256))]
-    lines += [f"restore {f.path} (sha256 {f.local_file.sha256}): the Hub held other bytes" for f in rewrites_needed(plan.files) if f.path in plan.restored]
+    lines += [
+        f"rewrite {f.path}: {r.reason}"
+        for f in rewrites_needed(plan.files)
+        if (r := recorded_rewrite(index.rewrites, f.path, f.local_file.sha256))
+    ]
+    lines += [
+        f"restore {f.path} (sha256 {f.local_file.sha256}): the Hub held other bytes"
+        for f in rewrites_needed(plan.files)
+        if f.path in plan.restored
+    ]
     lines += [f"delete {f.path}" for f in plan.deletions]
     lines.append(f"{len(plan.uploads)} file(s), {plan.upload_bytes} bytes uploaded by rwkv-registry")
     return summary, "\n".join(lines)
@@ -213,8 +291,12 @@ def _verify(repo: Repo, draft: _Draft, hub: Hub, commit: str) -> None:
     after = hub.tree(commit)
     local = with_git_sha1(repo.root, draft.local, plain_paths(draft.local, after), draft.staged)
     problems = verify_tree(draft.plan, local, after)
-    on_disk = [p for p in draft.local if p not in draft.staged]  # staged files are small: the sha256 of their bytes was compared above
-    checks = check_local_bytes(repo.root, repo.xet_cache_path, after, {p: f.sha256 for p, f in draft.local.items()}, on_disk)
+    on_disk = [
+        p for p in draft.local if p not in draft.staged
+    ]  # staged files are small: the sha256 of their bytes was compared above
+    checks = check_local_bytes(
+        repo.root, repo.xet_cache_path, after, {p: f.sha256 for p, f in draft.local.items()}, on_disk
+    )
     problems += content_problems(checks, "verify", "run `registry publish` again")
     problems += _reread(draft, hub, commit, after, {c.path for c in checks if c.xet in ("match", "mismatch")})
     if problems:
@@ -230,7 +312,14 @@ def _reread(draft: _Draft, hub: Hub, commit: str, after: Mapping[str, RemoteFile
             got, want = hash_file(hub.download(path, commit, Path(tmp))), draft.local[path].sha256
             if got != want:
                 what = f"the Hub serves other bytes after the commit (sha256 {got[:12]}…, the registry's {want[:12]}…)"
-                problems.append(Problem("verify.served-mismatch", path, what, "run `registry verify-remote` and ask the Hub's support; nothing was recorded as published"))
+                problems.append(
+                    Problem(
+                        "verify.served-mismatch",
+                        path,
+                        what,
+                        "run `registry verify-remote` and ask the Hub's support; nothing was recorded as published",
+                    )
+                )
     return problems
 
 
@@ -239,7 +328,13 @@ def _require_clear(draft: _Draft) -> None:
         raise RegistryError.of(draft.blockers, {"plan": draft.plan.as_dict()})
 
 
-def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, say: Echo | None = None, hub_progress: bool = True) -> Outcome:
+def publish(
+    root: Path | str,
+    options: PublishOptions,
+    hub: Hub | None = None,
+    say: Echo | None = None,
+    hub_progress: bool = True,
+) -> Outcome:
     """Plan (``dry_run``) or publish the registry at ``root``; see the module docstring for the steps
     (``hub_progress``: the Hub client's bars)."""
     say = say or silent
@@ -251,7 +346,9 @@ def publish(root: Path | str, options: PublishOptions, hub: Hub | None = None, s
 def _publish(root: Path | str, options: PublishOptions, hub: Hub | None, say: Echo, hub_progress: bool) -> Outcome:
     repo = Repo.open(root)
     dataset = is_dataset(repo.root)  # a dataset repo on the Hub: no weights, so nothing to gate
-    hub = hub or Hub(options.repo_id, options.revision, repo_type="dataset" if dataset else "model", progress=hub_progress)
+    hub = hub or Hub(
+        options.repo_id, options.revision, repo_type="dataset" if dataset else "model", progress=hub_progress
+    )
     # A real publish holds the lock throughout, so no registry command changes a file mid-upload.
     with nullcontext() if options.dry_run else registry_lock(repo.root):
         say("validating the registry")
@@ -297,7 +394,9 @@ def _prepare_repo(hub: Hub, remote: RemoteState, options: PublishOptions, say: E
     return hub.existing_state()
 
 
-def _with_repo_facts(repo: Repo, txn: Transaction, state: RemoteState, options: PublishOptions, hub: Hub, dataset: bool) -> _Draft:
+def _with_repo_facts(
+    repo: Repo, txn: Transaction, state: RemoteState, options: PublishOptions, hub: Hub, dataset: bool
+) -> _Draft:
     """The plan with the repo publish sends to (and who may see it, when --private/--gated say)
     recorded in index.json (staged in ``txn``), so the published index.json and card name them and
     the next publish needs no --repo-id."""
@@ -313,7 +412,9 @@ def _with_repo_facts(repo: Repo, txn: Transaction, state: RemoteState, options: 
         index.registry.access = options.access or index.registry.access
         txn.write(INDEX_NAME, render_index(index))
         sums = stage_derived(repo, txn, index)
-    staged = {rel: path for rel in txn.staged_files() if (path := txn.staged_source(rel)) is not None}  # SHA256SUMS included
+    staged = {
+        rel: path for rel in txn.staged_files() if (path := txn.staged_source(rel)) is not None
+    }  # SHA256SUMS included
     draft = _draft(repo, index, sums, state, options, hub, staged)
     _require_clear(draft)
     return draft
@@ -324,7 +425,9 @@ def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say
     plan, result = draft.plan, None
     assert plan.head is not None, "publish plans against an existing repo"
     if not plan.empty:
-        say(f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} deletion(s)")
+        say(
+            f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} deletion(s)"
+        )
         ops = operations(repo.root, plan, draft.staged)
         hub.upload(ops, options.create_pr)
         check_uploaded(plan, ops)
@@ -341,5 +444,9 @@ def _record(repo: Repo, draft: _Draft, options: PublishOptions, outcome: Outcome
     result, head = outcome.commit, draft.plan.head
     assert head is not None, "publish plans against an existing repo"
     revision = result.pr_revision if result and result.pr_revision else options.revision
-    record_remote(repo, draft.sums, RemoteRecord(repo_id=options.repo_id, revision=revision, commit=result.oid if result else head))
+    record_remote(
+        repo,
+        draft.sums,
+        RemoteRecord(repo_id=options.repo_id, revision=revision, commit=result.oid if result else head),
+    )
     return outcome

@@ -40,17 +40,28 @@ from .validate import validate
 
 def _check_target(target: Path) -> None:
     if target.exists() and not (target.is_dir() and not any(target.iterdir())):
-        raise RegistryError("pull.not-empty", target, "exists and is not an empty directory", "pass a new or empty directory")
+        raise RegistryError(
+            "pull.not-empty", target, "exists and is not an empty directory", "pass a new or empty directory"
+        )
 
 
 def _check_download(staging: Path, tree: Mapping[str, RemoteFile], signature: SignaturePolicy) -> dict[str, str]:
     """The downloaded SHA256SUMS, once the download agrees with it, with the tree and with validate."""
     if not (staging / SUMS_NAME).is_file():
-        raise RegistryError("pull.no-sums", SUMS_NAME, "the repo has no SHA256SUMS, so its files cannot be verified", "publish the registry with `registry publish`")
+        raise RegistryError(
+            "pull.no-sums",
+            SUMS_NAME,
+            "the repo has no SHA256SUMS, so its files cannot be verified",
+            "publish the registry with `registry publish`",
+        )
     sums = local_sums(Repo(staging))
     plain = {p: hash_file(staging / p) for p in plain_paths(sums, tree)}
     content = check_local_bytes(staging, None, tree, sums)
-    findings = [*remote_findings(sums, tree, plain), *content_problems(content, "pull", "pull from a repo whose files were published intact"), *validate(staging)]
+    findings = [
+        *remote_findings(sums, tree, plain),
+        *content_problems(content, "pull", "pull from a repo whose files were published intact"),
+        *validate(staging),
+    ]
     if findings:
         raise RegistryError.of(findings)
     findings = signature.folder_problems(Repo(staging), sums)  # the sha256s it is checked against are true now
@@ -63,13 +74,30 @@ def _check_tree_paths(repo_id: str, tree: Mapping[str, RemoteFile]) -> None:
     """Refuse a remote tree naming a path that could land outside the download folder, that reads
     as another name, or that is one file with another on macOS and Windows."""
     for path in sorted(tree):
-        problem = path_problem(path) or (f"{path}, in the tool's private folder, which publish never sends" if path.split("/", 1)[0] == PRIVATE_DIR else None)
+        problem = path_problem(path) or (
+            f"{path}, in the tool's private folder, which publish never sends"
+            if path.split("/", 1)[0] == PRIVATE_DIR
+            else None
+        )
         if problem:
-            raise RegistryError("remote.bad-path", repo_id, f"the repo's tree holds {problem} (a hostile or broken remote); nothing was downloaded", "pull from a repo you trust, or report it to its owner")
+            raise RegistryError(
+                "remote.bad-path",
+                repo_id,
+                f"the repo's tree holds {problem} (a hostile or broken remote); nothing was downloaded",
+                "pull from a repo you trust, or report it to its owner",
+            )
     clashes = list(collision_problems(tree))
     if clashes:
         raise RegistryError.of(
-            [Problem("remote.name-collision", repo_id, f"the repo's tree holds {c.message}; nothing was downloaded", "ask the repo's owner to rename all but one of them") for c in clashes]
+            [
+                Problem(
+                    "remote.name-collision",
+                    repo_id,
+                    f"the repo's tree holds {c.message}; nothing was downloaded",
+                    "ask the repo's owner to rename all but one of them",
+                )
+                for c in clashes
+            ]
         )
 
 
@@ -86,7 +114,9 @@ def _is_registry(hub: Hub, state: ExistingState) -> bool:
     return isinstance(data, dict) and "format_version" in data
 
 
-def _adopt_download(staging: Path, tree: Mapping[str, RemoteFile], options: AdoptOptions) -> tuple[dict[str, str], AdoptReport]:
+def _adopt_download(
+    staging: Path, tree: Mapping[str, RemoteFile], options: AdoptOptions
+) -> tuple[dict[str, str], AdoptReport]:
     """A hand-made repo, adopted where it was downloaded (adopt checks its own SHA256SUMS, if any,
     first); every LFS file must be the bytes the Hub's tree names."""
     report = adopt(staging, options)
@@ -94,11 +124,26 @@ def _adopt_download(staging: Path, tree: Mapping[str, RemoteFile], options: Adop
     # The downloaded bytes are the ones adopt read (a README.md or index.json it then rewrote
     # included, as in a repo that keeps them in LFS), checked by sha256 against the Hub's tree.
     downloaded = {**sums, **report.read_digests}
-    differ = [p for p, remote in sorted(tree.items()) if remote.lfs_sha256 and downloaded.get(p) not in (None, remote.lfs_sha256)]
+    differ = [
+        p
+        for p, remote in sorted(tree.items())
+        if remote.lfs_sha256 and downloaded.get(p) not in (None, remote.lfs_sha256)
+    ]
     if differ:
-        raise RegistryError("pull.mismatch", differ[0], "the downloaded bytes are not the ones the Hub's tree names", "run the pull again")
-    unchanged = [p for p in sums if downloaded.get(p) == sums[p]]  # a rewritten file's Xet hash is of its new bytes: checked by sha256 above
-    findings = content_problems(check_local_bytes(staging, None, tree, sums, unchanged), "pull", "pull from a repo whose files were published intact")
+        raise RegistryError(
+            "pull.mismatch",
+            differ[0],
+            "the downloaded bytes are not the ones the Hub's tree names",
+            "run the pull again",
+        )
+    unchanged = [
+        p for p in sums if downloaded.get(p) == sums[p]
+    ]  # a rewritten file's Xet hash is of its new bytes: checked by sha256 above
+    findings = content_problems(
+        check_local_bytes(staging, None, tree, sums, unchanged),
+        "pull",
+        "pull from a repo whose files were published intact",
+    )
     if findings:
         raise RegistryError.of(findings)
     return sums, report
@@ -134,7 +179,9 @@ def pull(
     state = hub.existing_state()
     _check_tree_paths(repo_id, state.files)
     is_registry, adopted = _is_registry(hub, state), None
-    if not is_registry and repo_type == "dataset":  # its version facts come from flags or a model registry: adopted where it lies
+    if (
+        not is_registry and repo_type == "dataset"
+    ):  # its version facts come from flags or a model registry: adopted where it lies
         raise RegistryError(
             "pull.dataset-not-registry", repo_id, "is a hand-made dataset repo, not a registry yet; its versions' facts (the trained file, thinking mode, teacher, dates) are not in its files",
             f"download it (`hf download {repo_id} --repo-type dataset --local-dir DIR`), then run `registry dataset adopt DIR` (with `--models` where a model registry cites its files)",
@@ -151,7 +198,9 @@ def pull(
             sums = _check_download(staging, state.files, signature)
         else:
             say(f"{repo_id} is not a registry yet: adopting it")
-            sums, adopted = _adopt_download(staging, state.files, replace(adopt_options or AdoptOptions(), repo_id=repo_id))
+            sums, adopted = _adopt_download(
+                staging, state.files, replace(adopt_options or AdoptOptions(), repo_id=repo_id)
+            )
         remote = RemoteRecord(repo_id=repo_id, revision=revision, commit=state.head)
         record_remote(Repo(staging), sums, remote)
         os.replace(staging, target)  # an empty target directory is replaced too

@@ -76,13 +76,22 @@ class Rollback:
 
 def _tree_problems(hub: Hub, tree: Mapping[str, RemoteFile]) -> list[Problem]:
     fix = "roll back to a release the registry published"
-    return [Problem("rollback.bad-path", hub.repo_id, f"REV's tree holds {problem}", fix) for p in sorted(tree) if (problem := path_problem(p))]
+    return [
+        Problem("rollback.bad-path", hub.repo_id, f"REV's tree holds {problem}", fix)
+        for p in sorted(tree)
+        if (problem := path_problem(p))
+    ]
 
 
 def _read_target(hub: Hub, target: str, tree: Mapping[str, RemoteFile], folder: Path) -> dict[str, str]:
     """REV's SHA256SUMS, once its plain files (downloaded into ``folder``) and its LFS oids agree with it."""
     if SUMS_NAME not in tree:
-        raise RegistryError("rollback.not-a-release", hub.repo_id, f"{target[:12]} holds no SHA256SUMS: it is not a release of a registry", "pick a release from `registry history`")
+        raise RegistryError(
+            "rollback.not-a-release",
+            hub.repo_id,
+            f"{target[:12]} holds no SHA256SUMS: it is not a release of a registry",
+            "pick a release from `registry history`",
+        )
     problems = _tree_problems(hub, tree)
     if problems:
         raise RegistryError.of(problems)
@@ -91,13 +100,25 @@ def _read_target(hub: Hub, target: str, tree: Mapping[str, RemoteFile], folder: 
         hub.download(path, target, folder)
     sums = parse_sums((folder / SUMS_NAME).read_bytes(), f"{hub.repo_id}@{target[:12]}/{SUMS_NAME}")
     findings = list(remote_findings(sums, tree, {p: hash_file(folder / p) for p in plain}))
-    index = read_release(target, {n: folder / n for n in RELEASE_FILES if n in tree}, target, f"{hub.repo_id}@{target[:12]}/").index
+    index = read_release(
+        target, {n: folder / n for n in RELEASE_FILES if n in tree}, target, f"{hub.repo_id}@{target[:12]}/"
+    ).index
     if isinstance(index, DatasetIndex):
         findings += trained_file_findings(index, sums)
     elif index is not None:
         findings += index_findings(index, sums)
     if findings:
-        raise RegistryError.of([Problem(f.code, f.file, f"at {target[:12]}: {f.message}", "roll back to a release whose files agree with its SHA256SUMS") for f in findings])
+        raise RegistryError.of(
+            [
+                Problem(
+                    f.code,
+                    f.file,
+                    f"at {target[:12]}: {f.message}",
+                    "roll back to a release whose files agree with its SHA256SUMS",
+                )
+                for f in findings
+            ]
+        )
     return sums
 
 
@@ -106,14 +127,22 @@ def _expected(tree: Mapping[str, RemoteFile]) -> dict[str, LocalFile]:
     return {p: LocalFile(p, f.lfs_sha256 or "", f.size, f.blob_id) for p, f in tree.items()}
 
 
-def _verify(repo: Repo, state: ExistingState, tree: Mapping[str, RemoteFile], sums: Mapping[str, str], after: Mapping[str, RemoteFile]) -> list[ContentCheck]:
+def _verify(
+    repo: Repo,
+    state: ExistingState,
+    tree: Mapping[str, RemoteFile],
+    sums: Mapping[str, str],
+    after: Mapping[str, RemoteFile],
+) -> list[ContentCheck]:
     """The new commit's tree is REV's; the Xet hash of every Xet file is that of the local bytes
     (where the registry holds the same sha256) or REV's own."""
     expected = _expected(tree)
     problems = verify_tree(make_plan(expected, state, delete_extra=True), expected, after)
     mine = local_sums(repo) if repo.sums_path.is_file() else {}
     held = sorted(p for p, sha in sums.items() if mine.get(p) == sha and p in after and after[p].xet_hash)
-    xet = {p: f.xet_hash for p, f in tree.items() if f.xet_hash} | (xet_digests(repo.root, held, repo.xet_cache_path) or {})
+    xet = {p: f.xet_hash for p, f in tree.items() if f.xet_hash} | (
+        xet_digests(repo.root, held, repo.xet_cache_path) or {}
+    )
     checks = check_content(after, {p: sums.get(p, f.lfs_sha256 or "") for p, f in tree.items() if f.lfs_sha256}, xet)
     problems += content_problems(checks, "verify", "inspect the commit on the Hub; roll back again")
     if problems:
@@ -126,13 +155,17 @@ def _local_state(repo: Repo, hub: Hub, head: str) -> str | None:
     record = recorded_remote(repo)
     if record is None or record.repo_id != hub.repo_id or record.commit != head:
         return f"the local record is not of {hub.repo_id}@{head[:12]}"
-    on_disk = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))  # the bytes, not what SHA256SUMS says
+    on_disk = digest_tree(
+        repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path)
+    )  # the bytes, not what SHA256SUMS says
     if not repo.sums_path.is_file() or not published_sums(repo) == local_sums(repo) == on_disk:
         return "the local registry holds unpublished changes"
     return None
 
 
-def _follow(repo: Repo, hub: Hub, target: str, sums: Mapping[str, str], tree: Mapping[str, RemoteFile], folder: Path, say: Echo) -> None:
+def _follow(
+    repo: Repo, hub: Hub, target: str, sums: Mapping[str, str], tree: Mapping[str, RemoteFile], folder: Path, say: Echo
+) -> None:
     """Bring the local registry to REV in one transaction (its plain files from ``folder``)."""
     mine = local_sums(repo)
     mine.update({name: hash_file(repo.root / name) for name in UNLISTED_OK if (repo.root / name).is_file()})
@@ -149,7 +182,12 @@ def _follow(repo: Repo, hub: Hub, target: str, sums: Mapping[str, str], tree: Ma
             say(f"downloading {path}")
             downloaded = hub.download(path, target, downloads)
             if hash_file(downloaded) != sha:
-                raise RegistryError("rollback.download-mismatch", path, "the downloaded bytes are not the sha256 REV lists", "run the rollback's pull again")
+                raise RegistryError(
+                    "rollback.download-mismatch",
+                    path,
+                    "the downloaded bytes are not the sha256 REV lists",
+                    "run the rollback's pull again",
+                )
             staged = txn.staging / f".rollback.{len(txn.staged_files())}"
             os.replace(downloaded, staged)
             txn.move(staged, path, sha)
@@ -176,14 +214,21 @@ def rollback(
     repo = Repo.open(root)
     hub = hub or registry_hub(repo, repo_id, revision, hub_progress)
     if hub is None:
-        raise RegistryError("args.missing", "--repo-id", "no repo id given, in index.json or in the publish record", "pass --repo-id NAMESPACE/NAME")
+        raise RegistryError(
+            "args.missing",
+            "--repo-id",
+            "no repo id given, in index.json or in the publish record",
+            "pass --repo-id NAMESPACE/NAME",
+        )
     with registry_lock(repo.root), tempfile.TemporaryDirectory(prefix="registry-rollback-") as tmp:
         state = hub.existing_state()
         target = hub.resolve(rev)
         tree = hub.tree(target)
         say(f"reading {rev} ({target[:12]}) against {hub.revision} ({state.head[:12]})")
         sums = _read_target(hub, target, tree, Path(tmp))
-        copied = tuple(sorted(p for p, f in tree.items() if p not in state.files or state.files[p].blob_id != f.blob_id))
+        copied = tuple(
+            sorted(p for p, f in tree.items() if p not in state.files or state.files[p].blob_id != f.blob_id)
+        )
         deleted = tuple(sorted(set(state.files) - set(tree)))
         result = Rollback(hub.repo_id, hub.revision, state.head, target, copied, deleted)
         if dry_run or not (copied or deleted):
@@ -192,19 +237,35 @@ def rollback(
         why_not = why_not or _local_state(repo, hub, state.head)
         operations = copy_operations(target, copied, deleted)
         say(f"one commit: {len(copied)} file(s) copied from {target[:12]} on the Hub, {len(deleted)} deleted")
-        description = "\n".join([*(f"restore {p} from {target}" for p in copied), *(f"delete {p}" for p in deleted), "copied on the Hub by rwkv-registry: no file uploaded again"])
+        description = "\n".join(
+            [
+                *(f"restore {p} from {target}" for p in copied),
+                *(f"delete {p}" for p in deleted),
+                "copied on the Hub by rwkv-registry: no file uploaded again",
+            ]
+        )
         try:
-            commit = hub.commit(operations, f"Roll back to {target[:12]}", description, parent=state.head, create_pr=False)
+            commit = hub.commit(
+                operations, f"Roll back to {target[:12]}", description, parent=state.head, create_pr=False
+            )
         except RegistryError as err:
             if err.problems[0].code == "hub.moved":
-                raise RegistryError("hub.moved", hub.repo_id, f"{hub.revision} moved since it was read at {state.head[:12]}; nothing was committed", FIX_MOVED, Exit.RETRY) from err
+                raise RegistryError(
+                    "hub.moved",
+                    hub.repo_id,
+                    f"{hub.revision} moved since it was read at {state.head[:12]}; nothing was committed",
+                    FIX_MOVED,
+                    Exit.RETRY,
+                ) from err
             raise
         say(f"verifying commit {commit.oid[:12]}")
         checks = tuple(_verify(repo, state, tree, sums, hub.tree(commit.oid)))
         pull = f"`registry pull --repo-id {hub.repo_id} --revision {commit.oid} NEW_DIR`"
         result = replace(result, commit=commit.oid, content=checks)
         if why_not is not None:
-            return replace(result, local_note=f"local registry left as it was ({why_not}); to get the rolled-back registry: {pull}")
+            return replace(
+                result, local_note=f"local registry left as it was ({why_not}); to get the rolled-back registry: {pull}"
+            )
         try:
             _follow(repo, hub, target, sums, tree, Path(tmp), say)
         except RegistryError as err:

@@ -35,7 +35,12 @@ def _holder(repo: Repo, index: Index, subject: Subject) -> tuple[Entry | Base | 
         return entry, base_name(index, entry.base_sha256)
     base = index.base_by_name(subject.base or "")
     if base is None:
-        raise RegistryError("base.unknown", "--base", f"no base named {subject.base!r} in index.json", "pass a base listed by `registry list`")
+        raise RegistryError(
+            "base.unknown",
+            "--base",
+            f"no base named {subject.base!r} in index.json",
+            "pass a base listed by `registry list`",
+        )
     if subject.reference is None:
         return base, base.name
     reference = next((r for r in base.references if r.name == subject.reference), None)
@@ -51,13 +56,23 @@ def _holder(repo: Repo, index: Index, subject: Subject) -> tuple[Entry | Base | 
 
 def _check_names(index: Index, holder: str, base: str, score: Score) -> None:
     if score.setup is not None and score.setup not in {s.name for s in index.registry.setups}:
-        raise RegistryError("args.unknown-setup", "--setup", f"no evaluation setup named {score.setup!r}", f"record it first: registry eval-setup {score.setup} …")
+        raise RegistryError(
+            "args.unknown-setup",
+            "--setup",
+            f"no evaluation setup named {score.setup!r}",
+            f"record it first: registry eval-setup {score.setup} …",
+        )
     holders = baseline_scores(index, base)
     problem = baseline_problem(holder, holders.get(score.baseline or ""), score)
     if problem and score.baseline not in holders:
         others = sorted(name for name in holders if name not in (base, holder))
         listed = f"; on it: {', '.join(others[:4])}{', …' if len(others) > 4 else ''}" if others else ""
-        raise RegistryError("args.bad-baseline", "--baseline", problem, f"pass --baseline the base's name ({base}), a reference's name or an entry's path{listed}")
+        raise RegistryError(
+            "args.bad-baseline",
+            "--baseline",
+            problem,
+            f"pass --baseline the base's name ({base}), a reference's name or an entry's path{listed}",
+        )
     if problem:
         raise RegistryError("args.bad-baseline", "--baseline", problem, BASELINE_FIX)
 
@@ -70,7 +85,11 @@ def _merged(old: Score | None, new: Score, lang: str | None) -> Score:
     for field in ("notes", "footnote"):
         before, after = getattr(old, field), getattr(new, field)
         base = before if isinstance(before, Localized) else Localized()
-        texts[field] = localized(base, lang, after.model_dump()[lang] if isinstance(after, Localized) else [after]) if after else before
+        texts[field] = (
+            localized(base, lang, after.model_dump()[lang] if isinstance(after, Localized) else [after])
+            if after
+            else before
+        )
     return new.model_copy(update=texts)
 
 

@@ -69,21 +69,46 @@ def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Echo) -> P
     refused unless its sha256 is the one the catalog and index.json record."""
     shas = sorted({e.base_sha256 for e in entries})
     if len(shas) > 1:
-        raise RegistryError("gate.several-bases", "--fetch-base", f"the entries run on {len(shas)} different bases", "gate one base's entries per run (name them), or pass --base-file")
+        raise RegistryError(
+            "gate.several-bases",
+            "--fetch-base",
+            f"the entries run on {len(shas)} different bases",
+            "gate one base's entries per run (name them), or pass --base-file",
+        )
     base = index.base_by_sha(shas[0])
     if base is None:
-        raise RegistryError("gate.unknown-base", entries[0].path, f"index.json records no base with sha256 {shas[0][:12]}…", "run `registry validate` and fix what it reports")
+        raise RegistryError(
+            "gate.unknown-base",
+            entries[0].path,
+            f"index.json records no base with sha256 {shas[0][:12]}…",
+            "run `registry validate` and fix what it reports",
+        )
     known = known_base(load_catalog(), base.filename)
     if known is None or not known.source:
-        raise RegistryError("gate.base-not-in-catalog", base.filename, "is not in the known-bases catalog with a source to fetch it from", "download it yourself and pass --base-file")
+        raise RegistryError(
+            "gate.base-not-in-catalog",
+            base.filename,
+            "is not in the known-bases catalog with a source to fetch it from",
+            "download it yourself and pass --base-file",
+        )
     if known.sha256 != base.sha256:
-        raise RegistryError("base.catalog-mismatch", base.filename, f"index.json records sha256 {base.sha256[:12]}… but the known-bases catalog says {known.sha256[:12]}…", "run `registry validate`; the base was recorded from other bytes")
+        raise RegistryError(
+            "base.catalog-mismatch",
+            base.filename,
+            f"index.json records sha256 {base.sha256[:12]}… but the known-bases catalog says {known.sha256[:12]}…",
+            "run `registry validate`; the base was recorded from other bytes",
+        )
     say(f"fetching {base.filename} from {known.source}")
     path = Hub(known.source, progress=False).download(base.filename, "main", folder)
     got = hash_file(path)
     if got != known.sha256:
         path.unlink()
-        raise RegistryError("gate.base-mismatch", f"{known.source}/{base.filename}", f"the downloaded file has sha256 {got[:12]}…, but the catalog says {known.sha256[:12]}… (deleted)", "check the catalog's source; the Hub serves other bytes under this name")
+        raise RegistryError(
+            "gate.base-mismatch",
+            f"{known.source}/{base.filename}",
+            f"the downloaded file has sha256 {got[:12]}…, but the catalog says {known.sha256[:12]}… (deleted)",
+            "check the catalog's source; the Hub serves other bytes under this name",
+        )
     return path
 
 
@@ -97,14 +122,25 @@ def _write_receipt(repo: Repo, receipt: Receipt, sign_key: Path | None) -> None:
         index = index_to_change(repo)
         current = index.entry_by_path(receipt.entry)
         if current is None or current.sha256 != receipt.file_sha256:
-            raise RegistryError("gate.entry-changed", receipt.entry, "the entry changed while the gate ran", "run the gate again")
+            raise RegistryError(
+                "gate.entry-changed", receipt.entry, "the entry changed while the gate ran", "run the gate again"
+            )
         current.gate = gate_summary(receipt)
         atomic_write(target, data)
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index)
 
 
-def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, echo: Echo | None = None, *, fetch_into: Path | None = None, sign_key: Path | None = None) -> list[Receipt]:
+def smoke(
+    root: Path,
+    paths: list[str],
+    base_file: Path | None,
+    device: str,
+    echo: Echo | None = None,
+    *,
+    fetch_into: Path | None = None,
+    sign_key: Path | None = None,
+) -> list[Receipt]:
     """Gate the chosen entries (all when none are named) and record a receipt for each.
 
     ``base_file`` (or ``fetch_into``, a folder to download it into) is needed when a State or MiSS
@@ -113,7 +149,12 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
     """
     say = echo or silent
     if base_file and fetch_into:
-        raise RegistryError("args.conflict", "--fetch-base", "--fetch-base downloads the base that --base-file names", "drop one of them")
+        raise RegistryError(
+            "args.conflict",
+            "--fetch-base",
+            "--fetch-base downloads the base that --base-file names",
+            "drop one of them",
+        )
     if sign_key:
         public_pem(sign_key)  # a bad key is refused before the gate runs, not after
     repo = Repo.open(root)
@@ -121,7 +162,12 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
     if device == "cpu":
         return_large_frees()  # the two runtimes' loaders' temporaries would stay in the heap (RSS)
     if device == "cuda" and not torch.cuda.is_available():
-        raise RegistryError("gate.no-cuda", "--device cuda", "CUDA is not available on this machine", "run on a GPU machine, or use --device cpu (publish then needs --allow-cpu-gate)")
+        raise RegistryError(
+            "gate.no-cuda",
+            "--device cuda",
+            "CUDA is not available on this machine",
+            "run on a GPU machine, or use --device cpu (publish then needs --allow-cpu-gate)",
+        )
     entries = _select(index, repo, paths)
     on_base = [e for e in entries if e.method != "full"]
     if on_base and fetch_into:
@@ -139,9 +185,22 @@ def smoke(root: Path, paths: list[str], base_file: Path | None, device: str, ech
         if base:
             refuse_pointer(base.stable, base_file)
         base_name = f"base/{base.path.name}" if base else ""
-        view = pins.enter_context(read_view({f"registry/{rel}": pin for rel, pin in opened.items()} | ({base_name: base} if base else {})))
-        run = Run(index, device, view / "registry", opened, StatCache(repo.stat_cache_path), say, accept_weight, lambda receipt: _write_receipt(repo, receipt, sign_key))
+        view = pins.enter_context(
+            read_view({f"registry/{rel}": pin for rel, pin in opened.items()} | ({base_name: base} if base else {}))
+        )
+        run = Run(
+            index,
+            device,
+            view / "registry",
+            opened,
+            StatCache(repo.stat_cache_path),
+            say,
+            accept_weight,
+            lambda receipt: _write_receipt(repo, receipt, sign_key),
+        )
         gate_entries(run, builds, on_base, base, view / base_name, [e for e in entries if e.method == "full"])
     if run.problems:
-        raise RegistryError.of(run.problems, {"receipts": [r.model_dump(mode="json") for r in run.receipts]}, Exit.PROBLEMS)
+        raise RegistryError.of(
+            run.problems, {"receipts": [r.model_dump(mode="json") for r in run.receipts]}, Exit.PROBLEMS
+        )
     return run.receipts

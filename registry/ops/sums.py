@@ -38,7 +38,9 @@ def check_sums(root: Path, progress: Progress | None = None, require_bytes: bool
     from .validate import validate_report  # models, schemas and templates: only for a tree that changed
 
     report = validate_report(root, progress=progress, require_bytes=require_bytes, signature=False)
-    checked = Validation([p for p in report.problems if p.code.startswith(("sums.", "lfs.")) or p.file == SUMS_NAME], report.pointers)
+    checked = Validation(
+        [p for p in report.problems if p.code.startswith(("sums.", "lfs.")) or p.file == SUMS_NAME], report.pointers
+    )
     if verdicts is not None and not checked.problems:
         verdicts.remember("sums-check", checked.verdict())
     return checked

@@ -21,7 +21,15 @@ OPTIONS = {
 TEXTS = ("precision", "loss_masking", "lr_schedule")
 
 
-def set_stage(root: Path, path: str, name: str, facts: Mapping[str, Any], describe: Sequence[str] = (), caveats: Sequence[str] = (), lang: str | None = None) -> TrainingStage:
+def set_stage(
+    root: Path,
+    path: str,
+    name: str,
+    facts: Mapping[str, Any],
+    describe: Sequence[str] = (),
+    caveats: Sequence[str] = (),
+    lang: str | None = None,
+) -> TrainingStage:
     """Record stage ``name`` of the weight at ``path`` (a stage of that name is replaced, keeping its
     place and its text in the other language); ``facts`` are the numbers and words, by field."""
     require_text(name, "NAME")
@@ -42,7 +50,9 @@ def set_stage(root: Path, path: str, name: str, facts: Mapping[str, Any], descri
             which = card_language(index, lang, "--describe/--caveat")
             for field, items in (("description", describe), ("caveats", caveats)):
                 if items:
-                    data[field] = localized(Localized.model_validate(data.get(field) or {}), which, list(items)).model_dump()
+                    data[field] = localized(
+                        Localized.model_validate(data.get(field) or {}), which, list(items)
+                    ).model_dump()
         stage = build(TrainingStage, data, OPTIONS)
         entry.training = [stage if s.name == name else s for s in entry.training] if old else [*entry.training, stage]
         return stage

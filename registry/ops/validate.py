@@ -48,12 +48,20 @@ def check_index(repo: Repo) -> tuple[list[Problem], Index | None]:
     except RegistryError as err:
         return [err.problem.about(INDEX_NAME)], None
     if not (isinstance(data, dict) and "format_version" in data):
-        return [Problem("index.not-a-registry", INDEX_NAME, "index.json was not written by registry (a hand-written index?)", f"run `registry adopt {repo.root}`: it maps what it can and lists the rest")], None
+        return [
+            Problem(
+                "index.not-a-registry",
+                INDEX_NAME,
+                "index.json was not written by registry (a hand-written index?)",
+                f"run `registry adopt {repo.root}`: it maps what it can and lists the rest",
+            )
+        ], None
     outdated = format_problem(data, Index, INDEX_NAME)
     if outdated:  # nothing else can be checked against this version's rules: refused, as every command does
         raise RegistryError.of([outdated])
     problems = [
-        Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)") for where, message in schema_errors(data, "index")
+        Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/index.schema.json)")
+        for where, message in schema_errors(data, "index")
     ]
     if problems:
         return problems, None
@@ -85,7 +93,12 @@ def check_layout(ctx: Context) -> Iterator[Problem]:
     have_train = {p.train_json for p in ctx.placements.values() if p.name == TRAIN_JSON}
     for rel in sorted(wanted - have_train):
         where = "beside the root weights" if rel == TRAIN_JSON else "in this data-version directory"
-        yield Problem("layout.missing-train-json", rel, f"no train.json {where}", f"write it (trainer, hyperparameters, command, data identity: docs/formats.md, \"train.json\") at {rel}")
+        yield Problem(
+            "layout.missing-train-json",
+            rel,
+            f"no train.json {where}",
+            f'write it (trainer, hyperparameters, command, data identity: docs/formats.md, "train.json") at {rel}',
+        )
 
 
 def check_train_json(ctx: Context) -> Iterator[Problem]:
@@ -94,7 +107,9 @@ def check_train_json(ctx: Context) -> Iterator[Problem]:
         placed = ctx.placements.get(entry.path)
         if placed:
             data = entry.data
-            entries_by_dir.setdefault(placed.train_json, set()).add((data.sha256, None) if data.sha256 else (data.dataset_repo, data.dataset_revision))
+            entries_by_dir.setdefault(placed.train_json, set()).add(
+                (data.sha256, None) if data.sha256 else (data.dataset_repo, data.dataset_revision)
+            )
     for rel, placed in sorted(ctx.placements.items()):
         if placed.name != TRAIN_JSON:
             continue
@@ -108,8 +123,15 @@ def check_train_json(ctx: Context) -> Iterator[Problem]:
             yield from train_problems(train, rel, base, placed.version)
         written = (train.data_sha256, None) if train.data_sha256 else (train.data.repo, train.data.revision)
         for cited in sorted(entries_by_dir.get(rel, set()) - {written}, key=str):
-            said = "data " + (f"sha256 {str(cited[0])[:12]}…" if cited[1] is None else f"{cited[0]}@{str(cited[1])[:12]}…")
-            yield Problem("train.data-mismatch", rel, f"names other training data than an entry here ({said})", "make train.json and the entries name the same training data")
+            said = "data " + (
+                f"sha256 {str(cited[0])[:12]}…" if cited[1] is None else f"{cited[0]}@{str(cited[1])[:12]}…"
+            )
+            yield Problem(
+                "train.data-mismatch",
+                rel,
+                f"names other training data than an entry here ({said})",
+                "make train.json and the entries name the same training data",
+            )
 
 
 def check_entries(ctx: Context) -> Iterator[Problem]:
@@ -121,14 +143,33 @@ def check_entries(ctx: Context) -> Iterator[Problem]:
     for entry in index.entries:
         base = base_by_sha.get(entry.base_sha256)
         if entry.path not in files:
-            yield Problem("index.missing-file", entry.path, "listed in index.json but not on disk", "restore the file or remove the entry")
+            yield Problem(
+                "index.missing-file",
+                entry.path,
+                "listed in index.json but not on disk",
+                "restore the file or remove the entry",
+            )
             continue
         placed = ctx.placements.get(entry.path)
-        if placed and base and (placed.base, placed.method, placed.version) != (base.name, entry.method, entry.data.version):
-            yield Problem("index.misplaced", entry.path, f"entry says {base.name}/{entry.method}/{entry.data.version}", "move the file to its canonical path or fix the entry")
+        if (
+            placed
+            and base
+            and (placed.base, placed.method, placed.version) != (base.name, entry.method, entry.data.version)
+        ):
+            yield Problem(
+                "index.misplaced",
+                entry.path,
+                f"entry says {base.name}/{entry.method}/{entry.data.version}",
+                "move the file to its canonical path or fix the entry",
+            )
     for rel in ctx.scan.files:
         if is_weight(rel) and rel not in listed:
-            yield Problem("index.unlisted-weight", rel, "weight file is not listed in index.json", f"register it with `registry add {rel} ...` or delete it")
+            yield Problem(
+                "index.unlisted-weight",
+                rel,
+                "weight file is not listed in index.json",
+                f"register it with `registry add {rel} ...` or delete it",
+            )
 
 
 # Where a changed weight or published file leads: `registry sums` alone would leave the entry's
@@ -160,7 +201,12 @@ def check_entry_hashes(ctx: Context) -> Iterator[Problem]:
             if actual is None or path in ctx.pointers:  # a pointer's oid and size: check_pointers
                 continue
             if actual != sha:
-                yield Problem("index.sha-mismatch", path, f"index.json says sha256 {sha[:12]}… but the file is {actual[:12]}…", ACCEPT_BYTES)
+                yield Problem(
+                    "index.sha-mismatch",
+                    path,
+                    f"index.json says sha256 {sha[:12]}… but the file is {actual[:12]}…",
+                    ACCEPT_BYTES,
+                )
             elif (ctx.root / path).stat().st_size != size:
                 yield Problem("index.size-mismatch", path, f"index.json says {size} bytes", ACCEPT_BYTES)
 
@@ -223,9 +269,19 @@ def check_pointers(ctx: Context) -> Iterator[Problem]:
             continue
         sha, size = recorded[rel]
         if pointer.oid != sha and ctx.listed_sums is not None and ctx.listed_sums.get(rel) == pointer.oid:
-            yield Problem("lfs.oid-mismatch", rel, f"the Git LFS pointer's oid is {pointer.oid[:12]}… but index.json says {sha[:12]}…", POINTER_FIX)
+            yield Problem(
+                "lfs.oid-mismatch",
+                rel,
+                f"the Git LFS pointer's oid is {pointer.oid[:12]}… but index.json says {sha[:12]}…",
+                POINTER_FIX,
+            )
         if pointer.size != size:
-            yield Problem("lfs.size-mismatch", rel, f"the Git LFS pointer says {pointer.size} bytes but index.json says {size}", POINTER_FIX)
+            yield Problem(
+                "lfs.size-mismatch",
+                rel,
+                f"the Git LFS pointer says {pointer.size} bytes but index.json says {size}",
+                POINTER_FIX,
+            )
 
 
 def check_signature(ctx: Context) -> Iterator[Problem]:
@@ -276,7 +332,9 @@ def validate_index_file(path: Path) -> list[Problem]:
     path = Path(path)
     repo = Repo(path.parent.absolute())
     if path.name != INDEX_NAME:
-        raise RegistryError("layout.no-index", path, "expected a file named index.json", "pass the path of an index.json")
+        raise RegistryError(
+            "layout.no-index", path, "expected a file named index.json", "pass the path of an index.json"
+        )
     findings, index = check_index(repo)
     if index is not None:
         findings.extend(check_bases(Context(repo=repo, scan=TreeScan(), index=index)))
@@ -289,17 +347,31 @@ def validate_index_file(path: Path) -> list[Problem]:
 NEEDS_BYTES: tuple[Check, ...] = (check_twins, check_shards, check_exports, check_ggufs)
 
 
-def validate(root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True) -> list[Problem]:
+def validate(
+    root: Path,
+    progress: Progress | None = None,
+    linked: Path | None = None,
+    linked_hub: bool = False,
+    hub_progress: bool = True,
+) -> list[Problem]:
     """All findings for the registry at ``root`` (empty when clean); with ``linked`` (a local
     registry) or ``linked_hub`` its data links too (``hub_progress``: the Hub client's bars).
     For the commands that go on to use the files (publish, pull, the demo): a Git LFS pointer is a
     finding, and model.sig is left to their own signature policy (the fix differs by side)."""
-    return validate_report(root, progress, linked, linked_hub, hub_progress, require_bytes=True, signature=False).problems
+    return validate_report(
+        root, progress, linked, linked_hub, hub_progress, require_bytes=True, signature=False
+    ).problems
 
 
 def validate_report(
-    root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True,
-    require_bytes: bool = False, public_key: Path | None = None, signature: bool = True,
+    root: Path,
+    progress: Progress | None = None,
+    linked: Path | None = None,
+    linked_hub: bool = False,
+    hub_progress: bool = True,
+    require_bytes: bool = False,
+    public_key: Path | None = None,
+    signature: bool = True,
 ) -> Validation:
     """:func:`validate` with what it did.  Where Git LFS pointers stand for files (a checkout made
     with ``GIT_LFS_SKIP_SMUDGE=1``), each pointer's oid and size are checked against SHA256SUMS and
@@ -315,7 +387,13 @@ def validate_report(
     findings, index = check_index(repo)
     if index is None:
         return Validation(findings)
-    options = {"linked": linked, "linked_hub": linked_hub, "hub_progress": hub_progress, "public_key": public_key, "signature": signature}
+    options = {
+        "linked": linked,
+        "linked_hub": linked_hub,
+        "hub_progress": hub_progress,
+        "public_key": public_key,
+        "signature": signature,
+    }
     ctx = Context(repo=repo, scan=scan, index=index, progress=progress, options=options)
     found = pointers(repo.root, scan.files)
     if require_bytes:
@@ -332,7 +410,12 @@ def validate_report(
             results = [f for f in results if not _needs_pointed_bytes(f.file, ctx.pointers)]
         findings.extend(results)
     checked = None
-    if signature and ctx.listed_sums is not None and (repo.root / SIGNATURE_NAME).is_file() and not (repo.root / SIGNATURE_NAME).is_symlink():
+    if (
+        signature
+        and ctx.listed_sums is not None
+        and (repo.root / SIGNATURE_NAME).is_file()
+        and not (repo.root / SIGNATURE_NAME).is_symlink()
+    ):
         checked = "public-key" if public_key else "consistency"
     if require_bytes:
         findings = _pointers_named_once(repo, scan, findings)
@@ -386,7 +469,9 @@ def _stale_twins(index: Index, changed: list[Entry], files: set[str]) -> tuple[l
     missing = [t for t in twins if t.path not in files]
     problems = [
         Problem(
-            "rewrite.stale-twin", twin.path, f"converted from {twin.derived_from}, whose bytes changed",
+            "rewrite.stale-twin",
+            twin.path,
+            f"converted from {twin.derived_from}, whose bytes changed",
             f"delete {twin.path}, run `registry validate --allow-rewrite REASON` again (it drops the stale twin), then `registry convert {twin.derived_from}`",
         )  # fmt: skip
         for twin in twins
@@ -398,10 +483,20 @@ def _stale_twins(index: Index, changed: list[Entry], files: set[str]) -> tuple[l
 def _accept(root: Path, index: Index, entry: Entry, digests: dict[str, str]) -> None:
     """add's acceptance rule on the new bytes; a twin's bytes come from its source and are not accepted."""
     if entry.derived_from is not None:
-        raise RegistryError("rewrite.twin-changed", entry.path, f"a safetensors twin of {entry.derived_from} changed", f"restore it with `registry convert {entry.derived_from} --force`")
+        raise RegistryError(
+            "rewrite.twin-changed",
+            entry.path,
+            f"a safetensors twin of {entry.derived_from} changed",
+            f"restore it with `registry convert {entry.derived_from} --force`",
+        )
     base = index.base_by_sha(entry.base_sha256)
     if base is None:
-        raise RegistryError("rewrite.unknown-base", entry.path, "the entry's base is not in index.json", "restore the original bytes, or add its base first")
+        raise RegistryError(
+            "rewrite.unknown-base",
+            entry.path,
+            "the entry's base is not in index.json",
+            "restore the original bytes, or add its base first",
+        )
     path = root / entry.path
     try:
         inspection = accept_weight(path, entry.method, base, entry.path)
@@ -429,17 +524,26 @@ def adopt_entry_bytes(root: Path, index: Index, digests: dict[str, str]) -> Adop
         _accept(root, index, entry, digests)
         done.updated.update(r.path for r in _files(entry))
         if entry.scores:
-            done.notes.append(f"dropped {len(entry.scores)} result(s) of {entry.path}: measured on its old bytes; record them again with `registry score`")
+            done.notes.append(
+                f"dropped {len(entry.scores)} result(s) of {entry.path}: measured on its old bytes; record them again with `registry score`"
+            )
             entry.scores = []
     for twin in missing:
         index.entries.remove(twin)
         done.dropped.update(r.path for r in _files(twin))
-        done.notes.append(f"dropped the stale twin {twin.path}; make a new one with `registry convert {twin.derived_from}`")
+        done.notes.append(
+            f"dropped the stale twin {twin.path}; make a new one with `registry convert {twin.derived_from}`"
+        )
     by_sha: dict[str, str] = {}
     for entry in index.entries:
         other = by_sha.setdefault(entry.sha256, entry.path)
         if other != entry.path and (entry.path in done.updated or other in done.updated):
-            raise RegistryError("entry.duplicate", entry.path, f"the new bytes are the same as {other}'s", "restore the original bytes: one file is registered once")
+            raise RegistryError(
+                "entry.duplicate",
+                entry.path,
+                f"the new bytes are the same as {other}'s",
+                "restore the original bytes: one file is registered once",
+            )
     return done
 
 
@@ -450,7 +554,12 @@ def allow_rewrite(root: Path, reason: str) -> Adopted:
     SHA256SUMS) in one transaction.  A refusal changes nothing."""
     repo = Repo.open(root)
     if is_dataset(repo.root):
-        raise RegistryError("dataset.no-rewrite", INDEX_NAME, "a dataset's published files are not rewritten in place", "restore the published bytes: changed data is a new version (`registry dataset add`), trained into new weights")
+        raise RegistryError(
+            "dataset.no-rewrite",
+            INDEX_NAME,
+            "a dataset's published files are not rewritten in place",
+            "restore the published bytes: changed data is a new version (`registry dataset add`), trained into new weights",
+        )
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         digests = digest_tree(repo.root, scan_tree(repo.root).files, StatCache(repo.stat_cache_path))

@@ -39,17 +39,30 @@ if TYPE_CHECKING:
     from ..hub.plan import RemoteFile
 
 
-
 def _index(repo: Repo) -> tuple[list[Problem], DatasetIndex | None]:
     try:
         data = read_json(repo.index_path, INDEX_NAME)
-        problems = [Problem("schema.invalid", INDEX_NAME, f"{where}: {message}", f"correct {where} (see schemas/dataset-index.schema.json)") for where, message in schema_errors(data, "dataset-index")]
+        problems = [
+            Problem(
+                "schema.invalid",
+                INDEX_NAME,
+                f"{where}: {message}",
+                f"correct {where} (see schemas/dataset-index.schema.json)",
+            )
+            for where, message in schema_errors(data, "dataset-index")
+        ]
         return (problems, None) if problems else ([], store.load(repo))
     except RegistryError as err:
         return [err.problem.about(INDEX_NAME)], None
 
 
-def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True) -> list[Problem]:
+def validate_dataset(
+    repo: Repo,
+    progress: Progress | None = None,
+    linked: Path | None = None,
+    linked_hub: bool = False,
+    hub_progress: bool = True,
+) -> list[Problem]:
     """All findings for the dataset registry ``repo`` (empty when clean)."""
 
     findings, index = _index(repo)
@@ -95,7 +108,9 @@ def validate_dataset(repo: Repo, progress: Progress | None = None, linked: Path 
     return findings
 
 
-NEW_VERSION = "restore the published bytes: changed data is a new version (`registry dataset add`), trained into new weights"
+NEW_VERSION = (
+    "restore the published bytes: changed data is a new version (`registry dataset add`), trained into new weights"
+)
 
 
 def _no_rewrite(problem: Problem) -> Problem:
@@ -106,14 +121,24 @@ def _no_rewrite(problem: Problem) -> Problem:
 def local_models(path: Path) -> Index:
     repo = Repo.open(path)
     if is_dataset(repo.root):
-        raise RegistryError("link.not-a-model-registry", path, "is a dataset registry", "pass the model registry trained on this dataset to --linked")
+        raise RegistryError(
+            "link.not-a-model-registry",
+            path,
+            "is a dataset registry",
+            "pass the model registry trained on this dataset to --linked",
+        )
     return repo.load_index()
 
 
 def local_dataset(path: Path) -> tuple[Repo, DatasetIndex]:
     repo = Repo.open(path)
     if not is_dataset(repo.root):
-        raise RegistryError("link.not-a-dataset", path, 'is not a dataset registry (its index.json has no "kind": "dataset")', "pass the dataset registry's folder")
+        raise RegistryError(
+            "link.not-a-dataset",
+            path,
+            'is not a dataset registry (its index.json has no "kind": "dataset")',
+            "pass the dataset registry's folder",
+        )
     return repo, store.load(repo)
 
 
@@ -135,11 +160,24 @@ def model_link_findings(index: Index, options: dict[str, Any]) -> Iterator[Probl
     if options.get("linked_hub"):
         from ..dataset.remote import fetch_index
 
-        pinned = sorted({(e.data.dataset_repo, e.data.dataset_revision) for e in index.entries if e.data.dataset_repo and e.data.dataset_revision})
+        pinned = sorted(
+            {
+                (e.data.dataset_repo, e.data.dataset_revision)
+                for e in index.entries
+                if e.data.dataset_repo and e.data.dataset_revision
+            }
+        )
         for repo_id, revision in pinned:
             assert repo_id is not None and revision is not None
-            dataset, _, tree = fetch_index(repo_id, revision, "dataset", DatasetIndex, progress=options.get("hub_progress", True))
-            citing = Index(bases=index.bases, entries=[e for e in index.entries if (e.data.dataset_repo, e.data.dataset_revision) == (repo_id, revision)])
+            dataset, _, tree = fetch_index(
+                repo_id, revision, "dataset", DatasetIndex, progress=options.get("hub_progress", True)
+            )
+            citing = Index(
+                bases=index.bases,
+                entries=[
+                    e for e in index.entries if (e.data.dataset_repo, e.data.dataset_revision) == (repo_id, revision)
+                ],
+            )
 
             def remote_sha(version: DataVersion, tree: Mapping[str, RemoteFile] = tree) -> str | None:
                 remote = tree.get(f"{version.version}/{version.trained_file.path}")

@@ -35,7 +35,9 @@ class RemoteReport:
     files: int
     problems: list[Problem] = field(default_factory=list)
     content: list[ContentCheck] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)  # files on the Hub that SHA256SUMS does not list: someone else's, kept by publish
+    kept: list[str] = field(
+        default_factory=list
+    )  # files on the Hub that SHA256SUMS does not list: someone else's, kept by publish
 
     def as_dict(self) -> dict:
         return {
@@ -51,7 +53,12 @@ class RemoteReport:
 
 
 def verify_remote(
-    repo_id: str, revision: str = "main", registry: Path | None = None, hub: Hub | None = None, signature: SignaturePolicy = SignaturePolicy(), repo_type: str = "model",
+    repo_id: str,
+    revision: str = "main",
+    registry: Path | None = None,
+    hub: Hub | None = None,
+    signature: SignaturePolicy = SignaturePolicy(),
+    repo_type: str = "model",
     hub_progress: bool = True,
 ) -> RemoteReport:
     """Check the remote against its SHA256SUMS, index.json and model.sig (and the local registry's
@@ -65,12 +72,16 @@ def verify_remote(
         index_file = hub.download(INDEX_NAME, state.head, Path(tmp))
         signer = None
         if hub.repo_type == "dataset":
-            index_problems = list(trained_file_findings(load_model(index_file, DatasetIndex, f"{repo_id}/{INDEX_NAME}"), sums))
+            index_problems = list(
+                trained_file_findings(load_model(index_file, DatasetIndex, f"{repo_id}/{INDEX_NAME}"), sums)
+            )
         else:
             index = load_model(index_file, Index, f"{repo_id}/{INDEX_NAME}")
             index_problems, signer = list(index_findings(index, sums)), index.registry.signer
         plain = {p: hash_file(hub.download(p, state.head, Path(tmp))) for p in plain_paths(sums, state.files)}
-        signed = hub.download(SIGNATURE_NAME, state.head, Path(tmp)).read_bytes() if SIGNATURE_NAME in state.files else None
+        signed = (
+            hub.download(SIGNATURE_NAME, state.head, Path(tmp)).read_bytes() if SIGNATURE_NAME in state.files else None
+        )
     findings = [*remote_findings(sums, state.files, plain), *index_problems]
     findings += signature.problems(signed, sums, sums_bytes, signer)
     content = check_content(state.files, sums, None)
@@ -80,8 +91,12 @@ def verify_remote(
         findings += compare_findings(mine, sums)
         found = _pointers(repo, mine)
         findings += pointer_findings(found, state.files)
-        same = [p for p, sha in mine.items() if sums.get(p) == sha and p not in found]  # a differing file is reported above
-        content = check_local_bytes(repo.root, repo.xet_cache_path, state.files, sums, same)  # a pointer's bytes: not-compared
+        same = [
+            p for p, sha in mine.items() if sums.get(p) == sha and p not in found
+        ]  # a differing file is reported above
+        content = check_local_bytes(
+            repo.root, repo.xet_cache_path, state.files, sums, same
+        )  # a pointer's bytes: not-compared
     findings += content_problems(content, "remote", REPUBLISH)
     # A file SHA256SUMS does not list is no part of the registry: publish keeps it (someone else's,
     # unless --delete-remote-extra), so it is said, never counted as the registry's failure.
@@ -94,7 +109,9 @@ def _pointers(repo: Repo, listed: dict[str, str]) -> dict[str, Pointer]:
     """The Git LFS pointers standing for listed files in a checkout made without their bytes (CI)."""
     files = set(scan_tree(repo.root).files)  # never a path SHA256SUMS names outside the root or through a link
     read = {rel: read_pointer(repo.root, rel) for rel in pointers(repo.root, [p for p in listed if p in files])}
-    return {rel: pointer for rel, pointer in read.items() if isinstance(pointer, Pointer)}  # a malformed one: validate's finding
+    return {
+        rel: pointer for rel, pointer in read.items() if isinstance(pointer, Pointer)
+    }  # a malformed one: validate's finding
 
 
 def pointer_findings(found: dict[str, Pointer], tree: Mapping[str, RemoteFile]) -> list[Problem]:
@@ -103,5 +120,12 @@ def pointer_findings(found: dict[str, Pointer], tree: Mapping[str, RemoteFile]) 
     for rel, pointer in sorted(found.items()):
         remote = tree.get(rel)
         if remote is not None and (remote.lfs_sha256 not in (pointer.oid, REDACTED) or remote.size != pointer.size):
-            problems.append(Problem("remote.pointer-mismatch", rel, f"the local Git LFS pointer says sha256 {pointer.oid[:12]}…, {pointer.size} bytes; the Hub holds {str(remote.lfs_sha256)[:12]}…, {remote.size} bytes", "check out the revision you verify (`--revision` the commit of this checkout)"))
+            problems.append(
+                Problem(
+                    "remote.pointer-mismatch",
+                    rel,
+                    f"the local Git LFS pointer says sha256 {pointer.oid[:12]}…, {pointer.size} bytes; the Hub holds {str(remote.lfs_sha256)[:12]}…, {remote.size} bytes",
+                    "check out the revision you verify (`--revision` the commit of this checkout)",
+                )
+            )
     return problems

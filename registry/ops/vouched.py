@@ -17,8 +17,13 @@ if TYPE_CHECKING:
 
 
 def validate_report(
-    root: Path, progress: Progress | None = None, linked: Path | None = None, linked_hub: bool = False, hub_progress: bool = True,
-    require_bytes: bool = False, public_key: Path | None = None,
+    root: Path,
+    progress: Progress | None = None,
+    linked: Path | None = None,
+    linked_hub: bool = False,
+    hub_progress: bool = True,
+    require_bytes: bool = False,
+    public_key: Path | None = None,
 ) -> Validation:
     """:func:`registry.ops.validate.validate_report`, remembered while the tree stays as it was.  Only
     the plain run is remembered: ``linked``/``linked_hub`` read another registry or the Hub,
@@ -30,7 +35,9 @@ def validate_report(
         return kept
     from . import validate as full
 
-    report = full.validate_report(root, progress, linked, linked_hub, hub_progress, require_bytes=require_bytes, public_key=public_key)
+    report = full.validate_report(
+        root, progress, linked, linked_hub, hub_progress, require_bytes=require_bytes, public_key=public_key
+    )
     if verdicts is not None and not report.problems:
         verdicts.remember("validate", report.verdict())
     return report

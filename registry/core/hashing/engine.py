@@ -82,7 +82,14 @@ def hash_in_background(path: Path) -> Future[str]:
         try:
             digest.set_result(hash_mapped(path))
         except OSError as exc:
-            digest.set_exception(RegistryError("fs.read-failed", path, f"reading failed: {exc.strerror or exc}", "check the file and run the command again"))
+            digest.set_exception(
+                RegistryError(
+                    "fs.read-failed",
+                    path,
+                    f"reading failed: {exc.strerror or exc}",
+                    "check the file and run the command again",
+                )
+            )
         except BaseException as exc:
             digest.set_exception(exc)
 
