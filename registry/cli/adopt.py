@@ -103,6 +103,13 @@ def _report_text(report: AdoptReport, dry_run: bool) -> Text:
     yield f"{'would adopt' if dry_run else 'adopted'} {report.root}: {len(index.bases)} base(s), {len(index.entries)} entr{'y' if len(index.entries) == 1 else 'ies'}"
     for entry in index.entries:
         yield f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}"
+    for checkpoint in index.checkpoints:
+        gate = (
+            "the RWKV-7 gate applies"
+            if checkpoint.rwkv7
+            else f"not RWKV-7 (model_type {checkpoint.model_type}): the RWKV-7 gate does not apply"
+        )
+        yield f"  Transformers checkpoint {checkpoint.path} ({checkpoint.architecture}, {len(checkpoint.shards)} shard(s)): {gate}"
     yield f"README.md: {report.readme}"
     yield f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}"
     sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped to a field (kept as written in index.json's kept_facts and shown on the card)", report.unmapped),

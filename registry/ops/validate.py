@@ -22,7 +22,7 @@ from ..core.gitattributes import lfs_problems
 from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
 from ..core.hashing.tree import digest_tree
-from ..core.layout import declared_root, is_weight, place
+from ..core.layout import checkpoint_paths, declared_root, is_weight, place
 from ..core.lfs import Pointer, pointer_problem, pointers, read_pointer
 from ..core.models import Entry, FileRef, Index, Rewrite
 from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, LFS_SUFFIXES, SIGNATURE_NAME, TRAIN_JSON
@@ -34,6 +34,7 @@ from ..core.tree import TreeScan, scan_tree
 from ..core.validation_result import Validation
 from ..gguf.check import gguf_problems
 from ..hf.check import export_problems, listed_files
+from ..hf.checkpoint import checkpoint_problems, manifest_problems
 from ..index.derived import stage_derived
 from ..index.rules import base_problems, entry_problems, index_to_change, weight_paths
 from ..index.validation import ACCEPT_BYTES, POINTER_FIX, Check, Context, check_immutable, check_sums
@@ -83,8 +84,9 @@ def check_layout(ctx: Context) -> Iterator[Problem]:
     yield from ctx.scan.findings
     bases = {b.name for b in ctx.index.bases}
     declared = declared_root(ctx.index)
+    kept = checkpoint_paths(ctx.index)
     for rel in ctx.scan.files:
-        placed = place(rel, bases, declared)
+        placed = place(rel, bases, declared, kept)
         if isinstance(placed, Problem):
             yield placed
         elif placed is not None:
@@ -138,7 +140,7 @@ def check_entries(ctx: Context) -> Iterator[Problem]:
     index = ctx.index
     yield from entry_problems(index)
     base_by_sha = {b.sha256: b for b in index.bases}
-    listed = set(weight_paths(index)) | listed_files(index)
+    listed = set(weight_paths(index)) | listed_files(index) | checkpoint_paths(index)
     files = set(ctx.scan.files)
     for entry in index.entries:
         base = base_by_sha.get(entry.base_sha256)
@@ -220,6 +222,38 @@ def check_shards(ctx: Context) -> Iterator[Problem]:
         listed = {s.path.rsplit("/", 1)[-1] for s in entry.shards}
         for problem in shard_set_problems(ctx.root / entry.path, listed):
             yield Problem("shards.invalid", entry.path, problem, "re-run `registry convert --force` on the source .pth")
+
+
+def check_checkpoints(ctx: Context) -> Iterator[Problem]:
+    """Transformers checkpoints (seed 004): their files as index.json records them, the weight index
+    against the shards' headers and (RWKV-7) config.json against their shapes, and the author's
+    checkpoint_manifest.json against the files (:mod:`registry.hf.checkpoint`)."""
+    files = set(ctx.scan.files)
+    for checkpoint in ctx.index.checkpoints:
+        refs = checkpoint.all_files()
+        missing = [ref.path for ref in refs if ref.path not in files]
+        for rel in missing:
+            yield Problem(
+                "index.missing-file",
+                rel,
+                "listed in index.json but not on disk",
+                "restore the file or remove the checkpoint",
+            )
+        for ref in refs:
+            actual = ctx.digests.get(ref.path)
+            if actual is not None and ref.path not in ctx.pointers and actual != ref.sha256:
+                yield Problem(
+                    "index.sha-mismatch", ref.path, f"index.json says sha256 {ref.sha256[:12]}… but the file is {actual[:12]}…", ACCEPT_BYTES
+                )  # fmt: skip
+        if missing or any(ref.path in ctx.pointers for ref in refs):
+            continue  # pointer mode: oids and sizes are check_pointers'
+        yield from checkpoint_problems(ctx.root, checkpoint.folder, ctx.scan.files)
+        manifest = checkpoint.manifest
+        if manifest is not None and manifest in files:
+            sizes = {rel: (ctx.root / rel).stat().st_size for rel in files if rel.startswith(checkpoint.folder)}
+            yield from manifest_problems(
+                manifest, ctx.repo.read_bytes(ctx.root / manifest), checkpoint.folder, ctx.digests, sizes
+            )
 
 
 def check_exports(ctx: Context) -> Iterator[Problem]:
@@ -318,6 +352,7 @@ CHECKS: list[Check] = [
     check_entry_hashes,
     check_twins,
     check_shards,
+    check_checkpoints,
     check_exports,
     check_gitattributes,
     check_ggufs,

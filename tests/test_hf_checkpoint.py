@@ -1,0 +1,196 @@
+"""Issue 43: a Transformers-format checkpoint repo (seed 004) as first-class registry content.
+
+The repos are built at test time: an RWKV-7 one from a random x070 checkpoint mapped to fla's names
+as export-hf maps it (registry.hf.mapping, registry.hf.tensors), re-sharded by hand into three
+shards with a hand-written weight index, a manifest from sha256, an evaluation.json with definitions
+and counts, a generation_config.json with sampling defaults and a README naming the repo training
+started from; and a small llama-shaped one, which the RWKV-7 gate does not apply to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+from safetensors.torch import save_file
+
+from registry.artifacts.synthetic import TinySpec, make_base_state_dict
+from registry.cli.app import main
+from registry.core.errors import RegistryError
+from registry.core.repo import Repo
+from registry.hf.files import config_json, render
+from registry.hf.mapping import fla_plan
+from registry.hf.tensors import to_fla
+from registry.ops.adopt import AdoptOptions, adopt
+from registry.ops.validate import validate
+
+from .conftest import snapshot
+
+INIT_REPO = "Xirui1208/readall-readtwice-step36-20260920"
+WORLD = TinySpec(n_layer=2, n_embd=128, vocab_size=65536, seed=7)  # the gate's prompts need the world vocabulary
+SHARDS = 3
+EVALUATION = {
+    "format": "readall-eval/1",
+    "metrics": {
+        "hqa_224k_em": {"definition": "exact match after HQA normalization", "initialization": 57.81, "value": 57.81, "count": 128},
+        "longbench_subem": {"definition": "custom bidirectional SubEM, not an official LongBench metric", "initialization": 42.40, "value": 42.70, "count": 1000},
+    },
+    "errors": 0,
+}  # fmt: skip
+README = f"""---
+base_model: {INIT_REPO}
+license: apache-2.0
+---
+# ReadAll / ReadTwice RL step5 (initialized from step36)
+
+This is the exact merged BF16 actor checkpoint at global step 5. It continues training from
+{INIT_REPO}. See checkpoint_manifest.json for SHA-256 hashes.
+"""
+
+
+def _write_shards(folder: Path, tensors: dict[str, torch.Tensor], count: int) -> None:
+    """``tensors`` cut by hand into ``count`` shards, with a hand-written weight index."""
+    names = list(tensors)
+    per = -(-len(names) // count)
+    weight_map, total = {}, 0
+    for i in range(count):
+        shard = f"model-{i + 1:05d}-of-{count:05d}.safetensors"
+        part = {n: tensors[n].contiguous() for n in names[i * per : (i + 1) * per]}
+        save_file(part, folder / shard, metadata={"format": "pt"})
+        weight_map.update(dict.fromkeys(part, shard))
+        total += sum(t.numel() * t.element_size() for t in part.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
+def _manifest(folder: Path) -> None:
+    """checkpoint_manifest.json: every file's sha256 and size, as the author made it with sha256sum."""
+    files = [
+        {"path": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest(), "size": p.stat().st_size}
+        for p in sorted(folder.iterdir())
+        if p.is_file()
+    ]
+    (folder / "checkpoint_manifest.json").write_text(
+        json.dumps({"algorithm": "sha256", "files": files}, indent=2) + "\n"
+    )
+
+
+def _common_files(folder: Path) -> None:
+    (folder / "generation_config.json").write_text(
+        json.dumps({"bos_token_id": 0, "eos_token_id": 0, "do_sample": True, "temperature": 0.6, "top_p": 0.95}, indent=2) + "\n"
+    )  # fmt: skip
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 32768}, indent=2) + "\n")
+    (folder / "tokenizer.json").write_text(json.dumps({"version": "1.0", "model": {"type": "WordPiece"}}) + "\n")
+    (folder / "evaluation.json").write_text(json.dumps(EVALUATION, indent=2) + "\n")
+    (folder / "README.md").write_text(README)
+
+
+def make_seed_004(folder: Path, spec: TinySpec = WORLD) -> Path:
+    """A seed-004-shaped RWKV-7 repo: fla-named shards of a random checkpoint, at the root."""
+    folder.mkdir(parents=True)
+    x070 = make_base_state_dict(spec)
+    plan = fla_plan({name: tuple(t.shape) for name, t in x070.items()})
+    _write_shards(folder, to_fla(plan, x070), SHARDS)
+    (folder / "config.json").write_bytes(render(config_json(plan.config, "BF16")))
+    _common_files(folder)
+    _manifest(folder)
+    return folder
+
+
+def make_llama(folder: Path) -> Path:
+    """A tiny random llama-shaped checkpoint in two shards: another architecture."""
+    folder.mkdir(parents=True)
+    gen = torch.Generator().manual_seed(3)
+    hidden, vocab = 64, 256
+    tensors = {"model.embed_tokens.weight": torch.randn(vocab, hidden, generator=gen)}
+    for i in range(2):
+        for leaf, shape in (
+            ("self_attn.q_proj.weight", (hidden, hidden)), ("self_attn.k_proj.weight", (hidden, hidden)),
+            ("self_attn.v_proj.weight", (hidden, hidden)), ("self_attn.o_proj.weight", (hidden, hidden)),
+            ("mlp.gate_proj.weight", (128, hidden)), ("mlp.up_proj.weight", (128, hidden)), ("mlp.down_proj.weight", (hidden, 128)),
+            ("input_layernorm.weight", (hidden,)), ("post_attention_layernorm.weight", (hidden,)),
+        ):  # fmt: skip
+            tensors[f"model.layers.{i}.{leaf}"] = torch.randn(*shape, generator=gen).to(torch.bfloat16)
+    tensors["model.norm.weight"] = torch.ones(hidden, dtype=torch.bfloat16)
+    tensors["lm_head.weight"] = torch.randn(vocab, hidden, generator=gen).to(torch.bfloat16)
+    _write_shards(folder, tensors, 2)
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden, "intermediate_size": 128,
+        "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2, "vocab_size": vocab, "torch_dtype": "bfloat16",
+    }  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    _common_files(folder)
+    _manifest(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def seed_004_template(tmp_path_factory) -> Path:
+    return make_seed_004(tmp_path_factory.mktemp("seed004") / "readall-step5")
+
+
+@pytest.fixture
+def seed_004(seed_004_template, tmp_path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(seed_004_template, tmp_path / "readall-step5"))
+
+
+def adopt_cli(folder: Path, *args: str, code: int = 0):
+    result = CliRunner().invoke(main, ["adopt", str(folder), *args])
+    assert result.exit_code == code, result.output
+    return result
+
+
+def manifest_lines(folder: Path) -> dict[str, str]:
+    return {f["path"]: f["sha256"] for f in json.loads((folder / "checkpoint_manifest.json").read_text())["files"]}
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# -- adopt, validate, card --check -------------------------------------------------------------------------------
+
+
+def test_a_seed_004_repo_is_adopted_in_place_and_validates(seed_004):
+    before = snapshot(seed_004)
+    report = json.loads(adopt_cli(seed_004, "--json").stdout)
+
+    # every file of the author's stays byte for byte, but the README (the card keeps it whole)
+    # and the files the registry renders beside it; the manifest follows what was rewritten
+    after = snapshot(seed_004)
+    kept = {p for p in before if p not in ("README.md", "checkpoint_manifest.json", "evaluation.json")}
+    assert {p: after[p] for p in kept} == {p: before[p] for p in kept}
+    assert README.split("---\n", 2)[2] in after["README.md"].decode()  # kept whole as the hand-written section
+    lines = manifest_lines(seed_004)
+    assert set(lines) == set(manifest_lines_of(before))
+    assert all(lines[p] == sha(seed_004 / p) for p in lines)  # in step with the files, README.md included
+    assert "README.md" in report["manifest_updated"]
+    assert {p: lines[p] for p in kept & set(lines)} == {p: manifest_lines_of(before)[p] for p in kept & set(lines)}
+
+    index = Repo(seed_004).load_index()
+    assert index.entries == [] and len(index.checkpoints) == 1
+    checkpoint = index.checkpoints[0]
+    assert checkpoint.path == "model.safetensors.index.json" and checkpoint.model_type == "rwkv7"
+    assert checkpoint.initialized_from == INIT_REPO and checkpoint.library_name == "transformers"
+    assert [s.path for s in checkpoint.shards] == [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
+    assert checkpoint.manifest == "checkpoint_manifest.json"
+    assert report["checkpoints"][0]["gate"] == "applies" and report["next_steps"] == [f"registry smoke -C {seed_004}"]
+
+    sums = (seed_004 / "SHA256SUMS").read_text()
+    for name in [*lines, "checkpoint_manifest.json", "model.safetensors.index.json"]:
+        assert f"  {name}\n" in sums
+    assert "*.safetensors filter=lfs" in (seed_004 / ".gitattributes").read_text()
+    card = (seed_004 / "README.md").read_text()
+    assert "library_name: transformers" in card and INIT_REPO in card
+    assert validate(seed_004) == []
+    assert CliRunner().invoke(main, ["card", "--check", "-C", str(seed_004)]).exit_code == 0
+
+
+def manifest_lines_of(files: dict[str, bytes]) -> dict[str, str]:
+    return {f["path"]: f["sha256"] for f in json.loads(files["checkpoint_manifest.json"])["files"]}
