@@ -194,3 +194,92 @@ def test_a_seed_004_repo_is_adopted_in_place_and_validates(seed_004):
 
 def manifest_lines_of(files: dict[str, bytes]) -> dict[str, str]:
     return {f["path"]: f["sha256"] for f in json.loads(files["checkpoint_manifest.json"])["files"]}
+
+
+# -- bad input: refused in one line, the folder byte-identical ---------------------------------------------------
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _flip_data_byte(folder: Path) -> None:
+    shard = folder / "model-00002-of-00003.safetensors"
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0xFF  # a weight's byte: the header still parses
+    shard.write_bytes(bytes(data))
+
+
+def _wrong_shard(folder: Path) -> None:
+    def move(index):
+        name = next(n for n, s in index["weight_map"].items() if s.startswith("model-00001"))
+        index["weight_map"][name] = "model-00002-of-00003.safetensors"
+
+    _edit_json(folder / "model.safetensors.index.json", move)
+    _manifest(folder)
+
+
+def _unlisted_tensor(folder: Path) -> None:
+    _edit_json(folder / "model.safetensors.index.json", lambda index: index["weight_map"].pop("lm_head.weight"))
+    _manifest(folder)
+
+
+def _config_shapes(folder: Path) -> None:
+    _edit_json(folder / "config.json", lambda config: config.update(intermediate_size=config["intermediate_size"] * 2))
+    _manifest(folder)
+
+
+def _absent_listed(folder: Path) -> None:
+    _edit_json(
+        folder / "checkpoint_manifest.json",
+        lambda m: m["files"].append({"path": "special_tokens_map.json", "sha256": "0" * 64, "size": 2}),
+    )
+
+
+@pytest.mark.parametrize(
+    "spoil, file, code, words",
+    [
+        (_flip_data_byte, "checkpoint_manifest.json", "checkpoint.manifest-mismatch", "says model-00002-of-00003.safetensors has sha256"),
+        (_wrong_shard, "model.safetensors.index.json", "checkpoint.wrong-shard", "to model-00002-of-00003.safetensors, but model-00001-of-00003.safetensors holds it"),
+        (_unlisted_tensor, "model-00003-of-00003.safetensors", "checkpoint.unlisted-tensor", "holds lm_head.weight, which model.safetensors.index.json's weight_map does not list"),
+        (_config_shapes, "config.json", "checkpoint.config-shapes", "but the shard holds"),
+        (_absent_listed, "checkpoint_manifest.json", "checkpoint.manifest-missing", "lists special_tokens_map.json, which is not in the folder"),
+    ],
+    ids=["shard-differs-from-manifest", "tensor-sent-to-wrong-shard", "tensor-the-index-lacks", "config-shapes", "manifest-lists-absent-file"],
+)  # fmt: skip
+def test_a_bad_checkpoint_is_refused_in_one_line_leaving_the_folder_as_it_was(seed_004, spoil, file, code, words):
+    spoil(seed_004)
+    before = snapshot(seed_004)
+    result = CliRunner().invoke(main, ["adopt", str(seed_004)])
+    assert result.exit_code == 3, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {file}: ") and "; fix: " in lines[0], result.stderr
+    assert words in lines[0]
+    assert snapshot(seed_004) == before and not (seed_004 / ".registry").exists()
+    with pytest.raises(RegistryError) as refused:
+        adopt(seed_004, AdoptOptions())
+    assert [p.code for p in refused.value.problems] == [code]
+
+
+def test_a_shard_changed_with_only_sha256sums_rewritten_is_found_naming_the_manifest(seed_004):
+    adopt_cli(seed_004)
+    _flip_data_byte(seed_004)
+    CliRunner().invoke(main, ["sums", "-C", str(seed_004)])  # SHA256SUMS made to agree with the changed shard
+    found = {(p.code, p.file) for p in validate(seed_004)}
+    assert ("checkpoint.manifest-mismatch", "checkpoint_manifest.json") in found
+    assert ("index.sha-mismatch", "model-00002-of-00003.safetensors") in found
+
+
+def test_a_command_that_rewrites_the_card_updates_its_manifest_line_in_the_same_commit_and_says_so(seed_004):
+    adopt_cli(seed_004)
+    old = manifest_lines(seed_004)
+    result = CliRunner().invoke(main, ["set", "title", "ReadAll step5", "-C", str(seed_004), "--json"])
+    assert result.exit_code == 0, result.output
+    new = manifest_lines(seed_004)
+    assert new["README.md"] == sha(seed_004 / "README.md") != old["README.md"]
+    assert {k: v for k, v in new.items() if k != "README.md"} == {k: v for k, v in old.items() if k != "README.md"}
+    warnings = json.loads(result.stdout)["warnings"]
+    assert any(w["code"] == "checkpoint.manifest-updated" and "README.md was rewritten" in w["message"] for w in warnings)
+    assert validate(seed_004) == []
