@@ -281,5 +281,60 @@ def test_a_command_that_rewrites_the_card_updates_its_manifest_line_in_the_same_
     assert new["README.md"] == sha(seed_004 / "README.md") != old["README.md"]
     assert {k: v for k, v in new.items() if k != "README.md"} == {k: v for k, v in old.items() if k != "README.md"}
     warnings = json.loads(result.stdout)["warnings"]
-    assert any(w["code"] == "checkpoint.manifest-updated" and "README.md was rewritten" in w["message"] for w in warnings)
+    assert any(
+        w["code"] == "checkpoint.manifest-updated" and "README.md was rewritten" in w["message"] for w in warnings
+    )
     assert validate(seed_004) == []
+
+
+# -- the gate (CPU path here; the GPU runs where CUDA is) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "device",
+    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"))],
+)
+def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtime_in_memory(seed_004, device):
+    from registry.ops.smoke import smoke
+
+    adopt_cli(seed_004)
+    before = snapshot(seed_004)
+    receipts = smoke(seed_004, [], None, device)
+    assert len(receipts) == 1
+    receipt = receipts[0]
+    assert receipt.passed, [c for c in receipt.checks if not c.passed]
+    assert receipt.entry == "model.safetensors.index.json" and receipt.environment.device == device
+    assert set(receipt.files) == {
+        "model.safetensors.index.json",
+        *(f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)),
+    }
+    parity = next(c for c in receipt.checks if c.name.startswith("parity") or "official" in json.dumps(c.figures))
+    assert parity.passed and parity.figures
+    after = snapshot(seed_004)
+    # no copy of the weights on disk: only index.json, the card and SHA256SUMS (the gate's summary) changed
+    assert {p for p in after if after[p] != before.get(p)} <= {
+        "index.json",
+        "README.md",
+        "SHA256SUMS",
+        "evaluation.json",
+        "checkpoint_manifest.json",
+    }
+    assert set(after) == set(before)
+    checkpoint = Repo(seed_004).load_index().checkpoints[0]
+    assert checkpoint.gate is not None and checkpoint.gate.passed and checkpoint.gate.device == device
+    assert f"passed ({device}" in (seed_004 / "README.md").read_text()
+    assert validate(seed_004) == []
+
+
+def test_the_gate_reads_the_shards_back_as_the_runtimes_x070_tensors_bit_for_bit(seed_004):
+    """What the gate runs is the checkpoint: its fla-named shards mapped back in memory are the
+    x070 checkpoint they were made from, every tensor bit-equal (layer 0's unused v0/v1/v2 aside)."""
+    from registry.artifacts.dtypes import bit_equal
+    from registry.gate.runtime import load_tensors
+    from registry.hf.mapping import DROPPED_SOURCES
+    from registry.hf.tensors import fla_to_x070
+
+    source = make_base_state_dict(WORLD)
+    mapped = fla_to_x070(load_tensors(seed_004 / "model.safetensors.index.json"), "model.safetensors.index.json")
+    assert set(mapped) == set(source) - set(DROPPED_SOURCES)
+    assert all(bit_equal(mapped[name], source[name]) and mapped[name].shape == source[name].shape for name in mapped)
