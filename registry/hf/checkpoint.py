@@ -231,7 +231,7 @@ class ManifestLine:
 def _refuse_manifest(rel: str, message: str) -> RegistryError:
     return RegistryError(
         "checkpoint.bad-manifest", rel, message,
-        f'write it as {{"files": [{{"path": …, "sha256": …, "size": …}}, …]}} or {{"files": {{"<path>": "<sha256>"}}}}',
+        'write it as {"files": [{"path": …, "sha256": …, "size": …}, …]} or {"files": {"<path>": "<sha256>"}}',
     )  # fmt: skip
 
 

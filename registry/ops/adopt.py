@@ -82,9 +82,9 @@ from ..core.sums import parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..dataset.layout import dataset_repo_signs
+from ..hf.checkpoint import checkpoint_file, is_checkpoint_folder, manifest_problems, read_checkpoint
 from ..index.arguments import require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
-from ..hf.checkpoint import checkpoint_file, is_checkpoint_folder, manifest_problems, read_checkpoint
 from ..index.derived import stage_manifests
 from ..index.handmade import HandIndex, HandReference, read_hand_index
 from ..index.rules import index_problems

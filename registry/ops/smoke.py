@@ -46,8 +46,8 @@ from ..core.progress import Echo, silent
 from ..core.repo import Repo, render_index, resolve_entry
 from ..gate.builds import background_builds
 from ..gate.checkpoint import checkpoint_files, gate_checkpoint
-from ..gate.memory import out_of_memory_named
 from ..gate.groups import gate_files
+from ..gate.memory import out_of_memory_named
 from ..gate.phases import gate_entries
 from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.run import Run
