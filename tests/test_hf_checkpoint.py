@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -135,9 +136,24 @@ def seed_004_template(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def seed_004(seed_004_template, tmp_path) -> Path:
-    import shutil
-
     return Path(shutil.copytree(seed_004_template, tmp_path / "readall-step5"))
+
+
+@pytest.fixture(scope="module")
+def gated_template(seed_004_template, tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
+    """The seed-004 repo adopted, then gated on the CPU (once for the module); and its files before the gate."""
+    from registry.ops.smoke import smoke
+
+    folder = Path(shutil.copytree(seed_004_template, tmp_path_factory.mktemp("gated") / "readall-step5"))
+    adopt_cli(folder)
+    before = snapshot(folder)
+    smoke(folder, [], None, "cpu")
+    return folder, before
+
+
+@pytest.fixture
+def gated(gated_template, tmp_path) -> Path:
+    return Path(shutil.copytree(gated_template[0], tmp_path / "readall-step5", symlinks=True))
 
 
 def adopt_cli(folder: Path, *args: str, code: int = 0):
@@ -290,40 +306,39 @@ def test_a_command_that_rewrites_the_card_updates_its_manifest_line_in_the_same_
 # -- the gate (CPU path here; the GPU runs where CUDA is) -------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "device",
-    ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"))],
-)
-def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtime_in_memory(seed_004, device):
-    from registry.ops.smoke import smoke
-
-    adopt_cli(seed_004)
-    before = snapshot(seed_004)
-    receipts = smoke(seed_004, [], None, device)
-    assert len(receipts) == 1
-    receipt = receipts[0]
-    assert receipt.passed, [c for c in receipt.checks if not c.passed]
-    assert receipt.entry == "model.safetensors.index.json" and receipt.environment.device == device
-    assert set(receipt.files) == {
+def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtime_in_memory(gated_template):
+    folder, before = gated_template
+    receipt = json.loads(next((folder / ".registry" / "gates").glob("*.json")).read_text())
+    assert receipt["passed"], [c for c in receipt["checks"] if not c["passed"]]
+    assert receipt["entry"] == "model.safetensors.index.json" and receipt["environment"]["device"] == "cpu"
+    assert set(receipt["files"]) == {
         "model.safetensors.index.json",
         *(f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)),
     }
-    parity = next(c for c in receipt.checks if c.name.startswith("parity") or "official" in json.dumps(c.figures))
-    assert parity.passed and parity.figures
-    after = snapshot(seed_004)
-    # no copy of the weights on disk: only index.json, the card and SHA256SUMS (the gate's summary) changed
-    assert {p for p in after if after[p] != before.get(p)} <= {
+    names = {c["name"] for c in receipt["checks"]}
+    assert names == {"kernel-parity", "finite-weights", "model-parity", "finite-logits", "greedy-decoding"}
+    after = snapshot(folder)
+    # no copy of the weights on disk: only index.json (the gate's summary), the card and SHA256SUMS changed
+    assert set(after) == set(before)
+    assert {p for p in after if after[p] != before[p]} <= {
         "index.json",
         "README.md",
         "SHA256SUMS",
         "evaluation.json",
         "checkpoint_manifest.json",
     }
-    assert set(after) == set(before)
-    checkpoint = Repo(seed_004).load_index().checkpoints[0]
-    assert checkpoint.gate is not None and checkpoint.gate.passed and checkpoint.gate.device == device
-    assert f"passed ({device}" in (seed_004 / "README.md").read_text()
-    assert validate(seed_004) == []
+    checkpoint = Repo(folder).load_index().checkpoints[0]
+    assert checkpoint.gate is not None and checkpoint.gate.passed and checkpoint.gate.device == "cpu"
+    assert "passed (cpu" in (folder / "README.md").read_text()
+    assert validate(folder) == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the GPU gate needs CUDA")
+def test_an_rwkv7_checkpoint_passes_the_gate_on_the_gpu(gated):
+    from registry.ops.smoke import smoke
+
+    receipt = smoke(gated, ["model.safetensors.index.json"], None, "cuda")[0]
+    assert receipt.passed and receipt.environment.device == "cuda", [c for c in receipt.checks if not c.passed]
 
 
 def test_the_gate_reads_the_shards_back_as_the_runtimes_x070_tensors_bit_for_bit(seed_004):
@@ -338,3 +353,46 @@ def test_the_gate_reads_the_shards_back_as_the_runtimes_x070_tensors_bit_for_bit
     mapped = fla_to_x070(load_tensors(seed_004 / "model.safetensors.index.json"), "model.safetensors.index.json")
     assert set(mapped) == set(source) - set(DROPPED_SOURCES)
     assert all(bit_equal(mapped[name], source[name]) and mapped[name].shape == source[name].shape for name in mapped)
+
+
+# -- publish, pull, verify-remote, history, immutability --------------------------------------------------------
+
+pytest_plugins = ["tests.hubserver"]  # the hub_server fixture
+REPO = "xirui/readall-step5"
+
+
+def cli(*args, code: int = 0):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == code, result.output
+    return result
+
+
+def test_publish_sends_the_shards_through_xet_and_pull_brings_the_repo_back_byte_identical(hub_server, gated, tmp_path):
+    # the gate ran on CPU: publish wants --allow-cpu-gate, as for every weight
+    refused = cli("publish", "--repo-id", REPO, "-C", gated, code=3)
+    assert "gate.cpu-only" in refused.output or "ran on CPU" in refused.output
+    cli("publish", "--repo-id", REPO, "-C", gated, "--allow-cpu-gate")
+    assert hub_server.xet_uploaded_files == 3  # the three shards as LFS/Xet files; the JSON files inline
+    local = {p: d for p, d in snapshot(gated).items() if p != ".gitignore"}
+    assert hub_server.files(REPO) == local
+
+    pulled = tmp_path / "pulled"
+    cli("pull", "--repo-id", REPO, pulled)
+    assert {p: d for p, d in snapshot(pulled).items() if p != ".gitignore"} == local
+    assert validate(pulled) == []
+    report = json.loads(cli("verify-remote", "--repo-id", REPO, "-C", gated, "--json").stdout)
+    assert report["ok"] and report["files"] == len(local)
+    history = cli("history", "--repo-id", REPO).output
+    assert "model.safetensors.index.json" in history
+
+    # a published shard is immutable: changed, with SHA256SUMS and the manifest made to agree, publish refuses it
+    _flip_data_byte(gated)
+    changed = sha(gated / "model-00002-of-00003.safetensors")
+    _edit_json(
+        gated / "checkpoint_manifest.json",
+        lambda m: [f.update(sha256=changed) for f in m["files"] if f["path"] == "model-00002-of-00003.safetensors"],
+    )
+    cli("sums", "-C", gated)
+    blocked = cli("publish", "--repo-id", REPO, "-C", gated, "--allow-cpu-gate", code=3)
+    assert "model-00002-of-00003.safetensors" in blocked.output
+    assert hub_server.files(REPO) == local

@@ -385,6 +385,10 @@ class Checkpoint(_Strict):
     def rwkv7(self) -> bool:
         return self.model_type == "rwkv7"
 
+    def weight_files(self) -> dict[str, str]:
+        """What the gate reads and its receipt lists: the weight index and its shards, by sha256."""
+        return {self.path: self.sha256, **{s.path: s.sha256 for s in self.shards}}
+
     def all_files(self) -> list[FileRef]:
         return [FileRef(path=self.path, sha256=self.sha256, size=self.size), *self.shards, *self.files]
 

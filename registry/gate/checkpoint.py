@@ -50,17 +50,12 @@ from .runtime import Rwkv7, load_tensors
 ToRuntime = Callable[[Mapping[str, torch.Tensor], str], dict[str, torch.Tensor]]
 
 
-def checkpoint_files(checkpoint: Checkpoint) -> dict[str, str]:
-    """The files the gate reads (the weight index and its shards), with their recorded sha256."""
-    return {checkpoint.path: checkpoint.sha256, **{s.path: s.sha256 for s in checkpoint.shards}}
-
-
 def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpoint, to_runtime: ToRuntime) -> Receipt:
     """Run ``checkpoint`` through the kernel and both runtimes, its tensors mapped by ``to_runtime``;
     its receipt (passing or not)."""
     start = time.perf_counter()
     run.say(f"loading {checkpoint.path} (hashed on the way, mapped to the runtime's names in memory)")
-    files = checkpoint_files(checkpoint)
+    files = checkpoint.weight_files()
     to_hash = [ToHash(run.opened[rel], run.cache, rel) for rel in files]
     weights, hashed = load_hashed(
         to_hash,

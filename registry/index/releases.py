@@ -27,6 +27,7 @@ from typing import Literal, TypeVar
 
 from ..core.errors import RegistryError
 from ..core.hashing import StatCache
+from ..core.hashing.digest import sha256_hex
 from ..core.hashing.tree import digest_tree
 from ..core.models import DATASET_KIND, Index
 from ..core.names import CARD_NAME, INDEX_NAME, SUMS_NAME, WEIGHT_SUFFIXES
@@ -339,6 +340,13 @@ def artifacts(release: Release) -> dict[str, Artifact]:
                 entry.data.version,
                 files,
             )
+        for checkpoint in index.checkpoints:  # a Transformers checkpoint: its weight index and shards, as one weight
+            weights = checkpoint.weight_files()
+            identity = sha256_hex("".join(f"{sha}  {path}\n" for path, sha in sorted(weights.items())).encode())
+            found[checkpoint.path] = Artifact(
+                checkpoint.path, identity, "full", checkpoint.initialized_from or checkpoint.architecture,
+                checkpoint.data.version if checkpoint.data else None, tuple(weights),
+            )  # fmt: skip
         return found
     return {p: _layout_artifact(p, sha) for p, sha in release.sums.items() if p.endswith(WEIGHT_SUFFIXES)}
 

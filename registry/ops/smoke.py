@@ -45,7 +45,7 @@ from ..core.pinned import open_registered, pinned, read_view
 from ..core.progress import Echo, silent
 from ..core.repo import Repo, render_index, resolve_entry
 from ..gate.builds import background_builds
-from ..gate.checkpoint import checkpoint_files, gate_checkpoint
+from ..gate.checkpoint import gate_checkpoint
 from ..gate.groups import gate_files
 from ..gate.memory import out_of_memory_named
 from ..gate.phases import gate_entries
@@ -219,7 +219,7 @@ def smoke(
         # its hash), and read through that open file for the whole gate.
         reads = {
             **gate_files(index, entries),
-            **{rel: sha for c in checkpoints for rel, sha in checkpoint_files(c).items()},
+            **{rel: sha for c in checkpoints for rel, sha in c.weight_files().items()},
         }
         opened = {rel: pins.enter_context(open_registered(repo.root, rel)) for rel in reads}
         base = pins.enter_context(pinned(base_file, "base checkpoint")) if on_base and base_file else None
