@@ -396,3 +396,69 @@ def test_publish_sends_the_shards_through_xet_and_pull_brings_the_repo_back_byte
     blocked = cli("publish", "--repo-id", REPO, "-C", gated, "--allow-cpu-gate", code=3)
     assert "model-00002-of-00003.safetensors" in blocked.output
     assert hub_server.files(REPO) == local
+
+
+def test_another_architecture_is_managed_with_a_note_that_the_gate_does_not_apply(hub_server, tmp_path):
+    from registry.ops.smoke import smoke
+
+    folder = make_llama(tmp_path / "tiny-llama")
+    before = snapshot(folder)
+    report = json.loads(adopt_cli(folder, "--json").stdout)
+    assert report["checkpoints"][0]["gate"] == "does not apply (not RWKV-7)"
+    assert report["next_steps"] == []  # no smoke to run
+    after = snapshot(folder)
+    assert {p: after[p] for p in before if p not in ("README.md", "checkpoint_manifest.json", "evaluation.json")} == {
+        p: before[p] for p in before if p not in ("README.md", "checkpoint_manifest.json", "evaluation.json")
+    }
+    checkpoint = Repo(folder).load_index().checkpoints[0]
+    assert (checkpoint.model_type, checkpoint.architecture, checkpoint.gate) == ("llama", "LlamaForCausalLM", None)
+    assert validate(folder) == []
+
+    # the config is kept as written, but the index and the shards are still checked
+    _edit_json(folder / "config.json", lambda config: config.update(hidden_size=4096))
+    cli("sums", "-C", folder)
+    assert not any(p.code == "checkpoint.config-shapes" for p in validate(folder))
+    _unlisted_tensor(folder)
+    assert any(p.code == "checkpoint.unlisted-tensor" for p in validate(folder))
+    shutil.rmtree(folder)
+
+    folder = make_llama(tmp_path / "tiny-llama")
+    adopt_cli(folder)
+    card = (folder / "README.md").read_text()
+    assert "does not apply: not RWKV-7 (model_type llama), not gated" in card and "passed (" not in card
+    # smoke names it: refused, one line; smoke of everything: nothing gated, a warning, no verdict recorded
+    named = cli("smoke", "model.safetensors.index.json", "-C", folder, "--device", "cpu", code=3)
+    assert "the RWKV-7 gate does not apply" in named.stderr and len(named.stderr.strip().splitlines()) == 1
+    assert smoke(folder, [], None, "cpu") == []
+    assert Repo(folder).load_index().checkpoints[0].gate is None
+    # publish sends it without a receipt, saying the gate does not apply (never a pass)
+    published = cli("publish", "--repo-id", "someone/tiny-llama", "-C", folder, "--json")
+    document = json.loads(published.stdout)
+    assert any(w["code"] == "gate.not-applicable" for w in document["warnings"])
+    assert (
+        hub_server.files("someone/tiny-llama")["model-00001-of-00002.safetensors"]
+        == (folder / "model-00001-of-00002.safetensors").read_bytes()
+    )
+
+
+def test_a_signed_checkpoint_repo_is_published_and_pulled_with_its_signature_checked(hub_server, gated, tmp_path):
+    from .test_sign import write_key
+
+    private, public = write_key(tmp_path, "signer")
+    cli("set", "repo-id", REPO, "-C", gated)  # the card rewritten: its manifest line follows
+    cli("sign", "--key", private, "-C", gated)
+    assert cli("validate", "-C", gated, "--public-key", public).exit_code == 0
+    cli("publish", "--repo-id", REPO, "-C", gated, "--allow-cpu-gate", "--require-signature", "--public-key", public)
+    pulled = tmp_path / "pulled"
+    cli("pull", "--repo-id", REPO, pulled, "--require-signature", "--public-key", public)
+    assert (pulled / "model.sig").read_bytes() == (gated / "model.sig").read_bytes()
+    # a shard changed after signing: the signature no longer covers the files
+    _flip_data_byte(pulled)
+    cli("sums", "-C", pulled)
+    findings = json.loads(cli("validate", "-C", pulled, "--public-key", public, "--json", code=1).stdout)["problems"]
+    found = {(p["code"], p["file"]) for p in findings}
+    assert ("checkpoint.manifest-mismatch", "checkpoint_manifest.json") in found
+    assert ("sign.mismatch", "model-00002-of-00003.safetensors") in found and (
+        "immutable.rewritten",
+        "model-00002-of-00003.safetensors",
+    ) in found
