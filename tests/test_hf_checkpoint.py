@@ -462,3 +462,67 @@ def test_a_signed_checkpoint_repo_is_published_and_pulled_with_its_signature_che
         "immutable.rewritten",
         "model-00002-of-00003.safetensors",
     ) in found
+
+
+# -- registry add: a checkpoint folder under the layout ----------------------------------------------------------
+
+
+@pytest.fixture
+def world_registry(empty_registry, tmp_path) -> Path:
+    from registry.artifacts.synthetic import make_base_checkpoint
+    from registry.ops.add_base import BaseRequest, add_base
+
+    base = make_base_checkpoint(tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(**{**WORLD.__dict__, "seed": 1}))
+    add_base(empty_registry, BaseRequest(path=base, filename=base.name, vocab="rwkv_vocab_v20230424.txt"))
+    return empty_registry
+
+
+def _checkpoint_folder(template: Path, tmp_path: Path) -> Path:
+    folder = Path(shutil.copytree(template, tmp_path / "step5"))
+    (folder / "README.md").unlink()  # the registry's card is the README at its root
+    lines = json.loads((folder / "checkpoint_manifest.json").read_text())
+    lines["files"] = [f for f in lines["files"] if f["path"] != "README.md"]
+    (folder / "checkpoint_manifest.json").write_text(json.dumps(lines, indent=2) + "\n")
+    return folder
+
+
+def test_registry_add_puts_a_checkpoint_folder_under_the_layout_byte_for_byte(
+    world_registry, seed_004_template, tmp_path
+):
+    from .test_ops_artifacts import train_json
+
+    folder = _checkpoint_folder(seed_004_template, tmp_path)
+    args = ["add", folder, "-C", world_registry, "--base", "rwkv7-tiny-w-20260101", "--method", "full"]
+    args += ["--data-version", "v1", "--train-json", train_json(tmp_path / "t.json"), "--json"]
+    added = json.loads(cli(*args).stdout)
+    target = world_registry / "rwkv7-tiny-w-20260101/full/v1"
+    assert added["path"] == "rwkv7-tiny-w-20260101/full/v1/model.safetensors.index.json"
+    assert {p: d for p, d in snapshot(target).items() if p != "train.json"} == snapshot(folder)
+    checkpoint = Repo(world_registry).load_index().checkpoints[0]
+    assert (
+        checkpoint.base_sha256 == Repo(world_registry).load_index().bases[0].sha256 and checkpoint.data.version == "v1"
+    )
+    assert checkpoint.manifest == "rwkv7-tiny-w-20260101/full/v1/checkpoint_manifest.json"
+    assert validate(world_registry) == []
+
+    # a manifest line that no longer holds is found, naming the manifest in the folder
+    _flip_data_byte(target)
+    cli("sums", "-C", world_registry)
+    assert ("checkpoint.manifest-mismatch", f"{target.relative_to(world_registry)}/checkpoint_manifest.json") in {
+        (p.code, p.file) for p in validate(world_registry)
+    }
+
+
+def test_registry_add_refuses_a_bad_checkpoint_folder_leaving_the_registry_as_it_was(
+    world_registry, seed_004_template, tmp_path
+):
+    from .test_ops_artifacts import train_json
+
+    folder = _checkpoint_folder(seed_004_template, tmp_path)
+    _config_shapes(folder)
+    before = snapshot(world_registry)
+    args = ["add", folder, "-C", world_registry, "--base", "rwkv7-tiny-w-20260101", "--method", "full"]
+    result = cli(*args, "--data-version", "v1", "--train-json", train_json(tmp_path / "t.json"), code=3)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {folder / 'config.json'}: ") and "; fix: " in lines[0]
+    assert snapshot(world_registry) == before

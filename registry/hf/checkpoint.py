@@ -30,7 +30,7 @@ from typing import Any
 from ..artifacts.safetensors_header import read_safetensors_header, read_shard_index, tensor_bytes
 from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem, RegistryError
-from ..core.models import SHA256_PATTERN
+from ..core.models import SHA256_PATTERN, Architecture
 from ..core.names import CHECKPOINT_FILES, CHECKPOINT_MANIFEST, CONFIG_NAME, ROOT_FILES, SHARD_INDEX
 from ..core.schemas import parse_json, read_json
 from .mapping import fla_shapes
@@ -94,9 +94,10 @@ def _config(root: Path, rel: str) -> dict[str, Any]:
     return config
 
 
-def read_checkpoint(root: Path, folder: str, files: Iterable[str]) -> CheckpointFacts:
+def read_checkpoint(root: Path, folder: str, files: Iterable[str], registry_root: bool = True) -> CheckpointFacts:
     """The checkpoint in ``folder`` (``files``: the registry's files), every problem of it refused
-    at once, one line each (:func:`checkpoint_problems`)."""
+    at once, one line each (:func:`checkpoint_problems`); ``registry_root``: ``root`` is the
+    registry's, whose README.md and evaluation.json are root files (a folder to be added: not)."""
     files = sorted(files)
     index_rel = in_folder(folder, SHARD_INDEX)
     config = _config(root, in_folder(folder, CONFIG_NAME))
@@ -115,9 +116,7 @@ def read_checkpoint(root: Path, folder: str, files: Iterable[str]) -> Checkpoint
         folder=folder,
         index=index_rel,
         shards=shards,
-        files=[
-            rel for rel in own if rel not in {*shards, index_rel, manifest} and rel.rsplit("/", 1)[-1] not in ROOT_FILES
-        ],
+        files=[rel for rel in own if rel not in {*shards, index_rel, manifest, *(ROOT_FILES if registry_root else ())}],
         config=config,
         architecture=architecture,
         model_type=config["model_type"],
@@ -207,6 +206,29 @@ def _rwkv7_config_problems(
         unexpected="makes no {name}, which a shard holds", wrong="makes {name} {want}, but the shard holds {found}",
     ):  # fmt: skip
         yield Problem("checkpoint.config-shapes", rel, message, fix)
+
+
+def base_fit_problems(
+    rel: str, config: Mapping[str, Any], architecture: Architecture | None, base: str
+) -> list[Problem]:
+    """An RWKV-7 checkpoint under ``<base>/full/<v>/``: config.json's shape (checked against the
+    shards already) is the base's, as a full fine-tune keeps its base's shape."""
+    if architecture is None or config.get("model_type") != RWKV7_MODEL_TYPE:
+        return []
+    recorded = {
+        "num_hidden_layers": architecture.n_layer, "hidden_size": architecture.n_embd, "head_dim": architecture.head_size,
+        "vocab_size": architecture.vocab_size, "intermediate_size": architecture.dim_ffn,
+    }  # fmt: skip
+    return [
+        Problem(
+            "checkpoint.wrong-base",
+            rel,
+            f"says {key} {config.get(key)} but the base {base} has {want}",
+            "add it under the base it was trained from (--base), or add that base first",
+        )  # fmt: skip
+        for key, want in recorded.items()
+        if want is not None and config.get(key) != want
+    ]
 
 
 def checkpoint_problems(root: Path, folder: str, files: Iterable[str]) -> list[Problem]:
@@ -330,7 +352,7 @@ def updated_manifest(data: bytes, rel: str, changed: Mapping[str, tuple[str, int
                 record["sha256"] = new[0]
                 if "size" in record:
                     record["size"] = new[1]
-    else:
+    elif isinstance(files, list):
         for item in files:
             path = next(item[k] for k in ("path", "file", "filename", "name") if k in item)
             new = changed.get(path.removeprefix("./"))

@@ -70,15 +70,16 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> tuple[list[Entry], li
             if not checkpoint.rwkv7:
                 warn(_not_applicable(checkpoint))
         return list(index.entries), [c for c in index.checkpoints if c.rwkv7]
-    entries, checkpoints = [], []
+    entries: list[Entry] = []
+    checkpoints: list[Checkpoint] = []
     for path in paths:
-        checkpoint = index.checkpoint_by_path(path) or _inside(repo, index, path)
-        if checkpoint is None:
+        named = index.checkpoint_by_path(path) or _inside(repo, index, path)
+        if named is None:
             entries.append(resolve_entry(repo, index, path))
-        elif not checkpoint.rwkv7:
-            raise RegistryError.of([_not_applicable(checkpoint)])
+        elif not named.rwkv7:
+            raise RegistryError.of([_not_applicable(named)])
         else:
-            checkpoints.append(checkpoint)
+            checkpoints.append(named)
     return entries, checkpoints
 
 
