@@ -526,3 +526,18 @@ def test_registry_add_refuses_a_bad_checkpoint_folder_leaving_the_registry_as_it
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {folder / 'config.json'}: ") and "; fix: " in lines[0]
     assert snapshot(world_registry) == before
+
+
+def test_pull_of_the_hand_made_seed_004_repo_adopts_it_on_the_way(hub_server, seed_004_template, tmp_path):
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    api.create_repo("xirui/readall-by-hand")
+    api.upload_folder(folder_path=str(seed_004_template), repo_id="xirui/readall-by-hand")
+    pulled = tmp_path / "pulled"
+    cli("pull", "--repo-id", "xirui/readall-by-hand", pulled)
+    index = Repo(pulled).load_index()
+    assert index.registry.repo_id == "xirui/readall-by-hand" and index.checkpoints[0].initialized_from == INIT_REPO
+    for shard in index.checkpoints[0].shards:
+        assert (pulled / shard.path).read_bytes() == (seed_004_template / shard.path).read_bytes()
+    assert validate(pulled) == []
