@@ -343,6 +343,9 @@ class HfExport(_Strict):
     files: list[FileRef] = Field(min_length=1, description="Every file in the folder")
 
 
+RWKV7_MODEL_TYPE: Final = "rwkv7"  # config.json's model_type of fla's RWKV-7: the gate applies
+
+
 class Checkpoint(_Strict):
     """A Transformers-format checkpoint held as its author made it (seed 004): safetensors shards
     with ``model.safetensors.index.json``, config.json, a generation config and tokenizer files,
@@ -383,7 +386,7 @@ class Checkpoint(_Strict):
 
     @property
     def rwkv7(self) -> bool:
-        return self.model_type == "rwkv7"
+        return self.model_type == RWKV7_MODEL_TYPE
 
     def weight_files(self) -> dict[str, str]:
         """What the gate reads and its receipt lists: the weight index and its shards, by sha256."""

@@ -30,16 +30,22 @@ from typing import Any
 from ..artifacts.safetensors_header import read_safetensors_header, read_shard_index, tensor_bytes
 from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem, RegistryError
-from ..core.models import SHA256_PATTERN, Architecture
+from ..core.models import RWKV7_MODEL_TYPE, SHA256_PATTERN, Architecture, Checkpoint
 from ..core.names import CHECKPOINT_FILES, CHECKPOINT_MANIFEST, CONFIG_NAME, ROOT_FILES, SHARD_INDEX
 from ..core.schemas import parse_json, read_json
 from .mapping import fla_shapes
 
-RWKV7_MODEL_TYPE = "rwkv7"
-GATE_NOT_APPLICABLE = "not RWKV-7 (model_type {model_type}): the RWKV-7 gate does not apply, so it was not gated"
 FIX_SHARDS = "restore the shards and the index as they were published (download them again), or regenerate the index from the shards"
 FIX_MANIFEST = f"restore the file (download it again); if the file is right, correct its line in {CHECKPOINT_MANIFEST}"
 _SHA = re.compile(SHA256_PATTERN)
+
+
+def gate_not_applicable(checkpoint: Checkpoint) -> Problem:
+    """What smoke and publish say of a checkpoint of another architecture: never a pass."""
+    return Problem(
+        "gate.not-applicable", checkpoint.path, f"not RWKV-7 (model_type {checkpoint.model_type}): the RWKV-7 gate does not apply, so it was not gated",
+        "nothing to run: validate checks its shards, index, config and manifest; publish sends it ungated, and the card says the gate does not apply",
+    )  # fmt: skip
 
 
 def in_folder(folder: str, name: str) -> str:
@@ -73,10 +79,6 @@ class CheckpointFacts:
     architecture: str
     model_type: str
     manifest: str | None
-
-    @property
-    def rwkv7(self) -> bool:
-        return self.model_type == RWKV7_MODEL_TYPE
 
 
 def _config(root: Path, rel: str) -> dict[str, Any]:

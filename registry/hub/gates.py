@@ -22,7 +22,7 @@ from ..core.repo import Repo
 from ..core.schemas import read_json
 from ..gate.receipt import Receipt, receipt_path
 from ..gate.seal import sealed_here, signature_problem
-from ..hf.checkpoint import GATE_NOT_APPLICABLE
+from ..hf.checkpoint import gate_not_applicable
 
 
 def entry_files(entry: Entry) -> list[str]:
@@ -135,14 +135,7 @@ def gate_findings(
             continue
         if not checkpoint.rwkv7:
             # Another architecture: no receipt is asked for, and none is implied; publish says so.
-            warn(
-                Problem(
-                    "gate.not-applicable",
-                    checkpoint.path,
-                    GATE_NOT_APPLICABLE.format(model_type=checkpoint.model_type),
-                    "nothing to run: validate checked its shards, index, config and manifest, and the card says the gate does not apply",
-                )  # fmt: skip
-            )
+            warn(gate_not_applicable(checkpoint))
             continue
         fix = f"run `registry smoke {checkpoint.path}`"
         base_sha256 = checkpoint.base_sha256 or checkpoint.sha256  # a checkpoint with no base file is its own

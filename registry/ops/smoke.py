@@ -33,7 +33,7 @@ import torch
 
 from ..artifacts.signature import public_pem
 from ..core.atomic import transaction
-from ..core.errors import Exit, Problem, RegistryError, warn
+from ..core.errors import Exit, RegistryError, warn
 from ..core.files import atomic_write
 from ..core.hashing import StatCache
 from ..core.hashing.engine import hash_file
@@ -52,7 +52,7 @@ from ..gate.phases import gate_entries
 from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.run import Run
 from ..gate.seal import sealed_json, signed
-from ..hf.checkpoint import GATE_NOT_APPLICABLE
+from ..hf.checkpoint import gate_not_applicable
 from ..hf.tensors import fla_to_x070
 from ..hub.remote import Hub
 from ..index.catalog import known_base, load_catalog
@@ -68,7 +68,7 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> tuple[list[Entry], li
     if not paths:
         for checkpoint in index.checkpoints:
             if not checkpoint.rwkv7:
-                warn(_not_applicable(checkpoint))
+                warn(gate_not_applicable(checkpoint))
         return list(index.entries), [c for c in index.checkpoints if c.rwkv7]
     entries: list[Entry] = []
     checkpoints: list[Checkpoint] = []
@@ -77,7 +77,7 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> tuple[list[Entry], li
         if named is None:
             entries.append(resolve_entry(repo, index, path))
         elif not named.rwkv7:
-            raise RegistryError.of([_not_applicable(named)])
+            raise RegistryError.of([gate_not_applicable(named)])
         else:
             checkpoints.append(named)
     return entries, checkpoints
@@ -92,13 +92,6 @@ def _inside(repo: Repo, index: Index, path: str) -> Checkpoint | None:
         return index.checkpoint_by_path(repo.rel(candidate))
     except ValueError:
         return None  # outside the registry: resolve_entry says so
-
-
-def _not_applicable(checkpoint: Checkpoint) -> Problem:
-    return Problem(
-        "gate.not-applicable", checkpoint.path, GATE_NOT_APPLICABLE.format(model_type=checkpoint.model_type),
-        "nothing to run: validate checks its shards, index, config and manifest; publish sends it ungated, and the card says the gate does not apply",
-    )  # fmt: skip
 
 
 def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Echo) -> Path:
