@@ -175,6 +175,8 @@ def sha(path: Path) -> str:
 
 def test_a_seed_004_repo_is_adopted_in_place_and_validates(seed_004):
     before = snapshot(seed_004)
+    planned = json.loads(adopt_cli(seed_004, "--dry-run", "--json").stdout)
+    assert "checkpoint_manifest.json" in planned["writes"] and snapshot(seed_004) == before
     report = json.loads(adopt_cli(seed_004, "--json").stdout)
 
     # every file of the author's stays byte for byte, but the README (the card keeps it whole)

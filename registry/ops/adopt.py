@@ -82,7 +82,7 @@ from ..core.sums import parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..dataset.layout import dataset_repo_signs
-from ..hf.checkpoint import checkpoint_file, is_checkpoint_folder, manifest_problems, read_checkpoint
+from ..hf.checkpoint import checkpoint_file, is_checkpoint_folder, manifest_problems, read_checkpoint, read_manifest
 from ..index.arguments import require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
 from ..index.derived import stage_manifests
@@ -326,7 +326,7 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
         report.index.registry.repo_id = options.repo_id
     _claims(report, options)
     _preview_card(repo, report.index, report)
-    report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})
+    report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved, *_manifest_follows(root, checkpoint)})
     return _Plan(report, digests, identities, originals)
 
 
@@ -401,6 +401,14 @@ def _root_checkpoint(root: Path, files: list[str], digests: dict[str, str]) -> C
         architecture=facts.architecture, model_type=facts.model_type,
         shards=[ref(rel) for rel in facts.shards], files=[ref(rel) for rel in facts.files], manifest=facts.manifest,
     )  # fmt: skip
+
+
+def _manifest_follows(root: Path, checkpoint: Checkpoint | None) -> list[str]:
+    """The manifest, where it lists a file adopt rewrites (the card, evaluation.json): its line follows."""
+    if checkpoint is None or checkpoint.manifest is None:
+        return []
+    listed = read_manifest(Repo(root).read_bytes(root / checkpoint.manifest), checkpoint.manifest)
+    return [checkpoint.manifest] if set(listed) & DERIVED else []
 
 
 def _initialized_from(checkpoint: Checkpoint, front_matter: dict[str, Any], report: AdoptReport) -> Checkpoint:
