@@ -29,7 +29,8 @@ def add_base_cmd(
     base: Path, registry: Path, source: str | None, vocab: str | None, sha256: str | None, metadata_only: bool
 ) -> None:
     """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/."""
-    from ..ops.add_base import BaseRequest, add_base
+    from ..artifacts.accept import BaseRequest
+    from ..ops.add_base import add_base
 
     request = BaseRequest(
         path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256

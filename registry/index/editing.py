@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..core.atomic import transaction
 from ..core.errors import RegistryError
-from ..core.models import LANGUAGES, Index, Localized
+from ..core.models import LANGUAGES, Entry, Index, Localized
 from ..core.names import INDEX_NAME
 from ..core.repo import Repo, render_index
 from .derived import stage_derived
@@ -93,3 +93,11 @@ def edit_index(root: Path, change: Callable[[Index], T]) -> T:
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index)
     return result
+
+
+def set_recommended(index: Index, entry: Entry) -> None:
+    """One recommended file per base and method (seed 001: "State 推荐", "MiSS 推荐")."""
+    for other in index.entries:
+        if other.base_sha256 == entry.base_sha256 and other.method == entry.method:
+            other.recommended = False
+    entry.recommended = True

@@ -9,7 +9,7 @@ private folder, so a refusal leaves the folder exactly as it was:
 3. a hand-written index.json is read for what maps (:mod:`registry.index.handmade`);
 4. each ``<base>/`` folder gets its base from ``--base-file`` (read, as add-base reads it), the
    known-bases catalog, or ``--sha256 --metadata-only``; each weight is inspected exactly as
-   ``registry add`` inspects it (:func:`registry.ops.add.accept_weight`), each train.json is read
+   ``registry add`` inspects it (:func:`registry.artifacts.accept.accept_weight`), each train.json is read
    as people write it (:mod:`registry.core.train`) and checked against its folder, once; a full
    fine-tune at the root (seed 000's ``rwkv-final.pth``) stays there under its name, declared in
    index.json, its base and data version read from the root's train.json;
@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..artifacts.accept import BaseRequest, accept_weight, content_version, fingerprint_base
 from ..artifacts.twins import twin_difference
 from ..card import stage_rendered
 from ..card.facts import on_disk
@@ -82,10 +83,9 @@ from ..core.tree import scan_tree
 from ..dataset.layout import dataset_repo_signs
 from ..index.arguments import require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
+from ..index.editing import set_recommended
 from ..index.handmade import HandIndex, HandReference, read_hand_index
 from ..index.rules import index_problems
-from .add import accept_weight, content_version, set_recommended
-from .add_base import BaseRequest, fingerprint_base
 from .init import git_file_changes, stage_git_files, stage_kept_card
 from .set import check_repo_id
 

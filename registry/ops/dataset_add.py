@@ -23,7 +23,7 @@ from ..core.errors import Problem, RegistryError
 from ..core.hashing.engine import Progress
 from ..core.models import Localized, path_problem
 from ..core.names import DATASET_TOKENS_NAME, INDEX_NAME
-from ..core.pinned import pinned
+from ..core.pinned import copy_hashing, pinned
 from ..core.repo import Repo, render_index
 from ..dataset import store
 from ..dataset.content import TokenCache
@@ -32,7 +32,6 @@ from ..dataset.models import PROFILES, SPLIT_RULE, DataVersion
 from ..dataset.versions import version_problems
 from ..index.arguments import require_name
 from ..index.editing import build
-from .add import copy_hashing
 
 OPTIONS = {
     "version": "--version", "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher",
