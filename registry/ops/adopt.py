@@ -42,10 +42,11 @@ from ..card.facts import on_disk
 from ..card.handwritten import keep_whole, split_front_matter
 from ..card.metadata import added_keys, read_front_matter
 from ..card.render import decode_card
-from ..card.sync import rendered
+from ..card.sync import rendered, stage_kept_card
 from ..core.atomic import finish_interrupted, transaction
 from ..core.errors import Problem, RegistryError
 from ..core.files import dry_run
+from ..core.gitfiles import git_file_changes, stage_git_files
 from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
 from ..core.layout import Placement, export_folder, gguf_folder, is_excluded, is_weight, place
@@ -86,7 +87,6 @@ from ..index.catalog import check_against_catalog, known_base, load_catalog
 from ..index.editing import set_recommended
 from ..index.handmade import HandIndex, HandReference, read_hand_index
 from ..index.rules import index_problems
-from .init import git_file_changes, stage_git_files, stage_kept_card
 from .set import check_repo_id
 
 SAVED_DIR = f"{PRIVATE_DIR}/{ADOPTED_DIR}"  # the originals adopt replaced, never published

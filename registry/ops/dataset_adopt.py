@@ -42,6 +42,7 @@ from ..card.metadata import read_front_matter
 from ..card.render import decode_card
 from ..core.atomic import transaction
 from ..core.errors import Problem, RegistryError
+from ..core.gitfiles import git_file_changes, stage_git_files
 from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
 from ..core.layout import is_weight
@@ -73,7 +74,6 @@ from ..dataset.models import PROFILES, DatasetIndex, DatasetInfo, DataVersion, M
 from ..dataset.versions import MAX_MANIFEST_BYTES, version_problems
 from .adopt import SAVED_DIR, _check_folder, _check_sums, _identity, _prose_languages, _require_unchanged
 from .dataset_add import version_of
-from .init import git_file_changes, stage_git_files
 from .set import check_repo_id
 from .validate_dataset import local_models
 
