@@ -171,8 +171,9 @@ def score_cmd(
 ) -> None:
     """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference."""
     from ..core.models import Localized, Score
+    from ..core.schemas import build
     from ..index.arguments import parse_date, parse_value, require_finite, require_text
-    from ..index.editing import build, check_language
+    from ..index.editing import check_language
     from ..ops.score import Subject, add_score
 
     if (path is None) == (base is None) or (reference is None and (ref_method or location)):

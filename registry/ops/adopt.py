@@ -82,12 +82,11 @@ from ..core.sums import parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..dataset.layout import dataset_repo_signs
-from ..index.arguments import require_sha
+from ..index.arguments import check_repo_id, require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
 from ..index.editing import set_recommended
 from ..index.handmade import HandIndex, HandReference, read_hand_index
 from ..index.rules import index_problems
-from .set import check_repo_id
 
 SAVED_DIR = f"{PRIVATE_DIR}/{ADOPTED_DIR}"  # the originals adopt replaced, never published
 TRUST_FILES = "--trust-files"

@@ -69,13 +69,11 @@ from ..dataset.card import OWNED
 from ..dataset.checked import CheckedVersions, check_key
 from ..dataset.content import TokenCache
 from ..dataset.layout import GITATTRIBUTES, place, version_folders
-from ..dataset.links import citing_problems, trained_weights
+from ..dataset.links import citing_problems, local_models, trained_weights
 from ..dataset.models import PROFILES, DatasetIndex, DatasetInfo, DataVersion, ModelSource, wire_hash, wire_thinking
-from ..dataset.versions import MAX_MANIFEST_BYTES, version_problems
+from ..dataset.versions import MAX_MANIFEST_BYTES, version_of, version_problems
+from ..index.arguments import check_repo_id
 from .adopt import SAVED_DIR, _check_folder, _check_sums, _identity, _prose_languages, _require_unchanged
-from .dataset_add import version_of
-from .set import check_repo_id
-from .validate_dataset import local_models
 
 # Per-version facts a flag may state: field -> its flag (each given as VERSION=VALUE, repeatable).
 FLAGS = {
