@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from typing import Any
 from .errors import Problem, RegistryError
 from .evaluation import split_value
 from .models import Entry, Index
-from .names import EVALUATION_NAME, INDEX_NAME
+from .names import DOCS_DIR, EVALUATION_NAME, INDEX_NAME
 from .schemas import MAX_JSON_BYTES, read_json
 
 METRICS_KEYS = ("metrics", "results", "scores")
@@ -445,3 +445,32 @@ def declare_author_evaluation(root: Path, index: Index, entry: Entry, declared: 
         )
     read_author_evaluation(root / found, found)
     entry.evaluation = found
+
+
+def declare_found_evaluations(root: Path, files: Iterable[str], entries: list[Entry]) -> list[Problem]:
+    """For a hand-made folder at ``root`` being made a registry (``files``: every file in it): each
+    weight (a twin aside: its source stands for it) declares the author's evaluation.json beside it,
+    which must read as people write one; an evaluation.json beside no weight (``docs/`` aside) is a
+    problem.  The problems, for the caller to refuse with before anything is written."""
+    for entry in entries:
+        if entry.derived_from is None:
+            entry.evaluation = author_evaluation_of(root, entry)
+    declared = {e.evaluation for e in entries if e.evaluation}
+    problems: list[Problem] = []
+    for rel in sorted(declared):
+        try:
+            read_author_evaluation(root / rel, rel)
+        except RegistryError as err:
+            problems.extend(err.problems)
+    placed = [f for f in files if f.rsplit("/", 1)[-1] == EVALUATION_NAME and f.split("/")[0] != DOCS_DIR]
+    for rel in sorted(set(placed) - declared):
+        problems.append(
+            Problem(
+                "adopt.stray-evaluation",
+                rel,
+                "an evaluation.json beside no weight"
+                + (" (at the root, where the registry writes its own)" if rel == EVALUATION_NAME else ""),
+                "move it beside the weights it evaluates (<base>/<method>/<data-version>/evaluation.json), or into docs/",
+            )
+        )
+    return problems

@@ -43,7 +43,7 @@ from ..card.metadata import added_keys, read_front_matter
 from ..card.render import decode_card
 from ..card.sync import rendered
 from ..core.atomic import finish_interrupted, transaction
-from ..core.author_evaluation import author_evaluation_of, read_author_evaluation, root_is_authors
+from ..core.author_evaluation import declare_found_evaluations, root_is_authors
 from ..core.errors import Problem, RegistryError
 from ..core.files import dry_run
 from ..core.hashing import hash_files
@@ -616,37 +616,10 @@ def _entries(
                 Problem("entry.duplicate", entry.path, f"the same bytes as {other}", "keep one of the two files")
             )
     problems += _twins(root, entries, options)
-    problems += _author_evaluations(root, files, entries)
+    problems += declare_found_evaluations(root, files, entries)
     if problems:
         raise RegistryError.of(problems)
     return entries
-
-
-def _author_evaluations(root: Path, files: list[str], entries: list[Entry]) -> list[Problem]:
-    """Each weight (a twin aside: its source's stands for it) declares the author's evaluation.json
-    beside it, which must read as people write one; an evaluation.json beside no weight is refused."""
-    for entry in entries:
-        if entry.derived_from is None:
-            entry.evaluation = author_evaluation_of(root, entry)
-    declared = {e.evaluation for e in entries if e.evaluation}
-    problems: list[Problem] = []
-    for rel in sorted(declared):
-        try:
-            read_author_evaluation(root / rel, rel)
-        except RegistryError as err:
-            problems.extend(err.problems)
-    placed = [f for f in files if f.rsplit("/", 1)[-1] == EVALUATION_NAME and f.split("/")[0] != DOCS_DIR]
-    for rel in sorted(set(placed) - declared):
-        problems.append(
-            Problem(
-                "adopt.stray-evaluation",
-                rel,
-                "an evaluation.json beside no weight"
-                + (" (at the root, where the registry writes its own)" if rel == EVALUATION_NAME else ""),
-                "move it beside the weights it evaluates (<base>/<method>/<data-version>/evaluation.json), or into docs/",
-            )
-        )
-    return problems
 
 
 def _twins(root: Path, entries: list[Entry], options: AdoptOptions) -> list[Problem]:
