@@ -302,3 +302,15 @@ def test_parse_refusals_name_the_json_path():
     with pytest.raises(RegistryError) as caught:
         parse_author_evaluation({"benchmarks": {"HQA": {"questions": "all", "metrics": {"EM": 1}}}}, "x.json")
     assert caught.value.problems[0].message.startswith("benchmarks.HQA.questions: ")
+
+
+def test_validate_names_a_declared_evaluation_that_is_elsewhere_or_gone(tmp_path, small_base, finetune):
+    folder = adopted(tmp_path, small_base, finetune)
+    index_path = folder / "index.json"
+    good = index_path.read_text()
+    index_path.write_text(good.replace(f'"evaluation": "{EVALUATION}"', '"evaluation": "docs/evaluation.json"'))
+    assert "index.bad-evaluation" in {p.code for p in validate(folder)}
+    index_path.write_text(good)
+    (folder / EVALUATION).unlink()
+    found = {p.code: p for p in validate(folder)}
+    assert found["evaluation.author-missing"].file == EVALUATION and "sums.missing-file" in found

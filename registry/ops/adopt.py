@@ -593,7 +593,7 @@ def _entries(
                 )
             )
         elif placed is not None and placed.name == EVALUATION_NAME:
-            continue  # an author's evaluation.json: declared by the weights beside it (_author_evaluations)
+            continue  # an author's evaluation.json: declared by the weights beside it (declare_found_evaluations)
         elif placed is not None and placed.name == TRAIN_JSON:
             try:
                 _train_json(root, placed, bases[placed.base], trains)
