@@ -322,25 +322,19 @@ def parse_author_evaluation(data: Any, rel: str) -> AuthorEvaluation:
             benchmark_extra.update({key: item for key, item in raw.items() if key not in skip})
             benchmarks.append(AuthorBenchmark(name, count, benchmark_extra))
             metrics += own
-    model_found = _first(data, MODEL_KEYS)
-    model = r.text(model_found[1], model_found[0]) if model_found else None
+    model_found = _first(data, MODEL_KEYS)  # a name; an object (the model's facts) is kept as written
+    model = model_found[1] if model_found and isinstance(model_found[1], str) else None
     definitions: dict[str, str] = {}
-    if isinstance(data.get("definitions"), dict):
+    if isinstance(data.get("definitions"), dict):  # {metric: text}; any other shape is kept as written
         for name, text in data["definitions"].items():
             if (shown := r.text(text, f"definitions.{name}")) is not None:
                 definitions[str(name)] = shown
-    elif "definitions" in data:
-        r.refuse(
-            "evaluation.invalid",
-            "definitions",
-            f"holds a JSON {_kind(data['definitions'])}",
-            "write it as {metric: text}",
-        )
+        used.add("definitions")
     metrics = [  # a metric the file defines at the top, by its full name or its own
         m if m.definition else replace(m, definition=definitions.get(m.full_name, definitions.get(m.name)))
         for m in metrics
     ]
-    used |= {"definitions"} | ({model_found[0]} if model_found else set())
+    used |= {model_found[0]} if model is not None and model_found else set()
     extra.update({key: item for key, item in data.items() if key not in used})
     if not metrics and not r.problems:
         r.problems.append(
