@@ -166,7 +166,7 @@ def test_an_adopted_authors_evaluation_is_on_the_card_and_kept_byte_for_byte(tmp
 
     card = (folder / "README.md").read_text()
     section = card[card.index("The author's evaluation") :]
-    assert "`full/v1/evaluation.json`" in section and "`full/v1/rwkv-final.pth`" in section
+    assert f"### `{EVALUATION}`" in section and f"Weights evaluated: `{WEIGHT}`" in section
     assert "Initialized from: Xirui1208/readall-readtwice-step36-20260920" in section
     assert "Initialization (Xirui1208/readall-readtwice-step36-20260920)" in section
     assert "| HQA 224k | F1 | 72.15% | 73.19% | +1.04 pp | 128 |" in section
@@ -196,8 +196,8 @@ def test_a_score_added_later_keeps_every_byte_of_the_authors_file(tmp_path, smal
     ours = json.loads((folder / "evaluation.json").read_text())  # the registry's own, at the root
     assert [(r["benchmark"], r["subject"]["name"]) for r in ours["results"]] == [("HQA 224k F1", WEIGHT)]
     card = (folder / "README.md").read_text()
-    authors_section = card[card.index("The author's evaluation") : card.index("### Scores")]
-    ours_section = card[card.index("### Scores") :]
+    ours_section = card[card.index("### Scores") : card.index("## The author's evaluation")]
+    authors_section = card[card.index("## The author's evaluation") :]
     assert "| HQA 224k | F1 | 72.15% | 73.19% | +1.04 pp | 128 |" in authors_section  # the author's, unchanged
     assert "73.5%" not in authors_section and "73.5%" in ours_section and "re-run on our machine" in ours_section
     assert run("card", "-C", folder, "--check").exit_code == 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..artifacts.miss import MANIFEST_MEMBER, torch_zip_folder
-from ..core.author_evaluation import AuthorEvaluation, read_author_evaluation
+from ..core.author_evaluation import AuthorEvaluation, declarations, read_author_evaluation
 from ..core.errors import RegistryError
 from ..core.models import Index
 from ..core.names import TRAIN_JSON
@@ -82,11 +82,7 @@ def read_facts(index: Index, locate: Locate) -> TreeFacts:
         for e in index.entries
         if e.method == "miss" and e.format == "pth" and (m := _manifest_member(locate(e.path)))
     }
-    evaluations = {
-        rel: found
-        for rel in sorted({e.evaluation for e in index.entries if e.evaluation})
-        if (found := _evaluation(locate(rel), rel))
-    }
+    evaluations = {rel: found for rel in declarations(index) if (found := _evaluation(locate(rel), rel))}
     return TreeFacts(trains, manifests, evaluations)
 
 

@@ -16,7 +16,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..core.author_evaluation import AuthorEvaluation, root_is_authors
+from ..core.author_evaluation import AuthorEvaluation, declarations, root_is_authors
 from ..core.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from ..core.layout import export_path, modelfile_path
 from ..core.models import (
@@ -219,9 +219,9 @@ class TrainView:
 class AuthorEvaluationView:
     """An author's evaluation.json (seed 004), shown as written and attributed to its file."""
 
-    path: str  # as the base's section shows it: relative to the base directory, or /evaluation.json
+    path: str  # in the registry
     evaluation: AuthorEvaluation
-    entries: list[EntryView]  # the weights that declare it
+    weights: list[str]  # the paths of the weights that declare it
 
     @property
     def grouped(self) -> bool:
@@ -260,7 +260,6 @@ class BaseView:
     entries: list[EntryView]
     score_groups: list[ScoreGroup]
     trains: list[TrainView]
-    author_evaluations: list[AuthorEvaluationView] = field(default_factory=list)
 
     @property
     def vocab_name(self) -> str:
@@ -301,6 +300,7 @@ class CardView:
     bases: list[BaseView]
     handwritten: str
     languages: Languages
+    author_evaluations: list[AuthorEvaluationView] = field(default_factory=list)  # each declared one that reads
 
     @property
     def zh(self) -> bool:
@@ -558,18 +558,6 @@ def _trains(facts: TreeFacts, entries: list[EntryView], base: str | None) -> lis
     return views
 
 
-def _author_evaluations(facts: TreeFacts, entries: list[EntryView], base: str | None) -> list[AuthorEvaluationView]:
-    """The authors' evaluation.json files the base's weights declare, by path, with those weights."""
-    by_path: dict[str, list[EntryView]] = defaultdict(list)
-    for view in entries:
-        if view.entry.evaluation in facts.evaluations:
-            by_path[view.entry.evaluation].append(view)
-    return [
-        AuthorEvaluationView(_relative(path, base), facts.evaluations[path], views)
-        for path, views in sorted(by_path.items())
-    ]
-
-
 def base_views(index: Index, facts: TreeFacts, languages: Languages) -> list[BaseView]:
     """One view per base (sorted by name), then one per unknown base sha256 (sorted)."""
     twins = twins_by_source(index)
@@ -603,7 +591,6 @@ def base_views(index: Index, facts: TreeFacts, languages: Languages) -> list[Bas
                 entries,
                 _score_groups(index, results, name, languages),
                 _trains(facts, entries, base.name if base else None),
-                _author_evaluations(facts, entries, base.name if base else None),
             )
         )
         by_base.pop(name, None)  # a base listed twice (validate reports it) shows its entries once
@@ -612,9 +599,15 @@ def base_views(index: Index, facts: TreeFacts, languages: Languages) -> list[Bas
 
 def build_view(index: Index, handwritten: str, facts: TreeFacts | None = None) -> CardView:
     languages = Languages(tuple(index.registry.languages))
+    facts = facts or TreeFacts()
     return CardView(
         index=index,
-        bases=base_views(index, facts or TreeFacts(), languages),
+        bases=base_views(index, facts, languages),
         handwritten=handwritten,
         languages=languages,
+        author_evaluations=[
+            AuthorEvaluationView(path, facts.evaluations[path], weights)
+            for path, weights in declarations(index).items()
+            if path in facts.evaluations
+        ],
     )

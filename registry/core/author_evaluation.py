@@ -369,10 +369,25 @@ def evaluation_places(entry_path: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((f"{beside}/{EVALUATION_NAME}", f"{version_dir}/{EVALUATION_NAME}")))
 
 
+def _holders(index: Index) -> Iterator[tuple[str, str]]:
+    """(the weight's path, the evaluation.json it declares) for every declaration in index.json."""
+    for entry in index.entries:
+        if entry.evaluation is not None:
+            yield entry.path, entry.evaluation
+
+
+def declarations(index: Index) -> dict[str, list[str]]:
+    """Each declared author's evaluation.json (by path) with the weights declaring it, sorted."""
+    found: dict[str, list[str]] = {}
+    for holder, rel in sorted(_holders(index)):
+        found.setdefault(rel, []).append(holder)
+    return dict(sorted(found.items()))
+
+
 def root_is_authors(index: Index) -> bool:
-    """Whether the root's evaluation.json is an author's (a root entry declares it), so that the
+    """Whether the root's evaluation.json is an author's (a root weight declares it), so that the
     registry renders none of its own there: its results stay in index.json and on the card."""
-    return any(e.evaluation == EVALUATION_NAME for e in index.entries)
+    return EVALUATION_NAME in declarations(index)
 
 
 def author_evaluation_of(root: Path, entry: Entry) -> str | None:
@@ -383,20 +398,20 @@ def author_evaluation_of(root: Path, entry: Entry) -> str | None:
 
 def declaration_problems(index: Index) -> Iterator[Problem]:
     """An entry's ``evaluation`` must be one of its :func:`evaluation_places`."""
-    for entry in index.entries:
-        if entry.evaluation is not None and entry.evaluation not in evaluation_places(entry.path):
+    for holder, rel in _holders(index):
+        if rel not in evaluation_places(holder):
             yield Problem(
                 "index.bad-evaluation",
                 INDEX_NAME,
-                f"entry {entry.path} names {entry.evaluation} as its author's evaluation, which is not beside it",
-                f"name {' or '.join(evaluation_places(entry.path))}, or remove the entry's evaluation",
+                f"entry {holder} names {rel} as its author's evaluation, which is not beside it",
+                f"name {' or '.join(evaluation_places(holder))}, or remove the entry's evaluation",
             )
 
 
 def author_evaluation_problems(root: Path, index: Index, placed: set[str]) -> Iterator[Problem]:
     """Every evaluation.json the layout placed in a folder (``placed``) is declared by an entry, and
     every declared one is there and reads (what ``validate`` checks of them)."""
-    declared = {e.evaluation for e in index.entries if e.evaluation}
+    declared = set(declarations(index))
     for rel in sorted(placed - declared):
         yield Problem(
             "layout.undeclared-evaluation",
