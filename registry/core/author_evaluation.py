@@ -390,10 +390,10 @@ def root_is_authors(index: Index) -> bool:
     return EVALUATION_NAME in declarations(index)
 
 
-def author_evaluation_of(root: Path, entry: Entry) -> str | None:
-    """The author's evaluation.json found beside ``entry`` in the folder at ``root`` (the nearest
-    place first), or None; for a hand-made folder being made a registry."""
-    return next((rel for rel in evaluation_places(entry.path) if (root / rel).is_file()), None)
+def author_evaluation_of(root: Path, weight: str) -> str | None:
+    """The author's evaluation.json found beside the weight at ``weight`` (a registry path) in the
+    folder at ``root``, the nearest place first, or None."""
+    return next((rel for rel in evaluation_places(weight) if (root / rel).is_file()), None)
 
 
 def declaration_problems(index: Index) -> Iterator[Problem]:
@@ -442,7 +442,7 @@ def declare_author_evaluation(root: Path, index: Index, entry: Entry, declared: 
     if not declared:
         entry.evaluation = None
         return
-    found = author_evaluation_of(root, entry)
+    found = author_evaluation_of(root, entry.path)
     if found == EVALUATION_NAME and not root_is_authors(index):
         found = None  # the root's evaluation.json is the registry's own, rendered from index.json
     if found is None:
@@ -456,30 +456,35 @@ def declare_author_evaluation(root: Path, index: Index, entry: Entry, declared: 
     entry.evaluation = found
 
 
-def declare_found_evaluations(root: Path, files: Iterable[str], entries: list[Entry]) -> list[Problem]:
-    """For a hand-made folder at ``root`` being made a registry (``files``: every file in it): each
-    weight (a twin aside: its source stands for it) declares the author's evaluation.json beside it,
-    which must read as people write one; an evaluation.json beside no weight (``docs/`` aside) is a
-    problem.  The problems, for the caller to refuse with before anything is written."""
+def declare_found_evaluations(root: Path, entries: list[Entry]) -> list[Problem]:
+    """For a hand-made folder at ``root`` being made a registry: each weight (a twin aside: its
+    source stands for it) declares the author's evaluation.json beside it, which must read as people
+    write one.  The problems, for the caller to refuse with before anything is written."""
     for entry in entries:
         if entry.derived_from is None:
-            entry.evaluation = author_evaluation_of(root, entry)
-    declared = {e.evaluation for e in entries if e.evaluation}
+            entry.evaluation = author_evaluation_of(root, entry.path)
     problems: list[Problem] = []
-    for rel in sorted(declared):
+    for rel in sorted({e.evaluation for e in entries if e.evaluation}):
         try:
             read_author_evaluation(root / rel, rel)
         except RegistryError as err:
             problems.extend(err.problems)
-    placed = [f for f in files if f.rsplit("/", 1)[-1] == EVALUATION_NAME and f.split("/")[0] != DOCS_DIR]
-    for rel in sorted(set(placed) - declared):
-        problems.append(
-            Problem(
-                "adopt.stray-evaluation",
-                rel,
-                "an evaluation.json beside no weight"
-                + (" (at the root, where the registry writes its own)" if rel == EVALUATION_NAME else ""),
-                "move it beside the weights it evaluates (<base>/<method>/<data-version>/evaluation.json), or into docs/",
-            )
-        )
     return problems
+
+
+def stray_evaluations(files: Iterable[str], index: Index) -> list[Problem]:
+    """An evaluation.json in a hand-made folder (``files``, ``docs/`` aside) that no weight of the
+    ``index`` built from it declares: refused, the root's included (there the registry writes its own)."""
+    declared = declarations(index)
+    placed = sorted(f for f in files if f.rsplit("/", 1)[-1] == EVALUATION_NAME and f.split("/")[0] != DOCS_DIR)
+    return [
+        Problem(
+            "adopt.stray-evaluation",
+            rel,
+            "an evaluation.json beside no weight"
+            + (" (at the root, where the registry writes its own)" if rel == EVALUATION_NAME else ""),
+            "move it beside the weights it evaluates (<base>/<method>/<data-version>/evaluation.json), or into docs/",
+        )
+        for rel in placed
+        if rel not in declared
+    ]

@@ -43,7 +43,7 @@ from ..card.metadata import added_keys, read_front_matter
 from ..card.render import decode_card
 from ..card.sync import rendered
 from ..core.atomic import finish_interrupted, transaction
-from ..core.author_evaluation import declare_found_evaluations, root_is_authors
+from ..core.author_evaluation import declare_found_evaluations, root_is_authors, stray_evaluations
 from ..core.errors import Problem, RegistryError
 from ..core.files import dry_run
 from ..core.hashing import hash_files
@@ -307,6 +307,9 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     bases = _bases(root, scan.files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
     entries = _entries(root, scan.files, bases, digests, options, at_root)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report, options)
+    strays = stray_evaluations(scan.files, report.index)
+    if strays:
+        raise RegistryError.of(strays)
     if options.repo_id is not None:
         report.index.registry.repo_id = options.repo_id
     _claims(report, options)
@@ -616,7 +619,7 @@ def _entries(
                 Problem("entry.duplicate", entry.path, f"the same bytes as {other}", "keep one of the two files")
             )
     problems += _twins(root, entries, options)
-    problems += declare_found_evaluations(root, files, entries)
+    problems += declare_found_evaluations(root, entries)
     if problems:
         raise RegistryError.of(problems)
     return entries
