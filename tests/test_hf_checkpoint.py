@@ -182,13 +182,14 @@ def test_a_seed_004_repo_is_adopted_in_place_and_validates(seed_004):
     # every file of the author's stays byte for byte, but the README (the card keeps it whole)
     # and the files the registry renders beside it; the manifest follows what was rewritten
     after = snapshot(seed_004)
-    kept = {p for p in before if p not in ("README.md", "checkpoint_manifest.json", "evaluation.json")}
+    kept = {p for p in before if p not in ("README.md", "checkpoint_manifest.json")}
+    assert after["evaluation.json"] == before["evaluation.json"]  # the author's, never rewritten
     assert {p: after[p] for p in kept} == {p: before[p] for p in kept}
     assert README.split("---\n", 2)[2] in after["README.md"].decode()  # kept whole as the hand-written section
     lines = manifest_lines(seed_004)
     assert set(lines) == set(manifest_lines_of(before))
     assert all(lines[p] == sha(seed_004 / p) for p in lines)  # in step with the files, README.md included
-    assert "README.md" in report["manifest_updated"]
+    assert report["manifest_updated"] == ["README.md"]
     assert {p: lines[p] for p in kept & set(lines)} == {p: manifest_lines_of(before)[p] for p in kept & set(lines)}
 
     index = Repo(seed_004).load_index()
@@ -197,7 +198,7 @@ def test_a_seed_004_repo_is_adopted_in_place_and_validates(seed_004):
     assert checkpoint.path == "model.safetensors.index.json" and checkpoint.model_type == "rwkv7"
     assert checkpoint.initialized_from == INIT_REPO and checkpoint.library_name == "transformers"
     assert [s.path for s in checkpoint.shards] == [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
-    assert checkpoint.manifest == "checkpoint_manifest.json"
+    assert checkpoint.manifest == "checkpoint_manifest.json" and checkpoint.evaluation == "evaluation.json"
     assert report["checkpoints"][0]["gate"] == "applies" and report["next_steps"] == [f"registry smoke -C {seed_004}"]
 
     sums = (seed_004 / "SHA256SUMS").read_text()
@@ -206,6 +207,7 @@ def test_a_seed_004_repo_is_adopted_in_place_and_validates(seed_004):
     assert "*.safetensors filter=lfs" in (seed_004 / ".gitattributes").read_text()
     card = (seed_004 / "README.md").read_text()
     assert "library_name: transformers" in card and INIT_REPO in card
+    assert "hqa_224k_em" in card and "exact match after HQA normalization" in card  # the author's evaluation, shown
     assert validate(seed_004) == []
     assert CliRunner().invoke(main, ["card", "--check", "-C", str(seed_004)]).exit_code == 0
 

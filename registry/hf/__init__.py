@@ -4,4 +4,9 @@ JSON files (:mod:`.files`), the checks ``validate`` runs on an export (:mod:`.ch
 checks the export runs with Transformers and fla before it commits (:mod:`.verify`), reading an
 export back into x070 tensors (:mod:`.tensors`), MiSS adapters as PEFT adapters (:mod:`.peft`),
 State files as fla's initial recurrent state (:mod:`.state`), and a Transformers-format checkpoint
-held as its author made it, checked as Transformers loads it (:mod:`.checkpoint`, no torch)."""
+held as its author made it, checked as Transformers loads it (:mod:`.checkpoint`, no torch).
+
+``__all__`` names the modules other packages import; importing the package imports none of them.
+"""
+
+__all__ = ["build", "check", "checkpoint", "folder", "mapping", "source", "tensors", "tokenizer", "verify"]
