@@ -131,10 +131,10 @@ def validate_cmd(
 
 def _say_notes(lines: list[str]) -> None:
     """What a check did not do, or did in a lighter way, on stderr before its result."""
-    echo = output().say
-    if echo is not None:
+    say = output().say
+    if say is not None:
         for line in lines:
-            echo(line)
+            say(line)
 
 
 @main.command()
@@ -155,5 +155,5 @@ def demo(directory: Path | None, registry: Path) -> None:
     from ..ops.demo import run_demo
 
     out = output()
-    result = run_demo(registry_dir(directory, registry), echo=out.say)
+    result = run_demo(registry_dir(directory, registry), say=out.say)
     out.result(result, (f"{name}-shaped registry: {path}" for name, path in result["registries"].items()))

@@ -55,7 +55,7 @@ def smoke_cmd(
     from ..ops.smoke import smoke
 
     out = output()
-    receipts = smoke(registry, list(paths), base_file, device, echo=out.say, fetch_into=fetch_into, sign_key=sign_key)
+    receipts = smoke(registry, list(paths), base_file, device, say=out.say, fetch_into=fetch_into, sign_key=sign_key)
     text = (
         f"{'passed' if r.passed else 'FAILED'} {r.entry} ({r.environment.device}, {r.timings.total_s:.1f} s)"
         for r in receipts
