@@ -51,6 +51,11 @@ def smoke_cmd(
 
     All entries of a base run in this one process on the base loaded once.  Writes one receipt per entry to .registry/gates/<sha256>.json and a summary into index.json;
     exits 1 when any entry failed a check.
+
+    Our CUDA kernel against the official rwkv runtime against an fp32 reference. State and MiSS entries need
+    --base-file, or --fetch-base DIR to download the base from its catalog source (sha256 checked); full entries run
+    on their own bytes. --sign-key signs the receipts, for a publish elsewhere (docs/ci.md). H200 figures:
+    docs/gpu-gate.md.
     """
     from ..ops.smoke import smoke
 

@@ -1,0 +1,23 @@
+"""docs/commands.md is the commands' --help texts (registry/cli/reference.py): it cannot drift."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from registry.cli import main
+from registry.cli.reference import REGENERATE, reference
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
+
+
+def test_the_command_reference_is_the_help_texts():
+    assert PAGE.read_text(encoding="utf-8") == reference(), f"docs/commands.md is stale; fix: run `{REGENERATE}`"
+
+
+def test_the_reference_holds_every_command_and_changes_with_a_help_text(monkeypatch):
+    page = reference()
+    commands = [*main.commands, *(f"dataset {name}" for name in main.commands["dataset"].commands)]  # type: ignore[attr-defined]
+    assert [c for c in commands if f"\n## registry {c}\n" not in page] == []
+    assert "Usage: registry dataset add [OPTIONS] FOLDER" in page and "-C, --registry DIRECTORY" in page
+    monkeypatch.setattr(main.commands["sums"], "help", "Recompute SHA256SUMS, said otherwise.")
+    assert reference() != page and "said otherwise" in reference()
