@@ -24,8 +24,33 @@ HEADER = f"""\
 Every `registry` command's `--help`, generated from the commands themselves
 (`{REGENERATE}`; a test fails when this page and the help texts
 differ).
-The [README](../README.md) has the short tour; the exit codes, the one-line errors and `--json`
-are the same on every command ([the contract](../README.md#the-contract)).
+The [README](../README.md) has the short tour.
+
+## The contract
+
+The same on every command:
+
+- **Exit codes**: `0` ok; `1` checked and found problems (`validate`, `sums --check`, `card --check`,
+  a failed gate, `verify-remote`, `publish --dry-run` with blockers); `2` usage error; `3` refused: a
+  bad input or a state the command will not build on, nothing was changed; `4` the Hub or the
+  network failed, nothing was changed, run it again; `5` the machine failed (disk full, no
+  permission, a directory where a file belongs), nothing was changed.
+- **Errors** are one line each on stderr: `error: <file>: <what>; fix: <how>`. A usage error names
+  the option instead of a file (`error: --gpus: 0 is not in the range x>=1; fix: pass --gpus a whole
+  number at least 1`); a full disk names the file that could not be written; a missing extra names
+  the `pip install` that adds it. `REGISTRY_DEBUG=1` adds the full traceback, causes included (Hub
+  tokens scrubbed).
+- **`--json`** prints exactly one JSON document on stdout. Checks print `{{"ok": bool, "problems":
+  [{{"code", "file", "message", "fix"}}, …]}}` (validate adds `not_covered`: what it does not check,
+  e.g. `.github/`); every refusal and usage error prints `{{"ok": false, "problems": […]}}` (plus what
+  the command had worked out, e.g. publish's `plan`); a success prints the command's result
+  (`add-base` includes `in_catalog`).
+- **Progress** (ours and the Hub client's bars, step lines) only on a terminal, on stderr, never
+  under `--json`.
+- A dataset registry's own commands are a `registry dataset` group, since adding a data version is
+  nothing like adding a weight; the commands that read or check any registry (`validate`, `sums`,
+  `card`, `publish`) read index.json's `kind`, so the pre-commit hooks and the Action run unchanged
+  in a dataset repo.
 """
 
 
