@@ -182,7 +182,8 @@ def score_cmd(
     On an entry (a safetensors twin stands for its source), on a base alone, or on a reference: weights compared
     against but not held here (e.g. never uploaded). The same benchmark, date, backend and setup again replaces the
     result. --setup must exist; --baseline must have a result on the same benchmark with the same setup, date and
-    backend (or --footnote says why an indicative comparison is enough).
+    backend (or --footnote says why an indicative comparison is enough). Results go to index.json, never into an
+    author's evaluation.json (kept byte for byte and shown beside them, docs/formats.md).
     """
     from ..core.models import Localized, Score
     from ..core.schemas import build
