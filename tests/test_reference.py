@@ -21,3 +21,13 @@ def test_the_reference_holds_every_command_and_changes_with_a_help_text(monkeypa
     assert "Usage: registry dataset add [OPTIONS] FOLDER" in page and "-C, --registry DIRECTORY" in page
     monkeypatch.setattr(main.commands["sums"], "help", "Recompute SHA256SUMS, said otherwise.")
     assert reference() != page and "said otherwise" in reference()
+
+
+def test_the_architecture_page_names_every_room_and_every_composing_command():
+    """docs/architecture.md stays true as rooms and composing commands come and go."""
+    from .test_floors import COMMANDS_COMPOSED, FLOORS
+
+    text = (PAGE.parent / "architecture.md").read_text(encoding="utf-8")
+    rooms = [r for r in FLOORS if r != "__main__"]
+    assert [r for r in rooms if f"**`{r}/`**" not in text] == []
+    assert [m for m in COMMANDS_COMPOSED if f"`{m.removeprefix('registry.ops.')}`" not in text] == []
