@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from registry.cli import main
-from registry.cli.reference import REGENERATE, reference
+from registry.cli.reference import REGENERATE, WIDTH, reference
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
 
@@ -18,7 +20,11 @@ def test_the_reference_holds_every_command_and_changes_with_a_help_text(monkeypa
     page = reference()
     commands = [*main.commands, *(f"dataset {name}" for name in main.commands["dataset"].commands)]  # type: ignore[attr-defined]
     assert [c for c in commands if f"\n## registry {c}\n" not in page] == []
-    assert "Usage: registry dataset add [OPTIONS] FOLDER" in page and "-C, --registry DIRECTORY" in page
+    for path in (["add"], ["dataset", "add"], ["publish"]):  # what `registry … --help` prints, at the page's width
+        shown = CliRunner().invoke(
+            main, [*path, "--help"], prog_name="registry", terminal_width=WIDTH, max_content_width=WIDTH
+        )
+        assert shown.exit_code == 0 and f"```text\n{shown.output.rstrip()}\n```" in page, path
     monkeypatch.setattr(main.commands["sums"], "help", "Recompute SHA256SUMS, said otherwise.")
     assert reference() != page and "said otherwise" in reference()
 

@@ -58,7 +58,8 @@ def _commands(
     command: click.Command, parent: click.Context | None, name: str
 ) -> Iterator[tuple[click.Context, click.Command]]:
     """(context, command) for ``command`` and, in a group, each of its commands, in help order."""
-    ctx = click.Context(command, parent=parent, info_name=name, terminal_width=WIDTH, max_content_width=WIDTH)
+    settings = {**command.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH}
+    ctx = click.Context(command, parent=parent, info_name=name, **settings)  # as make_context builds it
     yield ctx, command
     if isinstance(command, click.Group):
         for sub in command.list_commands(ctx):
