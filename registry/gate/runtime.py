@@ -34,6 +34,7 @@ from ..artifacts.rwkv7 import (
     SHAPE_TENSORS,
     VALUE_RESIDUAL,
     block_key,
+    block_name,
     heads,
     is_linear_weight,
     layer_keys,
@@ -238,7 +239,7 @@ def _infer_shape(tensors: Mapping[str, torch.Tensor], source: str | Path | None)
 def _expected_keys(shape: Architecture) -> set[str]:
     keys = set(GLOBAL_KEYS)
     for i in range(shape.n_layer):
-        keys.update(f"blocks.{i}.{k}" for k in layer_keys(i))
+        keys.update(block_name(i, k) for k in layer_keys(i))
     return keys
 
 
@@ -263,7 +264,7 @@ def _expected_shape(name: str, shape: Architecture, tensors: Mapping[str, torch.
 
 def _check_weights(tensors: Mapping[str, torch.Tensor], shape: Architecture, source: str | Path | None) -> None:
     expected = _expected_keys(shape)
-    present = set(tensors) - {f"blocks.0.{k}" for k in VALUE_RESIDUAL}
+    present = set(tensors) - {block_name(0, k) for k in VALUE_RESIDUAL}
     missing, unknown = sorted(expected - present), sorted(present - expected)
     if missing:
         raise RegistryError(
@@ -348,7 +349,7 @@ class Rwkv7:
             copied(head)
             return t
 
-        self._layers = [{k: prep(f"blocks.{i}.{k}") for k in layer_keys(i)} for i in range(self.shape.n_layer)]
+        self._layers = [{k: prep(block_name(i, k)) for k in layer_keys(i)} for i in range(self.shape.n_layer)]
         self._outer = {
             name: prep(name) for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias")
         }
@@ -382,7 +383,7 @@ class Rwkv7:
 
     def stored_weights(self) -> dict[str, torch.Tensor]:
         """The stored block weights by checkpoint name (for tests of patch and restore)."""
-        return {f"blocks.{i}.{k}": t for i, layer in enumerate(self._layers) for k, t in layer.items()}
+        return {block_name(i, k): t for i, layer in enumerate(self._layers) for k, t in layer.items()}
 
     def _layer_norm(self, x: torch.Tensor, weight_bias: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         return F.layer_norm(x, (self.shape.n_embd,), *weight_bias)
