@@ -180,9 +180,7 @@ def make_state_tensors(spec: TinySpec, seed: int = 1, dtype: torch.dtype | None 
     gen = torch.Generator().manual_seed(seed)
     dtype = dtype or spec.dtype
     return {
-        state_key(i): (
-            torch.randn((spec.n_head, spec.head_size, spec.head_size), generator=gen) * 0.1
-        ).to(dtype)
+        state_key(i): (torch.randn((spec.n_head, spec.head_size, spec.head_size), generator=gen) * 0.1).to(dtype)
         for i in range(spec.n_layer)
     }
 

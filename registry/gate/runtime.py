@@ -35,6 +35,7 @@ from ..artifacts.rwkv7 import (
     VALUE_RESIDUAL,
     block_key,
     block_name,
+    has_value_residual,
     heads,
     is_linear_weight,
     layer_keys,
@@ -511,7 +512,7 @@ class Rwkv7:
 
         kk = F.normalize((k * p["att.k_k"]).view(batch, steps, n_head, n), dim=-1, p=2.0).view(batch, steps, c)
         k = k * (1 + (a - 1) * p["att.k_a"])
-        if layer == 0:
+        if not has_value_residual(layer):
             v_first = v
         else:
             assert v_first is not None  # layer 0's value, passed on by forward

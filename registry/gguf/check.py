@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..artifacts.rwkv7 import recorded_differences
+from ..artifacts.rwkv7 import has_value_residual, recorded_differences
 from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem
 from ..core.hashing.digest import sha256_hex
@@ -57,7 +57,7 @@ def expected_shapes(meta: dict[str, Any], n_vocab: int) -> dict[str, tuple[int, 
         for leaf in ("attn_norm", "attn_norm_2", "time_mix_ln"):
             shapes[f"blk.{i}.{leaf}.weight"] = shapes[f"blk.{i}.{leaf}.bias"] = (c,)
         for x in "wavg":
-            r = rank["a"] if (i == 0 and x == "v") else rank[x]  # layer 0's v LoRA stands in with a's shape
+            r = rank["a"] if (x == "v" and not has_value_residual(i)) else rank[x]  # layer 0's v LoRA: a's shape
             shapes[f"blk.{i}.time_mix_{x}1.weight"] = (r, c)
             shapes[f"blk.{i}.time_mix_{x}2.weight"] = (c, r)
             if x != "g":

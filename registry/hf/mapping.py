@@ -143,7 +143,7 @@ def fla_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
             {
                 f"model.layers.{i}.{leaf}": shape
                 for leaf, shape in per_layer.items()
-                if not (i == 0 and leaf.startswith("attn.v_lora."))
+                if has_value_residual(i) or not leaf.startswith("attn.v_lora.")
             }
         )
     shapes.update({"model.norm.weight": (c,), "model.norm.bias": (c,), "lm_head.weight": (v, c)})
