@@ -332,6 +332,11 @@ def test_the_gate_tokenizer_is_the_packages_from_its_cache(tmp_path, monkeypatch
     ]
     assert [cached.decode(tokens) for tokens in ids] == [trie.decode(tokens) for tokens in ids]
     assert sum(trie.decode(tokens) != "\ufffd" for tokens in ids) > 100  # most decode: the comparison is not all U+FFFD
+    # a sample's prompt (the card's own, any text) is encoded as the package encodes it
+    alphabet = "ab Zz09 \n\t:<>{}用一句话介绍你自己。🙂é\x00\x7f"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40))) for _ in range(300)]
+    for text in [*texts, *prompts.PROMPTS.values(), prompts.profile_prompt("g1k-think")]:
+        assert cached.encode(text) == trie.encode(text), text
     (tmp_path / "rwkv-registry" / "world-tokenizer.json").write_text("{broken")
     prompts.tokenizer.cache_clear()
     assert prompts.tokenizer().prompt_ids == built.prompt_ids  # a broken cache is rebuilt

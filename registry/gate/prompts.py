@@ -71,6 +71,7 @@ def sample_format(entry: Entry) -> SampleFormat:
     """The format ``entry`` (a source entry: a twin is described through its source) is sampled in."""
     stop = entry.stop
     profile = entry.serving.profile if entry.serving else None
+    source: Literal["prompt", "profile", "default"]
     if entry.prompt is not None:
         name, source, prompt = "prompt", "prompt", entry.prompt.example or entry.prompt.format
         stop_text = STOP_TEXT
