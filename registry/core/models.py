@@ -9,6 +9,7 @@ tools can validate a registry without importing this package.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 from typing import Annotated, Any, ClassVar, Final, Literal
 
@@ -136,6 +137,21 @@ class StopRules(_Strict):
         if any(token < 0 for token in value):
             raise ValueError("token ids are non-negative")
         return value
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A chat format profile (seed 001: rwkv-cli's ``--profile``): its thinking mode and the text a turn stops at."""
+
+    thinking: str
+    stop_text: str
+
+
+STOP_USER = "\n\nUser:"
+# The profiles seeds 001 and 002 name: State on g1k (no thinking), MiSS on g1k-think; rows end in
+# \n\nUser:.  A dataset version's profile (registry/dataset/) and the gate's sample of a weight in
+# its serving profile (registry/gate/prompts.py) read them here.
+PROFILES = {"g1k": Profile("off", STOP_USER), "g1k-think": Profile("full", STOP_USER)}
 
 
 class Serving(_Strict):

@@ -129,6 +129,9 @@ def _phase_ours(
             decoding, decode_tps = check_decoding(ours, prompts, state, tok.decode)
             prefill_tps = prefill_throughput(ours, prompts)
             sample = run_sample(ours, fmt, tok, state)
+        run.say(
+            f"{item.entry.path}: sample in {fmt.name}: {sample.tokens} tokens, stop text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
+        )
         results.append(
             OursRun(
                 item,

@@ -21,10 +21,9 @@ from typing import Literal
 
 from ..core.files import atomic_write
 from ..core.hashing.digest import sha256_hex
-from ..core.models import Entry, Method
+from ..core.models import PROFILES, Entry, Method
 from ..core.names import VOCAB_NAME
 from ..core.resources import user_cache
-from ..dataset.models import PROFILES
 
 STOP_TOKEN = 0
 STOP_TEXT = "\n\nUser:"
