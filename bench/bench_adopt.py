@@ -137,12 +137,17 @@ def measure(title: str, repo: Path, base: Path) -> None:
     report(
         title,
         {
-            "repo_bytes": size, "repo_GiB": round(size / GIB, 3), "base_bytes": base.stat().st_size,
-            "adopt_s": round(t_adopt, 3), "sha256sum_c_s": round(t_check, 3), "sha256sum_same_bytes_s": round(t_same_bytes, 3),
-            "ratio_vs_sha256sum_c": round(t_check / t_adopt, 2), "ratio_vs_sha256sum_same_bytes": round(t_same_bytes / t_adopt, 2),
+            "repo_bytes": size,
+            "repo_GiB": round(size / GIB, 3),
+            "base_bytes": base.stat().st_size,
+            "adopt_s": round(t_adopt, 3),
+            "sha256sum_c_s": round(t_check, 3),
+            "sha256sum_same_bytes_s": round(t_same_bytes, 3),
+            "ratio_vs_sha256sum_c": round(t_check / t_adopt, 2),
+            "ratio_vs_sha256sum_same_bytes": round(t_same_bytes / t_adopt, 2),
             "validate_after": "clean",
         },
-    )  # fmt: skip
+    )
 
 
 def main() -> None:

@@ -90,13 +90,27 @@ def main() -> None:
                 peer_base = base_file or next(registry.parent.glob("rwkv7-cpu-*.pth"))
                 theirs = measure(peer, registry, peer_base)
                 ours = measure(REPO, registry, base_file)
-                print(json.dumps({
-                    "case": name, "checkpoint_bytes": size,
-                    "peer": {"commit": args.peer, "wall_s": round(theirs["wall_s"], 2), "peak_rss_gib": round(theirs["peak_rss_bytes"] / 2**30, 2)},
-                    "this_tree": {"wall_s": round(ours["wall_s"], 2), "peak_rss_gib": round(ours["peak_rss_bytes"] / 2**30, 2),
-                                  "peak_rss_over_checkpoint": round(ours["peak_rss_bytes"] / size, 2)},
-                    "speedup": round(theirs["wall_s"] / ours["wall_s"], 2), "rss_ratio": round(theirs["peak_rss_bytes"] / ours["peak_rss_bytes"], 2),
-                }), flush=True)  # fmt: skip
+                print(
+                    json.dumps(
+                        {
+                            "case": name,
+                            "checkpoint_bytes": size,
+                            "peer": {
+                                "commit": args.peer,
+                                "wall_s": round(theirs["wall_s"], 2),
+                                "peak_rss_gib": round(theirs["peak_rss_bytes"] / 2**30, 2),
+                            },
+                            "this_tree": {
+                                "wall_s": round(ours["wall_s"], 2),
+                                "peak_rss_gib": round(ours["peak_rss_bytes"] / 2**30, 2),
+                                "peak_rss_over_checkpoint": round(ours["peak_rss_bytes"] / size, 2),
+                            },
+                            "speedup": round(theirs["wall_s"] / ours["wall_s"], 2),
+                            "rss_ratio": round(theirs["peak_rss_bytes"] / ours["peak_rss_bytes"], 2),
+                        }
+                    ),
+                    flush=True,
+                )
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(peer)], capture_output=True)
 

@@ -1,5 +1,6 @@
 """``registry export-gguf``: writing throughput vs ``cp`` of the source, peak RSS as a fraction of
-the source (and, above what importing the libraries costs, in units of the largest tensor); and the gate's NMSE / top-1 per type on random real-shaped checkpoints (the bounds of
+the source (and, above what importing the libraries costs, in units of the largest tensor); and the gate's NMSE / top-1
+per type on random real-shaped checkpoints (the bounds of
 :data:`registry.gguf.gate.BOUNDS` are set from these).
 
 Writing: a synthetic bf16 base (n_embd 1024, vocab 65536, every tensor a view of one storage,
@@ -128,11 +129,16 @@ def main() -> None:
             out = next((root / "rwkv7-bench-20260101" / "gguf").glob(f"*-{kind.upper()}.gguf"))
             median = statistics.median(times)
             rows[kind] = {
-                "seconds": [round(t, 2) for t in times], "gguf_bytes": out.stat().st_size,
-                "throughput_vs_cp": round(rows["cp_s"] / median, 3), "source_MB_per_s": round(size / median / 1e6, 1),
-                "peak_rss_MiB": round(max(peaks) / 2**20), "peak_rss_of_source": round(max(peaks) / size, 3),
-                "peak_above_imports_of_largest_tensor": round((max(peaks) - rows["imports_peak_rss_MiB"] * 2**20) / largest, 2),
-            }  # fmt: skip
+                "seconds": [round(t, 2) for t in times],
+                "gguf_bytes": out.stat().st_size,
+                "throughput_vs_cp": round(rows["cp_s"] / median, 3),
+                "source_MB_per_s": round(size / median / 1e6, 1),
+                "peak_rss_MiB": round(max(peaks) / 2**20),
+                "peak_rss_of_source": round(max(peaks) / size, 3),
+                "peak_above_imports_of_largest_tensor": round(
+                    (max(peaks) - rows["imports_peak_rss_MiB"] * 2**20) / largest, 2
+                ),
+            }
         report(f"export-gguf of a {size / GIB:.2f} GiB bf16 base (n_layer {spec.n_layer}, n_embd 1024), vs cp", rows)
         gate_rows = []
         for shape in json.loads(args.gate_shapes):

@@ -169,7 +169,9 @@ def lfs_pointer(path: Path) -> bytes:
     data = path.read_bytes()
     import hashlib
 
-    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\nsize {len(data)}\n".encode()
+    return (
+        f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\nsize {len(data)}\n"
+    ).encode()
 
 
 def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empty_registry, small_base, tmp_path):
@@ -317,10 +319,17 @@ def hand_index(parts: Path) -> dict:
     base_sha = sha256_of(parts / f"{BASE}.pth")
     versions = json.loads((parts / "content_versions.json").read_text())
     miss = [
-        {"path": path, "method": "miss", "base_sha256": base_sha, "data": {"version": "v2.1", "sha256": DATA_MISS, "rows": 5512},
-         "sha256": sha256_of(parts / f"{run}.pth"), "content_version": versions[run], "recommended": run == "r16-lr2e-5-e2"}
+        {
+            "path": path,
+            "method": "miss",
+            "base_sha256": base_sha,
+            "data": {"version": "v2.1", "sha256": DATA_MISS, "rows": 5512},
+            "sha256": sha256_of(parts / f"{run}.pth"),
+            "content_version": versions[run],
+            "recommended": run == "r16-lr2e-5-e2",
+        }
         for run, path in zip(RUNS, MISS, strict=True)
-    ]  # fmt: skip
+    ]
     miss[0]["scores"] = [
         {
             "benchmark": "exam",
@@ -336,15 +345,31 @@ def hand_index(parts: Path) -> dict:
         {"benchmark": "exam", "value": 51.3, "date": "2026-10-17", "note": "与 2e-5 分不出"}
     ]  # no backend: cannot map
     return {
-        "bases": [{"dir": BASE, "source": "BlinkDL/rwkv7-g1", "filename": f"{BASE}.pth", "sha256": base_sha, "vocab": "rwkv_vocab_v20230424.txt"}],
+        "bases": [
+            {
+                "dir": BASE,
+                "source": "BlinkDL/rwkv7-g1",
+                "filename": f"{BASE}.pth",
+                "sha256": base_sha,
+                "vocab": "rwkv_vocab_v20230424.txt",
+            }
+        ],
         "entries": [
-            {"path": STATE, "method": "state", "base_sha256": base_sha, "data": {"version": "v1.41", "sha256": DATA_STATE, "rows": 3662},
-             "sha256": sha256_of(parts / "v141b-s1224.pth"), "recommended": True,
-             "scores": [{"benchmark": "exam", "value": 46.9, "date": "2026-10-16", "backend": "App harness", "runs": 2}]},
+            {
+                "path": STATE,
+                "method": "state",
+                "base_sha256": base_sha,
+                "data": {"version": "v1.41", "sha256": DATA_STATE, "rows": 3662},
+                "sha256": sha256_of(parts / "v141b-s1224.pth"),
+                "recommended": True,
+                "scores": [
+                    {"benchmark": "exam", "value": 46.9, "date": "2026-10-16", "backend": "App harness", "runs": 2}
+                ],
+            },
             *miss,
         ],
         "evaluations": "docs/evaluations/",
-    }  # fmt: skip
+    }
 
 
 def make_seed_001(parts: Path, folder: Path, index: dict | None = None) -> Path:
@@ -352,7 +377,8 @@ def make_seed_001(parts: Path, folder: Path, index: dict | None = None) -> Path:
     folder.mkdir(parents=True)
     (folder / ".git").mkdir()
     sh(
-        f"mkdir -p {BASE}/state/v1.41 {BASE}/miss/v2.1 docs/evaluations && cp {parts}/v141b-s1224.pth {BASE}/state/v1.41/",
+        f"mkdir -p {BASE}/state/v1.41 {BASE}/miss/v2.1 docs/evaluations && "
+        f"cp {parts}/v141b-s1224.pth {BASE}/state/v1.41/",
         folder,
     )
     for run in RUNS:
@@ -464,8 +490,8 @@ def test_dry_run_prints_the_plan_and_changes_nothing(parts, tmp_path):
         and "registry smoke" in result.output
     )
     assert (
-        "would write: .gitattributes, .gitignore, .registry/adopted/README.md, .registry/adopted/SHA256SUMS, .registry/adopted/index.json, README.md, SHA256SUMS, evaluation.json, index.json"
-        in result.output
+        "would write: .gitattributes, .gitignore, .registry/adopted/README.md, .registry/adopted/SHA256SUMS, "
+        ".registry/adopted/index.json, README.md, SHA256SUMS, evaluation.json, index.json" in result.output
     )
     assert snapshot(folder) == before and not (folder / ".registry").exists()
 
@@ -576,7 +602,8 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
     result = run("pull", "--repo-id", "no-22/agent-weights", tmp_path / "p", code=3)
     errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
     assert errors == [
-        f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog, so the weights under {BASE}/ cannot be checked against it; fix: pass --base-file {BASE}.pth (read, not copied)"
+        f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog, so the weights under {BASE}/ cannot "
+        f"be checked against it; fix: pass --base-file {BASE}.pth (read, not copied)"
     ]
     assert not (tmp_path / "p").exists() and not [p for p in tmp_path.iterdir() if ".pull-" in p.name]
 
@@ -652,7 +679,9 @@ def test_catalog_and_metadata_only_bases_need_the_base_file_to_check_weights(par
     result = run("adopt", folder, code=3)
     assert (
         result.output
-        == f"error: {known.name}/state/v1.41/v141b-s1224.pth: the base {known.name} was not read, so its shapes are unknown and this weight cannot be checked; fix: pass --base-file {known.filename} (read, not copied)\n"
+        == f"error: {known.name}/state/v1.41/v141b-s1224.pth: the base {known.name} was not read, so its shapes "
+        f"are unknown and this weight cannot be checked; fix: pass --base-file {known.filename} (read, not "
+        "copied)\n"
     )
     unknown = make_seed_001(parts, tmp_path / "unknown")
     result = run("adopt", unknown, "--sha256", "ab" * 32, "--metadata-only", code=3)

@@ -58,7 +58,9 @@ def state_train_json(data_sha: str = DATA_STATE) -> str:
 def miss_train_json(data_sha: str = DATA_MISS, extra: str = "") -> str:
     """Seed 001's miss/v2.1/train.json: 三组共用超参与各自学习率、等效命令行、起止时间."""
     runs = ",\n".join(
-        f'    "{run}": {{"lr_init": {lr}, "lr_final": {lr / 10}, "command": "python -m rwkv_miss_tune --lr_init {lr} --lr_final {lr / 10} --out {run}", "started": "2026-10-16T0{i}:00:00+08:00", "finished": "2026-10-16T0{i + 3}:00:00+08:00"}}'
+        f'    "{run}": {{"lr_init": {lr}, "lr_final": {lr / 10}, "command": "python -m rwkv_miss_tune '
+        f'--lr_init {lr} --lr_final {lr / 10} --out {run}", "started": "2026-10-16T0{i}:00:00+08:00", '
+        f'"finished": "2026-10-16T0{i + 3}:00:00+08:00"}}'
         for i, (run, lr) in enumerate(zip(RUNS, (2e-5, 1e-5, 3e-5), strict=True))
     )
     return f"""{{
@@ -191,8 +193,11 @@ def test_a_train_json_without_data_identity_is_refused_once_naming_field_and_fil
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", miss_train=no_data)
     out = refused(folder, parts)
     assert out == (
-        f"error: {BASE}/miss/v2.1/train.json: names no training data: no data.sha256 (or data_sha256), nor a dataset repo with its revision; "
-        f'fix: add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {BASE}/miss/v2.1/train.json, or "data": {{"repo": "<dataset repo id>", "revision": "<its commit>"}}\n'
+        f"error: {BASE}/miss/v2.1/train.json: names no training data: no data.sha256 (or data_sha256), nor a "
+        "dataset repo with its revision; "
+        f'fix: add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} '
+        f'to {BASE}/miss/v2.1/train.json, or "data": {{"repo": "<dataset repo id>", "revision": "<its '
+        f'commit>"}}\n'
     )
     report = json.loads(run("adopt", folder, "--base-file", parts / f"{BASE}.pth", "--json", code=3).stdout)
     assert [p["code"] for p in report["problems"]] == ["train.no-data"]  # once, not once per weight (3 MiSS here)
@@ -217,7 +222,8 @@ def test_a_train_json_naming_another_base_is_refused(parts, tmp_path):
     folder = make_seed_001_words(parts, tmp_path / "by-name", state_train=other)
     out = refused(folder, parts)
     assert out == (
-        f"error: {BASE}/state/v1.41/train.json: base names base rwkv7-g1k-7.2b-20261031-ctx25600.pth but this folder's base is {BASE}.pth; "
+        f"error: {BASE}/state/v1.41/train.json: base names base rwkv7-g1k-7.2b-20261031-ctx25600.pth but "
+        f"this folder's base is {BASE}.pth; "
         f"fix: move the weights to the folder rwkv7-g1k-7.2b-20261031-ctx25600/, or correct base\n"
     )
     by_sha = state_train_json().replace(
@@ -226,7 +232,8 @@ def test_a_train_json_naming_another_base_is_refused(parts, tmp_path):
     folder = make_seed_001_words(parts, tmp_path / "by-sha", state_train=by_sha)
     out = refused(folder, parts)
     assert out.startswith(
-        f"error: {BASE}/state/v1.41/train.json: base.sha256 names base sha256 0853d4ce0853… but this folder's base {BASE} is "
+        f"error: {BASE}/state/v1.41/train.json: base.sha256 names base sha256 0853d4ce0853… but this "
+        f"folder's base {BASE} is "
     )
     right = state_train_json().replace(f'"BlinkDL/rwkv7-g1/{BASE}.pth"', '"' + sha256_of(parts / f"{BASE}.pth") + '"')
     folder = make_seed_001_words(parts, tmp_path / "right-sha", state_train=right)
@@ -277,8 +284,8 @@ def test_a_listed_file_that_is_absent_is_refused_unless_the_files_win(parts, tmp
     sums(folder)
     out = both_runs(folder, parts)
     assert (
-        out
-        == f"error: index.json: $.entries[3] lists {MISS[2]}, which is not in the folder; fix: restore the file (download it again), remove the item from index.json, or pass --trust-files to adopt without it\n"
+        out == f"error: index.json: $.entries[3] lists {MISS[2]}, which is not in the folder; fix: restore the file "
+        "(download it again), remove the item from index.json, or pass --trust-files to adopt without it\n"
     )
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--trust-files")
     assert len(report["entries"]) == 3 and any(MISS[2] in line for line in report["overridden"])
@@ -356,8 +363,8 @@ def test_score_takes_a_value_with_its_unit(parts, tmp_path):
     before = snapshot(folder)
     out = run("score", STATE, "--benchmark", "bash", "--value", "9.0/26", "--unit", "%", *common, code=3).output
     assert (
-        out
-        == "error: --value: '9.0/26' carries the unit /26 but --unit says %; fix: give the unit once: in --value or with --unit\n"
+        out == "error: --value: '9.0/26' carries the unit /26 but --unit says %; fix: give the unit once: in "
+        "--value or with --unit\n"
     )
     assert "not a number" in run("score", STATE, "--benchmark", "bash", "--value", "nine", *common, code=3).output
     assert snapshot(folder) == before
@@ -508,9 +515,22 @@ def seed_001_index_in_full(parts: Path) -> dict:
     for item, adapter_id in zip(index["entries"][1:], ("v21-lr2e-5-e2", "v21-lr1e-5-e2", "v21-lr3e-5-e2"), strict=True):
         item.update({"adapter_id": adapter_id, "profile": "g1k-think", "sampling": "g1k-agent"})
     index["entries"].append(
-        {"name": "MiSS v2.0 r16 lr3e-5", "method": "miss", "uploaded": False,
-         "scores": [{"benchmark": "exam", "value": "46.0%", "count": 261.0, "date": "2026-10-17", "backend": "App harness", "runs": 2}]}
-    )  # fmt: skip
+        {
+            "name": "MiSS v2.0 r16 lr3e-5",
+            "method": "miss",
+            "uploaded": False,
+            "scores": [
+                {
+                    "benchmark": "exam",
+                    "value": "46.0%",
+                    "count": 261.0,
+                    "date": "2026-10-17",
+                    "backend": "App harness",
+                    "runs": 2,
+                }
+            ],
+        }
+    )
     return index
 
 
@@ -557,7 +577,8 @@ def test_pull_adopts_a_repo_whose_readme_and_index_are_lfs_files(parts, tmp_path
     folder = make_seed_001_words(parts, tmp_path / "made-by-hand")
     heredoc(
         ".gitattributes",
-        "*.pth filter=lfs diff=lfs merge=lfs -text\n*.md filter=lfs diff=lfs merge=lfs -text\n*.json filter=lfs diff=lfs merge=lfs -text\n",
+        "*.pth filter=lfs diff=lfs merge=lfs -text\n*.md filter=lfs diff=lfs merge=lfs -text\n*.json "
+        "filter=lfs diff=lfs merge=lfs -text\n",
         folder,
     )
     sums(folder)
@@ -591,8 +612,8 @@ def test_seed_001_in_its_authors_words_round_trips_through_the_hub(parts, tmp_pa
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=seed_001_index_in_full(parts))
     heredoc(
         "README.md",
-        "---\nlicense: other\ntags:\n- rwkv\n- agent\npipeline_tag: text-generation\ndatasets:\n- No-22/rwkv-agent-distill\n---\n"
-        + README_001,
+        "---\nlicense: other\ntags:\n- rwkv\n- agent\npipeline_tag: text-generation\ndatasets:\n- "
+        "No-22/rwkv-agent-distill\n---\n" + README_001,
         folder,
     )
     sums(folder)
@@ -725,7 +746,8 @@ def test_an_undeclared_second_root_weight_is_refused(parts, tmp_path):
     assert ("layout.stray-file", "notes.json") in found  # every other root file is checked as before
     other = make_seed_000_root(parts, tmp_path / "two")
     sh(
-        f"cp {parts}/v141b-s1224.pth rwkv-extra.pth && sha256sum rwkv-final.pth train.json README.md rwkv-extra.pth > SHA256SUMS",
+        f"cp {parts}/v141b-s1224.pth rwkv-extra.pth && sha256sum rwkv-final.pth train.json README.md "
+        "rwkv-extra.pth > SHA256SUMS",
         other,
     )
     before = snapshot(other)

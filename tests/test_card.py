@@ -284,7 +284,10 @@ def test_usage_is_filled_from_the_index_for_present_methods_only(seed_card):
     usage = sections(seed_card)["用法 · Usage"]
     assert f"rwkv-cli state upload --api-url <URL> --file {BASE_A}/state/v1.41/v141b-s1224.pth" in usage
     assert "--profile g1k --sampling g1k-agent\n" in usage and "--profile g1k-think --sampling g1k-agent" in usage
-    register = f"rwkv-cli adapter register --api-url <URL> --adapter-id v21-r16-lr2e-5-e2 --file {BASE_A}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth"
+    register = (
+        "rwkv-cli adapter register --api-url <URL> --adapter-id v21-r16-lr2e-5-e2 "
+        f"--file {BASE_A}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth"
+    )
     assert register in usage and usage.count("rwkv-cli adapter register") == 1  # the recommended run
     assert "3935b51573ca92350ceb783958171a54b765f09b79ad29be5422ea338dd59ee7" in usage
     assert "RWKV_V7_ON" not in seed_card and "完整权重 · Full" not in seed_card
@@ -300,7 +303,8 @@ def test_full_checkpoint_usage_names_the_path_without_pth():
         'os.environ["RWKV_CUDA_ON"] = "1"',
         f'RWKV(model="{BASE_A}/full/v1.0/rwkv-final"',
         'PIPELINE(model, "rwkv_vocab_v20230424")',
-        "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    token_stop=[0],\n    chunk_len=256,",
+        "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    "
+        "token_stop=[0],\n    chunk_len=256,",
         'prompt = """User: 你好\n\nAssistant:"""',
         'split("\\n\\nUser:", 1)',
     ):
@@ -351,7 +355,10 @@ def _with_handwritten(card: str, text: str) -> str:
 
 
 def test_handwritten_section_survives_rerender_verbatim(seed_card):
-    mine = "\n### 已知问题 · Known problems\n\n- MiSS 模型被问身份时可能自称 Qwen。  \r\n- It may call itself Qwen | sic.\n\n"
+    mine = (
+        "\n### 已知问题 · Known problems\n\n- MiSS 模型被问身份时可能自称 Qwen。  \r\n- It may call itself Qwen "
+        "| sic.\n\n"
+    )
     existing = _with_handwritten(seed_card, mine)
     changed = seed001_index()
     changed.entries.append(full_entry())

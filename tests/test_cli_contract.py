@@ -17,7 +17,10 @@ from click.testing import CliRunner
 from registry.cli import main
 
 # Runs the CLI in a fresh interpreter and reports, at exit, whether torch was ever imported.
-PROBE = "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)); from registry.cli import main; main()"
+PROBE = (
+    "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', "
+    "file=sys.stderr)); from registry.cli import main; main()"
+)
 
 
 def probe(*args, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -47,7 +50,7 @@ def invoke(*args, env: dict[str, str] | None = None):
         ["describe", "--method", "miss", "--profile", "p"],
         ["train-stage", "x/full/v1/x.pth", "s1", "--gpus", "6"],
         ["score", "--base", "b", "--benchmark", "e", "--value", "1", "--date", "2026-10-16", "--backend", "b"],
-    ],  # fmt: skip
+    ],
     ids=lambda a: " ".join(a[:2]),
 )
 def test_light_commands_never_import_torch(empty_registry, args):
@@ -179,8 +182,8 @@ def test_a_usage_error_is_one_line_naming_the_option(empty_registry, args, optio
 def test_a_range_error_says_which_values_fit(empty_registry):
     line = invoke("train-stage", "x.pth", "s1", "--deepspeed-stage", "5", "-C", empty_registry).stderr
     assert (
-        line
-        == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number at least 0 and at most 3\n"
+        line == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number "
+        "at least 0 and at most 3\n"
     )
 
 
@@ -244,7 +247,8 @@ def test_a_full_disk_during_add_and_init_names_a_file(empty_registry, small_base
     ):
         result = invoke(*args)
         assert result.exit_code == 5 and re.match(
-            rf"error: {re.escape(str(args[-1] if args[0] == 'init' else empty_registry))}/\S+: No space left on device; fix: ",
+            rf"error: {re.escape(str(args[-1] if args[0] == 'init' else empty_registry))}/\S+: No space left "
+            r"on device; fix: ",
             result.stderr,
         ), result.stderr
 

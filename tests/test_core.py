@@ -248,9 +248,13 @@ def _index_with_entry(root: Path, **overrides) -> dict:
     data = json.loads((root / "index.json").read_text())
     data["bases"] = [{"name": "b1", "filename": "b1.pth", "sha256": "1" * 64}]
     entry = {
-        "path": "b1/state/v1/x.pth", "method": "state", "base_sha256": "1" * 64,
-        "data": {"version": "v1", "sha256": "2" * 64}, "sha256": "3" * 64, "size": 1,
-    }  # fmt: skip
+        "path": "b1/state/v1/x.pth",
+        "method": "state",
+        "base_sha256": "1" * 64,
+        "data": {"version": "v1", "sha256": "2" * 64},
+        "sha256": "3" * 64,
+        "size": 1,
+    }
     entry.update(overrides)
     data["entries"] = [entry]
     return data

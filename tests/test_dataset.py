@@ -48,10 +48,19 @@ MODEL_REPO = "No-22/rwkv-agent-weights"
 def request(built: BuiltVersion, **changes) -> VersionRequest:
     spec = built.spec
     fields = dict(
-        source=built.folder, version=spec.version, date=DATES[spec.version], thinking=spec.thinking, teachers=TEACHERS[spec.version],
-        trained_file=built.trained_path, trained_sha256=built.trained_sha256, train_rows=spec.train_rows, validation_rows=spec.validation_rows,
-        wire_canonical=spec.wire_canonical, wire_hash=built.wire_hash, vocabulary="rwkv_vocab_v20230424.txt",
-    )  # fmt: skip
+        source=built.folder,
+        version=spec.version,
+        date=DATES[spec.version],
+        thinking=spec.thinking,
+        teachers=TEACHERS[spec.version],
+        trained_file=built.trained_path,
+        trained_sha256=built.trained_sha256,
+        train_rows=spec.train_rows,
+        validation_rows=spec.validation_rows,
+        wire_canonical=spec.wire_canonical,
+        wire_hash=built.wire_hash,
+        vocabulary="rwkv_vocab_v20230424.txt",
+    )
     return VersionRequest(**{**fields, **changes})
 
 
@@ -59,10 +68,18 @@ def add_args(built: BuiltVersion, root: Path, **changes) -> list[str]:
     """`registry dataset add` for a built version (``changes``: option -> value)."""
     spec = built.spec
     options = {
-        "--version": spec.version, "--date": DATES[spec.version].isoformat(), "--thinking": spec.thinking, "--teacher": TEACHERS[spec.version][0],
-        "--trained-file": built.trained_path, "--trained-sha256": built.trained_sha256, "--train-rows": spec.train_rows,
-        "--validation-rows": spec.validation_rows, "--wire-canonical": spec.wire_canonical, "--wire-hash": built.wire_hash, "--vocab": "rwkv_vocab_v20230424.txt",
-    }  # fmt: skip
+        "--version": spec.version,
+        "--date": DATES[spec.version].isoformat(),
+        "--thinking": spec.thinking,
+        "--teacher": TEACHERS[spec.version][0],
+        "--trained-file": built.trained_path,
+        "--trained-sha256": built.trained_sha256,
+        "--train-rows": spec.train_rows,
+        "--validation-rows": spec.validation_rows,
+        "--wire-canonical": spec.wire_canonical,
+        "--wire-hash": built.wire_hash,
+        "--vocab": "rwkv_vocab_v20230424.txt",
+    }
     options.update(changes)
     return ["dataset", "add", str(built.folder), "-C", str(root), *[str(x) for pair in options.items() for x in pair]]
 
@@ -160,9 +177,14 @@ def codes(problems) -> list[str]:
 def test_spans_out_of_range_overlapping_or_unsorted_are_refused():
     assert check_spans("abcdef", [[0, 2], [2, 4], [5, 6]]) == [(0, 2), (2, 4), (5, 6)]
     for spans, words in (
-        ([[0, 7]], "ends past the text (6 characters)"), ([[3, 2]], "empty or reversed"), ([[-1, 2]], "empty or reversed"),
-        ([[0, 3], [2, 4]], "overlaps"), ([[3, 4], [0, 2]], "comes before"), ([[0, 1.5]], "not a pair of integers"), ("0,1", "not a list"),
-    ):  # fmt: skip
+        ([[0, 7]], "ends past the text (6 characters)"),
+        ([[3, 2]], "empty or reversed"),
+        ([[-1, 2]], "empty or reversed"),
+        ([[0, 3], [2, 4]], "overlaps"),
+        ([[3, 4], [0, 2]], "comes before"),
+        ([[0, 1.5]], "not a pair of integers"),
+        ("0,1", "not a list"),
+    ):
         with pytest.raises(RowError, match=re.escape(words)):
             check_spans("abcdef", spans)
 

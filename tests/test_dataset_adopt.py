@@ -81,7 +81,8 @@ def repo(sources, tmp_path) -> Path:
     root.mkdir()
     (root / "README.md").write_text(README)
     sh(
-        "cp -r ../final-20261013 v1.41 && cp -r ../final-20261018 v2.1 && find . -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS",
+        "cp -r ../final-20261013 v1.41 && cp -r ../final-20261018 v2.1 && find . -type f ! -name SHA256SUMS "
+        "| sort | xargs sha256sum > SHA256SUMS",
         root,
     )
     return root
@@ -252,7 +253,8 @@ def test_model_adopt_and_dataset_init_point_a_dataset_repo_to_dataset_adopt(repo
     before = snapshot(repo)
     result = run("adopt", repo, code=3)
     assert [line for line in result.output.splitlines() if line.startswith("error:")] == [
-        f"error: {repo}: holds data version folders (v1.41, v2.1): a dataset repo; fix: run `registry dataset adopt {repo}`"
+        f"error: {repo}: holds data version folders (v1.41, v2.1): a dataset repo; fix: run `registry "
+        f"dataset adopt {repo}`"
     ]
     init = CliRunner().invoke(main, ["dataset", "init", str(repo)])
     assert init.exit_code != 0 and f"fix: run `registry dataset adopt {repo}` to bring existing files in" in init.output
@@ -297,13 +299,15 @@ def test_a_near_empty_dataset_repo_is_pointed_to_dataset_adopt_and_becomes_an_em
     root = tmp_path / "distill"
     root.mkdir()
     (root / "README.md").write_text(
-        "---\nlicense: other\ntask_categories:\n- text-generation\n---\n# RWKV-Agent 蒸馏训练集\n\n数据整理中，第一个版本随后上传。\n"
+        "---\nlicense: other\ntask_categories:\n- text-generation\n---\n# RWKV-Agent "
+        "蒸馏训练集\n\n数据整理中，第一个版本随后上传。\n"
     )
     sh("sha256sum README.md > SHA256SUMS", root)
     before = snapshot(root)
     errors = [line for line in run("adopt", root, code=3).output.splitlines() if line.startswith("error:")]
     assert errors == [
-        f"error: {root}: holds no weight and its README's front matter has dataset-card keys (task_categories): a dataset repo; fix: run `registry dataset adopt {root}`"
+        f"error: {root}: holds no weight and its README's front matter has dataset-card keys "
+        f"(task_categories): a dataset repo; fix: run `registry dataset adopt {root}`"
     ]
     assert snapshot(root) == before and not (root / ".registry").exists()
     adopted = json.loads(run("dataset", "adopt", root, "--json").stdout)

@@ -56,8 +56,14 @@ STATED = {  # the facts seed 002 states, as `dataset add` options
 def stated(built: BuiltVersion) -> dict:
     """The ops request's fields for STATED."""
     options = STATED[built.spec.version]
-    return {"profile": options["--profile"], "context": options["--context"], "family_key": options.get("--family-key"), "split_rule": options.get("--split-rule"),
-            "flag_key": options.get("--flag-key"), "flagged_rows": options.get("--flagged-rows")}  # fmt: skip
+    return {
+        "profile": options["--profile"],
+        "context": options["--context"],
+        "family_key": options.get("--family-key"),
+        "split_rule": options.get("--split-rule"),
+        "flag_key": options.get("--flag-key"),
+        "flagged_rows": options.get("--flagged-rows"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +129,8 @@ def test_the_stated_facts_are_recorded_checked_clean_and_the_flagged_rows_are_on
     assert (versions["v2.1"].family_key, versions["v2.1"].split_rule) == ("family", "sha256(family) mod 32 == 0")
     card = (registry_copy / "README.md").read_text()
     assert (
-        f"- {V141.flagged} 行的 meta.seeded_from_test 为 true（注册表逐行统计）。 / {V141.flagged} row(s) have meta.seeded_from_test true"
-        in card
+        f"- {V141.flagged} 行的 meta.seeded_from_test 为 true（注册表逐行统计）。 / {V141.flagged} row(s) "
+        "have meta.seeded_from_test true" in card
     )
     manifest = json.loads((built["v2.1"].folder / "dataset" / "train" / "manifest.json").read_text())
     assert manifest["max_tokens"] > manifest["token_quantiles"]["p50"] > 0
@@ -216,8 +222,8 @@ def test_a_manifest_whose_token_quantile_is_not_the_rows_is_refused(registry_cop
         "content.manifest-tokens",
     )
     assert (
-        f"says token_quantiles.p90 {data['token_quantiles']['p90']} but the rows tokenize to {data['token_quantiles']['p90'] - 1}"
-        in problem["message"]
+        f"says token_quantiles.p90 {data['token_quantiles']['p90']} but the rows tokenize "
+        f"to {data['token_quantiles']['p90'] - 1}" in problem["message"]
     )
 
 

@@ -395,8 +395,8 @@ def test_a_state_export_that_no_longer_fits_is_found_by_validate(hf_registry, wo
     _relisted(root, export.files[0].path)
     messages = [p.message for p in validate(root) if p.code == "export.invalid"]
     assert any(
-        "model.layers.1.attn.recurrent_state is BF16 (2, 64, 64), but the recurrent state of the base export's config.json is F32 (2, 64, 64)"
-        in m
+        "model.layers.1.attn.recurrent_state is BF16 (2, 64, 64), but the recurrent state of the base "
+        "export's config.json is F32 (2, 64, 64)" in m
         for m in messages
     ), messages
 
@@ -429,7 +429,8 @@ def test_a_state_misfit_says_what_is_missing_extra_or_wrong_in_layer_order():
     }
     assert (
         misfit(config, lacking)
-        == "initial_state.safetensors lacks model.layers.2.attn.recurrent_state (the F32 (2, 64, 64) recurrent state of the base export's config.json)"
+        == "initial_state.safetensors lacks model.layers.2.attn.recurrent_state (the F32 (2, 64, 64) recurrent "
+        "state of the base export's config.json)"
     )
     assert (
         misfit(config, {**good, "zzz": ((1,), "F32")})
@@ -734,17 +735,61 @@ def _list_in_export(root: Path, folder: str, name: str) -> None:
 
 
 TAMPERS = {
-    "auto_map in config.json": ("config.json", lambda p: _edit_json(p, lambda d: d.update(auto_map={"AutoModelForCausalLM": "modeling_rwkv7.RWKV7ForCausalLM"})), "config.json has 'auto_map'"),
-    "auto_map in tokenizer_config.json": ("tokenizer_config.json", lambda p: _edit_json(p, lambda d: d.update(auto_map={"AutoTokenizer": ["tok.Tok", None]})), "tokenizer_config.json has 'auto_map'"),
-    "changed norm_eps": ("config.json", lambda p: _edit_json(p, lambda d: d.update(norm_eps=1e-3)), "config.json says norm_eps 0.001 where export-hf writes 1e-05"),
-    "changed eos_token_id": ("generation_config.json", lambda p: _edit_json(p, lambda d: d.update(eos_token_id=261)), "generation_config.json says eos_token_id 261 where export-hf writes 0"),
-    "swapped tokenizer.json": ("tokenizer.json", lambda p: p.write_bytes(p.read_bytes().replace(b'"User":', b'"Usr":', 1)), "tokenizer.json is not the tokenizer export-hf writes"),
-    "swapped world vocabulary": ("rwkv_vocab_v20230424.txt", lambda p: p.write_bytes(p.read_bytes().replace(b"'User'", b"'Usr'", 1) + b"65530 'x' 1\n"), "rwkv_vocab_v20230424.txt is not the rwkv package's world vocabulary"),
-    "garbage in tokenizer_config.json": ("tokenizer_config.json", lambda p: p.write_bytes(b"\x00garbage"), "tokenizer_config.json is not the JSON export-hf writes"),
-    "garbage in generation_config.json": ("generation_config.json", lambda p: p.write_text("[1, 2]"), "generation_config.json is not a JSON object"),
-    "a re-pointed weight_map": ("model.safetensors.index.json", lambda p: _edit_json(p, lambda d: d["weight_map"].update({"lm_head.weight": "model-00001-of-00009.safetensors"})), "weight_map does not map each tensor to the shard holding it (e.g. lm_head.weight)"),
-    "a re-ordered config.json": ("config.json", lambda p: p.write_text(json.dumps(dict(reversed(json.loads(p.read_text()).items())), indent=2) + "\n"), "config.json differs from the bytes export-hf writes"),
-}  # fmt: skip
+    "auto_map in config.json": (
+        "config.json",
+        lambda p: _edit_json(
+            p, lambda d: d.update(auto_map={"AutoModelForCausalLM": "modeling_rwkv7.RWKV7ForCausalLM"})
+        ),
+        "config.json has 'auto_map'",
+    ),
+    "auto_map in tokenizer_config.json": (
+        "tokenizer_config.json",
+        lambda p: _edit_json(p, lambda d: d.update(auto_map={"AutoTokenizer": ["tok.Tok", None]})),
+        "tokenizer_config.json has 'auto_map'",
+    ),
+    "changed norm_eps": (
+        "config.json",
+        lambda p: _edit_json(p, lambda d: d.update(norm_eps=1e-3)),
+        "config.json says norm_eps 0.001 where export-hf writes 1e-05",
+    ),
+    "changed eos_token_id": (
+        "generation_config.json",
+        lambda p: _edit_json(p, lambda d: d.update(eos_token_id=261)),
+        "generation_config.json says eos_token_id 261 where export-hf writes 0",
+    ),
+    "swapped tokenizer.json": (
+        "tokenizer.json",
+        lambda p: p.write_bytes(p.read_bytes().replace(b'"User":', b'"Usr":', 1)),
+        "tokenizer.json is not the tokenizer export-hf writes",
+    ),
+    "swapped world vocabulary": (
+        "rwkv_vocab_v20230424.txt",
+        lambda p: p.write_bytes(p.read_bytes().replace(b"'User'", b"'Usr'", 1) + b"65530 'x' 1\n"),
+        "rwkv_vocab_v20230424.txt is not the rwkv package's world vocabulary",
+    ),
+    "garbage in tokenizer_config.json": (
+        "tokenizer_config.json",
+        lambda p: p.write_bytes(b"\x00garbage"),
+        "tokenizer_config.json is not the JSON export-hf writes",
+    ),
+    "garbage in generation_config.json": (
+        "generation_config.json",
+        lambda p: p.write_text("[1, 2]"),
+        "generation_config.json is not a JSON object",
+    ),
+    "a re-pointed weight_map": (
+        "model.safetensors.index.json",
+        lambda p: _edit_json(
+            p, lambda d: d["weight_map"].update({"lm_head.weight": "model-00001-of-00009.safetensors"})
+        ),
+        "weight_map does not map each tensor to the shard holding it (e.g. lm_head.weight)",
+    ),
+    "a re-ordered config.json": (
+        "config.json",
+        lambda p: p.write_text(json.dumps(dict(reversed(json.loads(p.read_text()).items())), indent=2) + "\n"),
+        "config.json differs from the bytes export-hf writes",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(TAMPERS))
@@ -789,7 +834,10 @@ def test_a_deeply_nested_config_in_an_export_is_one_line_and_validate_needs_no_t
     folder = exported_template[1]
     (root / folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
     _relisted(root, f"{folder}/config.json")
-    probe = "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)); from registry.cli import main; main()"
+    probe = (
+        "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', "
+        "file=sys.stderr)); from registry.cli import main; main()"
+    )
     result = subprocess.run(
         [sys.executable, "-c", probe, "validate", "-C", str(root)],
         capture_output=True,

@@ -169,9 +169,16 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(
     without = ours.forward(ids)[0]
     inputs = torch.tensor([ids], device=DEVICE)
     out = model.generate(
-        inputs, attention_mask=torch.ones_like(inputs), past_key_values=initial_state(), max_new_tokens=2, min_new_tokens=2,
-        do_sample=False, tokenizer=tokenizer, output_logits=True, return_dict_in_generate=True,
-    )  # fmt: skip
+        inputs,
+        attention_mask=torch.ones_like(inputs),
+        past_key_values=initial_state(),
+        max_new_tokens=2,
+        min_new_tokens=2,
+        do_sample=False,
+        tokenizer=tokenizer,
+        output_logits=True,
+        return_dict_in_generate=True,
+    )
     assert len(out.logits) == 2, "generate stopped after one token (EOS or a stop string): the step is not compared"
     token = int(out.sequences[0, len(ids)])
     want_step = ours.forward([token], after)[0]
@@ -187,9 +194,14 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(
             + BF16_FLOOR
         )
     figures = _recorded(
-        record_property, error_after_prompt=scaled_error(got, want), error_after_step=scaled_error(got_step, want_step), bound=bound,
-        state_effect=scaled_error(without, want), same_top1=float(int(got.argmax()) == int(want.argmax())), top5_overlap=topk_overlap(got, want),
-    )  # fmt: skip
+        record_property,
+        error_after_prompt=scaled_error(got, want),
+        error_after_step=scaled_error(got_step, want_step),
+        bound=bound,
+        state_effect=scaled_error(without, want),
+        same_top1=float(int(got.argmax()) == int(want.argmax())),
+        top5_overlap=topk_overlap(got, want),
+    )
     if dtype == torch.float32:
         assert figures["same_top1"]
     else:

@@ -449,12 +449,15 @@ def test_export_writes_an_ollama_modelfile_that_renders_the_rwkv_chat_format(sou
     )
     template = values["template"]
     conversation = [
-        {"role": "system", "content": "你是本地工具 Agent。"}, {"role": "user", "content": "现在几点？"},
-        {"role": "assistant", "content": "<think>用工具。</think> 十点。"}, {"role": "user", "content": "Thanks.\nBye"},
-    ]  # fmt: skip
+        {"role": "system", "content": "你是本地工具 Agent。"},
+        {"role": "user", "content": "现在几点？"},
+        {"role": "assistant", "content": "<think>用工具。</think> 十点。"},
+        {"role": "user", "content": "Thanks.\nBye"},
+    ]
     assert (
         render_template(template, conversation)
-        == "System: 你是本地工具 Agent。\n\nUser: 现在几点？\n\nAssistant: <think>用工具。</think> 十点。\n\nUser: Thanks.\nBye\n\nAssistant:"
+        == "System: 你是本地工具 Agent。\n\nUser: 现在几点？\n\nAssistant: <think>用工具。</think> "
+        "十点。\n\nUser: Thanks.\nBye\n\nAssistant:"
     )
     # seed 000's prompt format, the demo's: a system turn and a user turn render to exactly it
     system, user = NOVEL_PROMPT.removesuffix("\n\nAssistant:").split("\n\n", 1)

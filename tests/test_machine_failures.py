@@ -112,7 +112,8 @@ def test_a_file_that_shrinks_while_mapped_is_one_line_not_a_silent_death(tmp_pat
     assert died.returncode == 5, (died.returncode, died.stderr)
     assert (
         died.stderr
-        == f"error: {source}: the file shrank while it was being read (SIGBUS); nothing was changed; fix: run the command again once nothing else writes to it\n"
+        == f"error: {source}: the file shrank while it was being read (SIGBUS); nothing was changed; fix: run "
+        "the command again once nothing else writes to it\n"
     )
 
 

@@ -217,7 +217,8 @@ def test_base_name_with_separator_and_unknown_base(registry_with_base, tmp_path)
 
 @pytest.mark.parametrize("run", ["hf", "gguf"])
 def test_a_run_named_like_the_export_folder_is_refused(registry_with_base, small_base, tmp_path, run):
-    """``<base>/full/<v>/hf/`` is a full entry's Transformers export and ``gguf/`` its GGUF files; a run of that name would be taken for one."""
+    """``<base>/full/<v>/hf/`` is a full entry's Transformers export and ``gguf/`` its GGUF files; a run of that name
+    would be taken for one."""
     full = make_base_checkpoint(tmp_path / "rwkv-final.pth", SMALL)
     request = AddRequest(full, base_name(small_base), "full", "v1.0", train_json(tmp_path / "t.json"), run=run)
     error = refuse(registry_with_base, add_weight, registry_with_base, request, code="args.bad-name")

@@ -264,7 +264,8 @@ def test_deeply_nested_train_json_is_one_line_not_a_traceback(registry_with_base
     train = tmp_path / "t.json"
     deep = "[" * 100_000 + "]" * 100_000
     train.write_text(
-        f'{{"trainer": {{"name": "t", "version": "1"}}, "hyperparameters": {{"x": {deep}}}, "command": "c", "data_sha256": "{DATA}"}}'
+        f'{{"trainer": {{"name": "t", "version": "1"}}, "hyperparameters": {{"x": {deep}}}, "command": "c", '
+        f'"data_sha256": "{DATA}"}}'
     )
     before = snapshot(registry_with_base)
     assert_refused(

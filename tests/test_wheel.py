@@ -197,7 +197,10 @@ def test_installed_refusals_under_json_are_one_document_on_stdout(installed):
 
 def test_a_base_missing_from_the_catalog_is_reported(installed):
     base = installed.cwd / "rwkv7-unknown-base-20260101.pth"
-    make = "from registry.artifacts.synthetic import TinySpec, make_base_checkpoint; import sys; make_base_checkpoint(sys.argv[1], TinySpec(n_layer=2, n_embd=128, vocab_size=512))"
+    make = (
+        "from registry.artifacts.synthetic import TinySpec, make_base_checkpoint; import sys; "
+        "make_base_checkpoint(sys.argv[1], TinySpec(n_layer=2, n_embd=128, vocab_size=512))"
+    )
     subprocess.run([installed.python, "-c", make, base], check=True, cwd=installed.cwd, env=venv_environment())
     registry = installed.cwd / "unknown-base"
     assert installed.registry("init", registry).returncode == 0

@@ -232,7 +232,8 @@ def read_bundle(data: bytes) -> SignedManifest:
 
 
 def _verify(data: bytes, public_key: Path) -> None:
-    """The cryptographic check (the signing extra): model_signing verifies the bundle's signature with ``public_key``."""
+    """The cryptographic check (the signing extra): model_signing verifies the bundle's signature with
+    ``public_key``."""
     *_, sign_ec_key, sign_sigstore_pb, _signing = _model_signing()
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / SIGNATURE_NAME).write_bytes(data)

@@ -228,7 +228,8 @@ def _check_members_as_torch_writes_them(path: Path, folder: str, members: list[z
             raise RegistryError(
                 "weights.zip-member-size",
                 path,
-                f"member {member.filename} holds {member.file_size} bytes; torch.save's small members are far below {MAX_ZIP_SMALL_MEMBER_BYTES}",
+                f"member {member.filename} holds {member.file_size} bytes; torch.save's small members are "
+                f"far below {MAX_ZIP_SMALL_MEMBER_BYTES}",
                 _RESAVE,
             )
 

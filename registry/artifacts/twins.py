@@ -29,7 +29,10 @@ def twin_difference(pth: Path, safetensors: Path) -> str | None:
             tensor = reader.get_tensor(name)
             mine = source[name]
             if tensor.shape != mine.shape or tensor.dtype != mine.dtype:
-                return f"tensor {name} is {tuple(tensor.shape)} {tensor.dtype}, the .pth's {tuple(mine.shape)} {mine.dtype}"
+                return (
+                    f"tensor {name} is {tuple(tensor.shape)} {tensor.dtype}, the "
+                    f".pth's {tuple(mine.shape)} {mine.dtype}"
+                )
             if not torch.equal(tensor, mine):
                 return f"tensor {name} holds other values"
     return None

@@ -38,7 +38,10 @@ def add_base_cmd(
     total = base.stat().st_size if not metadata_only and base.is_file() else None
     with out.bar(f"hashing {base.name}", total=total) as bar:
         added = add_base(registry, request, bar.advance)
-    note = f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself: compare its sha256 above with the one on the page it was published on (a Hub file's page shows it)"
+    note = (
+        f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself: compare its "
+        "sha256 above with the one on the page it was published on (a Hub file's page shows it)"
+    )
     text: list[str | Line] = [
         f"added base {added.base.name} (sha256 {added.base.sha256})",
         *([] if added.in_catalog else [Line(note, err=True)]),
@@ -178,7 +181,8 @@ def score_cmd(
         raise usage_error(
             "--base" if path is None and base is None else "PATH",
             "name exactly one of PATH or --base; --reference, --method and --location go with --base",
-            "record a result of PATH, of --base NAME alone, or of --base NAME --reference NAME [--method M --location URL] for weights not in this repository",
+            "record a result of PATH, of --base NAME alone, or of --base NAME --reference NAME [--method M "
+            "--location URL] for weights not in this repository",
         )
     if lang is not None:
         check_language(lang)

@@ -72,19 +72,22 @@ def sums(directory: Path | None, registry: Path, check: bool, require_bytes: boo
 @click.option(
     "--linked",
     type=click.Path(file_okay=False, path_type=Path),
-    help="The other registry of a dataset link: for a model registry the dataset registry its entries cite; for a dataset registry the model registry its card lists.",
+    help="The other registry of a dataset link: for a model registry the dataset registry its entries cite; for a "
+    "dataset registry the model registry its card lists.",
 )
 @click.option(
     "--linked-hub",
     is_flag=True,
-    help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo at the revision the dataset card was derived from.",
+    help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo "
+    "at the revision the dataset card was derived from.",
 )
 @REQUIRE_BYTES_OPT
 @click.option(
     "--public-key",
     type=EXISTING_FILE,
     metavar="SIGNER.pub",
-    help="Also verify model.sig with the signer's PEM public key (authorship; needs the sign extra). Without it, model.sig is checked for consistency only.",
+    help="Also verify model.sig with the signer's PEM public key (authorship; needs the sign extra). Without it, "
+    "model.sig is checked for consistency only.",
 )
 def validate_cmd(
     directory: Path | None,
@@ -147,11 +150,13 @@ def _say_notes(lines: list[str]) -> None:
     default="rwkv-registry-demo",
     show_default=True,
     envvar="RWKV_REGISTRY",
-    help="The directory the demo fills: registry/ (seed-001-shaped), finetune-registry/ (seed-000-shaped) and their inputs (env RWKV_REGISTRY).",
+    help="The directory the demo fills: registry/ (seed-001-shaped), finetune-registry/ (seed-000-shaped) and "
+    "their inputs (env RWKV_REGISTRY).",
 )
 @json_option
 def demo(directory: Path | None, registry: Path) -> None:
-    """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR: two registries, shaped like seed 001 (State + MiSS, zh card) and seed 000 (a full fine-tune, en card)."""
+    """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR: two registries, shaped like seed 001 (State +
+    MiSS, zh card) and seed 000 (a full fine-tune, en card)."""
     from ..ops.demo import run_demo
 
     out = output()

@@ -1,4 +1,5 @@
-"""registry export-hf: a folder Transformers loads, from a base or a full entry; a MiSS adapter's PEFT folder; a State's initial state."""
+"""registry export-hf: a folder Transformers loads, from a base or a full entry; a MiSS adapter's PEFT folder; a
+State's initial state."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from .output import json_option, output
 @click.option(
     "--force",
     is_flag=True,
-    help="Replace an existing export folder whose content differs; files of the earlier export that the new one does not write are removed.",
+    help="Replace an existing export folder whose content differs; files of the earlier export that the new one "
+    "does not write are removed.",
 )
 @json_option
 def export_hf_cmd(
@@ -71,7 +73,10 @@ def export_hf_cmd(
     total = base_file.stat().st_size if base_file is not None and base_file.is_file() else None
     with out.bar(f"exporting {entry or base_name}", total=total) as bar:
         export = export_hf(registry, request, progress=bar.advance)
-    runs = "Transformers with flash-linear-attention (`import fla`) on a CUDA GPU; on a CPU, the GGUF files (`registry export-gguf`) or the rwkv package"
+    runs = (
+        "Transformers with flash-linear-attention (`import fla`) on a CUDA GPU; on a CPU, the GGUF files "
+        "(`registry export-gguf`) or the rwkv package"
+    )
     out.result(
         {**export.model_dump(mode="json"), "runs": runs},
         [f"{export.source} -> {export.path}/ ({len(export.files)} files)", f"runs with {runs}"],
@@ -99,7 +104,8 @@ def export_hf_cmd(
     "--sign-key",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="KEY.pem",
-    help="Also sign each file's gate receipt with this EC private key, so a publish elsewhere trusts it (publish --trust-gate-key KEY.pub; docs/ci.md).",
+    help="Also sign each file's gate receipt with this EC private key, so a publish elsewhere trusts it (publish "
+    "--trust-gate-key KEY.pub; docs/ci.md).",
 )
 @json_option
 def export_gguf_cmd(

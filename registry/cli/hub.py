@@ -127,17 +127,20 @@ def _content_text(checks: Iterable[ContentCheck]) -> Text:
 @click.option(
     "--restore",
     is_flag=True,
-    help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.",
+    help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's "
+    "bytes back in the same verified commit.",
 )
 @click.option(
     "--private",
     is_flag=True,
-    help="The repo's first publish: make it private (only its owners see it) before anything is committed; the card says so.",
+    help="The repo's first publish: make it private (only its owners see it) before anything is committed; the "
+    "card says so.",
 )
 @click.option(
     "--gated",
     type=click.Choice(["auto", "manual"]),
-    help="The repo's first publish: make it gated (access requests approved automatically, or by its owners) before anything is committed; the card says so.",
+    help="The repo's first publish: make it gated (access requests approved automatically, or by its owners) "
+    "before anything is committed; the card says so.",
 )
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
@@ -171,10 +174,19 @@ def publish_cmd(
         )
     access = "private" if private else f"gated-{gated}" if gated else None
     options = PublishOptions(
-        repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
-        allow_cpu_gate=allow_cpu_gate, trusted_gate_keys=tuple(TrustedKey.read(k, "--trust-gate-key") for k in trust_gate_keys), delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote, restore=restore,
-        signature=SignaturePolicy(public_key, require_signature), access=access,  # type: ignore[arg-type]  # one of core.models.Access
-    )  # fmt: skip
+        repo_id=_repo_id(repo_id, registry),
+        revision=revision,
+        dry_run=dry_run,
+        create_pr=create_pr,
+        tag=tag,
+        allow_cpu_gate=allow_cpu_gate,
+        trusted_gate_keys=tuple(TrustedKey.read(k, "--trust-gate-key") for k in trust_gate_keys),
+        delete_remote_extra=delete_remote_extra,
+        assume_empty_remote=assume_empty_remote,
+        restore=restore,
+        signature=SignaturePolicy(public_key, require_signature),
+        access=access,  # type: ignore[arg-type]  # one of core.models.Access
+    )
     out = output()
     outcome = publish(registry, options, say=out.say, hub_progress=out.progress)
     out.result(outcome.as_dict(), _outcome_text(outcome, dry_run), found_problems=bool(outcome.blockers))
@@ -190,12 +202,14 @@ def publish_cmd(
     "base_files",
     multiple=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as `registry adopt --base-file`.",
+    help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as "
+    "`registry adopt --base-file`.",
 )
 @click.option(
     "--trust-files",
     is_flag=True,
-    help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry adopt --trust-files`.",
+    help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry "
+    "adopt --trust-files`.",
 )
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
@@ -240,7 +254,8 @@ def pull_cmd(
         "adopted": adopted.as_dict() if adopted else None,
     }
     text = [
-        f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} ({'adopted: it was not a registry yet' if adopted else 'verified'})",
+        f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} "
+        f"({'adopted: it was not a registry yet' if adopted else 'verified'})",
         *(f"  still to do: {step}" for step in (adopted.next_steps if adopted else ())),
     ]
     out.result(document, text)
@@ -271,7 +286,8 @@ def verify_remote_cmd(
     )
     summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
     kept = (
-        f"note: {path}: on the Hub but not in its SHA256SUMS: no part of the registry (publish keeps it; --delete-remote-extra deletes it)"
+        f"note: {path}: on the Hub but not in its SHA256SUMS: no part of the registry (publish keeps it; "
+        "--delete-remote-extra deletes it)"
         for path in report.kept
     )
     out.result(
@@ -297,7 +313,11 @@ def _diff_lines(diff: ReleaseDiff) -> Text:
         yield f"  {what} {verbs[change.status]:<8} {a.path}  ({facts}{'; ' if facts else ''}{shas})"
     for score in diff.scores:
         setup = f" [{score.setup}]" if score.setup else ""
-        yield f"  score {score.status:<8} {score.owner}: {score.benchmark}{setup} {score.backend} {score.date}: {score.old or '-'} -> {score.new or '-'}"
+        yield (
+            "  "
+            f"score {score.status:<8} {score.owner}: {score.benchmark}{setup} {score.backend} {score.date}:"
+            f" {score.old or '-'} -> {score.new or '-'}"
+        )
     if diff.recommended:
         before, after = diff.recommended
         yield f"  recommended moved: {', '.join(before) or 'none'} -> {', '.join(after) or 'none'}"
@@ -391,13 +411,19 @@ def rollback_cmd(rev: str, repo_id: str | None, registry: Path, revision: str, d
     done = rollback(registry, rev, repo_id, revision, dry_run, not hub_only, say=out.say, hub_progress=out.progress)
 
     def text() -> Text:
-        head = f"{done.repo_id}@{done.revision}: {done.head[:12]} -> {done.target[:12]} ({len(done.copied)} file(s) copied on the Hub, {len(done.deleted)} deleted)"
+        head = (
+            f"{done.repo_id}@{done.revision}: {done.head[:12]} -> {done.target[:12]} ({len(done.copied)} file(s) "
+            f"copied on the Hub, {len(done.deleted)} deleted)"
+        )
         yield head
         yield from (f"  copy   {p}" for p in done.copied)
         yield from (f"  delete {p}" for p in done.deleted)
         if done.commit:
             yield from (f"note: {c.path}: {c.note}" for c in done.content if c.xet == "lfs-only")
-            yield f"{sum(c.xet == 'match' for c in done.content)} file(s) verified by the Hub's Xet hash (against the local bytes where the registry holds them, else REV's)"
+            yield (
+                f"{sum(c.xet == 'match' for c in done.content)} file(s) verified by the Hub's Xet hash (against "
+                "the local bytes where the registry holds them, else REV's)"
+            )
             yield f"rolled back in commit {done.commit}"
             yield done.local_note
         elif not (done.copied or done.deleted):

@@ -17,7 +17,8 @@ from .output import json_option, output
 def migrate_cmd(registry: Path, dry_run: bool) -> None:
     """Bring index.json, the card and SHA256SUMS from an older format_version to this tool's, in one transaction.
 
-    Every other command refuses an older registry and says to run this.  A model.sig signed the old bytes: it is reported stale (sign again).
+    Every other command refuses an older registry and says to run this.  A model.sig signed the old bytes: it is
+    reported stale (sign again).
     """
     from ..ops.migrate import migrate
 

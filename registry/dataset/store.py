@@ -52,7 +52,8 @@ def index_problems(index: DatasetIndex) -> Iterator[Problem]:
                 yield Problem(
                     "link.unknown-data",
                     INDEX_NAME,
-                    f"weight {weight.path} cites data {weight.data_version} sha256 {weight.data_sha256[:12]}…, which is no version here",
+                    f"weight {weight.path} cites data {weight.data_version} "
+                    f"sha256 {weight.data_sha256[:12]}…, which is no version here",
                     "run `registry dataset link` again",
                 )
 

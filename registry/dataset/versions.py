@@ -2,7 +2,8 @@
 
 Row counts, the trained file's sha256 and size, the wire format of every row, the thinking mode
 against the wire canonical, what the rows hold against the version's facts (:mod:`.content`: stop
-text, token counts, segment boundaries, families and the split rule, flagged rows), ``release-manifest.json``'s hashes against the files, each split's
+text, token counts, segment boundaries, families and the split rule, flagged rows), ``release-manifest.json``'s hashes
+against the files, each split's
 ``manifest.json`` and ``final-stats.json`` where they state a count or a wire hash, and the three
 forms of every split (:mod:`.rows`).  The files are read through ``locate`` (the version folder,
 or the staged copies while ``registry dataset add`` is adding them), so what is checked is what
@@ -213,7 +214,8 @@ def version_problems(
             Problem(
                 "version.trained-sha-mismatch",
                 f"{name}/{trained.path}",
-                f"sha256 is {actual[:12]}… but index.json says the trainer read {trained.sha256[:12]}… (weights cite that hash)",
+                f"sha256 is {actual[:12]}… but index.json says the trainer read {trained.sha256[:12]}… "
+                "(weights cite that hash)",
                 "restore the file the weights were trained on; changed data is a new version",
             )
         )

@@ -53,6 +53,13 @@ def environment(device: str) -> Environment:
     from importlib.metadata import version  # noqa: PLC0415
 
     return Environment(
-        device=device, gpu=gpu, driver=driver, torch=torch.__version__, cuda=torch.version.cuda, rwkv=version("rwkv"),
-        python=platform.python_version(), registry=__version__, kernel_source_hash=kernel_source_hash(),
-    )  # fmt: skip
+        device=device,
+        gpu=gpu,
+        driver=driver,
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        rwkv=version("rwkv"),
+        python=platform.python_version(),
+        registry=__version__,
+        kernel_source_hash=kernel_source_hash(),
+    )

@@ -64,9 +64,11 @@ def import_official(device: str) -> ModuleType:
     wanted_cuda = "1" if device == "cuda" else "0"
     if "rwkv.model" in sys.modules and os.environ.get("RWKV_CUDA_ON") != wanted_cuda:
         raise RegistryError(
-            "gate.official-runtime", "rwkv.model", f"the rwkv package was already imported with RWKV_CUDA_ON={os.environ.get('RWKV_CUDA_ON')}",
+            "gate.official-runtime",
+            "rwkv.model",
+            f"the rwkv package was already imported with RWKV_CUDA_ON={os.environ.get('RWKV_CUDA_ON')}",
             f"run the {device} gate in a fresh process",
-        )  # fmt: skip
+        )
     os.environ["RWKV_V7_ON"] = "1"
     os.environ["RWKV_JIT_ON"] = "1"
     os.environ["RWKV_CUDA_ON"] = wanted_cuda

@@ -152,9 +152,11 @@ def check_miss_fits(
         weight = base[name]
         if block.dim() != 2 or weight.dim() != 2 or block.shape[0] != weight.shape[0]:
             raise RegistryError(
-                "gate.miss-shape", source, f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
+                "gate.miss-shape",
+                source,
+                f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
                 "merge onto the base the adapter was trained on",
-            )  # fmt: skip
+            )
 
 
 def merged_weights(
@@ -428,9 +430,12 @@ class Rwkv7:
             t = tensors[f"blocks.{i}.att.time_state"]
             if tuple(t.shape) != (s.n_head, s.head_size, s.head_size):
                 raise RegistryError(
-                    "gate.state-mismatch", source, f"blocks.{i}.att.time_state is {tuple(t.shape)}, the model needs {(s.n_head, s.head_size, s.head_size)}",
+                    "gate.state-mismatch",
+                    source,
+                    f"blocks.{i}.att.time_state is {tuple(t.shape)}, the model "
+                    f"needs {(s.n_head, s.head_size, s.head_size)}",
                     "use the state trained for this base model",
-                )  # fmt: skip
+                )
             state[3 * i + 1] = t.to(device=self.device, dtype=torch.float32).unsqueeze(0).repeat(batch, 1, 1, 1)
         return state
 

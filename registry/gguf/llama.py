@@ -135,9 +135,14 @@ def _child_logits(request: dict[str, Any], work: Path) -> dict[str, Any]:
     try:
         with _without_extra_buffers(), _quiet():
             llm = Llama(
-                model_path=request["path"], n_ctx=longest + steps + 8, n_batch=max(longest, 32), logits_all=True, n_threads=request["threads"],
-                n_gpu_layers=0, verbose=False,
-            )  # fmt: skip
+                model_path=request["path"],
+                n_ctx=longest + steps + 8,
+                n_batch=max(longest, 32),
+                logits_all=True,
+                n_threads=request["threads"],
+                n_gpu_layers=0,
+                verbose=False,
+            )
     except ValueError as exc:  # llama-cpp-python's word for "llama.cpp would not load the file"
         raise LlamaFailed(f"llama.cpp did not load the file ({exc})") from exc
     load_s = time.perf_counter() - start

@@ -140,4 +140,7 @@ def small_file_problems(
         if got is not None and got != want:
             yield f"{name} {_first_difference(want, got)}; the export's small files are a function of its source"
     if tokenizer_sha256 is not None and tokenizer_sha256 not in (TOKENIZER_JSON_SHA256, _derived_tokenizer_sha256()):
-        yield f"{TOKENIZER_NAME} is not the tokenizer export-hf writes for {export.vocab} (sha256 {tokenizer_sha256[:12]}…)"
+        yield (
+            f"{TOKENIZER_NAME} is not the tokenizer export-hf writes for {export.vocab} "
+            f"(sha256 {tokenizer_sha256[:12]}…)"
+        )

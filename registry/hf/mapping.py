@@ -182,7 +182,8 @@ def _shape_config(shapes: Mapping[str, Sequence[int]], source: str | Path | None
     if head_dim != HEAD_SIZE:
         raise _refuse(
             source,
-            f"blocks.0.att.r_k is {heads}x{head_dim}: head size {head_dim}, and fla's RWKV-7 takes head size {HEAD_SIZE} only",
+            f"blocks.0.att.r_k is {heads}x{head_dim}: head size {head_dim}, and fla's RWKV-7 takes head "
+            f"size {HEAD_SIZE} only",
         )
     n_layer = _layers(shapes)
     if n_layer == 1:
@@ -190,7 +191,8 @@ def _shape_config(shapes: Mapping[str, Sequence[int]], source: str | Path | None
         # whenever the model is built (transformers 5 has no switch to skip it), from_pretrained too
         raise _refuse(
             source,
-            "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by num_hidden_layers - 1)",
+            "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by "
+            "num_hidden_layers - 1)",
             "no Transformers export exists for a 1-layer model: publish the .pth, which the rwkv runtime loads",
         )
     config: dict[str, Any] = {
@@ -220,7 +222,8 @@ def fla_plan(shapes: Mapping[str, Sequence[int]], source: str | Path | None = No
         if got != want[rule.target]:
             raise _refuse(
                 source,
-                f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's config from the other shapes needs {want[rule.target]}",
+                f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's "
+                f"config from the other shapes needs {want[rule.target]}",
             )
     extra = sorted(set(shapes) - {r.source for r in plan} - set(DROPPED_SOURCES))
     if extra:
@@ -251,5 +254,8 @@ def tensor_misfit(
     wrong = sorted((n for n in want if (tuple(found[n][0]), found[n][1]) != want[n]), key=_natural)
     if wrong:
         name = wrong[0]
-        return f"{file}: {name} is {found[name][1]} {tuple(found[name][0])}, but the {what} is {want[name][1]} {want[name][0]}"
+        return (
+            f"{file}: {name} is {found[name][1]} {tuple(found[name][0])}, but the {what} "
+            f"is {want[name][1]} {want[name][0]}"
+        )
     return None

@@ -92,14 +92,20 @@ def check_vocab(base: Base, vocab_size: int, source: str | Path) -> None:
     recorded = (base.vocab or WORLD_VOCAB).removesuffix(".txt")
     if recorded != WORLD_VOCAB:
         raise RegistryError(
-            "export.vocab-mismatch", INDEX_NAME, f"base {base.name} records vocabulary {base.vocab}, and the exporter writes tokenizer files for {WORLD_VOCAB} only",
+            "export.vocab-mismatch",
+            INDEX_NAME,
+            f"base {base.name} records vocabulary {base.vocab}, and the exporter writes tokenizer files "
+            f"for {WORLD_VOCAB} only",
             f"export a base built on {WORLD_VOCAB} (or correct the base's recorded vocab if it is wrong)",
-        )  # fmt: skip
+        )
     if vocab_size < 65536:
         raise RegistryError(
-            "export.vocab-mismatch", source, f"the model has {vocab_size} token embeddings, fewer than {WORLD_VOCAB}'s 65536 ids, so it is not built on the vocabulary its base records",
+            "export.vocab-mismatch",
+            source,
+            f"the model has {vocab_size} token embeddings, fewer than {WORLD_VOCAB}'s 65536 ids, so it is "
+            "not built on the vocabulary its base records",
             "export the checkpoint trained with the world vocabulary, or correct the base's recorded vocab",
-        )  # fmt: skip
+        )
 
 
 def _byte_alphabet() -> list[str]:

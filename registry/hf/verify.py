@@ -35,7 +35,8 @@ from .tokenizer import trie_tokenizer
 SAMPLES: dict[str, str] = {
     **PROMPTS,  # seed 000's prompts (Chinese, System/User/Assistant)
     "seed000-user-assistant": "User: 候选角色：甲、乙\n上下文：……\n\nAssistant:",
-    "english-chat": "User: Write a haiku about rain.\n\nAssistant: Soft rain on the roof,\n  a  double  space\tand a tab.\n\nUser:",
+    "english-chat": "User: Write a haiku about rain.\n\nAssistant: Soft rain on the roof,\n  a  double  space\tand a "
+    "tab.\n\nUser:",
     "emoji-and-newlines": "🌧️☔ 雨停了。\n\n\n\r\n😀👍🏽 done\n",
     "code": 'def f(x):\n    return {"boundaries": [x, 2, 3]}  # 注释\n',
 }

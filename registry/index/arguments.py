@@ -62,7 +62,8 @@ def require_file_name(value: str, what: str, option: str) -> None:
             "args.bad-name",
             _shown(value),
             f"{what} {value!r} {defect}",
-            f"rename the file (no control, bidi or zero-width characters, backslashes or surrounding spaces) and pass it to {option}",
+            "rename the file (no control, bidi or zero-width characters, backslashes or surrounding spaces) "
+            f"and pass it to {option}",
         )
 
 
@@ -112,7 +113,8 @@ def require_text(value: str, option: str, limit: int = MAX_NOTES_CHARS) -> str:
         raise RegistryError(
             "args.card-marker",
             option,
-            f"the text contains the card's hand-written-section marker {marker}, which would leave README.md unrenderable",
+            f"the text contains the card's hand-written-section marker {marker}, which would leave README.md "
+            "unrenderable",
             f"remove that marker from {option}",
         )
     return value

@@ -28,7 +28,8 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def build(model: type[M], data: Mapping[str, Any], options: Mapping[str, str]) -> M:
-    """``model`` from ``data``, or a refusal naming the option (``options``: field -> option) that holds the bad value."""
+    """``model`` from ``data``, or a refusal naming the option (``options``: field -> option) that holds the bad
+    value."""
     try:
         return model.model_validate(dict(data))
     except ValidationError as exc:

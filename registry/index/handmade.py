@@ -34,11 +34,23 @@ BASE = {
     "vocab": "vocab",
 }
 ENTRY = {
-    "path": "path", "file": "path", "method": "method", "base_sha256": "base_sha256", "base": "base",
-    "data_version": "data_version", "data_sha256": "data_sha256", "dataset_repo": "dataset_repo", "sha256": "sha256",
-    "size": "size", "recommended": "recommended", "content_version": "content_version", "notes": "notes",
-    "adapter_id": "adapter_id", "profile": "profile", "sampling": "sampling",
-}  # fmt: skip
+    "path": "path",
+    "file": "path",
+    "method": "method",
+    "base_sha256": "base_sha256",
+    "base": "base",
+    "data_version": "data_version",
+    "data_sha256": "data_sha256",
+    "dataset_repo": "dataset_repo",
+    "sha256": "sha256",
+    "size": "size",
+    "recommended": "recommended",
+    "content_version": "content_version",
+    "notes": "notes",
+    "adapter_id": "adapter_id",
+    "profile": "profile",
+    "sampling": "sampling",
+}
 REFERENCE = {
     "name": "name",
     "method": "method",

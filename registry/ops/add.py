@@ -66,7 +66,8 @@ def _check_request(request: AddRequest, index: Index) -> Base:
             raise RegistryError(
                 "args.bad-name",
                 request.run,
-                f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF files (export-gguf)",
+                f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF "
+                "files (export-gguf)",
                 "pass another --run name",
             )
     require_file_name(request.file.name, "file name", "registry add")
@@ -267,7 +268,8 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
             raise RegistryError(
                 "args.name-collision",
                 request.file,
-                f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file on macOS and Windows checkouts",
+                f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file "
+                "on macOS and Windows checkouts",
                 "rename the file (or pass another --run) so that it differs in more",
             )
         train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)

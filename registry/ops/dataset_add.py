@@ -2,7 +2,8 @@
 
 What the command states (row counts, the trained file and its sha256, the wire format, the
 thinking mode, and the content facts: stop text, context, vocabulary, family key and split rule,
-flagged rows; :mod:`registry.dataset.content`) is compared with what the copied files hold (:mod:`registry.dataset.versions`):
+flagged rows; :mod:`registry.dataset.content`) is compared with what the copied files hold
+(:mod:`registry.dataset.versions`):
 the files are copied into staging while they are hashed, the copies are checked, and only then
 renamed into place with index.json, the card and SHA256SUMS in one transaction.  A refusal leaves
 the registry byte-identical.
@@ -35,11 +36,26 @@ from ..index.editing import build
 from .add import copy_hashing
 
 OPTIONS = {
-    "version": "--version", "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher",
-    "trained_file": "--trained-file/--trained-sha256", "train_rows": "--train-rows", "validation_rows": "--validation-rows",
-    "wire": "--wire-canonical/--wire-hash", "vocabulary": "--vocab", "summary": "--summary", "composition": "--composition", "known_issues": "--known-issue",
-    "stop_text": "--stop-text", "context": "--context", "family_key": "--family-key", "split_rule": "--split-rule", "flag_key": "--flag-key", "flagged_rows": "--flagged-rows",
-}  # fmt: skip
+    "version": "--version",
+    "date": "--date",
+    "thinking": "--thinking",
+    "profile": "--profile",
+    "teachers": "--teacher",
+    "trained_file": "--trained-file/--trained-sha256",
+    "train_rows": "--train-rows",
+    "validation_rows": "--validation-rows",
+    "wire": "--wire-canonical/--wire-hash",
+    "vocabulary": "--vocab",
+    "summary": "--summary",
+    "composition": "--composition",
+    "known_issues": "--known-issue",
+    "stop_text": "--stop-text",
+    "context": "--context",
+    "family_key": "--family-key",
+    "split_rule": "--split-rule",
+    "flag_key": "--flag-key",
+    "flagged_rows": "--flagged-rows",
+}
 
 
 @dataclass
@@ -110,15 +126,30 @@ def version_of(facts: Mapping[str, Any], sizes: Mapping[str, int]) -> DataVersio
     get = facts.get
     profile, trained = get("profile"), get("trained_file")
     data = {
-        "version": get("version"), "date": get("date"), "thinking": get("thinking"), "profile": profile, "teachers": get("teachers"),
-        "trained_file": {"path": trained, "sha256": str(get("trained_sha256") or "").lower(), "size": sizes.get(trained or "", 0)},
-        "train_rows": get("train_rows"), "validation_rows": get("validation_rows"),
-        "wire": {"canonical": get("wire_canonical"), "hash": str(get("wire_hash") or "").lower()}, "vocabulary": get("vocabulary"),
-        "summary": get("summary") or Localized(), "composition": get("composition") or Localized(), "known_issues": get("known_issues") or Localized(),
-        "stop_text": get("stop_text") or (PROFILES[profile].stop_text if profile in PROFILES else None), "context": get("context"),
-        "family_key": get("family_key") or _rule_key(get("split_rule")), "split_rule": get("split_rule"),
-        "flag_key": get("flag_key"), "flagged_rows": get("flagged_rows"),
-    }  # fmt: skip
+        "version": get("version"),
+        "date": get("date"),
+        "thinking": get("thinking"),
+        "profile": profile,
+        "teachers": get("teachers"),
+        "trained_file": {
+            "path": trained,
+            "sha256": str(get("trained_sha256") or "").lower(),
+            "size": sizes.get(trained or "", 0),
+        },
+        "train_rows": get("train_rows"),
+        "validation_rows": get("validation_rows"),
+        "wire": {"canonical": get("wire_canonical"), "hash": str(get("wire_hash") or "").lower()},
+        "vocabulary": get("vocabulary"),
+        "summary": get("summary") or Localized(),
+        "composition": get("composition") or Localized(),
+        "known_issues": get("known_issues") or Localized(),
+        "stop_text": get("stop_text") or (PROFILES[profile].stop_text if profile in PROFILES else None),
+        "context": get("context"),
+        "family_key": get("family_key") or _rule_key(get("split_rule")),
+        "split_rule": get("split_rule"),
+        "flag_key": get("flag_key"),
+        "flagged_rows": get("flagged_rows"),
+    }
     return build(DataVersion, data, OPTIONS)
 
 
