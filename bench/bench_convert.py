@@ -57,7 +57,8 @@ source, root = Path(sys.argv[1]), Path(sys.argv[2])
 init_registry(root)
 add_base(root, BaseRequest(path=source, filename=source.name))
 train = root.parent / "train.json"
-train.write_text(json.dumps({"trainer": {"name": "bench", "version": "0"}, "hyperparameters": {}, "command": "bench", "data_sha256": "0" * 64}))
+facts = {"trainer": {"name": "bench", "version": "0"}, "hyperparameters": {}, "command": "bench"}
+train.write_text(json.dumps({**facts, "data_sha256": "0" * 64}))
 entry = add_weight(root, AddRequest(source, source.name[:-4], "full", "v1.0", train, move=True))
 print("ENTRY", entry.path)
 """

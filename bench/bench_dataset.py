@@ -42,7 +42,8 @@ from registry.dataset.versions import version_problems
 from registry.core.hashing import hash_file
 folder, index = Path(sys.argv[1]), DatasetIndex.model_validate_json(Path(sys.argv[2]).read_text())
 version = index.versions[0]
-files = {p.relative_to(folder).as_posix(): version.trained_file.sha256 if p.relative_to(folder).as_posix() == version.trained_file.path else "" for p in folder.rglob("*") if p.is_file()}
+rels = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
+files = {rel: version.trained_file.sha256 if rel == version.trained_file.path else "" for rel in rels}
 files = {rel: sha or "0" * 64 for rel, sha in files.items()}
 problems = [p for p in version_problems(version, files, folder.joinpath) if p.code != "version.manifest-mismatch"]
 print("PROBLEMS", len(problems), [p.one_line() for p in problems[:3]])

@@ -36,7 +36,8 @@ from pathlib import Path
 from registry.dataset.content import TokenCache, VersionContent
 from registry.dataset.models import DataVersion
 from registry.dataset.rows import read_rows
-path, version, sha, cache = Path(sys.argv[1]), DataVersion.model_validate_json(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
+path, version = Path(sys.argv[1]), DataVersion.model_validate_json(sys.argv[2])
+sha, cache = sys.argv[3], Path(sys.argv[4])
 content = VersionContent(version, TokenCache(cache))
 rows = read_rows(path, "rows.jsonl", version.wire, keep=False, observe=content.split("train", "rows.jsonl", sha))
 problems = rows.report.findings() + content.findings()

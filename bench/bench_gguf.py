@@ -67,10 +67,12 @@ reference = gate.reference_logits(tensors, ids)
 for kind in kinds:
     file = out / f"gate-{kind}.gguf"
     if kind in mapping.DIRECT_TYPES:
-        writer.write_gguf(file, plan, source, lambda n, s: mapping.storage_type(n, s, kind), mapping.metadata(plan.config, mapping.DIRECT_TYPES[kind]), tokens, "bench")
+        kv = mapping.metadata(plan.config, mapping.DIRECT_TYPES[kind])
+        writer.write_gguf(file, plan, source, lambda n, s: mapping.storage_type(n, s, kind), kv, tokens, "bench")
     else:
         lossless = out / "gate-lossless.gguf"
-        writer.write_gguf(lossless, plan, source, lambda n, s: mapping.storage_type(n, s, "bf16"), mapping.metadata(plan.config, mapping.LOSSLESS_FTYPE["BF16"]), tokens, "bench")
+        kv = mapping.metadata(plan.config, mapping.LOSSLESS_FTYPE["BF16"])
+        writer.write_gguf(lossless, plan, source, lambda n, s: mapping.storage_type(n, s, "bf16"), kv, tokens, "bench")
         writer.quantize(lossless, file, mapping.QUANTIZER_TYPES[kind])
     figures = gate.checks(kind, llama.logits(file, ids, PROMPTS), reference, ids, spec.n_layer)[0].figures
     print("GATE", json.dumps({"type": kind, "nmse": figures["nmse"], "top1": figures["top1_agreement"]}), flush=True)

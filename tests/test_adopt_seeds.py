@@ -52,7 +52,7 @@ def state_train_json(data_sha: str = DATA_STATE) -> str:
   "started": "2026-10-13T02:10:00+08:00",
   "finished": "2026-10-13T09:41:00+08:00"
 }}
-"""
+"""  # noqa: E501 seed 001's train.json as written: one line per key
 
 
 def miss_train_json(data_sha: str = DATA_MISS, extra: str = "") -> str:
@@ -76,7 +76,7 @@ def miss_train_json(data_sha: str = DATA_MISS, extra: str = "") -> str:
   "started": "2026-10-16T00:00:00+08:00",
   "finished": "2026-10-16T06:00:00+08:00"
 }}
-"""
+"""  # noqa: E501 seed 001's train.json as written: one line per key
 
 
 def heredoc(path: str, text: str, folder: Path) -> None:

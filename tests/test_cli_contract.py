@@ -188,7 +188,8 @@ def test_a_range_error_says_which_values_fit(empty_registry):
 
 
 WRITE_COMMANDS = [
-    ["set", "title", "T"], ["set", "summary", "S", "--lang", "en"], ["eval-setup", "exam", "--items", "5"], ["sums"], ["card"],
+    ["set", "title", "T"], ["set", "summary", "S", "--lang", "en"],
+    ["eval-setup", "exam", "--items", "5"], ["sums"], ["card"],
     ["describe", "--base", "rwkv7-tiny-a-20260101", "--known-issue", "k", "--lang", "en"],
     ["score", "--base", "rwkv7-tiny-a-20260101", *SCORE],
 ]  # fmt: skip

@@ -337,8 +337,8 @@ class HfExport(_Strict):
     State, its initial recurrent state in fla's layout."""
 
     path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(
-        description="The folder: <base>/hf for a base, hf/ beside a full entry or a MiSS adapter, hf/<state-stem> beside "
-        "a State"
+        description="The folder: <base>/hf for a base, hf/ beside a full entry or a MiSS adapter, hf/<state-stem> "
+        "beside a State"
     )
     source: str = Field(description="The full entry's path, or the base's name")
     source_sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="The .pth the folder was exported from")
@@ -427,8 +427,8 @@ class RegistryInfo(_Strict):
     )
     front_matter: dict[str, Any] = Field(
         default_factory=dict,
-        description="The author's own card metadata (a hand-written README's front matter, as written): every key stays "
-        "in the card's; the author's values stand, lists the registry writes are merged in; model-index and "
+        description="The author's own card metadata (a hand-written README's front matter, as written): every key "
+        "stays in the card's; the author's values stand, lists the registry writes are merged in; model-index and "
         "base_model_relation are the registry's",
     )
 
@@ -467,8 +467,8 @@ class Index(_Strict):
     rewrites: list[Rewrite] = Field(default_factory=list)
     kept_facts: dict[str, Any] = Field(
         default_factory=dict,
-        description="What a hand-written index.json stated that no field above holds, by its JSON path there, as written "
-        "(registry adopt): published with the registry and shown on the card",
+        description="What a hand-written index.json stated that no field above holds, by its JSON path there, as "
+        "written (registry adopt): published with the registry and shown on the card",
     )
 
     def base_by_name(self, name: str) -> Base | None:
@@ -499,7 +499,8 @@ class Trainer(_Strict):
     package: str | None = Field(default=None, description="What ships the trainer, e.g. rwkv_lightning_cuda")
     requires: str | None = Field(
         default=None,
-        description="What any build used to retrain must have, e.g. the segments mask (commit 47df608): v1.8.1 or later",
+        description="What any build used to retrain must have, e.g. the segments mask (commit 47df608): "
+        "v1.8.1 or later",
     )
 
 

@@ -228,8 +228,8 @@ class DatasetInfo(_Strict):
     attribution: Localized = Field(default_factory=Localized)
     front_matter: dict[str, Any] = Field(
         default_factory=dict,
-        description="The author's own card metadata (a hand-written README's front matter, as written): every key stays "
-        "in the card's; the author's values stand, lists the registry writes are merged in; size_categories "
+        description="The author's own card metadata (a hand-written README's front matter, as written): every key "
+        "stays in the card's; the author's values stand, lists the registry writes are merged in; size_categories "
         "and configs are the registry's",
     )
 

@@ -98,8 +98,8 @@ class Receipt(_Strict):
     passed: bool
     seal: str | None = Field(
         default=None,
-        description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it (kept "
-        "outside the registry)",
+        description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it "
+        "(kept outside the registry)",
     )
     signature: ReceiptSignature | None = Field(
         default=None,

@@ -258,7 +258,8 @@ def _expected_shape(name: str, shape: ModelShape, tensors: Mapping[str, torch.Te
     leaf = name.split(".", 2)[-1] if name.startswith("blocks.") else name
     fixed = {
         "emb.weight": (v, c), "head.weight": (v, c),
-        "att.receptance.weight": (c, c), "att.key.weight": (c, c), "att.value.weight": (c, c), "att.output.weight": (c, c),
+        "att.receptance.weight": (c, c), "att.key.weight": (c, c),
+        "att.value.weight": (c, c), "att.output.weight": (c, c),
         "ffn.key.weight": (f, c), "ffn.value.weight": (c, f),
         "att.r_k": (shape.n_head, shape.head_size),
     }  # fmt: skip

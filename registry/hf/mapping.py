@@ -122,7 +122,8 @@ def fla_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
         "attn_norm.weight": (c,), "attn_norm.bias": (c,), "ffn_norm.weight": (c,), "ffn_norm.bias": (c,),
         **{f"attn.x_{m}": (1, 1, c) for m in "rwkvag"},
         "attn.k_k": (c,), "attn.k_a": (c,), "attn.r_k": (heads, n),
-        "attn.r_proj.weight": (c, c), "attn.k_proj.weight": (c, c), "attn.v_proj.weight": (c, c), "attn.o_proj.weight": (c, c),
+        "attn.r_proj.weight": (c, c), "attn.k_proj.weight": (c, c),
+        "attn.v_proj.weight": (c, c), "attn.o_proj.weight": (c, c),
         "attn.g_norm.weight": (c,), "attn.g_norm.bias": (c,),
         "ffn.x_k": (c,), "ffn.key.weight": (f, c), "ffn.value.weight": (c, f),
     }  # fmt: skip

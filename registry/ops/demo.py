@@ -467,8 +467,8 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
             "torch": "2.7.1+cu128",
             "precision": "BF16",
             "gpu": "NVIDIA A800 80 GB",
-            "decoding": "greedy: temperature=0, top_p=0, alpha_frequency=0, alpha_presence=0, chunk_len=256, stop token "
-            "[0], stop text \\n\\nUser:",
+            "decoding": "greedy: temperature=0, top_p=0, alpha_frequency=0, alpha_presence=0, chunk_len=256, stop "
+            "token [0], stop text \\n\\nUser:",
         },
         describe=[
             "Local held-out test split. Prompts were rendered with the same local packing code used for "
