@@ -19,8 +19,8 @@ Every step starts from the same state: no output of an earlier step on disk, ``s
 page cache dropped (when run as root), then the source read once so that it is cached, as a file
 just downloaded or trained is.  A full page cache made writes 2-3x slower here.  The steps run
 in interleaved rounds (``--rounds``), as this VM's disk speed drifts from minute to minute;
-medians are reported, with every sample.  Run: ``python bench/bench_convert.py [--sizes 3,12] [--rounds 3] [--dir
-DIR]``.
+medians are reported, with every sample.
+Run: ``python bench/bench_convert.py [--sizes 3,12] [--rounds 3] [--dir DIR]``.
 Targets: peak RSS < 10% of the file for 12 GiB (convert and export-hf); throughput >= 0.5x cp.
 """
 

@@ -12,8 +12,8 @@ the packing input), then measures, each in a fresh process with its peak RSS (Vm
 
 and ``sha256sum`` of the version's files (warm).  Then ``check`` again on a version of many short
 rows (``--many-rows``), whose peak RSS over the first one's gives the memory a row costs (the row
-digests are the only thing that grows).  Run: ``python bench/bench_dataset.py [--gb 1] [--many-rows 400000] [--dir
-/tmp/bench-dataset]``.
+digests are the only thing that grows).
+Run: ``python bench/bench_dataset.py [--gb 1] [--many-rows 400000] [--dir /tmp/bench-dataset]``.
 """
 
 from __future__ import annotations

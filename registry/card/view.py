@@ -78,8 +78,8 @@ class Languages:
         return "en" in self.order
 
     def t(self, zh: str, en: str, sep: str = " · ") -> str:
-        """The card's words for one thing: ``基模 · Bases``, ``Bases`` or ``基模`` (headings; table heads use sep="
-        ")."""
+        """The card's words for one thing: ``基模 · Bases``, ``Bases`` or ``基模`` (headings;
+        table heads use sep=" ")."""
         return sep.join({"zh": zh, "en": en}[lang] for lang in self.order)
 
     @property
