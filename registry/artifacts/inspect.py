@@ -178,7 +178,7 @@ def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
     The file is read by :func:`read_torch_zip` first, so torch's unpickler only ever sees a file
     the stricter reader accepted (and the refusals are the same whether torch is installed or not)."""
     read_torch_zip(path)
-    import torch
+    import torch  # noqa: PLC0415 optional dependency: torch
 
     try:
         loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -200,7 +200,7 @@ def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _require_flat_tensor_map(path: Path, loaded: Any) -> dict[str, torch.Tensor]:
-    import torch
+    import torch  # noqa: PLC0415 optional dependency: torch
 
     fix = "save a flat dict of tensors (if they are nested, e.g. under 'state_dict', save that dict alone)"
     if not isinstance(loaded, Mapping):

@@ -16,8 +16,8 @@ from .inspect import load_tensor_map
 
 def twin_difference(pth: Path, safetensors: Path) -> str | None:
     """What differs between the tensors of the two files, or None when they hold the same ones."""
-    import torch
-    from safetensors import safe_open
+    import torch  # noqa: PLC0415 optional dependency: torch
+    from safetensors import safe_open  # noqa: PLC0415 optional dependency: safetensors
 
     source = load_tensor_map(pth)
     with safe_open(str(safetensors), framework="pt") as reader:

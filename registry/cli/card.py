@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..ops.card import check_card, write_card
 from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir
 from .output import Line, Text, json_option, output
 
@@ -27,7 +28,6 @@ def card(directory: Path | None, registry: Path, check: bool) -> None:
     DIR defaults to -C / RWKV_REGISTRY, else the current directory.  The card's languages are registry.languages
     (`registry set languages`).  The hand-written section between the registry:handwritten markers is kept verbatim.
     """
-    from ..ops.card import check_card, write_card
 
     root, out = registry_dir(directory, registry), output()
     if not check:

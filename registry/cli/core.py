@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from ..core.progress import say
+from ..ops.sums import check_sums, write_sums
+from ..ops.vouched import not_covered, validate_report
 from .app import DIR_ARG, REGISTRY_OPT, card_front_options, main, registry_dir
 from .output import json_option, output
 from .sign import EXISTING_FILE
@@ -25,7 +27,7 @@ REQUIRE_BYTES_OPT = click.option(
 @json_option
 def init(directory: Path | None, registry: Path, title: str | None, license_: str | None) -> None:
     """Create an empty registry in DIR (default: -C, else the current directory)."""
-    from ..ops.init import init_registry
+    from ..ops.init import init_registry  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     repo = init_registry(registry_dir(directory, registry), title=title, license=license_)
     output().result({"ok": True, "registry": str(repo.root)}, f"initialised registry at {repo.root}")
@@ -39,7 +41,6 @@ def init(directory: Path | None, registry: Path, title: str | None, license_: st
 @json_option
 def sums(directory: Path | None, registry: Path, check: bool, require_bytes: bool) -> None:
     """Recompute SHA256SUMS (or --check it) for the registry in DIR."""
-    from ..ops.sums import check_sums, write_sums
 
     root, out = registry_dir(directory, registry), output()
     with out.bar("hashing") as bar:
@@ -101,11 +102,10 @@ def validate_cmd(
 ) -> None:
     """Check layout, schemas, index cross-references, SHA256SUMS and model.sig; exit 0 only when clean.
     Git LFS pointers are checked by oid and size (pointer mode) unless --require-bytes."""
-    from ..ops.vouched import not_covered, validate_report
 
     root, out = registry_dir(directory, registry), output()
     if rewrite_reason:
-        from ..ops.validate import allow_rewrite
+        from ..ops.validate import allow_rewrite  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
         adopted = allow_rewrite(root, rewrite_reason)
         for rewrite in adopted.rewrites:
@@ -113,7 +113,7 @@ def validate_cmd(
         for note in adopted.notes:
             say(note)
     if index_only:
-        from ..ops.validate import validate_index_file
+        from ..ops.validate import validate_index_file  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
         out.check(validate_index_file(index_only), f"{index_only} is valid")
         return
@@ -157,7 +157,7 @@ def _say_notes(lines: list[str]) -> None:
 def demo(directory: Path | None, registry: Path) -> None:
     """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR: two registries, shaped like seed 001 (State +
     MiSS, zh card) and seed 000 (a full fine-tune, en card)."""
-    from ..ops.demo import run_demo
+    from ..ops.demo import run_demo  # noqa: PLC0415 optional dependency: safetensors, torch (through ops.demo)
 
     out = output()
     result = run_demo(registry_dir(directory, registry), echo=out.say)

@@ -38,7 +38,7 @@ def dataset_group() -> None:
 @json_option
 def init_cmd(directory: Path | None, registry: Path, title: str | None, license_: str | None) -> None:
     """Create an empty dataset registry in DIR (default: -C, else the current directory)."""
-    from ..ops.dataset_init import init_dataset
+    from ..ops.dataset_init import init_dataset  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     repo = init_dataset(registry_dir(directory, registry), title=title, license=license_)
     output().result(
@@ -161,8 +161,8 @@ def add_cmd(
     flagged_rows: int | None,
 ) -> None:
     """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction."""
-    from ..core.models import Localized
-    from ..ops.dataset_add import VersionRequest, add_version
+    from ..core.models import Localized  # noqa: PLC0415 start-up: light commands import no pydantic (test_light_commands)
+    from ..ops.dataset_add import VersionRequest, add_version  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     def text(items: tuple[str, ...], english: tuple[str, ...] = ()) -> Localized:
         return Localized.model_validate({lang: list(items), **({"en": list(english)} if english else {})})
@@ -302,7 +302,7 @@ def adopt_cmd(
     A fact the folder does not state comes from --models, else from its flag, given as
     VERSION=VALUE; every missing one is named at once.
     """
-    from ..ops.dataset_adopt import FLAGS, DatasetAdoptOptions, adopt_dataset
+    from ..ops.dataset_adopt import FLAGS, DatasetAdoptOptions, adopt_dataset  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     by_flag = {flag.removeprefix("--").replace("-", "_"): name for name, flag in FLAGS.items()}
     given = {by_flag[{"date_": "date"}.get(key, key)]: values for key, values in facts.items() if values}
@@ -349,7 +349,7 @@ def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision:
     """Derive the card's table of weights trained on each version from a model registry, matched by data sha256.
 
     A local registry and its published copy are one source: linking either replaces the other."""
-    from ..ops.dataset_link import link_models, unlink_models
+    from ..ops.dataset_link import link_models, unlink_models  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     out = output()
     if unlink:
@@ -375,7 +375,7 @@ def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision:
 def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | None) -> None:
     """Set a card-level FIELD: title, license, repo-id, languages (the card's), data-languages, tags, task-categories,
     summary, attribution (--lang)."""
-    from ..ops.dataset_set import set_dataset_field
+    from ..ops.dataset_set import set_dataset_field  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     info = set_dataset_field(registry, field, values, lang)
     output().result({"ok": True, "dataset": info.model_dump(mode="json")}, f"set {field}")

@@ -63,8 +63,8 @@ def export_hf_cmd(
             "--base-file goes with --base NAME",
             "add --base NAME, or drop --base-file when exporting ENTRY",
         )
-    from ..convert.shards import parse_size
-    from ..ops.export_hf import ExportRequest, export_hf
+    from ..convert.shards import parse_size  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.export_hf import ExportRequest, export_hf  # noqa: PLC0415 optional dependency: safetensors, torch (through ops.export_hf)
 
     request = ExportRequest(
         entry=entry, base=base_name, base_file=base_file, shard_size=parse_size(shard_size), force=force
@@ -133,7 +133,7 @@ def export_gguf_cmd(
         )
     if base_file is not None and base_name is None and entry is None:
         raise click.UsageError("--base-file goes with --base NAME or a MiSS ENTRY")
-    from ..ops.export_gguf import DEFAULT_TYPES, GgufRequest, export_gguf
+    from ..ops.export_gguf import DEFAULT_TYPES, GgufRequest, export_gguf  # noqa: PLC0415 optional dependency: numpy, torch (through ops.export_gguf)
 
     request = GgufRequest(
         entry=entry, base=base_name, base_file=base_file, types=types or DEFAULT_TYPES, force=force, sign_key=sign_key

@@ -55,7 +55,7 @@ def smoke_cmd(
     .registry/gates/<sha256>.json and a summary into index.json;
     exits 1 when any entry failed a check.
     """
-    from ..ops.smoke import smoke
+    from ..ops.smoke import smoke  # noqa: PLC0415 optional dependency: torch (through ops.smoke)
 
     out = output()
     receipts = smoke(registry, list(paths), base_file, device, echo=out.say, fetch_into=fetch_into, sign_key=sign_key)

@@ -39,7 +39,7 @@ REPO_TYPE_OPT = click.option(
 
 
 def _plan_text(plan: Plan) -> Text:
-    from rich.filesize import decimal
+    from rich.filesize import decimal  # noqa: PLC0415 start-up: rich's console, table and progress bar load only when drawn (-X importtime: 30-190 ms)
 
     where = f"head {plan.head[:12]}" if plan.head else "new repo"
     yield f"plan for {plan.repo_id}@{plan.revision} ({where}):"
@@ -57,7 +57,7 @@ def _plan_text(plan: Plan) -> Text:
 
 
 def _outcome_text(outcome: Outcome, dry_run: bool) -> Text:
-    from ..ops.publish import describe_access
+    from ..ops.publish import describe_access  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     yield from _plan_text(outcome.plan)
     yield f"the repo {'will be' if dry_run else 'is'} {describe_access(outcome.access)}"
@@ -74,8 +74,8 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     """--repo-id, else registry.repo_id from index.json."""
     if repo_id:
         return repo_id
-    from ..core.repo import Repo, is_dataset
-    from ..dataset import store
+    from ..core.repo import Repo, is_dataset  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..dataset import store  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = Repo.open(registry)
     configured = store.load(repo).dataset.repo_id if is_dataset(repo.root) else repo.load_index().registry.repo_id
@@ -163,8 +163,8 @@ def publish_cmd(
     public_key: Path | None,
 ) -> None:
     """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
-    from ..artifacts.signature import SignaturePolicy, TrustedKey
-    from ..ops.publish import PublishOptions, publish
+    from ..artifacts.signature import SignaturePolicy, TrustedKey  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.publish import PublishOptions, publish  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     if private and gated:
         raise usage_error(
@@ -228,9 +228,9 @@ def pull_cmd(
 ) -> None:
     """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place.
     A hand-made repo that is not a registry yet is adopted on the way (`registry adopt`)."""
-    from ..artifacts.signature import SignaturePolicy
-    from ..ops.adopt import AdoptOptions
-    from ..ops.pull import pull
+    from ..artifacts.signature import SignaturePolicy  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.adopt import AdoptOptions  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..ops.pull import pull  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     signature = SignaturePolicy(public_key, require_signature)
     options = AdoptOptions(base_files=base_files, trust_files=trust_files)
@@ -275,9 +275,9 @@ def verify_remote_cmd(
     repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, repo_type: str
 ) -> None:
     """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights."""
-    from ..artifacts.signature import SignaturePolicy
-    from ..core.repo import find_root
-    from ..ops.verify_remote import verify_remote
+    from ..artifacts.signature import SignaturePolicy  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..core.repo import find_root  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.verify_remote import verify_remote  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     out = output()
     signature = SignaturePolicy(public_key, require_signature)
@@ -345,7 +345,7 @@ def _diff_lines(diff: ReleaseDiff) -> Text:
 def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int, offline: bool) -> None:
     """The releases of the registry, newest first: commit, date and one line of what each changed
     (weights, scores, recommended); from the Hub's commits, else the local record."""
-    from ..ops.history import history
+    from ..ops.history import history  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     out = output()
     found = history(registry, repo_id, revision, limit, offline, say=out.say, hub_progress=out.progress)
@@ -383,7 +383,7 @@ def diff_cmd(old: str, new: str, repo_id: str | None, registry: Path, offline: b
     the recommended weights, other files and the card.  Each is `working` (the registry on disk),
     `published` (the last publish or pull) or a Hub revision (branch, tag, commit id); by default
     `published` against `working`."""
-    from ..ops.diff import diff
+    from ..ops.diff import diff  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     out = output()
     found = diff(registry, old, new, repo_id, offline, hub_progress=out.progress)
@@ -405,7 +405,7 @@ def rollback_cmd(rev: str, repo_id: str | None, registry: Path, revision: str, d
     """Make the branch hold REV's files again in one verified commit, copied on the Hub (no weight is
     uploaded again); refused if the branch moved meanwhile.  The local registry follows when it held
     exactly the branch's release."""
-    from ..ops.rollback import rollback
+    from ..ops.rollback import rollback  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     out = output()
     done = rollback(registry, rev, repo_id, revision, dry_run, not hub_only, say=out.say, hub_progress=out.progress)

@@ -85,7 +85,7 @@ class WorldTokenizer:
 def world_tokenizer(vocabulary: str) -> WorldTokenizer | Problem:
     """The tokenizer of ``vocabulary`` (a file the rwkv package ships), or why there is none."""
     try:
-        from rwkv import rwkv_tokenizer  # the torch extra's package; its tokenizer imports nothing heavy
+        from rwkv import rwkv_tokenizer  # the torch extra's package; its tokenizer imports nothing heavy  # noqa: PLC0415 optional dependency: rwkv
     except ImportError:
         return Problem(
             "content.no-tokenizer",

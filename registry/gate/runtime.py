@@ -57,7 +57,7 @@ WKV_CHOICES = ("auto", "kernel", "reference")
 
 
 def _load_safetensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # noqa: PLC0415 optional dependency: safetensors
 
     return load_file(path)
 

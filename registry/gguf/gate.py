@@ -17,6 +17,7 @@ import platform
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
 
@@ -127,7 +128,6 @@ def gate_gguf(
     GGUF (the file it was quantized from, and the type whose bound holds it) is judged too, as
     check ``gguf-lossless-logits``: a wrong mapping shows there by orders of magnitude, where
     the k-quant's own bound is loose enough to hide it."""
-    from importlib.metadata import version
 
     start = time.perf_counter()
     prompt_ids = tokenizer().prompt_ids

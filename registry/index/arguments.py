@@ -11,6 +11,9 @@ import math
 import re
 from datetime import date
 
+from ..card.handwritten import (
+    marker_in,
+)  # the card package (Jinja2, the Hub's card data) is heavy; load it only here
 from ..core.collisions import invisible_character, too_long
 from ..core.errors import RegistryError
 from ..core.models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
@@ -90,9 +93,6 @@ def require_finite(value: float, option: str) -> float:
 
 def require_text(value: str, option: str, limit: int = MAX_NOTES_CHARS) -> str:
     """Free text the card shows: valid UTF-8, bounded, and free of the card's hand-written-section markers."""
-    from ..card.handwritten import (
-        marker_in,
-    )  # the card package (Jinja2, the Hub's card data) is heavy; load it only here
 
     if SURROGATES.search(value):  # how Python hands over command-line bytes that are not UTF-8
         raise RegistryError(

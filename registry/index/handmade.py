@@ -10,6 +10,7 @@ is dropped silently.  The facts are claims: ``adopt`` compares them with the fil
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +138,6 @@ class HandIndex:
 
 
 def _shown(value: Any) -> str:
-    import json
 
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -31,10 +31,11 @@ from ..core.models import (
 from ..core.names import GGUF_DIR, HF_DIR, INDEX_NAME, TRAIN_JSON, WEIGHT_SUFFIXES
 from ..core.pinned import Pinned, pinned
 from ..core.repo import Repo, render_index
-from ..core.sums import parse_sums
+from ..core.schemas import read_bounded
+from ..core.sums import MAX_SUMS_BYTES, parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
-from ..index.arguments import require_name, require_sha
+from ..index.arguments import require_file_name, require_name, require_sha, require_text
 from ..index.derived import stage_derived
 from ..index.rules import index_to_change, weight_path_problem
 
@@ -56,7 +57,6 @@ class AddRequest:
 
 
 def _check_request(request: AddRequest, index: Index) -> Base:
-    from ..index.arguments import require_file_name, require_text
 
     # Every name that becomes part of the entry's path, and the text the card shows, before anything is staged.
     require_name(request.base, "base name", "--base")
@@ -154,8 +154,6 @@ def _check_data_sums(request: AddRequest, data_sha: str | None) -> None:
             "names its data by dataset repo and revision, with no file sha256 to look up in --data-sums",
             "add the sha256 of the file the trainer read to train.json's data, or leave out --data-sums",
         )
-    from ..core.schemas import read_bounded
-    from ..core.sums import MAX_SUMS_BYTES
 
     # Not read_bytes(): /dev/zero would fill memory and a FIFO would block; anything but a regular
     # file of at most MAX_SUMS_BYTES is refused before it is read.

@@ -98,11 +98,11 @@ def list_registry(root: Path) -> Listing | DatasetListing:
     kept = verdicts.recall("list") if verdicts is not None else None
     if isinstance(kept, dict) and isinstance(kept.get("bases"), list) and isinstance(kept.get("entries"), list):
         return Listing(kept["bases"], kept["entries"])
-    from ..core.repo import Repo, is_dataset  # the index's models: only for a tree that changed
+    from ..core.repo import Repo, is_dataset  # the index's models: only for a tree that changed  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = Repo.open(root)
     if is_dataset(repo.root):
-        from ..dataset.store import load
+        from ..dataset.store import load  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
         dataset = load(repo)
         return DatasetListing([VersionListing(v, _linked(v, dataset.models)) for v in dataset.versions])
