@@ -22,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
 from common import GIB, report, run_timed
 
 from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
@@ -32,8 +33,6 @@ BASE = "rwkv7-bench-20260930"
 
 
 def make_repo(directory: Path, layers: int) -> tuple[Path, Path]:
-    import torch
-
     base = make_base_checkpoint(directory / f"{BASE}.pth", TinySpec(n_layer=layers, n_embd=1024, vocab_size=65536))
     repo = directory / "hand-made"
     repo.mkdir(parents=True)

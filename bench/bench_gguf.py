@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from common import GIB, child_peak_rss, report, run_timed
 
-from registry.artifacts.synthetic import TinySpec, checkpoint_shapes
+from registry.artifacts.synthetic import TinySpec, checkpoint_shapes, make_base_checkpoint
 
 SETUP = """
 from pathlib import Path
@@ -101,8 +101,6 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-gguf-", dir=args.dir))
     try:
-        from registry.artifacts.synthetic import make_base_checkpoint
-
         spec = spec_for(args.gib)
         source = make_base_checkpoint(work / "rwkv7-bench-20260101.pth", spec, shared=True)
         size = source.stat().st_size

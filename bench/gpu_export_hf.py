@@ -128,9 +128,9 @@ def fla_runs(
     n_layer: int,
 ) -> dict:
     """fla's logits for the base, then PEFT's merge of the adapter onto it and its logits."""
-    import fla  # noqa: F401
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
+    import fla  # noqa: F401, PLC0415 optional dependency: fla
+    from peft import PeftModel  # noqa: PLC0415 optional dependency: peft
+    from transformers import AutoModelForCausalLM  # noqa: PLC0415 optional dependency: transformers
 
     found: dict = {}
     with Timer("fla-load") as extra, warnings.catch_warnings():

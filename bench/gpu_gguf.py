@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import torch
@@ -38,6 +39,7 @@ from gpu_gate import SHAPES, build_base
 
 from registry.artifacts.synthetic import TinySpec, checkpoint_shapes
 from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.export_gguf import GgufRequest, export_gguf
 from registry.ops.init import init_registry
 
 TINY = TinySpec(n_layer=2, n_embd=256, vocab_size=65536, seed=3)
@@ -153,8 +155,6 @@ print("PROBE closed", flush=True)
 
 
 def probe(run: Run, root: Path, name: str, base: Path) -> None:
-    from registry.ops.export_gguf import GgufRequest, export_gguf
-
     (record,) = export_gguf(root, GgufRequest(base=name, base_file=base, types=("f16",), gate=False))
     file = root / record.path
     variants = {"plain": [], "torch-first": [], "no-extra-bufts": ["no-extra-bufts"]}
@@ -194,7 +194,6 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     run = Run(args.out)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    from importlib.metadata import version
 
     run.emit(
         step="env",

@@ -8,19 +8,33 @@ The hand-made repos are built the way people build them: files placed with plain
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
+from huggingface_hub import HfApi
 
+from registry.artifacts.inspect import inspect_weights
+from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
 from registry.cli import main
+from registry.core.published import record_published
+from registry.core.repo import Repo
+from registry.core.sums import parse_sums
+from registry.index.catalog import load_catalog
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.init import init_registry
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
-from .conftest import snapshot
+from .conftest import SMALL, sha256_of, snapshot
+from .test_artifacts_miss import MarkerPayload
+from .test_ops_artifacts import train_json
+from .test_publish import REPO, gate_all
 
 pytest_plugins = ["tests.hubserver"]  # the hub_server fixture
 
@@ -167,7 +181,6 @@ def test_unknown_root_files_are_refused_with_a_fix_that_fits_them(empty_registry
 def lfs_pointer(path: Path) -> bytes:
     """What git writes in place of ``path`` when git-lfs is not installed (the spec's three lines)."""
     data = path.read_bytes()
-    import hashlib
 
     return (
         f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\nsize {len(data)}\n"
@@ -175,16 +188,6 @@ def lfs_pointer(path: Path) -> bytes:
 
 
 def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empty_registry, small_base, tmp_path):
-    from registry.artifacts.synthetic import make_state_file
-    from registry.core.published import record_published
-    from registry.core.repo import Repo
-    from registry.core.sums import parse_sums
-    from registry.ops.add import AddRequest, add_weight
-    from registry.ops.add_base import BaseRequest, add_base
-
-    from .conftest import SMALL
-    from .test_ops_artifacts import train_json
-
     root = empty_registry
     add_base(root, BaseRequest(path=small_base, filename=small_base.name))
     state = make_state_file(tmp_path / "s1.pth", SMALL)
@@ -277,12 +280,6 @@ def sh(command: str, cwd: Path) -> None:
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory) -> Path:
     """What the person has before making the repo: a base, a State, three MiSS runs, a full fine-tune."""
-    import torch
-
-    from registry.artifacts.inspect import inspect_weights
-    from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
-
-    from .conftest import SMALL, sha256_of
 
     d = tmp_path_factory.mktemp("parts")
     base = make_base_checkpoint(d / f"{BASE}.pth", SMALL)
@@ -314,8 +311,6 @@ def train(data_sha: str, trainer: str) -> str:
 
 
 def hand_index(parts: Path) -> dict:
-    from .conftest import sha256_of
-
     base_sha = sha256_of(parts / f"{BASE}.pth")
     versions = json.loads((parts / "content_versions.json").read_text())
     miss = [
@@ -412,8 +407,6 @@ def adopt_json(folder: Path, *args, code: int = 0) -> dict:
 
 
 def test_seed_001_adopted_then_published_pulled_and_verified(parts, tmp_path, hub_server):
-    from .test_publish import REPO, gate_all
-
     folder = make_seed_001(parts, tmp_path / "agent-weights")
     originals = snapshot(folder)
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
@@ -525,10 +518,6 @@ def _swap(rel: str, name: str):
 
 
 def _unsafe_pickle(folder: Path, parts: Path) -> None:
-    import torch
-
-    from .test_artifacts_miss import MarkerPayload
-
     torch.save({"blocks.0.att.time_state": MarkerPayload(folder.parent / "pwned")}, folder / STATE)
     sh("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", folder)
 
@@ -592,8 +581,6 @@ def test_a_weight_at_the_root_without_train_json_is_refused_saying_what_to_write
 
 
 def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, hub_server):
-    from huggingface_hub import HfApi
-
     folder = make_seed_001(parts, tmp_path / "made-by-hand")
     api = HfApi()
     api.create_repo("no-22/agent-weights")
@@ -634,10 +621,6 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
 
 
 def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(parts, tmp_path, hub_server):
-    from huggingface_hub import HfApi
-
-    from .test_publish import REPO, gate_all
-
     folder = make_seed_001(parts, tmp_path / "agent-weights")
     adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
     gate_all(folder)
@@ -668,8 +651,6 @@ def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(pa
 
 
 def test_catalog_and_metadata_only_bases_need_the_base_file_to_check_weights(parts, tmp_path):
-    from registry.index.catalog import load_catalog
-
     known = load_catalog().bases[0]
     folder = tmp_path / "catalog"
     folder.mkdir()

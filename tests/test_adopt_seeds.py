@@ -8,13 +8,23 @@ a shell, train.json in the card's own words ("训练器及版本、超参、等�
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+import torch
+from huggingface_hub import HfApi, ModelCard, hf_hub_download
+from safetensors.torch import save_file
 
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_state_file
+from registry.core.layout import export_path, gguf_path
+from registry.core.models import Index
+from registry.index.rules import entry_problems
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.init import init_registry
 from registry.ops.validate import validate
 
-from .conftest import sha256_of, snapshot
+from .conftest import SMALL, sha256_of, snapshot
 from .test_adopt import (
     BASE,
     DATA_MISS,
@@ -30,6 +40,7 @@ from .test_adopt import (
     run,
     sh,
 )
+from .test_publish import gate_all
 
 __all__ = ["parts"]  # the module fixture, shared with test_adopt
 pytest_plugins = ["tests.hubserver"]  # the hub_server fixture
@@ -143,9 +154,6 @@ def test_train_json_in_the_cards_words_is_adopted_kept_and_shown(parts, tmp_path
 
 
 def test_add_takes_the_same_shapes_and_keeps_the_file_byte_for_byte(parts, tmp_path):
-    from registry.ops.add_base import BaseRequest, add_base
-    from registry.ops.init import init_registry
-
     root = init_registry(tmp_path / "reg").root
     add_base(root, BaseRequest(path=parts / f"{BASE}.pth", filename=f"{BASE}.pth"))
     heredoc("train.json", state_train_json(), tmp_path)
@@ -294,8 +302,6 @@ def test_a_listed_file_that_is_absent_is_refused_unless_the_files_win(parts, tmp
 
 def _state_safetensors(folder: Path, source: Path) -> Path:
     """A .safetensors made by hand beside the State .pth, from ``source``'s tensors."""
-    import torch
-    from safetensors.torch import save_file
 
     target = folder / (STATE.removesuffix(".pth") + ".safetensors")
     save_file(torch.load(source, weights_only=True), str(target), metadata={"format": "pt"})
@@ -304,10 +310,6 @@ def _state_safetensors(folder: Path, source: Path) -> Path:
 
 
 def test_a_safetensors_beside_a_state_with_other_tensors_is_refused_unless_not_a_twin(parts, tmp_path):
-    from registry.artifacts.synthetic import make_state_file
-
-    from .conftest import SMALL
-
     other = make_state_file(tmp_path / "other-state.pth", SMALL, seed=99)
     folder = make_seed_001_words(parts, tmp_path / "agent-weights")
     _state_safetensors(folder, other)
@@ -371,8 +373,6 @@ def test_score_takes_a_value_with_its_unit(parts, tmp_path):
 
 
 def test_next_steps_use_the_paths_given_and_the_authors_repo_id(parts, tmp_path, monkeypatch):
-    import shlex
-
     index = hand_index(parts)
     index["repo"] = "No-22/rwkv-agent-weights"
     index["entries"][0]["scores"].append(
@@ -438,8 +438,6 @@ Generation should stop on token 0 (EOD) or the text sequence `\\n\\nUser:`.
 
 
 def card_front_matter(folder: Path) -> dict:
-    from huggingface_hub import ModelCard
-
     return ModelCard((folder / "README.md").read_text()).data.to_dict()
 
 
@@ -572,8 +570,6 @@ def test_unmapped_facts_are_published_in_index_json_and_shown_on_the_card(parts,
 
 
 def test_pull_adopts_a_repo_whose_readme_and_index_are_lfs_files(parts, tmp_path, hub_server):
-    from huggingface_hub import HfApi
-
     folder = make_seed_001_words(parts, tmp_path / "made-by-hand")
     heredoc(
         ".gitattributes",
@@ -607,8 +603,6 @@ def test_pull_adopts_a_repo_whose_readme_and_index_are_lfs_files(parts, tmp_path
 
 
 def test_seed_001_in_its_authors_words_round_trips_through_the_hub(parts, tmp_path, hub_server):
-    from .test_publish import gate_all
-
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=seed_001_index_in_full(parts))
     heredoc(
         "README.md",
@@ -674,9 +668,6 @@ def seed_000_train_json(base: str = BASE) -> str:
 @pytest.fixture(scope="module")
 def world_parts(tmp_path_factory) -> Path:
     """A base on the world vocabulary (the gate tokenizes real prompts) and its full fine-tune."""
-    import torch
-
-    from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 
     d = tmp_path_factory.mktemp("world")
     base = make_base_checkpoint(d / f"{WORLD_BASE}.pth", TinySpec(n_layer=2, n_embd=128, vocab_size=65536))
@@ -723,7 +714,6 @@ def test_seed_000_root_weight_round_trips_in_place_through_the_hub(world_parts, 
     run("smoke", "rwkv-final.pth", "-C", folder, "--device", "cpu", "--base-file", parts / f"{WORLD_BASE}.pth", code=0)
     assert json.loads((folder / "index.json").read_text())["entries"][0]["gate"] is not None
     run("publish", "-C", folder, "--repo-id", "xiaol/rwkv-novel-agent-tiny", "--allow-cpu-gate", code=0)
-    from huggingface_hub import hf_hub_download
 
     downloaded = hf_hub_download(
         "xiaol/rwkv-novel-agent-tiny", filename="rwkv-final.pth", cache_dir=tmp_path / "cache"
@@ -761,14 +751,10 @@ def test_an_undeclared_second_root_weight_is_refused(parts, tmp_path):
 
 
 def test_a_root_entry_stays_full_and_its_exports_go_to_its_data_version_folder(parts, tmp_path):
-    from registry.core.layout import export_path, gguf_path
-
     folder = make_seed_000_root(parts, tmp_path / "novel-agent")
     adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
     assert export_path(BASE, "rwkv-final.pth", "full", "v1") == f"{BASE}/full/v1/hf"
     assert gguf_path(BASE, "rwkv-final.pth", "q8_0", "v1") == f"{BASE}/full/v1/gguf/rwkv-final-Q8_0.gguf"
-    from registry.core.models import Index
-    from registry.index.rules import entry_problems
 
     index = json.loads((folder / "index.json").read_text())
     other = {

@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from huggingface_hub import ModelCard
+from markdown_it import MarkdownIt
 
 from registry.card import handwritten, render_card
-from registry.card.markdown import md_cell, md_code
+from registry.card.markdown import md_cell, md_code, md_fenced
 from registry.card.metadata import base_model_relation
 from registry.cli import main
 from registry.core.errors import RegistryError
-from registry.core.models import Base, DataRef, Entry, Index, RegistryInfo, Score, Serving
+from registry.core.models import Base, DataRef, Entry, Index, Localized, RegistryInfo, Score, Serving
 from registry.core.repo import render_index
 from registry.core.resources import template_dir
 from registry.ops.validate import validate
@@ -586,7 +587,6 @@ HOSTILE = {
 
 def _markdown_shape(card: str) -> tuple[list[str], list[str], int]:
     """The card as a renderer reads it: heading texts, raw HTML blocks and spans, code blocks."""
-    from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable("table").parse(card.split("\n---\n", 1)[1])
     headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
@@ -602,7 +602,6 @@ def _markdown_shape(card: str) -> tuple[list[str], list[str], int]:
 
 def _typed_everywhere(text: str) -> Index:
     """seed 001's index with ``text`` in every field a user types that the card shows."""
-    from registry.core.models import Localized
 
     index = seed001_index()
     index.registry.title = text
@@ -639,8 +638,6 @@ def test_set_summary_with_an_unterminated_comment_hides_no_heading(tmp_path):
 
 
 def test_a_train_command_holding_a_fence_stays_in_its_code_block():
-    from registry.card.markdown import md_fenced
-
     block = md_fenced("echo ```\n```\n# not a heading", "bash")
     headings, _, code = _markdown_shape("---\n---\n" + block + "\n")
     assert headings == [] and code == 1 and block.startswith("````bash\n")

@@ -33,6 +33,7 @@ from registry.dataset.models import wire_hash
 from registry.dataset.synthetic import SEED_002, build_version
 
 from .conftest import SMALL, snapshot
+from .test_migrate import to_format_1
 
 STRACE = shutil.which("strace")
 pytestmark = pytest.mark.skipif(
@@ -171,7 +172,6 @@ def _hand_made(reg: Path, inputs: Path) -> None:
 
 def _format_1(reg: Path, inputs: Path) -> None:
     """A registry of the previous format_version (tests/test_migrate.py builds it), for migrate."""
-    from .test_migrate import to_format_1
 
     _with_state(reg, inputs)
     to_format_1(reg)

@@ -15,13 +15,16 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from huggingface_hub import HfApi
 
+import registry.ops.validate_dataset as validating
 from registry.cli import main
 from registry.core.names import JOURNAL_NAME, PRIVATE_DIR, RELEASE_MANIFEST, STAGING_NAME
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
 from .conftest import snapshot
+from .test_crash import RENAMES, _kill_at, registry
 from .test_dataset import DATASET_REPO, models, models_template, run, sources  # noqa: F401  (fixtures)
 
 pytest_plugins = ["tests.hubserver"]
@@ -208,7 +211,6 @@ def test_flags_alone_adopt_and_the_dry_run_plan_is_the_real_runs(repo, monkeypat
     assert snapshot(repo) == before and not (repo / ".registry").exists()
     done = json.loads(run(*args).stdout)
     assert planned.pop("dry_run") is True and done.pop("dry_run") is False and planned == done
-    import registry.ops.validate_dataset as validating
 
     calls: list[str] = []
     real = validating.version_problems
@@ -334,8 +336,6 @@ def test_dataset_adopt_of_a_model_repo_says_to_use_adopt(tmp_path):
     shutil.which("strace") is None, reason="strace is not installed: the kill is injected at rename(2) with it"
 )
 def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_complete(sources, tmp_path):
-    from .test_crash import RENAMES, _kill_at, registry
-
     template = tmp_path / "template"
     shutil.copytree(sources["v1.41"].folder, template / "v1.41")
     (template / "README.md").write_text("# RWKV-Agent 蒸馏训练集\n\n只放实际训练过的版本。\n")
@@ -390,8 +390,6 @@ def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_comp
 
 
 def test_pull_of_a_hand_made_dataset_repo_says_how_to_adopt_it_and_downloads_nothing(hub_server, repo, tmp_path):
-    from huggingface_hub import HfApi
-
     api = HfApi()
     api.create_repo(DATASET_REPO, repo_type="dataset")
     api.upload_folder(folder_path=str(repo), repo_id=DATASET_REPO, repo_type="dataset")

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
 
 import registry.dataset.synthetic as synthetic
+from registry.artifacts.synthetic import make_adapter_file, make_base_checkpoint, make_state_file
 from registry.cli import main
+from registry.core.hashing import hash_file
 from registry.core.hashing.digest import hmac_sha256_hex, sha256_hex
 from registry.dataset import checked, content
 from registry.dataset.content import TokenCache, TokenStats, world_tokenizer
@@ -333,8 +336,6 @@ def test_without_the_rwkv_package_the_token_checks_say_so_and_do_not_pass(regist
 
 
 def test_the_boundary_check_agrees_with_tokenizing_each_segment(built):
-    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
-
     tokenizer = world_tokenizer("rwkv_vocab_v20230424.txt")
     assert not isinstance(tokenizer, content.Problem)
     trie = TRIE_TOKENIZER(str(Path(sys.modules["rwkv.rwkv_tokenizer"].__file__).parent / "rwkv_vocab_v20230424.txt"))
@@ -359,8 +360,6 @@ def test_the_boundary_check_agrees_with_tokenizing_each_segment(built):
 def linked(registry_copy, built, tmp_path) -> tuple[Path, Path, str]:
     """A model registry (seed 001's shape) whose State (g1k) was trained on v1.41 and MiSS (g1k-think) on v2.1."""
     root = init_registry(tmp_path / "weights").root
-    from registry.artifacts.synthetic import make_adapter_file, make_base_checkpoint, make_state_file
-    from registry.core.hashing import hash_file
 
     base = make_base_checkpoint(tmp_path / "rwkv7-tiny-g1k-20260930.pth", SMALL)
     add_base(root, BaseRequest(path=base, filename=base.name, vocab="rwkv_vocab_v20230424.txt"))

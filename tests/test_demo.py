@@ -16,6 +16,8 @@ from registry.core.models import Index
 from registry.dataset.models import DatasetIndex
 from registry.ops.validate import validate
 
+from .conftest import user_environment
+
 PROJECT = Path(__file__).resolve().parent.parent
 # Seed 002's card, as the demo's dataset card must carry it (hashes and paths of the tiny stand-ins aside).
 SEED002_FACTS = (
@@ -191,7 +193,6 @@ def test_pre_commit_hooks_file_is_the_one_documented():
 def test_demo_keeps_the_runtimes_banner_loading_lines_and_warnings_off_stderr(tmp_path):
     """What the official runtime and torch print while the demo gates its weights stays off both
     streams: stdout is the JSON document, stderr is empty."""
-    from .conftest import user_environment
 
     done = subprocess.run(
         [sys.executable, "-m", "registry", "demo", str(tmp_path / "demo"), "--json"],

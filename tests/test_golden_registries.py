@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -350,8 +351,6 @@ def test_publish_uploads_evaluation_json(built):
 
 
 def test_a_stale_evaluation_json_is_reported_and_rerendered(built, tmp_path):
-    import shutil
-
     root = Path(shutil.copytree(built["seed000"], tmp_path / "copy"))
     path = root / "evaluation.json"
     path.write_text(path.read_text().replace("58.1", "99.9"))

@@ -29,6 +29,7 @@ from registry.ops.init import init_registry
 from registry.ops.validate import validate
 
 from .conftest import SMALL, snapshot
+from .keys import write_key
 from .test_ops_artifacts import train_json
 from .test_publish import write_receipt
 
@@ -227,8 +228,6 @@ def test_migrate_help():
 
 
 def test_migrate_says_the_signature_is_stale(current, tmp_path):
-    from .test_sign import write_key
-
     root = Path(shutil.copytree(current, tmp_path / "reg"))
     private, public = write_key(tmp_path, "signer")
     run("sign", "--key", private, "-C", root)

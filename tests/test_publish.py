@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 from huggingface_hub import HfApi
 
-from registry.artifacts.synthetic import make_state_file
+from registry.artifacts.synthetic import make_base_checkpoint, make_state_file
 from registry.cli import main
 from registry.core.models import Entry, Index, Rewrite
 from registry.core.repo import Repo
@@ -41,6 +41,7 @@ from registry.ops.sums import write_sums
 from registry.ops.validate import allow_rewrite
 
 from .conftest import SMALL, snapshot
+from .hubserver import Blob
 from .test_ops_artifacts import train_json
 
 pytest_plugins = ["tests.hubserver"]  # the hub_server and instant_retries fixtures
@@ -114,7 +115,6 @@ def cli() -> Cli:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
     """A registry with one base and one State entry, built once (receipts are added per test)."""
-    from registry.artifacts.synthetic import make_base_checkpoint
 
     tmp = tmp_path_factory.mktemp("template")
     root = init_registry(tmp / "reg", title="Publish test").root
@@ -532,8 +532,6 @@ def test_ci_docs_run_validate_and_card_check_on_a_registry(registry, cli):
 
 
 def test_pull_refuses_a_hostile_tree_before_downloading_anything(hub_server, registry, tmp_path, cli):
-    from .hubserver import Blob
-
     cli(*publish_args(registry))
     repo = hub_server._repos[("model", REPO)]
     head = repo.resolve("main")
@@ -572,8 +570,6 @@ def test_plan_restores_only_the_registry_own_bytes_and_only_when_asked():
     ids=["case twin", "NFC and NFD twins", "bidi control", "zero-width space"],
 )
 def test_pull_refuses_names_that_read_or_land_as_others(hub_server, registry, tmp_path, cli, extra, code):
-    from .hubserver import Blob
-
     cli(*publish_args(registry))
     repo = hub_server._repos[("model", REPO)]
     head = repo.resolve("main")

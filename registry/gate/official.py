@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
@@ -74,7 +75,7 @@ def import_official(device: str) -> ModuleType:
     os.environ["RWKV_CUDA_ON"] = wanted_cuda
     try:
         with quietly():  # its import prints a banner; on CUDA its JIT build prints compiler output
-            import rwkv.model as model  # noqa: PLC0415
+            import rwkv.model as model  # noqa: PLC0415 optional dependency: rwkv (reads the switches set above)
     except ImportError as error:
         raise RegistryError(
             "gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32"
@@ -153,8 +154,6 @@ def load_official(
     what its ``torch.load`` returned).
     """
     module = import_official(device)
-    from importlib.metadata import version  # noqa: PLC0415
-
     strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
     start = time.perf_counter()
     with (

@@ -43,7 +43,6 @@ def require_gguf() -> None:
 
 
 def tool_versions() -> dict[str, str]:
-
     return {"rwkv-registry": __version__, "gguf": version("gguf"), "llama-cpp-python": version("llama-cpp-python")}
 
 

@@ -138,7 +138,6 @@ class HandIndex:
 
 
 def _shown(value: Any) -> str:
-
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 80 else text[:77] + "..."
 

@@ -57,7 +57,6 @@ class AddRequest:
 
 
 def _check_request(request: AddRequest, index: Index) -> Base:
-
     # Every name that becomes part of the entry's path, and the text the card shows, before anything is staged.
     require_name(request.base, "base name", "--base")
     if request.run is not None:

@@ -47,6 +47,7 @@ from .demo_dataset import build_dataset_registry
 from .describe import Description, Target, describe
 from .eval_setup import set_setup
 from .init import init_registry
+from .publish import PublishOptions, publish
 from .score import Subject, add_score
 from .set import set_field
 from .smoke import smoke
@@ -526,8 +527,6 @@ def run_demo(directory: Path, echo: Echo | None = None) -> dict:
     def step(name: str, detail: str) -> None:
         steps.append({"step": name, "detail": detail})
         say(f"[bold green]✓[/] {name}: {detail}")
-
-    from .publish import PublishOptions, publish  # noqa: PLC0415 — only this step needs the Hub client
 
     directory = _prepare(directory)
     dataset, data = build_dataset_registry(directory, step)
