@@ -30,7 +30,8 @@ def add_base_cmd(
     base: Path, registry: Path, source: str | None, vocab: str | None, sha256: str | None, metadata_only: bool
 ) -> None:
     """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/."""
-    from ..ops.add_base import BaseRequest, add_base  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..artifacts.accept import BaseRequest  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.add_base import add_base  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     request = BaseRequest(
         path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256
@@ -174,8 +175,9 @@ def score_cmd(
 ) -> None:
     """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference."""
     from ..core.models import Localized, Score  # noqa: PLC0415 start-up: light commands import no pydantic (test_light_commands)
-    from ..index.arguments import parse_date, parse_value, require_finite, require_text  # noqa: PLC0415 start-up: light commands import no pydantic (test_light_commands)
-    from ..index.editing import build, check_language  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..core.schemas import build  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..index.arguments import parse_date, parse_value, require_finite, require_text  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..index.editing import check_language  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
     from ..ops.score import Subject, add_score  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     if (path is None) == (base is None) or (reference is None and (ref_method or location)):
