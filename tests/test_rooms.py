@@ -112,8 +112,18 @@ def test_a_function_local_import_without_a_reason_is_seen(tmp_path):
 
 # The library packages (the floors below ops/), each saying what it exports (issue #41 item 2).
 LIBRARIES = (
-    "core", "core.hashing", "artifacts", "card", "convert", "dataset", "gate", "gguf", "hf", "hub", "index",
-)  # fmt: skip
+    "core",
+    "core.hashing",
+    "artifacts",
+    "card",
+    "convert",
+    "dataset",
+    "gate",
+    "gguf",
+    "hf",
+    "hub",
+    "index",
+)
 
 
 def _package_dir(package: str) -> Path:

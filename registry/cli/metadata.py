@@ -84,6 +84,11 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
 @click.option("--dtype", help="Inference dtype for the VRAM hint and the snippet: bf16, fp16 or fp32.")
 @click.option("--dataset-repo", help="The dataset repo the training data came from.")
 @click.option("--dataset-revision", help="The dataset repo's 40-hex commit the data was taken at.")
+@click.option(
+    "--author-evaluation/--no-author-evaluation",
+    default=None,
+    help="Declare the author's evaluation.json beside the weight (read for the card, never rewritten), or drop that.",
+)
 @json_option
 def describe_cmd(
     path: str | None, registry: Path, method: str | None, base: str | None, lang: str | None, **fields: Any
