@@ -27,6 +27,9 @@ def card(directory: Path | None, registry: Path, check: bool) -> None:
 
     DIR defaults to -C / RWKV_REGISTRY, else the current directory.  The card's languages are registry.languages
     (`registry set languages`).  The hand-written section between the registry:handwritten markers is kept verbatim.
+
+    Sections only for what is set and the methods present; train.json's trainer. --check prints the diff and exits 1
+    when either file is stale.
     """
 
     root, out = registry_dir(directory, registry), output()

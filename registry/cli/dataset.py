@@ -37,8 +37,11 @@ def dataset_group() -> None:
 @card_front_options("dataset card")
 @json_option
 def init_cmd(directory: Path | None, registry: Path, title: str | None, license_: str | None) -> None:
-    """Create an empty dataset registry in DIR (default: -C, else the current directory)."""
-    from ..ops.dataset_init import init_dataset  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    """Create an empty dataset registry in DIR (default: -C, else the current directory).
+
+    index.json says "kind": "dataset" (docs/formats.md, "Dataset registries").
+    """
+    from ..ops.dataset_init import init_dataset  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = init_dataset(registry_dir(directory, registry), title=title, license=license_)
     output().result(
@@ -160,7 +163,13 @@ def add_cmd(
     flag_key: str | None,
     flagged_rows: int | None,
 ) -> None:
-    """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction."""
+    """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction.
+
+    Checked: row counts, the trained file's sha256, the wire hash of every row, the three row forms,
+    release-manifest.json and the manifests; with the rwkv World tokenizer, the stop text, token counts within the
+    context and the manifests' quantiles, no loss-span boundary inside a token, families and the split rule, flagged
+    rows (docs/formats.md). A trained file another version holds is refused.
+    """
     from ..core.models import Localized  # noqa: PLC0415 start-up: light commands import no pydantic (test_light_commands)
     from ..ops.dataset_add import VersionRequest, add_version  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
@@ -301,6 +310,8 @@ def adopt_cmd(
     `registry dataset add` checks it; the README is kept whole as the card's hand-written section.
     A fact the folder does not state comes from --models, else from its flag, given as
     VERSION=VALUE; every missing one is named at once.
+
+    docs/formats.md says what is read from where.
     """
     from ..ops.dataset_adopt import FLAGS, DatasetAdoptOptions, adopt_dataset  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 

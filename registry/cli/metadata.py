@@ -93,7 +93,13 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
 def describe_cmd(
     path: str | None, registry: Path, method: str | None, base: str | None, lang: str | None, **fields: Any
 ) -> None:
-    """Set metadata of the weight at PATH, of every weight of --method, or of --base."""
+    """Set metadata of the weight at PATH, of every weight of --method, or of --base.
+
+    Per-weight metadata (with --method, every weight of that method, which must have weights) and per-base known
+    issues. The card shows each field that is set (VRAM hint = parameters x dtype bytes x 1.2).
+    --author-evaluation declares the author's evaluation.json beside the weight, shown on the card and never
+    rewritten (docs/formats.md).
+    """
     from ..ops.describe import Description, Target, describe  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     if sum(x is not None for x in (path, method, base)) != 1:

@@ -19,6 +19,8 @@ def migrate_cmd(registry: Path, dry_run: bool) -> None:
 
     Every other command refuses an older registry and says to run this.  A model.sig signed the old bytes: it is
     reported stale (sign again).
+
+    docs/formats.md lists the format versions.
     """
     from ..ops.migrate import migrate  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
