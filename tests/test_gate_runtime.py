@@ -134,7 +134,8 @@ PACKAGE_SCRIPT = textwrap.dedent(
     import torch
     from rwkv.model import RWKV
 
-    model_path, state_path, out_path, prompt, next_token = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), int(sys.argv[5])
+    model_path, state_path, out_path = sys.argv[1], sys.argv[2], sys.argv[3]
+    prompt, next_token = json.loads(sys.argv[4]), int(sys.argv[5])
     model = RWKV(model_path[: -len(".pth")], "cpu fp32")
     logits, state = model.forward(prompt, None)
     prompt_state = [s.clone() for s in state]
@@ -143,7 +144,13 @@ PACKAGE_SCRIPT = textwrap.dedent(
     for name, t in torch.load(state_path).items():
         tuned[3 * int(name.split(".")[1]) + 1] = t.float()
     logits_tuned, _ = model.forward(prompt, tuned)
-    torch.save(dict(logits=logits, prompt_state=prompt_state, logits_next=logits_next, next_state=state, logits_tuned=logits_tuned), out_path)
+    torch.save(
+        dict(
+            logits=logits, prompt_state=prompt_state, logits_next=logits_next,
+            next_state=state, logits_tuned=logits_tuned,
+        ),
+        out_path,
+    )
     """
 )
 
@@ -457,7 +464,10 @@ def test_a_patch_is_undone_bit_exactly_in_both_runtimes(artifacts, tmp_path):
         base = torch.load({str(path)!r}, weights_only=True)
         adapter = torch.load({str(tmp_path / "adapter.pt")!r}, weights_only=True)
         ours, official = Rwkv7(base), load_official(Path({str(path)!r}), "cpu", base)
-        before = ({{k: v.clone() for k, v in ours.stored_weights().items()}}, {{k: v.clone() for k, v in official.model.z.items()}})
+        before = (
+            {{k: v.clone() for k, v in ours.stored_weights().items()}},
+            {{k: v.clone() for k, v in official.model.z.items()}},
+        )
         plain = ours.forward([1, 2, 3])[0], official.logits([1, 2, 3], None)[0]
         with patched(ours.replace_weight, base, merged_weights(base, adapter, 2.0)):
             assert not torch.equal(ours.forward([1, 2, 3])[0], plain[0])
@@ -465,7 +475,8 @@ def test_a_patch_is_undone_bit_exactly_in_both_runtimes(artifacts, tmp_path):
             assert not torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
         assert all(torch.equal(v, before[0][k]) for k, v in ours.stored_weights().items())
         assert all(torch.equal(v, before[1][k]) for k, v in official.model.z.items())
-        assert torch.equal(ours.forward([1, 2, 3])[0], plain[0]) and torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
+        assert torch.equal(ours.forward([1, 2, 3])[0], plain[0])
+        assert torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
         print("restored")
     """)
     torch.save(adapter, tmp_path / "adapter.pt")

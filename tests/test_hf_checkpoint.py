@@ -17,19 +17,26 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
+from huggingface_hub import HfApi
 from safetensors.torch import save_file
 
-from registry.artifacts.synthetic import TinySpec, make_base_state_dict
+from registry.artifacts.dtypes import bit_equal
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_base_state_dict
 from registry.cli.app import main
 from registry.core.errors import RegistryError
 from registry.core.repo import Repo
+from registry.gate.runtime import load_tensors
 from registry.hf.files import config_json, render
-from registry.hf.mapping import fla_plan
-from registry.hf.tensors import to_fla
+from registry.hf.mapping import DROPPED_SOURCES, fla_plan
+from registry.hf.tensors import fla_to_x070, to_fla
+from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.adopt import AdoptOptions, adopt
+from registry.ops.smoke import smoke
 from registry.ops.validate import validate
 
 from .conftest import snapshot
+from .test_ops_artifacts import train_json
+from .test_sign import write_key
 
 INIT_REPO = "Xirui1208/readall-readtwice-step36-20260920"
 WORLD = TinySpec(n_layer=2, n_embd=128, vocab_size=65536, seed=7)  # the gate's prompts need the world vocabulary
@@ -37,11 +44,21 @@ SHARDS = 3
 EVALUATION = {
     "format": "readall-eval/1",
     "metrics": {
-        "hqa_224k_em": {"definition": "exact match after HQA normalization", "initialization": 57.81, "value": 57.81, "count": 128},
-        "longbench_subem": {"definition": "custom bidirectional SubEM, not an official LongBench metric", "initialization": 42.40, "value": 42.70, "count": 1000},
+        "hqa_224k_em": {
+            "definition": "exact match after HQA normalization",
+            "initialization": 57.81,
+            "value": 57.81,
+            "count": 128,
+        },
+        "longbench_subem": {
+            "definition": "custom bidirectional SubEM, not an official LongBench metric",
+            "initialization": 42.40,
+            "value": 42.70,
+            "count": 1000,
+        },
     },
     "errors": 0,
-}  # fmt: skip
+}
 README = f"""---
 base_model: {INIT_REPO}
 license: apache-2.0
@@ -82,8 +99,11 @@ def _manifest(folder: Path) -> None:
 
 def _common_files(folder: Path) -> None:
     (folder / "generation_config.json").write_text(
-        json.dumps({"bos_token_id": 0, "eos_token_id": 0, "do_sample": True, "temperature": 0.6, "top_p": 0.95}, indent=2) + "\n"
-    )  # fmt: skip
+        json.dumps(
+            {"bos_token_id": 0, "eos_token_id": 0, "do_sample": True, "temperature": 0.6, "top_p": 0.95}, indent=2
+        )
+        + "\n"
+    )
     (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 32768}, indent=2) + "\n")
     (folder / "tokenizer.json").write_text(json.dumps({"version": "1.0", "model": {"type": "WordPiece"}}) + "\n")
     (folder / "evaluation.json").write_text(json.dumps(EVALUATION, indent=2) + "\n")
@@ -110,19 +130,31 @@ def make_llama(folder: Path) -> Path:
     tensors = {"model.embed_tokens.weight": torch.randn(vocab, hidden, generator=gen)}
     for i in range(2):
         for leaf, shape in (
-            ("self_attn.q_proj.weight", (hidden, hidden)), ("self_attn.k_proj.weight", (hidden, hidden)),
-            ("self_attn.v_proj.weight", (hidden, hidden)), ("self_attn.o_proj.weight", (hidden, hidden)),
-            ("mlp.gate_proj.weight", (128, hidden)), ("mlp.up_proj.weight", (128, hidden)), ("mlp.down_proj.weight", (hidden, 128)),
-            ("input_layernorm.weight", (hidden,)), ("post_attention_layernorm.weight", (hidden,)),
-        ):  # fmt: skip
+            ("self_attn.q_proj.weight", (hidden, hidden)),
+            ("self_attn.k_proj.weight", (hidden, hidden)),
+            ("self_attn.v_proj.weight", (hidden, hidden)),
+            ("self_attn.o_proj.weight", (hidden, hidden)),
+            ("mlp.gate_proj.weight", (128, hidden)),
+            ("mlp.up_proj.weight", (128, hidden)),
+            ("mlp.down_proj.weight", (hidden, 128)),
+            ("input_layernorm.weight", (hidden,)),
+            ("post_attention_layernorm.weight", (hidden,)),
+        ):
             tensors[f"model.layers.{i}.{leaf}"] = torch.randn(*shape, generator=gen).to(torch.bfloat16)
     tensors["model.norm.weight"] = torch.ones(hidden, dtype=torch.bfloat16)
     tensors["lm_head.weight"] = torch.randn(vocab, hidden, generator=gen).to(torch.bfloat16)
     _write_shards(folder, tensors, 2)
     config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden, "intermediate_size": 128,
-        "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2, "vocab_size": vocab, "torch_dtype": "bfloat16",
-    }  # fmt: skip
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 2,
+        "vocab_size": vocab,
+        "torch_dtype": "bfloat16",
+    }
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     _common_files(folder)
     _manifest(folder)
@@ -142,7 +174,6 @@ def seed_004(seed_004_template, tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def gated_template(seed_004_template, tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
     """The seed-004 repo adopted, then gated on the CPU (once for the module); and its files before the gate."""
-    from registry.ops.smoke import smoke
 
     folder = Path(shutil.copytree(seed_004_template, tmp_path_factory.mktemp("gated") / "readall-step5"))
     adopt_cli(folder)
@@ -261,14 +292,40 @@ def _absent_listed(folder: Path) -> None:
 @pytest.mark.parametrize(
     "spoil, file, code, words",
     [
-        (_flip_data_byte, "checkpoint_manifest.json", "checkpoint.manifest-mismatch", "says model-00002-of-00003.safetensors has sha256"),
-        (_wrong_shard, "model.safetensors.index.json", "checkpoint.wrong-shard", "to model-00002-of-00003.safetensors, but model-00001-of-00003.safetensors holds it"),
-        (_unlisted_tensor, "model-00003-of-00003.safetensors", "checkpoint.unlisted-tensor", "holds lm_head.weight, which model.safetensors.index.json's weight_map does not list"),
+        (
+            _flip_data_byte,
+            "checkpoint_manifest.json",
+            "checkpoint.manifest-mismatch",
+            "says model-00002-of-00003.safetensors has sha256",
+        ),
+        (
+            _wrong_shard,
+            "model.safetensors.index.json",
+            "checkpoint.wrong-shard",
+            "to model-00002-of-00003.safetensors, but model-00001-of-00003.safetensors holds it",
+        ),
+        (
+            _unlisted_tensor,
+            "model-00003-of-00003.safetensors",
+            "checkpoint.unlisted-tensor",
+            "holds lm_head.weight, which model.safetensors.index.json's weight_map does not list",
+        ),
         (_config_shapes, "config.json", "checkpoint.config-shapes", "but the shard holds"),
-        (_absent_listed, "checkpoint_manifest.json", "checkpoint.manifest-missing", "lists special_tokens_map.json, which is not in the folder"),
+        (
+            _absent_listed,
+            "checkpoint_manifest.json",
+            "checkpoint.manifest-missing",
+            "lists special_tokens_map.json, which is not in the folder",
+        ),
     ],
-    ids=["shard-differs-from-manifest", "tensor-sent-to-wrong-shard", "tensor-the-index-lacks", "config-shapes", "manifest-lists-absent-file"],
-)  # fmt: skip
+    ids=[
+        "shard-differs-from-manifest",
+        "tensor-sent-to-wrong-shard",
+        "tensor-the-index-lacks",
+        "config-shapes",
+        "manifest-lists-absent-file",
+    ],
+)
 def test_a_bad_checkpoint_is_refused_in_one_line_leaving_the_folder_as_it_was(seed_004, spoil, file, code, words):
     spoil(seed_004)
     before = snapshot(seed_004)
@@ -339,7 +396,6 @@ def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtim
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the GPU gate needs CUDA")
 def test_an_rwkv7_checkpoint_passes_the_gate_on_the_gpu(gated):
-    from registry.ops.smoke import smoke
 
     receipt = smoke(gated, ["model.safetensors.index.json"], None, "cuda")[0]
     assert receipt.passed and receipt.environment.device == "cuda", [c for c in receipt.checks if not c.passed]
@@ -348,10 +404,6 @@ def test_an_rwkv7_checkpoint_passes_the_gate_on_the_gpu(gated):
 def test_the_gate_reads_the_shards_back_as_the_runtimes_x070_tensors_bit_for_bit(seed_004):
     """What the gate runs is the checkpoint: its fla-named shards mapped back in memory are the
     x070 checkpoint they were made from, every tensor bit-equal (layer 0's unused v0/v1/v2 aside)."""
-    from registry.artifacts.dtypes import bit_equal
-    from registry.gate.runtime import load_tensors
-    from registry.hf.mapping import DROPPED_SOURCES
-    from registry.hf.tensors import fla_to_x070
 
     source = make_base_state_dict(WORLD)
     mapped = fla_to_x070(load_tensors(seed_004 / "model.safetensors.index.json"), "model.safetensors.index.json")
@@ -403,7 +455,6 @@ def test_publish_sends_the_shards_through_xet_and_pull_brings_the_repo_back_byte
 
 
 def test_another_architecture_is_managed_with_a_note_that_the_gate_does_not_apply(hub_server, tmp_path):
-    from registry.ops.smoke import smoke
 
     folder = make_llama(tmp_path / "tiny-llama")
     before = snapshot(folder)
@@ -446,7 +497,6 @@ def test_another_architecture_is_managed_with_a_note_that_the_gate_does_not_appl
 
 
 def test_a_signed_checkpoint_repo_is_published_and_pulled_with_its_signature_checked(hub_server, gated, tmp_path):
-    from .test_sign import write_key
 
     private, public = write_key(tmp_path, "signer")
     cli("set", "repo-id", REPO, "-C", gated)  # the card rewritten: its manifest line follows
@@ -473,8 +523,6 @@ def test_a_signed_checkpoint_repo_is_published_and_pulled_with_its_signature_che
 
 @pytest.fixture
 def world_registry(empty_registry, tmp_path) -> Path:
-    from registry.artifacts.synthetic import make_base_checkpoint
-    from registry.ops.add_base import BaseRequest, add_base
 
     base = make_base_checkpoint(tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(**{**WORLD.__dict__, "seed": 1}))
     add_base(empty_registry, BaseRequest(path=base, filename=base.name, vocab="rwkv_vocab_v20230424.txt"))
@@ -493,7 +541,6 @@ def _checkpoint_folder(template: Path, tmp_path: Path) -> Path:
 def test_registry_add_puts_a_checkpoint_folder_under_the_layout_byte_for_byte(
     world_registry, seed_004_template, tmp_path
 ):
-    from .test_ops_artifacts import train_json
 
     folder = _checkpoint_folder(seed_004_template, tmp_path)
     args = ["add", folder, "-C", world_registry, "--base", "rwkv7-tiny-w-20260101", "--method", "full"]
@@ -520,7 +567,6 @@ def test_registry_add_puts_a_checkpoint_folder_under_the_layout_byte_for_byte(
 def test_registry_add_refuses_a_bad_checkpoint_folder_leaving_the_registry_as_it_was(
     world_registry, seed_004_template, tmp_path
 ):
-    from .test_ops_artifacts import train_json
 
     folder = _checkpoint_folder(seed_004_template, tmp_path)
     _config_shapes(folder)
@@ -533,7 +579,6 @@ def test_registry_add_refuses_a_bad_checkpoint_folder_leaving_the_registry_as_it
 
 
 def test_pull_of_the_hand_made_seed_004_repo_adopts_it_on_the_way(hub_server, seed_004_template, tmp_path):
-    from huggingface_hub import HfApi
 
     api = HfApi()
     api.create_repo("xirui/readall-by-hand")

@@ -119,7 +119,8 @@ def inspect_weights(path: str | Path) -> Inspection:
             "weights.legacy-pickle",
             path,
             "a legacy (non-zip) torch pickle: it cannot be memory-mapped, and reading it means unpickling it",
-            "on a machine you trust, re-save it in the zip format: torch.save(tensors, 'new.pth') (the default since torch 1.6)",
+            "on a machine you trust, re-save it in the zip format: torch.save(tensors, 'new.pth') (the "
+            "default since torch 1.6)",
         )
     raise RegistryError(
         "weights.unknown-format",
@@ -166,7 +167,7 @@ def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
     The file is read by :func:`read_torch_zip` first, so torch's unpickler only ever sees a file
     the stricter reader accepted (and the refusals are the same whether torch is installed or not)."""
     read_torch_zip(path)
-    import torch
+    import torch  # noqa: PLC0415 optional dependency: torch
 
     try:
         loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -188,7 +189,7 @@ def load_tensor_map(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _require_flat_tensor_map(path: Path, loaded: Any) -> dict[str, torch.Tensor]:
-    import torch
+    import torch  # noqa: PLC0415 optional dependency: torch
 
     fix = "save a flat dict of tensors (if they are nested, e.g. under 'state_dict', save that dict alone)"
     if not isinstance(loaded, Mapping):
@@ -299,7 +300,8 @@ def _check_state_layout(path: Path, tensors: dict[str, TensorInfo]) -> None:
             raise RegistryError(
                 "weights.bad-state",
                 path,
-                f"{name} is {info.dtype} {list(info.shape)}; every layer needs the same [H, N, N] in {' or '.join(STATE_DTYPES)}",
+                f"{name} is {info.dtype} {list(info.shape)}; every layer needs the same [H, N, N] "
+                f"in {' or '.join(STATE_DTYPES)}",
                 fix,
             )
 
@@ -311,7 +313,8 @@ def _architecture(path: Path, tensors: dict[str, TensorInfo]) -> Architecture:
         raise RegistryError(
             "weights.not-rwkv",
             path,
-            f"not an RWKV checkpoint: no emb.weight and blocks.<i>.* tensors (it has {', '.join(list(tensors)[:3])}, …)",
+            "not an RWKV checkpoint: no emb.weight and blocks.<i>.* tensors (it "
+            f"has {', '.join(list(tensors)[:3])}, …)",
             "pass an RWKV-7 (x070) checkpoint",
         )
     for key, generation in OLDER_GENERATIONS:
@@ -319,7 +322,8 @@ def _architecture(path: Path, tensors: dict[str, TensorInfo]) -> Architecture:
             raise RegistryError(
                 "weights.not-rwkv7",
                 path,
-                f"looks like an {generation} checkpoint (it has blocks.<i>.{key}); this registry holds RWKV-7 (x070) weights",
+                f"looks like an {generation} checkpoint (it has blocks.<i>.{key}); this registry holds "
+                "RWKV-7 (x070) weights",
                 "pass an RWKV-7 (x070) checkpoint",
             )
     for layer in range(n_layer):
@@ -373,7 +377,8 @@ def check_state_fits(inspection: Inspection, arch: Architecture, file: str | Pat
         raise RegistryError(
             "state.wrong-base",
             file,
-            f"State has {actual[0]} layers × {list(actual[1])} but the base has {expected[0]} layers × {list(expected[1])}",
+            f"State has {actual[0]} layers × {list(actual[1])} but the base has {expected[0]} layers "
+            f"× {list(expected[1])}",
             "register the State under the base it was trained on",
         )
 
@@ -412,7 +417,8 @@ def check_miss_fits(
             raise RegistryError(
                 "miss.wrong-shape",
                 file,
-                f"target {target.name} is {list(target.shape)} in miss.json but {list(actual) if actual else 'absent'} in the base",
+                f"target {target.name} is {list(target.shape)} in miss.json "
+                f"but {list(actual) if actual else 'absent'} in the base",
                 "register the adapter under the base it was trained on",
             )
 

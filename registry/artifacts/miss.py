@@ -204,7 +204,7 @@ def write_adapter(
     path = Path(path)
     _check_tensors(manifest, _described(tensors), path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    import torch
+    import torch  # noqa: PLC0415 optional dependency: torch
 
     torch.save(dict(tensors), path)
     with zipfile.ZipFile(path, "a") as archive:

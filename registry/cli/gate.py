@@ -23,13 +23,15 @@ from .output import json_option, output
     "fetch_into",
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Download the entries' base from its known-bases catalog source on the Hub into DIR (sha256 checked) instead of --base-file.",
+    help="Download the entries' base from its known-bases catalog source on the Hub into DIR (sha256 checked) "
+    "instead of --base-file.",
 )
 @click.option(
     "--sign-key",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="KEY.pem",
-    help="Also sign each receipt with this EC private key, so a publish elsewhere trusts it (publish --trust-gate-key KEY.pub; docs/ci.md).",
+    help="Also sign each receipt with this EC private key, so a publish elsewhere trusts it (publish "
+    "--trust-gate-key KEY.pub; docs/ci.md).",
 )
 @click.option(
     "--device",
@@ -49,7 +51,8 @@ def smoke_cmd(
 ) -> None:
     """Run entries PATH… (default: all) through the RWKV-7 kernel and the official runtime.
 
-    All entries of a base run in this one process on the base loaded once.  Writes one receipt per entry to .registry/gates/<sha256>.json and a summary into index.json;
+    All entries of a base run in this one process on the base loaded once.  Writes one receipt per entry to
+    .registry/gates/<sha256>.json and a summary into index.json;
     exits 1 when any entry failed a check.
 
     Our CUDA kernel against the official rwkv runtime against an fp32 reference. State and MiSS entries need
@@ -57,7 +60,7 @@ def smoke_cmd(
     on their own bytes. --sign-key signs the receipts, for a publish elsewhere (docs/ci.md). H200 figures:
     docs/gpu-gate.md.
     """
-    from ..ops.smoke import smoke
+    from ..ops.smoke import smoke  # noqa: PLC0415 optional dependency: torch (through ops.smoke)
 
     out = output()
     receipts = smoke(registry, list(paths), base_file, device, say=out.say, fetch_into=fetch_into, sign_key=sign_key)

@@ -2,7 +2,8 @@
 
 Its shards are read through the pinned files (hashed while they load, each checked against what
 index.json records), and mapped back to the runtime's x070 names in memory
-(:func:`registry.hf.tensors.fla_to_x070`, handed in by ``smoke``: the inverse of export-hf's mapping: views, and no copy on
+(:func:`registry.hf.tensors.fla_to_x070`, handed in by ``smoke``: the inverse of export-hf's mapping:
+views, and no copy on
 disk).  Then the same checks as a ``.pth`` full entry, in the same two phases: our runtime (the
 kernel's bf16 path on CUDA, the fp32 reference, greedy decoding), then the official ``rwkv``
 runtime built from those tensors (its ``torch.load`` handed them, :func:`registry.gate.official.load_official`).
@@ -66,9 +67,12 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
     vocab = weights["emb.weight"].shape[0]
     if vocab < WORLD_VOCAB_SIZE:
         raise RegistryError(
-            "gate.vocab", checkpoint.path, f"the model's vocabulary has {vocab} tokens; the gate's prompts need the RWKV world vocabulary ({WORLD_VOCAB_SIZE})",
+            "gate.vocab",
+            checkpoint.path,
+            f"the model's vocabulary has {vocab} tokens; "
+            f"the gate's prompts need the RWKV world vocabulary ({WORLD_VOCAB_SIZE})",
             "gate models built on the world vocabulary (rwkv_vocab_v20230424)",
-        )  # fmt: skip
+        )
     setup_s = time.perf_counter() - start
     kernel_once(run, list(builds))
     assert run.kernel is not None and run.environment is not None
@@ -77,8 +81,12 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
     finite_weights = check_finite_weights(weights)
     run.say(f"{checkpoint.path}: our runtime ({run.device}), fp32 reference, greedy decoding")
     ours = Rwkv7(
-        weights, dtype=torch.bfloat16 if run.device == "cuda" else torch.float32, device=run.device, wkv="auto", source=checkpoint.path
-    )  # fmt: skip
+        weights,
+        dtype=torch.bfloat16 if run.device == "cuda" else torch.float32,
+        device=run.device,
+        wkv="auto",
+        source=checkpoint.path,
+    )
     mine = our_logits(ours, prompts, None)
     reference, fp32_kernel = reference_logits(ours, mine, prompts, None)
     decoding, decode_tps = check_decoding(ours, prompts, None, tok.decode)
@@ -93,23 +101,38 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
     kernel_check, kernel_timings = run.kernel
     logit_sets = [mine, theirs, reference, *([fp32_kernel] if fp32_kernel else [])]
     checks = [
-        kernel_check, finite_weights, parity_check_of(mine, theirs, reference, fp32_kernel),
+        kernel_check,
+        finite_weights,
+        parity_check_of(mine, theirs, reference, fp32_kernel),
         CheckResult(name="finite-logits", passed=finite(*logit_sets), detail="every logit of every path is finite"),
         decoding,
-    ]  # fmt: skip
+    ]
     total = time.perf_counter() - start
     timings = Timings(
-        kernel_build_s=kernel_timings["kernel_build_s"], kernel_cached=kernel_timings["kernel_cached"], load_s=round(setup_s, 3),
-        prefill_tokens_per_s=round(prefill_tps, 1), decode_tokens_per_s=round(decode_tps, 1), total_s=round(total, 3),
-        setup_s=round(setup_s, 3), entries_sharing_setup=1,
+        kernel_build_s=kernel_timings["kernel_build_s"],
+        kernel_cached=kernel_timings["kernel_cached"],
+        load_s=round(setup_s, 3),
+        prefill_tokens_per_s=round(prefill_tps, 1),
+        decode_tokens_per_s=round(decode_tps, 1),
+        total_s=round(total, 3),
+        setup_s=round(setup_s, 3),
+        entries_sharing_setup=1,
         gpu_peak_bytes=torch.cuda.max_memory_allocated() if run.device == "cuda" else None,
-    )  # fmt: skip
+    )
     receipt = Receipt(
-        entry=checkpoint.path, method="full", file_sha256=checkpoint.sha256, files=files,
-        base_sha256=checkpoint.base_sha256 or checkpoint.sha256, created=datetime.now(UTC).isoformat(timespec="seconds"),
-        environment=run.environment, checks=checks, timings=timings, passed=all(c.passed for c in checks),
-    )  # fmt: skip
+        entry=checkpoint.path,
+        method="full",
+        file_sha256=checkpoint.sha256,
+        files=files,
+        base_sha256=checkpoint.base_sha256 or checkpoint.sha256,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        environment=run.environment,
+        checks=checks,
+        timings=timings,
+        passed=all(c.passed for c in checks),
+    )
     run.say(
-        f"{checkpoint.path}: {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}"
+        f"{checkpoint.path}: "
+        + ("PASSED" if receipt.passed else "FAILED: " + ", ".join(c.name for c in receipt.failed_checks()))
     )
     return receipt

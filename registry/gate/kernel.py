@@ -152,7 +152,7 @@ def build_kernel(source_dir: Path | None = None, cache_root: Path | None = None)
     if _loaded is not None and _loaded.key == key:
         return replace(_loaded, cached=True, seconds=0.0)
 
-    from torch.utils.cpp_extension import load
+    from torch.utils.cpp_extension import load  # noqa: PLC0415 start-up: torch.utils.cpp_extension adds 0.5 s to torch's import (-X importtime); loaded only to build the kernel
 
     sources = _source_paths(source_dir)
     directory = Path(cache_root if cache_root is not None else default_cache_root()) / key

@@ -23,7 +23,8 @@ def drop_pages(tensor: torch.Tensor) -> None:
 
 
 def mapped(device: str, path: Path) -> bool:
-    """Whether :func:`~registry.gate.runtime.load_tensors` of ``path`` on ``device`` gives tensors mapped from the file."""
+    """Whether :func:`~registry.gate.runtime.load_tensors` of ``path`` on ``device`` gives tensors mapped from the
+    file."""
     return device == "cpu" and path.suffix in (".pth", ".pt")
 
 
@@ -41,6 +42,11 @@ def out_of_memory_named(paths: list[str], weights_bytes: int) -> Iterator[None]:
         need = GPU_MEMORY_FACTOR * weights_bytes / 2**30
         free, total = (x / 2**30 for x in torch.cuda.mem_get_info())
         raise RegistryError(
-            "gate.out-of-memory", ", ".join(paths), f"the GPU ran out of memory; gating this model needs about {need:.1f} GiB (now free: {free:.1f} of {total:.1f} GiB)",
-            "stop other processes on the GPU or gate on a GPU with more memory (docs/gpu-gate.md: models larger than one GPU)", Exit.MACHINE,
-        ) from error  # fmt: skip
+            "gate.out-of-memory",
+            ", ".join(paths),
+            f"the GPU ran out of memory; gating this model needs about {need:.1f} GiB (now free: {free:.1f} "
+            f"of {total:.1f} GiB)",
+            "stop other processes on the GPU or gate on a GPU with more memory (docs/gpu-gate.md: models "
+            "larger than one GPU)",
+            Exit.MACHINE,
+        ) from error

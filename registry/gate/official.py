@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
@@ -65,15 +66,17 @@ def import_official(device: str) -> ModuleType:
     wanted_cuda = "1" if device == "cuda" else "0"
     if "rwkv.model" in sys.modules and os.environ.get("RWKV_CUDA_ON") != wanted_cuda:
         raise RegistryError(
-            "gate.official-runtime", "rwkv.model", f"the rwkv package was already imported with RWKV_CUDA_ON={os.environ.get('RWKV_CUDA_ON')}",
+            "gate.official-runtime",
+            "rwkv.model",
+            f"the rwkv package was already imported with RWKV_CUDA_ON={os.environ.get('RWKV_CUDA_ON')}",
             f"run the {device} gate in a fresh process",
-        )  # fmt: skip
+        )
     os.environ["RWKV_V7_ON"] = "1"
     os.environ["RWKV_JIT_ON"] = "1"
     os.environ["RWKV_CUDA_ON"] = wanted_cuda
     try:
         with quietly():  # its import prints a banner; on CUDA its JIT build prints compiler output
-            import rwkv.model as model  # noqa: PLC0415
+            import rwkv.model as model  # noqa: PLC0415 optional dependency: rwkv (reads the switches set above)
     except ImportError as error:
         raise RegistryError(
             "gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32"
@@ -152,8 +155,6 @@ def load_official(
     what its ``torch.load`` returned).
     """
     module = import_official(device)
-    from importlib.metadata import version  # noqa: PLC0415
-
     strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
     start = time.perf_counter()
     with (

@@ -87,7 +87,8 @@ def _format(run: Run, item: Prepared) -> SampleFormat:
     fmt = sample_format(source_of(run.index, item.entry))
     if fmt.unknown_profile:
         run.say(
-            f"{item.entry.path}: profile {fmt.unknown_profile!r} has no prompt the gate knows; its sample runs in {fmt.name}"
+            f"{item.entry.path}: profile {fmt.unknown_profile!r} has no prompt the gate knows; its sample "
+            f"runs in {fmt.name}"
         )
     return fmt
 
@@ -119,7 +120,8 @@ def _phase_ours(
             results.append(replace(earlier, prepared=item, seconds=time.perf_counter() - start, same_as=earlier))
             continue
         run.say(
-            f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding, a sample in {fmt.name}"
+            f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), "
+            f"fp32 reference, greedy decoding, a sample in {fmt.name}"
         )
         with _merged_into(ours.replace_weight, group, item):
             state_file = _state_file(item)
@@ -130,7 +132,8 @@ def _phase_ours(
             prefill_tps = prefill_throughput(ours, prompts)
             sample = run_sample(ours, fmt, tok, state)
         run.say(
-            f"{item.entry.path}: sample in {fmt.name}: {sample.tokens} tokens, stop text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
+            f"{item.entry.path}: sample in {fmt.name}: {sample.tokens} tokens, stop "
+            f"text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
         )
         results.append(
             OursRun(
@@ -178,7 +181,8 @@ def _phase_official(run: Run, group: Group, results: list[OursRun], prompts: Map
         group.drop_pages()
         receipt = _receipt(run, group, result, theirs, seconds)
         run.say(
-            f"{item.entry.path}: {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}"
+            f"{item.entry.path}:"
+            f" {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}"
         )
         run.record(receipt)
         run.receipts.append(receipt)
@@ -195,21 +199,36 @@ def _receipt(run: Run, group: Group, result: OursRun, theirs: Logits, seconds: f
     parity = parity_check_of(result.ours, theirs, result.reference, result.fp32_kernel)
     logit_sets = [result.ours, theirs, result.reference, *([result.fp32_kernel] if result.fp32_kernel else [])]
     checks = [
-        kernel_check, item.finite, parity,
+        kernel_check,
+        item.finite,
+        parity,
         CheckResult(name="finite-logits", passed=finite(*logit_sets), detail="every logit of every path is finite"),
         result.decoding,
-    ]  # fmt: skip
+    ]
     timings = Timings(
-        kernel_build_s=kernel_timings["kernel_build_s"], kernel_cached=kernel_timings["kernel_cached"], load_s=round(group.setup_s + item.seconds, 3),
-        prefill_tokens_per_s=round(result.prefill_tps, 1), decode_tokens_per_s=round(result.decode_tps, 1), total_s=round(seconds, 3),
-        setup_s=round(group.setup_s, 3), entries_sharing_setup=len(group.entries),
+        kernel_build_s=kernel_timings["kernel_build_s"],
+        kernel_cached=kernel_timings["kernel_cached"],
+        load_s=round(group.setup_s + item.seconds, 3),
+        prefill_tokens_per_s=round(result.prefill_tps, 1),
+        decode_tokens_per_s=round(result.decode_tps, 1),
+        total_s=round(seconds, 3),
+        setup_s=round(group.setup_s, 3),
+        entries_sharing_setup=len(group.entries),
         gpu_peak_bytes=torch.cuda.max_memory_allocated() if run.device == "cuda" else None,
-    )  # fmt: skip
+    )
     return Receipt(
-        entry=entry.path, method=entry.method, file_sha256=entry.sha256, files=entry_files(entry), base_sha256=entry.base_sha256,
-        created=datetime.now(UTC).isoformat(timespec="seconds"), environment=run.environment, checks=checks,
-        timings=timings, passed=all(c.passed for c in checks), sample=result.sample,
-    )  # fmt: skip
+        entry=entry.path,
+        method=entry.method,
+        file_sha256=entry.sha256,
+        files=entry_files(entry),
+        base_sha256=entry.base_sha256,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        environment=run.environment,
+        checks=checks,
+        timings=timings,
+        passed=all(c.passed for c in checks),
+        sample=result.sample,
+    )
 
 
 def _gate_group(run: Run, group: Group) -> None:

@@ -45,18 +45,23 @@ def prepare(run: Run, entry: Entry, group: Group) -> Prepared:
     architecture = inspection.architecture or base.architecture
     if architecture is not None and architecture.vocab_size < WORLD_VOCAB_SIZE:
         raise RegistryError(
-            "gate.vocab", entry.path, f"the model's vocabulary has {architecture.vocab_size} tokens; the gate's prompts need the RWKV world vocabulary ({WORLD_VOCAB_SIZE})",
+            "gate.vocab",
+            entry.path,
+            f"the model's vocabulary has {architecture.vocab_size} tokens; the gate's prompts need the RWKV "
+            f"world vocabulary ({WORLD_VOCAB_SIZE})",
             "gate models built on the world vocabulary (rwkv_vocab_v20230424)",
-        )  # fmt: skip
+        )
     if entry.method == "full":
         # The group's weights are its first entry's; a twin's own tensors (read on the CPU) must
         # equal them, or the gate would run the first entry's model under the twin's name.
         first = group.entries[0]
         if entry is not first and not equal_tensors(group.weights, load_tensors(path)):
             raise RegistryError(
-                "gate.twin-differs", entry.path, f"its tensors are not those of {first.path}, which it was converted from",
+                "gate.twin-differs",
+                entry.path,
+                f"its tensors are not those of {first.path}, which it was converted from",
                 f"convert it again: `registry convert {first.path} --force`",
-            )  # fmt: skip
+            )
         own = group.weights  # compared equal: the twin's own copy is let go
     else:
         own = on_device(run.device, load_tensors(path))

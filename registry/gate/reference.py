@@ -38,7 +38,8 @@ def check_wkv7_args(
     for name, t in zip("wkvab", (w, k, v, a, b), strict=True):
         if t.shape != r.shape or t.dtype != r.dtype or t.device != r.device:
             raise ValueError(
-                f"wkv7: {name} is {tuple(t.shape)} {t.dtype} on {t.device}; r is {tuple(r.shape)} {r.dtype} on {r.device}"
+                f"wkv7: {name} is {tuple(t.shape)} {t.dtype} on {t.device}; r is {tuple(r.shape)} {r.dtype} "
+                f"on {r.device}"
             )
     batch, _, channels = r.shape
     if (

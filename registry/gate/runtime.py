@@ -60,7 +60,7 @@ StopReason = Literal["stop_token", "stop_text", "max_new_tokens"]
 
 
 def _load_safetensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # noqa: PLC0415 optional dependency: safetensors
 
     return load_file(path)
 
@@ -158,9 +158,11 @@ def check_mergeable(
         weight = base[name]
         if block.dim() != 2 or weight.dim() != 2 or block.shape[0] != weight.shape[0]:
             raise RegistryError(
-                "gate.miss-shape", source, f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
+                "gate.miss-shape",
+                source,
+                f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
                 "merge onto the base the adapter was trained on",
-            )  # fmt: skip
+            )
 
 
 def merged_weights(
@@ -420,9 +422,11 @@ class Rwkv7:
             t = tensors[state_key(i)]
             if tuple(t.shape) != (heads(s), s.head_size, s.head_size):
                 raise RegistryError(
-                    "gate.state-mismatch", source, f"{state_key(i)} is {tuple(t.shape)}, the model needs {(heads(s), s.head_size, s.head_size)}",
+                    "gate.state-mismatch",
+                    source,
+                    f"{state_key(i)} is {tuple(t.shape)}, the model needs {(heads(s), s.head_size, s.head_size)}",
                     "use the state trained for this base model",
-                )  # fmt: skip
+                )
             state[3 * i + 1] = t.to(device=self.device, dtype=torch.float32).unsqueeze(0).repeat(batch, 1, 1, 1)
         return state
 

@@ -27,7 +27,10 @@ from . import mapping
 from .modelfile import modelfiles
 from .reader import GgufFormatError, read_header
 
-UNLISTED_FIX = "move it out of the gguf folder (export-gguf writes the files there and lists each GGUF in index.json; it refuses to overwrite one no record lists), then run `registry sums`"
+UNLISTED_FIX = (
+    "move it out of the gguf folder (export-gguf writes the files there and lists each GGUF in index.json; it "
+    "refuses to overwrite one no record lists), then run `registry sums`"
+)
 MODELFILE_FIX = "run `registry card` (it writes the Modelfile again)"
 # the header's shape fields and the base's recorded Architecture fields they must equal
 RECORDED_FIELDS = {
@@ -136,9 +139,12 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
     want = expected_shapes(counts, n_vocab)
     found = {t.name: t.shape for t in header.tensors}
     yield from shape_findings(
-        want, found, missing="lacks {name} ({count} of llama.cpp's rwkv7 tensors for its metadata)",
-        unexpected="holds {name}, which llama.cpp's rwkv7 has no place for", wrong="{name} is {found} but its metadata makes it {want}",
-    )  # fmt: skip
+        want,
+        found,
+        missing="lacks {name} ({count} of llama.cpp's rwkv7 tensors for its metadata)",
+        unexpected="holds {name}, which llama.cpp's rwkv7 has no place for",
+        wrong="{name} is {found} but its metadata makes it {want}",
+    )
     lineage = mapping.lineage_metadata(record.source_sha256, record.base_sha256, record.type, record.merged)
     for key, text in lineage.items():
         if fields.get(key) != text:

@@ -39,9 +39,12 @@ def open_inputs(repo: Repo, source: ExportSource, base_file: Path | None) -> Ite
         if source.entry is not None and source.entry.method == "miss":
             if base_file is None:
                 raise RegistryError(
-                    "args.missing-file", source.entry.path, "is a MiSS adapter: its GGUF is the adapter merged into its base, and the registry does not hold bases",
+                    "args.missing-file",
+                    source.entry.path,
+                    "is a MiSS adapter: its GGUF is the adapter merged into its base, and the registry does "
+                    "not hold bases",
                     f"pass --base-file {source.base.filename}",
-                )  # fmt: skip
+                )
             adapter_pin: Pinned = stack.enter_context(pinned_source(repo, source, None))
             base = ExportSource(source.base.name, source.base, None, source.base.sha256, "")
             handle: Pinned = stack.enter_context(pinned_source(repo, base, base_file))

@@ -100,9 +100,12 @@ def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str
             found[name] = tensor.shape
             dtypes.add(tensor.dtype)
     yield from shape_findings(
-        want, found, missing="its safetensors lack {name} ({count} of fla's tensors for config.json)",
-        unexpected="its safetensors hold {name}, which fla's model for config.json has no place for", wrong="{name} is {found} but config.json makes it {want}",
-    )  # fmt: skip
+        want,
+        found,
+        missing="its safetensors lack {name} ({count} of fla's tensors for config.json)",
+        unexpected="its safetensors hold {name}, which fla's model for config.json has no place for",
+        wrong="{name} is {found} but config.json makes it {want}",
+    )
     if len(dtypes) > 1:
         yield f"its tensors mix dtypes {sorted(dtypes)}"
 
@@ -146,7 +149,10 @@ def _weight_map_problems(path: Path, display: str, headers: dict[str, Safetensor
     weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
     if weight_map != where:
         wrong = sorted(n for n in set(where) | set(weight_map or {}) if (weight_map or {}).get(n) != where.get(n))
-        yield f"{SHARD_INDEX}'s weight_map does not map each tensor to the shard holding it (e.g. {wrong[0] if wrong else 'its form'})"
+        yield (
+            f"{SHARD_INDEX}'s weight_map does not map each tensor to the shard holding it "
+            f"(e.g. {wrong[0] if wrong else 'its form'})"
+        )
 
 
 def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[str, str]) -> Iterator[str]:
@@ -181,7 +187,9 @@ def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[
         if SHARD_INDEX in listed:
             yield from _weight_map_problems(root / export.path / SHARD_INDEX, f"{export.path}/{SHARD_INDEX}", headers)
     if not isinstance(config, dict):
-        yield f"{CONFIG_NAME if source is None or source.method == 'full' else ADAPTER_CONFIG_NAME} is not a JSON object"
+        yield (
+            f"{CONFIG_NAME if source is None or source.method == 'full' else ADAPTER_CONFIG_NAME} is not a JSON object"
+        )
         return
     small = [
         n for n in (CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, ADAPTER_CONFIG_NAME) if n in listed

@@ -35,7 +35,10 @@ from ..core.names import CHECKPOINT_FILES, CHECKPOINT_MANIFEST, CONFIG_NAME, ROO
 from ..core.schemas import parse_json, read_json
 from .mapping import fla_shapes
 
-FIX_SHARDS = "restore the shards and the index as they were published (download them again), or regenerate the index from the shards"
+FIX_SHARDS = (
+    "restore the shards and the index as they were published (download them again), "
+    "or regenerate the index from the shards"
+)
 FIX_MANIFEST = f"restore the file (download it again); if the file is right, correct its line in {CHECKPOINT_MANIFEST}"
 _SHA = re.compile(SHA256_PATTERN)
 
@@ -43,9 +46,12 @@ _SHA = re.compile(SHA256_PATTERN)
 def gate_not_applicable(checkpoint: Checkpoint) -> Problem:
     """What smoke and publish say of a checkpoint of another architecture: never a pass."""
     return Problem(
-        "gate.not-applicable", checkpoint.path, f"not RWKV-7 (model_type {checkpoint.model_type}): the RWKV-7 gate does not apply, so it was not gated",
-        "nothing to run: validate checks its shards, index, config and manifest; publish sends it ungated, and the card says the gate does not apply",
-    )  # fmt: skip
+        "gate.not-applicable",
+        checkpoint.path,
+        f"not RWKV-7 (model_type {checkpoint.model_type}): the RWKV-7 gate does not apply, so it was not gated",
+        "nothing to run: validate checks its shards, index, config and manifest; "
+        "publish sends it ungated, and the card says the gate does not apply",
+    )
 
 
 def in_folder(folder: str, name: str) -> str:
@@ -90,9 +96,11 @@ def _config(root: Path, rel: str) -> dict[str, Any]:
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise RegistryError(
-            "checkpoint.bad-config", rel, "names no model_type, so Transformers cannot tell which model to build",
+            "checkpoint.bad-config",
+            rel,
+            "names no model_type, so Transformers cannot tell which model to build",
             "restore the config.json Transformers wrote (it names model_type)",
-        )  # fmt: skip
+        )
     return config
 
 
@@ -112,8 +120,10 @@ def read_checkpoint(root: Path, folder: str, files: Iterable[str], registry_root
     manifest = in_folder(folder, CHECKPOINT_MANIFEST)
     architectures = config.get("architectures")
     architecture = (
-        architectures[0] if isinstance(architectures, list) and architectures and isinstance(architectures[0], str) else config["model_type"]
-    )  # fmt: skip
+        architectures[0]
+        if isinstance(architectures, list) and architectures and isinstance(architectures[0], str)
+        else config["model_type"]
+    )
     return CheckpointFacts(
         folder=folder,
         index=index_rel,
@@ -141,8 +151,11 @@ def _shard_problems(root: Path, folder: str, files: list[str], config: dict[str,
         rel = in_folder(folder, name)
         if rel not in files:
             yield Problem(
-                "checkpoint.missing-shard", index_rel, f"weight_map names shard {name}, which is not in the folder", FIX_SHARDS
-            )  # fmt: skip
+                "checkpoint.missing-shard",
+                index_rel,
+                f"weight_map names shard {name}, which is not in the folder",
+                FIX_SHARDS,
+            )
             continue
         try:
             header = read_safetensors_header(root / rel)
@@ -158,26 +171,35 @@ def _shard_problems(root: Path, folder: str, files: list[str], config: dict[str,
         held = where.get(tensor)
         if held is not None and held != shard:
             yield Problem(
-                "checkpoint.wrong-shard", index_rel,
-                f"weight_map sends {tensor} to {shard}, but {held} holds it (Transformers would not find it)", FIX_SHARDS,
-            )  # fmt: skip
+                "checkpoint.wrong-shard",
+                index_rel,
+                f"weight_map sends {tensor} to {shard}, but {held} holds it (Transformers would not find it)",
+                FIX_SHARDS,
+            )
         elif held is None and in_folder(folder, shard) in files:
             yield Problem(
-                "checkpoint.missing-tensor", index_rel, f"weight_map sends {tensor} to {shard}, which does not hold it", FIX_SHARDS
-            )  # fmt: skip
+                "checkpoint.missing-tensor",
+                index_rel,
+                f"weight_map sends {tensor} to {shard}, which does not hold it",
+                FIX_SHARDS,
+            )
     for tensor, shard in sorted(where.items()):
         if tensor not in parsed.weight_map:
             yield Problem(
-                "checkpoint.unlisted-tensor", in_folder(folder, shard),
-                f"holds {tensor}, which {SHARD_INDEX}'s weight_map does not list (Transformers would not load it)", FIX_SHARDS,
-            )  # fmt: skip
+                "checkpoint.unlisted-tensor",
+                in_folder(folder, shard),
+                f"holds {tensor}, which {SHARD_INDEX}'s weight_map does not list (Transformers would not load it)",
+                FIX_SHARDS,
+            )
     named = {in_folder(folder, n) for n in parsed.shard_names}
     for rel in files:
         if checkpoint_file(rel, folder) and rel.endswith(".safetensors") and rel not in named:
             yield Problem(
-                "checkpoint.stray-shard", rel, f"a safetensors file beside {SHARD_INDEX} that its weight_map does not name",
+                "checkpoint.stray-shard",
+                rel,
+                f"a safetensors file beside {SHARD_INDEX} that its weight_map does not name",
                 f"name its tensors in the weight_map, or move it out of {folder or 'the root'}",
-            )  # fmt: skip
+            )
     if parsed.total_size is None:
         yield Problem(
             "checkpoint.total-size",
@@ -187,8 +209,11 @@ def _shard_problems(root: Path, folder: str, files: list[str], config: dict[str,
         )
     elif parsed.total_size != total:
         yield Problem(
-            "checkpoint.total-size", index_rel, f"metadata.total_size is {parsed.total_size} but the shards' tensors hold {total} bytes", FIX_SHARDS
-        )  # fmt: skip
+            "checkpoint.total-size",
+            index_rel,
+            f"metadata.total_size is {parsed.total_size} but the shards' tensors hold {total} bytes",
+            FIX_SHARDS,
+        )
     if config.get("model_type") == RWKV7_MODEL_TYPE:
         yield from _rwkv7_config_problems(in_folder(folder, CONFIG_NAME), config, shapes)
 
@@ -197,16 +222,22 @@ def _rwkv7_config_problems(
     rel: str, config: Mapping[str, Any], shapes: dict[str, tuple[int, ...]]
 ) -> Iterable[Problem]:
     """config.json's shape fields make exactly the tensors the headers hold (fla's RWKV-7)."""
-    fix = "correct config.json's shape fields to the shards' tensors (hidden_size, num_hidden_layers, num_heads, head_dim, intermediate_size, vocab_size, the low-rank dims)"
+    fix = (
+        "correct config.json's shape fields to the shards' tensors (hidden_size, num_hidden_layers, "
+        "num_heads, head_dim, intermediate_size, vocab_size, the low-rank dims)"
+    )
     try:
         want = fla_shapes(config)
     except (KeyError, TypeError, ValueError) as exc:
         yield Problem("checkpoint.config-shapes", rel, f"lacks a shape field fla's RWKV-7 needs ({exc})", fix)
         return
     for message in shape_findings(
-        want, shapes, missing="makes {name}, which no shard holds ({count} of its tensors missing)",
-        unexpected="makes no {name}, which a shard holds", wrong="makes {name} {want}, but the shard holds {found}",
-    ):  # fmt: skip
+        want,
+        shapes,
+        missing="makes {name}, which no shard holds ({count} of its tensors missing)",
+        unexpected="makes no {name}, which a shard holds",
+        wrong="makes {name} {want}, but the shard holds {found}",
+    ):
         yield Problem("checkpoint.config-shapes", rel, message, fix)
 
 
@@ -218,16 +249,19 @@ def base_fit_problems(
     if architecture is None or config.get("model_type") != RWKV7_MODEL_TYPE:
         return []
     recorded = {
-        "num_hidden_layers": architecture.n_layer, "hidden_size": architecture.n_embd, "head_dim": architecture.head_size,
-        "vocab_size": architecture.vocab_size, "intermediate_size": architecture.dim_ffn,
-    }  # fmt: skip
+        "num_hidden_layers": architecture.n_layer,
+        "hidden_size": architecture.n_embd,
+        "head_dim": architecture.head_size,
+        "vocab_size": architecture.vocab_size,
+        "intermediate_size": architecture.dim_ffn,
+    }
     return [
         Problem(
             "checkpoint.wrong-base",
             rel,
             f"says {key} {config.get(key)} but the base {base} has {want}",
             "add it under the base it was trained from (--base), or add that base first",
-        )  # fmt: skip
+        )
         for key, want in recorded.items()
         if want is not None and config.get(key) != want
     ]
@@ -254,9 +288,11 @@ class ManifestLine:
 
 def _refuse_manifest(rel: str, message: str) -> RegistryError:
     return RegistryError(
-        "checkpoint.bad-manifest", rel, message,
+        "checkpoint.bad-manifest",
+        rel,
+        message,
         'write it as {"files": [{"path": …, "sha256": …, "size": …}, …]} or {"files": {"<path>": "<sha256>"}}',
-    )  # fmt: skip
+    )
 
 
 def _lines(data: Any, rel: str) -> list[tuple[str, Any]]:
@@ -311,7 +347,7 @@ def manifest_problems(
                     rel,
                     f"lists {path}, which is not in the folder",
                     f"restore {path} (download it again), or remove its line from {CHECKPOINT_MANIFEST}",
-                )  # fmt: skip
+                )
             )
         elif digests[target] != line.sha256:
             problems.append(
@@ -320,7 +356,7 @@ def manifest_problems(
                     rel,
                     f"says {path} has sha256 {line.sha256[:12]}…, but the file's is {digests[target][:12]}…",
                     f"{FIX_MANIFEST} (the shard or file changed since the author hashed it)",
-                )  # fmt: skip
+                )
             )
         elif line.size is not None and sizes.get(target) != line.size:
             problems.append(
@@ -329,7 +365,7 @@ def manifest_problems(
                     rel,
                     f"says {path} is {line.size} bytes, but the file is {sizes.get(target)}",
                     FIX_MANIFEST,
-                )  # fmt: skip
+                )
             )
     return problems
 

@@ -121,7 +121,8 @@ def fla_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
         "attn_norm.weight": (c,), "attn_norm.bias": (c,), "ffn_norm.weight": (c,), "ffn_norm.bias": (c,),
         **{f"attn.x_{m}": (1, 1, c) for m in "rwkvag"},
         "attn.k_k": (c,), "attn.k_a": (c,), "attn.r_k": (heads, n),
-        "attn.r_proj.weight": (c, c), "attn.k_proj.weight": (c, c), "attn.v_proj.weight": (c, c), "attn.o_proj.weight": (c, c),
+        "attn.r_proj.weight": (c, c), "attn.k_proj.weight": (c, c),
+        "attn.v_proj.weight": (c, c), "attn.o_proj.weight": (c, c),
         "attn.g_norm.weight": (c,), "attn.g_norm.bias": (c,),
         "ffn.x_k": (c,), "ffn.key.weight": (f, c), "ffn.value.weight": (c, f),
     }  # fmt: skip
@@ -175,18 +176,21 @@ def _shape_config(shapes: Mapping[str, Sequence[int]], source: str | Path | None
     if arch.head_size != HEAD_SIZE:
         raise _refuse(
             source,
-            f"blocks.0.att.r_k is {arch.n_head}x{arch.head_size}: head size {arch.head_size}, and fla's RWKV-7 takes head size {HEAD_SIZE} only",
+            f"blocks.0.att.r_k is {arch.n_head}x{arch.head_size}: head size {arch.head_size}, and fla's "
+            f"RWKV-7 takes head size {HEAD_SIZE} only",
         )
     if arch.n_layer == 1:
         # fla 0.6's RWKV7Attention._initialize_weights divides by num_hidden_layers - 1, and runs
         # whenever the model is built (transformers 5 has no switch to skip it), from_pretrained too
         raise _refuse(
             source,
-            "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by num_hidden_layers - 1)",
+            "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by "
+            "num_hidden_layers - 1)",
             "no Transformers export exists for a 1-layer model: publish the .pth, which the rwkv runtime loads",
         )
     config: dict[str, Any] = {
-        "hidden_size": arch.n_embd, "num_hidden_layers": arch.n_layer, "head_dim": arch.head_size, "num_heads": arch.n_head,
+        "hidden_size": arch.n_embd, "num_hidden_layers": arch.n_layer,
+        "head_dim": arch.head_size, "num_heads": arch.n_head,
         "intermediate_size": arch.dim_ffn, "vocab_size": arch.vocab_size,
     }  # fmt: skip
     for key, leaf in _RANKS.items():
@@ -212,7 +216,8 @@ def fla_plan(shapes: Mapping[str, Sequence[int]], source: str | Path | None = No
         if got != want[rule.target]:
             raise _refuse(
                 source,
-                f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's config from the other shapes needs {want[rule.target]}",
+                f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's "
+                f"config from the other shapes needs {want[rule.target]}",
             )
     extra = sorted(set(shapes) - {r.source for r in plan} - set(DROPPED_SOURCES))
     if extra:
@@ -243,5 +248,8 @@ def tensor_misfit(
     wrong = sorted((n for n in want if (tuple(found[n][0]), found[n][1]) != want[n]), key=_natural)
     if wrong:
         name = wrong[0]
-        return f"{file}: {name} is {found[name][1]} {tuple(found[name][0])}, but the {what} is {want[name][1]} {want[name][0]}"
+        return (
+            f"{file}: {name} is {found[name][1]} {tuple(found[name][0])}, but the {what} "
+            f"is {want[name][1]} {want[name][0]}"
+        )
     return None

@@ -16,6 +16,7 @@ import torch
 from ..core.errors import RegistryError
 from ..core.names import CONFIG_NAME
 from ..core.schemas import read_json
+from ..gate.runtime import load_tensors
 from .mapping import FlaPlan, Rule, rules
 
 _FLA_LAYER = re.compile(r"model\.layers\.(\d+)\.")
@@ -69,7 +70,6 @@ def fla_to_x070(tensors: Mapping[str, torch.Tensor], source: str | Path | None =
 
 def read_export(folder: str | Path) -> dict[str, torch.Tensor]:
     """The x070 tensors of an exported folder (its config.json and safetensors)."""
-    from ..gate.runtime import load_tensors
 
     folder = Path(folder)
     try:

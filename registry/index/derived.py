@@ -64,9 +64,10 @@ def stage_manifests(repo: Repo, txn: Transaction, index: Index) -> list[str]:
                 Problem(
                     "checkpoint.manifest-updated",
                     manifest,
-                    f"{path} was rewritten, so its line now holds its new sha256 {changed[path][0][:12]}… ({changed[path][1]} bytes)",
+                    f"{path} was rewritten, so its line now holds its new sha256 "
+                    f"{changed[path][0][:12]}… ({changed[path][1]} bytes)",
                     "nothing to do: the manifest stays in step with SHA256SUMS, and publish sends both",
-                )  # fmt: skip
+                )
             )
     return updated
 

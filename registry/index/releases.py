@@ -100,7 +100,11 @@ def working_release(repo: Repo) -> Release:
     stale = sorted(p for p in set(on_disk) | set(release.sums) if on_disk.get(p) != release.sums.get(p))
     if not stale:
         return release
-    note = f"the working registry's files are not what its SHA256SUMS says ({', '.join(stale[:3])}{', …' if len(stale) > 3 else ''}): compared by SHA256SUMS; run `registry validate`"
+    note = (
+        "the working registry's files are not what its SHA256SUMS says "
+        f"({', '.join(stale[:3])}{', …' if len(stale) > 3 else ''}): compared by SHA256SUMS; run `registry "
+        "validate`"
+    )
     return replace(release, notes=(*release.notes, note))
 
 
@@ -344,9 +348,13 @@ def artifacts(release: Release) -> dict[str, Artifact]:
             weights = checkpoint.weight_files()
             identity = sha256_hex("".join(f"{sha}  {path}\n" for path, sha in sorted(weights.items())).encode())
             found[checkpoint.path] = Artifact(
-                checkpoint.path, identity, "full", checkpoint.initialized_from or checkpoint.architecture,
-                checkpoint.data.version if checkpoint.data else None, tuple(weights),
-            )  # fmt: skip
+                checkpoint.path,
+                identity,
+                "full",
+                checkpoint.initialized_from or checkpoint.architecture,
+                checkpoint.data.version if checkpoint.data else None,
+                tuple(weights),
+            )
         return found
     return {p: _layout_artifact(p, sha) for p, sha in release.sums.items() if p.endswith(WEIGHT_SUFFIXES)}
 

@@ -42,11 +42,12 @@ from ..core.names import (
 )
 from ..core.pinned import copy_hashing, pinned
 from ..core.repo import Repo, render_index
-from ..core.sums import parse_sums
+from ..core.schemas import read_bounded
+from ..core.sums import MAX_SUMS_BYTES, parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..hf.checkpoint import base_fit_problems, checkpoint_file, manifest_problems, read_checkpoint
-from ..index.arguments import require_name, require_sha
+from ..index.arguments import require_file_name, require_name, require_sha, require_text
 from ..index.derived import stage_derived
 from ..index.editing import set_recommended
 from ..index.rules import index_to_change, weight_path_problem
@@ -69,8 +70,6 @@ class AddRequest:
 
 
 def _check_request(request: AddRequest, index: Index) -> Base:
-    from ..index.arguments import require_file_name, require_text
-
     # Every name that becomes part of the entry's path, and the text the card shows, before anything is staged.
     require_name(request.base, "base name", "--base")
     if request.run is not None:
@@ -79,7 +78,8 @@ def _check_request(request: AddRequest, index: Index) -> Base:
             raise RegistryError(
                 "args.bad-name",
                 request.run,
-                f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF files (export-gguf)",
+                f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF "
+                "files (export-gguf)",
                 "pass another --run name",
             )
     require_file_name(request.file.name, "file name", "registry add")
@@ -166,8 +166,6 @@ def _check_data_sums(request: AddRequest, data_sha: str | None) -> None:
             "names its data by dataset repo and revision, with no file sha256 to look up in --data-sums",
             "add the sha256 of the file the trainer read to train.json's data, or leave out --data-sums",
         )
-    from ..core.schemas import read_bounded
-    from ..core.sums import MAX_SUMS_BYTES
 
     # Not read_bytes(): /dev/zero would fill memory and a FIFO would block; anything but a regular
     # file of at most MAX_SUMS_BYTES is refused before it is read.
@@ -240,7 +238,8 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
             raise RegistryError(
                 "args.name-collision",
                 request.file,
-                f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file on macOS and Windows checkouts",
+                f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file "
+                "on macOS and Windows checkouts",
                 "rename the file (or pass another --run) so that it differs in more",
             )
         train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)
@@ -308,37 +307,49 @@ def add_checkpoint(root: Path, request: AddRequest, progress: Progress | None = 
     source = request.file
     if request.method != "full":
         raise RegistryError(
-            "args.bad-method", source, f"a Transformers checkpoint is a whole model, not a {request.method} file",
+            "args.bad-method",
+            source,
+            f"a Transformers checkpoint is a whole model, not a {request.method} file",
             "pass --method full",
-        )  # fmt: skip
+        )
     names = sorted(p.name for p in source.iterdir())
     strays = [n for n in names if not (source / n).is_file() or (source / n).is_symlink() or not checkpoint_file(n)]
     if strays:
         raise RegistryError(
-            "checkpoint.stray-file", source / strays[0], "is not a file of a Transformers checkpoint (shards, their index, config, generation config, tokenizer files, checkpoint_manifest.json, evaluation.json)",
+            "checkpoint.stray-file",
+            source / strays[0],
+            "is not a file of a Transformers checkpoint (shards, their index, config, generation config, "
+            "tokenizer files, checkpoint_manifest.json, evaluation.json)",
             "move it out of the folder (the registry's card is the README at its root)",
-        )  # fmt: skip
+        )
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
         base = index.base_by_name(request.base)
         if base is None:
             raise RegistryError(
-                "base.unknown", request.base, "no such base in index.json", f"run `registry add-base {request.base}.pth` first"
-            )  # fmt: skip
+                "base.unknown",
+                request.base,
+                "no such base in index.json",
+                f"run `registry add-base {request.base}.pth` first",
+            )
         if not re.fullmatch(DATA_VERSION_PATTERN, request.data_version):
             raise RegistryError(
-                "args.bad-data-version", repr(request.data_version), f"data version {request.data_version!r} must look like v1.41 or v2.1",
+                "args.bad-data-version",
+                repr(request.data_version),
+                f"data version {request.data_version!r} must look like v1.41 or v2.1",
                 "pass --data-version v<major>[.<minor>]",
-            )  # fmt: skip
+            )
         if request.run is not None:
             require_name(request.run, "run name", "--run")
         folder = canonical_path(base.name, "full", request.data_version, SHARD_INDEX, request.run).rsplit("/", 1)[0]
         taken = [n for n in names if (repo.root / folder / n).exists()]
         if taken or index.checkpoint_by_path(f"{folder}/{SHARD_INDEX}"):
             raise RegistryError(
-                "entry.exists", f"{folder}/{taken[0] if taken else SHARD_INDEX}", "a file is already registered at this path",
+                "entry.exists",
+                f"{folder}/{taken[0] if taken else SHARD_INDEX}",
+                "a file is already registered at this path",
                 "pass another --run or --data-version; published files are never replaced",
-            )  # fmt: skip
+            )
         with pinned(request.train_json, TRAIN_JSON) as train_source:
             train, data_sha = _check_train_json(request, train_source.stable, base)
             train_bytes = train_source.read_bytes()
@@ -346,9 +357,11 @@ def add_checkpoint(root: Path, request: AddRequest, progress: Progress | None = 
         existing_train = repo.root / train_rel
         if existing_train.is_file() and existing_train.read_bytes() != train_bytes:
             raise RegistryError(
-                "train.conflict", train_rel, "a different train.json is already in this data-version directory",
+                "train.conflict",
+                train_rel,
+                "a different train.json is already in this data-version directory",
                 f"pass --train-json {existing_train}",
-            )  # fmt: skip
+            )
         staged = txn.staging / f"add-checkpoint-{os.getpid()}"
         staged.mkdir()
         try:
@@ -379,13 +392,23 @@ def add_checkpoint(root: Path, request: AddRequest, progress: Progress | None = 
             return FileRef(path=f"{folder}/{name}", sha256=digests[name], size=(staged / name).stat().st_size)
 
         checkpoint = Checkpoint(
-            path=f"{folder}/{SHARD_INDEX}", sha256=digests[SHARD_INDEX], size=(staged / SHARD_INDEX).stat().st_size,
-            architecture=facts.architecture, model_type=facts.model_type, base_sha256=base.sha256,
-            data=DataRef(version=request.data_version, sha256=data_sha, dataset_repo=request.dataset_repo or train.data.repo, dataset_revision=train.data.revision),
-            shards=[ref(n) for n in facts.shards], files=[ref(n) for n in facts.files],
+            path=f"{folder}/{SHARD_INDEX}",
+            sha256=digests[SHARD_INDEX],
+            size=(staged / SHARD_INDEX).stat().st_size,
+            architecture=facts.architecture,
+            model_type=facts.model_type,
+            base_sha256=base.sha256,
+            data=DataRef(
+                version=request.data_version,
+                sha256=data_sha,
+                dataset_repo=request.dataset_repo or train.data.repo,
+                dataset_revision=train.data.revision,
+            ),
+            shards=[ref(n) for n in facts.shards],
+            files=[ref(n) for n in facts.files],
             manifest=f"{folder}/{facts.manifest}" if facts.manifest else None,
             evaluation=f"{folder}/{EVALUATION_NAME}" if EVALUATION_NAME in names else None,
-        )  # fmt: skip
+        )
         index.checkpoints.append(checkpoint)
         for i, name in enumerate(names):  # the journal moves files from staging's top level
             flat = txn.staging / f"{staged.name}-{i}.part"

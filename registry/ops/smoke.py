@@ -205,9 +205,11 @@ def smoke(
         base_file = fetch_base(index, on_base, fetch_into, say)
     if on_base and (not base_file or not base_file.is_file()):
         raise RegistryError(
-            "gate.no-base", base_file or "--base-file", f"{on_base[0].path} is a {on_base[0].method} entry: it runs on its base checkpoint",
+            "gate.no-base",
+            base_file or "--base-file",
+            f"{on_base[0].path} is a {on_base[0].method} entry: it runs on its base checkpoint",
             "pass --base-file BASE.pth (the file the entries were trained on)",
-        )  # fmt: skip
+        )
     with ExitStack() as pins, background_builds(device) as builds:
         # Every input is opened once, checked (registered files against the index, the base by
         # its hash), and read through that open file for the whole gate.
