@@ -364,6 +364,51 @@ def test_a_command_that_rewrites_the_card_updates_its_manifest_line_in_the_same_
     assert validate(seed_004) == []
 
 
+def test_a_score_on_a_root_checkpoint_goes_to_the_index_the_authors_file_untouched_and_the_card_shows_both(seed_004):
+    adopt_cli(seed_004)
+    authors = (seed_004 / "evaluation.json").read_bytes()
+    args = ["--benchmark", "mmlu_redux", "--value", "61.25%", "--count", "1837", "--date", "2026-12-01"]
+    for path in ("model.safetensors.index.json", str(seed_004)):  # by its weight index, and by its folder on disk
+        result = CliRunner().invoke(
+            main, ["score", path, *args, "--backend", "vllm 0.11", "-C", str(seed_004), "--json"]
+        )
+        assert result.exit_code == 0, result.output
+    assert (seed_004 / "evaluation.json").read_bytes() == authors  # the author's file, byte for byte
+    checkpoint = Repo(seed_004).load_index().checkpoints[0]
+    assert [(s.benchmark, s.value, s.count) for s in checkpoint.scores] == [("mmlu_redux", 61.25, 1837)]
+    assert json.loads(result.stdout)["scores"][0]["benchmark"] == "mmlu_redux"
+    assert manifest_lines(seed_004)["evaluation.json"] == sha(seed_004 / "evaluation.json")
+    card = (seed_004 / "README.md").read_text()
+    assert "exact match after HQA normalization" in card  # the author's evaluation ...
+    ours = card[card.index("### Scores") :]
+    assert "mmlu_redux" in ours and "vllm 0.11" in ours and "`/model.safetensors.index.json`" in ours  # ... and ours
+    assert "is the author's and does not hold them" in ours
+    assert validate(seed_004) == []
+    assert CliRunner().invoke(main, ["card", "--check", "-C", str(seed_004)]).exit_code == 0
+
+    listed = CliRunner().invoke(main, ["list", "-C", str(seed_004), "--json"])
+    assert listed.exit_code == 0, listed.output
+    (row,) = json.loads(listed.stdout)["checkpoints"]
+    assert row["path"] == "model.safetensors.index.json" and [s["benchmark"] for s in row["scores"]] == ["mmlu_redux"]
+    table = CliRunner().invoke(main, ["list", "-C", str(seed_004)]).output
+    assert "checkpoints" in table and "RWKV7ForCausalLM" in table and "not run" in table
+
+
+def test_describe_takes_a_checkpoint_for_its_author_evaluation_and_refuses_an_entrys_field_in_one_line(seed_004):
+    adopt_cli(seed_004)
+    before = snapshot(seed_004)
+    refused = CliRunner().invoke(
+        main, ["describe", "model.safetensors.index.json", "--notes", "x", "-C", str(seed_004)]
+    )
+    assert refused.exit_code != 0 and snapshot(seed_004) == before
+    (line,) = refused.output.strip().splitlines()
+    assert line.startswith("error: model.safetensors.index.json: --notes describe a registry entry")
+    done = CliRunner().invoke(main, ["describe", str(seed_004), "--author-evaluation", "-C", str(seed_004), "--json"])
+    assert done.exit_code == 0, done.output
+    assert Repo(seed_004).load_index().checkpoints[0].evaluation == "evaluation.json"
+    assert (seed_004 / "evaluation.json").read_bytes() == before["evaluation.json"]
+
+
 # -- the gate (CPU path here; the GPU runs where CUDA is) -------------------------------------------------------
 
 

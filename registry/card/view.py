@@ -313,6 +313,8 @@ class CardView:
     handwritten: str
     languages: Languages
     author_evaluations: list[AuthorEvaluationView] = field(default_factory=list)  # each declared one that reads
+    # results recorded on a checkpoint at the root (one under a base is in its base's score tables)
+    checkpoint_score_groups: list[ScoreGroup] = field(default_factory=list)
 
     @property
     def zh(self) -> bool:
@@ -568,6 +570,10 @@ def _subject_label(index: Index, result: EvalResult, languages: Languages) -> tu
         entry = index.entry_by_path(subject.name)
         path = _relative(subject.name, subject.base if index.base_by_name(subject.base) else None)
         return md_code(path), METHOD_LABELS[entry.method] if entry else "—"
+    if subject.kind == "checkpoint":
+        return md_code(
+            _relative(subject.name, subject.base if index.base_by_name(subject.base) else None)
+        ), "Transformers"
     if subject.kind == "reference":
         base = index.base_by_name(subject.base)
         ref = next((r for r in base.references if r.name == subject.name), None) if base else None
@@ -651,5 +657,11 @@ def build_view(index: Index, handwritten: str, facts: TreeFacts | None = None) -
             AuthorEvaluationView(path, facts.evaluations[path], weights)
             for path, weights in declarations(index).items()
             if path in facts.evaluations
+        ],
+        checkpoint_score_groups=[
+            group
+            for checkpoint in sorted(index.checkpoints, key=lambda c: c.path)
+            if checkpoint.base_sha256 is None
+            for group in _score_groups(index, evaluation(index).results, checkpoint.path, languages)
         ],
     )
