@@ -623,6 +623,61 @@ def test_registry_add_refuses_a_bad_checkpoint_folder_leaving_the_registry_as_it
     assert snapshot(world_registry) == before
 
 
+# -- adopt: a hand-made repo holding a checkpoint folder under the layout ------------------------------------------
+
+
+def _hand_made_layout(template: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A repo made by hand: the checkpoint folder at <base>/full/v1/ with its train.json; the base
+    .pth beside the repo (given with --base-file, read, not copied)."""
+    base = make_base_checkpoint(tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(**{**WORLD.__dict__, "seed": 1}))
+    repo = tmp_path / "hand-made"
+    version = repo / "rwkv7-tiny-w-20260101/full/v1"
+    version.parent.mkdir(parents=True)
+    shutil.copytree(_checkpoint_folder(template, tmp_path), version)
+    train_json(version / "train.json")
+    return repo, base
+
+
+def test_a_hand_made_repo_with_a_checkpoint_under_the_layout_is_adopted_in_place_byte_for_byte(
+    seed_004_template, tmp_path
+):
+    repo, base = _hand_made_layout(seed_004_template, tmp_path)
+    before = snapshot(repo)
+    report = json.loads(adopt_cli(repo, "--base-file", str(base), "--json").stdout)
+    after = snapshot(repo)
+    assert {p: after[p] for p in before} == before  # every file of the author's, byte for byte
+    index = Repo(repo).load_index()
+    (checkpoint,) = index.checkpoints
+    folder = "rwkv7-tiny-w-20260101/full/v1"
+    assert checkpoint.path == f"{folder}/model.safetensors.index.json" and index.entries == []
+    assert checkpoint.base_sha256 == index.bases[0].sha256 == sha(base) and checkpoint.data.version == "v1"
+    assert checkpoint.manifest == f"{folder}/checkpoint_manifest.json"
+    assert checkpoint.evaluation == f"{folder}/evaluation.json"
+    assert [s.path for s in checkpoint.shards] == [f"{folder}/model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
+    assert report["checkpoints"][0]["gate"] == "applies"
+    assert validate(repo) == []
+    assert CliRunner().invoke(main, ["card", "--check", "-C", str(repo)]).exit_code == 0
+
+
+def test_a_hand_made_checkpoint_under_the_layout_that_disagrees_is_refused_leaving_the_folder_as_it_was(
+    seed_004_template, tmp_path
+):
+    repo, base = _hand_made_layout(seed_004_template, tmp_path)
+    folder = repo / "rwkv7-tiny-w-20260101/full/v1"
+    _flip_data_byte(folder)
+    misplaced = repo / "rwkv7-tiny-w-20260101/miss/v1"
+    shutil.copytree(_checkpoint_folder(seed_004_template, tmp_path / "again"), misplaced)
+    before = snapshot(repo)
+    lines = adopt_cli(repo, "--base-file", str(base), code=3).stderr.strip().splitlines()
+    assert snapshot(repo) == before
+    assert len(lines) == 2 and lines[0].startswith(
+        f"error: {folder.relative_to(repo)}/checkpoint_manifest.json: says model-00002-of-00003.safetensors has sha256"
+    )
+    assert lines[1].startswith(
+        "error: rwkv7-tiny-w-20260101/miss/v1: a Transformers checkpoint folder outside the layout"
+    )
+
+
 def test_pull_of_the_hand_made_seed_004_repo_adopts_it_on_the_way(hub_server, seed_004_template, tmp_path):
 
     api = HfApi()
