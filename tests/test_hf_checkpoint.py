@@ -24,7 +24,9 @@ from registry.artifacts.dtypes import bit_equal
 from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_base_state_dict
 from registry.cli.app import main
 from registry.core.errors import RegistryError
+from registry.core.models import PROFILES
 from registry.core.repo import Repo
+from registry.gate.prompts import profile_prompt
 from registry.gate.runtime import load_tensors
 from registry.hf.files import config_json, render
 from registry.hf.mapping import DROPPED_SOURCES, fla_plan
@@ -423,6 +425,12 @@ def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtim
     }
     names = {c["name"] for c in receipt["checks"]}
     assert names == {"kernel-parity", "finite-weights", "model-parity", "finite-logits", "greedy-decoding"}
+    # its smoke sample, in a full fine-tune's default format (g1k, token 0 and g1k's stop text)
+    sample = receipt["sample"]
+    assert (sample["format"], sample["format_from"]) == ("g1k", "default")
+    assert sample["prompt_sha256"] == hashlib.sha256(profile_prompt("g1k").encode()).hexdigest()
+    assert (sample["stop_tokens"], sample["stop_texts"]) == ([0], [PROFILES["g1k"].stop_text])
+    assert 0 <= sample["tokens"] <= sample["max_new_tokens"] and receipt["timings"]["entries_sharing_setup"] == 1
     after = snapshot(folder)
     # no copy of the weights on disk: only index.json (the gate's summary), the card and SHA256SUMS changed
     assert set(after) == set(before)
@@ -435,6 +443,7 @@ def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtim
     }
     checkpoint = Repo(folder).load_index().checkpoints[0]
     assert checkpoint.gate is not None and checkpoint.gate.passed and checkpoint.gate.device == "cpu"
+    assert checkpoint.gate.sample is not None and checkpoint.gate.sample.model_dump(mode="json") == sample
     assert "passed (cpu" in (folder / "README.md").read_text()
     assert validate(folder) == []
 
