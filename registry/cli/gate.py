@@ -38,6 +38,11 @@ from .output import json_option, output
     show_default=True,
     help="cpu runs everything but the kernel; publish then needs --allow-cpu-gate.",
 )
+@click.option(
+    "--max-gpu-memory",
+    metavar="SIZE",
+    help="GPU memory the gate may use, e.g. 24GiB (default: what the card has free); a model that cannot fit is refused before loading. docs/gpu-gate.md.",
+)
 @json_option
 def smoke_cmd(
     paths: tuple[str, ...],
@@ -46,16 +51,22 @@ def smoke_cmd(
     fetch_into: Path | None,
     sign_key: Path | None,
     device: str,
+    max_gpu_memory: str | None,
 ) -> None:
     """Run entries PATH… (default: all) through the RWKV-7 kernel and the official runtime.
 
     All entries of a base run in this one process on the base loaded once.  Writes one receipt per entry to .registry/gates/<sha256>.json and a summary into index.json;
     exits 1 when any entry failed a check.
     """
+    from ..convert.shards import parse_size
     from ..ops.smoke import smoke
 
     out = output()
-    receipts = smoke(registry, list(paths), base_file, device, echo=out.say, fetch_into=fetch_into, sign_key=sign_key)
+    budget = parse_size(max_gpu_memory, "--max-gpu-memory") if max_gpu_memory is not None else None
+    receipts = smoke(
+        registry, list(paths), base_file, device, echo=out.say, fetch_into=fetch_into, sign_key=sign_key,
+        max_gpu_memory=budget,
+    )  # fmt: skip
     text = (
         f"{'passed' if r.passed else 'FAILED'} {r.entry} ({r.environment.device}, {r.timings.total_s:.1f} s)"
         for r in receipts
