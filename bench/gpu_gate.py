@@ -115,7 +115,8 @@ class Bench:
         proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env})
         wall = time.perf_counter() - start
         (self.out / f"{tag}.stderr.txt").write_text(proc.stderr[-6000:])
-        row: dict = {"tag": tag, "rc": proc.returncode, "wall_s": round(wall, 1), "bf16_bytes": self.weights_bytes}
+        row: dict = {"tag": tag, "gpu": torch.cuda.get_device_name(0), "rc": proc.returncode, "wall_s": round(wall, 1)}
+        row["bf16_bytes"] = self.weights_bytes
         try:
             receipts = json.loads(proc.stdout)
         except ValueError:

@@ -121,3 +121,18 @@ def test_a_merge_by_row_slices_is_merge_delta_bit_for_bit():
         and merged.dtype == want.dtype
         and torch.equal(merged.view(torch.int16), want.view(torch.int16))
     )
+
+
+def test_max_gpu_memory_that_is_not_a_size_is_refused_in_one_line(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from registry.cli.app import main
+    from registry.ops.init import init_registry
+
+    root = init_registry(tmp_path / "reg").root
+    result = CliRunner().invoke(main, ["smoke", "-C", str(root), "--max-gpu-memory", "lots", "--json"])
+    [problem] = json.loads(result.stdout)["problems"]
+    assert result.exit_code == Exit.REFUSED and problem["code"] == "args.bad-size", result.stdout
+    assert problem["file"] == "lots" and "--max-gpu-memory" in problem["fix"]
