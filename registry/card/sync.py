@@ -18,6 +18,7 @@ from ..core.models import Index
 from ..core.names import CARD_NAME, EVALUATION_NAME
 from ..core.repo import Repo
 from .facts import Locate, on_disk, read_facts
+from .handwritten import keep_whole
 from .render import decode_card, render_card
 
 FIX = "run `registry card`"
@@ -104,3 +105,12 @@ def check_rendered(repo: Repo, index: Index) -> Iterator[Problem]:
         return
     for state in states:
         yield from state.problems()
+
+
+def stage_kept_card(repo: Repo, txn: Transaction) -> None:
+    """A hand-written README.md staged as the card's hand-written section, so rendering keeps it whole."""
+    path = repo.card_path
+    if path.is_file() or path.is_symlink():
+        kept = keep_whole(decode_card(repo.read_bytes(path)))
+        if kept is not None:
+            txn.write(CARD_NAME, kept.encode("utf-8"))

@@ -29,7 +29,8 @@ def add_base_cmd(
     base: Path, registry: Path, source: str | None, vocab: str | None, sha256: str | None, metadata_only: bool
 ) -> None:
     """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/."""
-    from ..ops.add_base import BaseRequest, add_base
+    from ..artifacts.accept import BaseRequest
+    from ..ops.add_base import add_base
 
     request = BaseRequest(
         path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256
@@ -170,8 +171,9 @@ def score_cmd(
 ) -> None:
     """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference."""
     from ..core.models import Localized, Score
+    from ..core.schemas import build
     from ..index.arguments import parse_date, parse_value, require_finite, require_text
-    from ..index.editing import build, check_language
+    from ..index.editing import check_language
     from ..ops.score import Subject, add_score
 
     if (path is None) == (base is None) or (reference is None and (ref_method or location)):

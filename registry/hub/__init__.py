@@ -4,4 +4,8 @@
 comparisons of a remote tree with its SHA256SUMS; :mod:`.remote` is the only module that calls
 huggingface_hub; :mod:`.local` and :mod:`.gates` tie them to a registry on disk.  What the registry
 remembers of the Hub is :mod:`registry.core.published`.
+
+``__all__`` names the modules other packages import; importing the package imports none of them.
 """
+
+__all__ = ["content", "gates", "local", "plan", "remote", "upload", "verify"]

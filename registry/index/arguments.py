@@ -160,3 +160,17 @@ def parse_value(text: str, unit: str | None, option: str = "--value") -> tuple[f
             "give the unit once: in --value or with --unit",
         )
     return value, written or unit or "%"
+
+
+REPO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*"
+
+
+def check_repo_id(value: str, option: str) -> str:
+    if not re.fullmatch(REPO_ID_PATTERN, value):
+        raise RegistryError(
+            "args.bad-repo-id",
+            option,
+            f"{value!r} is not a Hub repo id",
+            f"pass NAMESPACE/NAME to {option}, e.g. No-22/rwkv-agent-weights",
+        )
+    return value

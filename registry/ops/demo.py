@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from ..artifacts.accept import BaseRequest
 from ..artifacts.synthetic import TinySpec, make_adapter_file, make_base_state_dict, make_state_file, save_checkpoint
 from ..core.errors import RegistryError
 from ..core.hashing import hash_file
@@ -40,7 +41,7 @@ from ..core.names import VOCAB_NAME
 from ..core.progress import Echo, silent
 from ..core.repo import Repo
 from .add import AddRequest, add_weight
-from .add_base import BaseRequest, add_base
+from .add_base import add_base
 from .convert import convert_entry
 from .dataset_link import link_models
 from .demo_dataset import build_dataset_registry

@@ -29,8 +29,9 @@ from ..core.models import (
     StopRules,
 )
 from ..core.repo import Repo, resolve_entry
+from ..core.schemas import build
 from ..index.arguments import require_text
-from ..index.editing import build, card_language, edit_index, localized
+from ..index.editing import card_language, edit_index, localized
 
 OPTIONS = {
     "notes": "--notes", "known_issues": "--known-issue", "prompt_format": "--prompt-format", "prompt_example": "--prompt-example",

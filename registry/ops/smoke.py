@@ -33,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from ..artifacts.accept import accept_weight
 from ..artifacts.signature import public_pem
 from ..core.atomic import transaction
 from ..core.errors import Exit, RegistryError
@@ -57,7 +58,6 @@ from ..hub.remote import Hub
 from ..index.catalog import known_base, load_catalog
 from ..index.derived import stage_derived
 from ..index.rules import index_to_change
-from .add import accept_weight
 
 
 def _select(index: Index, repo: Repo, paths: list[str]) -> list[Entry]:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..artifacts.accept import accept_weight, content_version
 from ..artifacts.inspect import check_fits, inspect_weights
 from ..artifacts.signature import STALE_FIX, SignaturePolicy
 from ..card import check_rendered
@@ -37,7 +38,6 @@ from ..hf.check import export_problems, listed_files
 from ..index.derived import stage_derived
 from ..index.rules import base_problems, entry_problems, index_to_change, weight_paths
 from ..index.validation import ACCEPT_BYTES, POINTER_FIX, Check, Context, check_immutable, check_sums
-from .add import accept_weight, content_version
 from .validate_dataset import model_link_findings, validate_dataset
 
 
