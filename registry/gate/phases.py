@@ -17,7 +17,6 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ import torch
 
 from ..core.errors import RegistryError
 from ..core.libc import release_free_memory
-from ..core.models import Entry
+from ..core.models import Entry, Index
 from ..core.pinned import Pinned
 from .checks import (
     Logits,
@@ -189,41 +188,44 @@ def _gate_group(run: Run, group: Group, plan: GpuPlan | None) -> None:
     _run_entries(run, group, plan, prepared, tok.prompt_ids, tok.decode)
 
 
-def _plan(run: Run, entries: list[Entry], weights: int) -> GpuPlan | None:
-    """The group's GPU plan (None on CPU), from its file sizes and its base's recorded architecture."""
-    if run.gpu is None:
-        return None
-    card, budget = run.gpu
-    base = run.index.base_by_sha(entries[0].base_sha256)
-    adapter = max((e.size for e in entries if e.method == "miss"), default=0)
-    return plan_gpu(card, budget, weights, base.architecture if base else None, adapter)
+def plan_groups(
+    index: Index, gpu: tuple[str, int] | None, on_base: list[Entry], base_bytes: int, full: list[Entry]
+) -> list[tuple[list[Entry], GpuPlan | None]]:
+    """Each group's entries (the base's State/MiSS entries first, when there are any) and its GPU
+    plan (None on CPU), from the files' sizes and the base's recorded architecture; refused in
+    one line when any group cannot fit (:func:`~registry.gate.memory.refuse_unless_fits`), so
+    ``smoke`` calls it before it opens, builds or loads anything."""
+    groups = ([on_base] if on_base else []) + full_groups(index, full)
+    planned: list[tuple[list[Entry], GpuPlan | None]] = []
+    for members in groups:
+        plan = None
+        if gpu is not None:
+            base = index.base_by_sha(members[0].base_sha256)
+            weights = base_bytes if members is on_base else _full_size(members[0])
+            adapter = max((e.size for e in members if e.method == "miss"), default=0)
+            plan = plan_gpu(*gpu, weights, base.architecture if base else None, adapter)
+            refuse_unless_fits(plan, [e.path for e in members])
+        planned.append((members, plan))
+    return planned
 
 
 def gate_entries(
     run: Run, builds: list[Future[Any]], on_base: list[Entry], base: Pinned | None, base_view: Path, full: list[Entry]
 ) -> None:
     """Gate the State/MiSS entries on ``base`` (read from ``base_view``), then each group of full
-    entries, one group's weights in memory at a time.  Every group is planned first: a card too
-    small for any of them is refused before anything loads."""
-    groups: list[tuple[list[Entry], Callable[[], Group]]] = []
-    if base:
-        groups.append((on_base, partial(base_group, run, on_base, base, base_view)))
-    for members in full_groups(run.index, full):
-        groups.append((members, partial(full_group, run, members)))
-    plans = [
-        _plan(run, members, base.stat.st_size if base and members is on_base else _full_size(members[0]))
-        for members, _ in groups
-    ]
-    for (members, _), plan in zip(groups, plans, strict=True):
-        if plan is not None:
-            refuse_unless_fits(plan, [e.path for e in members])
-    for (members, load), plan in zip(groups, plans, strict=True):
+    entries, one group's weights in memory at a time, each as :func:`plan_groups` planned it."""
+    for members, plan in plan_groups(
+        run.index, run.gpu, on_base if base else [], base.stat.st_size if base else 0, full
+    ):
         with out_of_memory_named([e.path for e in members], plan):
             if plan is not None:
                 run.say(
                     f"GPU plan: {plan.need / GIB:.1f} GiB ({plan.weights / GIB:.1f} weights + {plan.working / GIB:.1f} working) of {plan.budget / GIB:.1f} GiB on {plan.card}"
                 )
-            group = load()
+            if base and members is on_base:
+                group = base_group(run, on_base, base, base_view)
+            else:
+                group = full_group(run, members)
             kernel_once(run, builds)
             _gate_group(run, group, plan)
             del group  # free these weights before the next group loads

@@ -50,7 +50,7 @@ from ..core.repo import Repo, render_index, resolve_entry
 from ..gate.builds import background_builds
 from ..gate.groups import gate_files
 from ..gate.memory import gpu_budget
-from ..gate.phases import gate_entries
+from ..gate.phases import gate_entries, plan_groups
 from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.run import Run
 from ..gate.seal import sealed_json, signed
@@ -183,6 +183,10 @@ def smoke(
             "gate.no-base", base_file or "--base-file", f"{on_base[0].path} is a {on_base[0].method} entry: it runs on its base checkpoint",
             "pass --base-file BASE.pth (the file the entries were trained on)",
         )  # fmt: skip
+    full = [e for e in entries if e.method == "full"]
+    # Planned before anything is opened, built or loaded: a card too small is refused at once.
+    gpu = gpu_budget(max_gpu_memory) if device == "cuda" else None
+    plan_groups(index, gpu, on_base, base_file.stat().st_size if on_base and base_file else 0, full)
     with ExitStack() as pins, background_builds(device) as builds:
         # Every input is opened once, checked (registered files against the index, the base by
         # its hash), and read through that open file for the whole gate.
@@ -203,9 +207,9 @@ def smoke(
             say,
             accept_weight,
             lambda receipt: _write_receipt(repo, receipt, sign_key),
-            gpu=gpu_budget(max_gpu_memory) if device == "cuda" else None,
+            gpu=gpu,
         )
-        gate_entries(run, builds, on_base, base, view / base_name, [e for e in entries if e.method == "full"])
+        gate_entries(run, builds, on_base, base, view / base_name, full)
     if run.problems:
         raise RegistryError.of(
             run.problems, {"receipts": [r.model_dump(mode="json") for r in run.receipts]}, Exit.PROBLEMS
