@@ -136,3 +136,24 @@ def test_max_gpu_memory_that_is_not_a_size_is_refused_in_one_line(tmp_path):
     [problem] = json.loads(result.stdout)["problems"]
     assert result.exit_code == Exit.REFUSED and problem["code"] == "args.bad-size", result.stdout
     assert problem["file"] == "lots" and "--max-gpu-memory" in problem["fix"]
+
+
+def test_smoke_plans_each_group_from_the_index_before_loading(tmp_path):
+    """plan_groups, which smoke runs before it opens or loads anything: the base's State/MiSS
+    entries are one group sized by the base file, with the base's recorded architecture; a budget
+    below the plan is refused naming the entries; on CPU there is no plan."""
+    from registry.core.repo import Repo
+    from registry.gate.phases import plan_groups
+
+    from .test_gate_smoke import state_registry
+
+    root, base, entry = state_registry(tmp_path, TinySpec(n_layer=2, n_embd=128, seed=9))
+    index = Repo.open(root).load_index()
+    size = base.stat().st_size
+    [(members, plan)] = plan_groups(index, ("Card", 80 * GIB), [entry], size, [])
+    assert [e.path for e in members] == [entry.path] and plan is not None
+    assert plan.weights == size and plan == plan_gpu("Card", 80 * GIB, size, index.bases[0].architecture)
+    assert plan_groups(index, None, [entry], size, []) == [([entry], None)]
+    with pytest.raises(RegistryError) as caught:
+        plan_groups(index, ("Card", plan.need - 1), [entry], size, [])
+    assert caught.value.problem.code == "gate.gpu-memory" and caught.value.problem.file == entry.path
