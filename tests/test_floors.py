@@ -1,4 +1,4 @@
-"""The package's floors (README, "Project layout"): a module imports only from its own floor or
+"""The package's floors (docs/architecture.md): a module imports only from its own floor or
 below, and no import circle exists, typing-only and function-level imports included (a module's
 own packages, which Python imports before it, are not counted as its imports).
 

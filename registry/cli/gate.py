@@ -57,6 +57,13 @@ def smoke_cmd(
 
     All entries of a base run in this one process on the base loaded once.  Writes one receipt per entry to .registry/gates/<sha256>.json and a summary into index.json;
     exits 1 when any entry failed a check.
+
+    Our CUDA kernel against the official rwkv runtime against an fp32 reference. State and MiSS entries need
+    --base-file, or --fetch-base DIR to download the base from its catalog source (sha256 checked); full entries run
+    on their own bytes. --sign-key signs the receipts, for a publish elsewhere (docs/ci.md). One copy of a model's
+    weights is on the GPU, shared by both runtimes (about 1.1x the bf16 file); each group is planned against
+    --max-gpu-memory (default: what the card has free) and refused in one line before loading when it cannot fit.
+    Figures: docs/gpu-gate.md.
     """
     from ..convert.shards import parse_size
     from ..ops.smoke import smoke
@@ -64,7 +71,7 @@ def smoke_cmd(
     out = output()
     budget = parse_size(max_gpu_memory, "--max-gpu-memory") if max_gpu_memory is not None else None
     receipts = smoke(
-        registry, list(paths), base_file, device, echo=out.say, fetch_into=fetch_into, sign_key=sign_key,
+        registry, list(paths), base_file, device, say=out.say, fetch_into=fetch_into, sign_key=sign_key,
         max_gpu_memory=budget,
     )  # fmt: skip
     text = (

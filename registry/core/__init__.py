@@ -7,6 +7,7 @@ transactions, hashing, SHA256SUMS, the tree walk), below every other package.
 __all__ = [
     "adoptable",
     "atomic",
+    "author_evaluation",
     "collisions",
     "create",
     "errors",

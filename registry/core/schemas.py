@@ -54,7 +54,7 @@ def _pydantic_path(loc: tuple) -> str:
 # Bounds on the JSON files the tool reads (docs/formats.md, "Bounds on JSON files"): far above
 # what a real registry reaches, far below what would exhaust memory or the interpreter's stack.
 MAX_JSON_DEPTH = 64
-MAX_JSON_BYTES = {"index": 64 << 20, "train": 4 << 20}
+MAX_JSON_BYTES = {"index": 64 << 20, "train": 4 << 20, "evaluation": 4 << 20}
 DEFAULT_MAX_JSON_BYTES = MAX_JSON_BYTES["index"]
 
 

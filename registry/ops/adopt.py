@@ -45,6 +45,7 @@ from ..card.render import decode_card
 from ..card.sync import rendered, stage_kept_card
 from ..core.adoptable import check_existing_sums, check_folder, file_identity, require_unchanged
 from ..core.atomic import transaction
+from ..core.author_evaluation import declare_found_evaluations, root_is_authors, stray_evaluations
 from ..core.errors import Problem, RegistryError
 from ..core.files import dry_run
 from ..core.gitfiles import git_file_changes, stage_git_files
@@ -67,6 +68,7 @@ from ..core.names import (
     CARD_NAME,
     DERIVED,
     DOCS_DIR,
+    EVALUATION_NAME,
     INDEX_NAME,
     SAVED_DIR,
     SHARD_INDEX,
@@ -238,11 +240,15 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     bases = _bases(root, scan.files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
     entries = _entries(root, scan.files, bases, digests, options, at_root)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report, options)
+    strays = stray_evaluations(scan.files, report.index)
+    if strays:
+        raise RegistryError.of(strays)
     if options.repo_id is not None:
         report.index.registry.repo_id = options.repo_id
     _claims(report, options)
     _preview_card(repo, report.index, report)
-    report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})
+    derived = DERIVED - {EVALUATION_NAME} if root_is_authors(report.index) else DERIVED
+    report.writes = sorted({*derived, *git_file_changes(repo), *report.saved})
     return _Plan(report, digests, identities, originals)
 
 
@@ -481,6 +487,8 @@ def _entries(
                     "adopt the .pth it was converted from and run `registry convert`",
                 )
             )
+        elif placed is not None and placed.name == EVALUATION_NAME:
+            continue  # an author's evaluation.json: declared by the weights beside it (declare_found_evaluations)
         elif placed is not None and placed.name == TRAIN_JSON:
             try:
                 _train_json(root, placed, bases[placed.base], trains)
@@ -503,6 +511,7 @@ def _entries(
                 Problem("entry.duplicate", entry.path, f"the same bytes as {other}", "keep one of the two files")
             )
     problems += _twins(root, entries, options)
+    problems += declare_found_evaluations(root, entries)
     if problems:
         raise RegistryError.of(problems)
     return entries

@@ -38,7 +38,7 @@ from ..core.errors import RegistryError
 from ..core.hashing import hash_file
 from ..core.models import Entry, Score
 from ..core.names import VOCAB_NAME
-from ..core.progress import Echo, silent
+from ..core.progress import Say, silent
 from ..core.repo import Repo
 from .add import AddRequest, add_weight
 from .add_base import add_base
@@ -422,9 +422,9 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
 # ----------------------------------------------------------------------------------------------
 
 
-def run_demo(directory: Path, echo: Echo | None = None) -> dict:
+def run_demo(directory: Path, say: Say | None = None) -> dict:
     """Build both registries, then gate, plan and validate each; the registries' paths and one record per step."""
-    say = echo or silent
+    say = say or silent
     steps: list[dict] = []
 
     def step(name: str, detail: str) -> None:

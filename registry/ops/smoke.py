@@ -45,7 +45,7 @@ from ..core.libc import return_large_frees
 from ..core.models import Entry, Index
 from ..core.names import INDEX_NAME
 from ..core.pinned import open_registered, pinned, read_view
-from ..core.progress import Echo, silent
+from ..core.progress import Say, silent
 from ..core.repo import Repo, render_index, resolve_entry
 from ..gate.builds import background_builds
 from ..gate.groups import gate_files
@@ -66,7 +66,7 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> list[Entry]:
     return list(index.entries)
 
 
-def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Echo) -> Path:
+def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Say) -> Path:
     """The base the (State/MiSS) ``entries`` run on, downloaded from its catalog ``source`` into
     ``folder`` through the Hub client (a file already there and unchanged is not fetched again),
     refused unless its sha256 is the one the catalog and index.json record."""
@@ -139,7 +139,7 @@ def smoke(
     paths: list[str],
     base_file: Path | None,
     device: str,
-    echo: Echo | None = None,
+    say: Say | None = None,
     *,
     fetch_into: Path | None = None,
     sign_key: Path | None = None,
@@ -153,7 +153,7 @@ def smoke(
     ``max_gpu_memory`` (bytes; default what the card has free) is what each group is planned to
     fit (:mod:`registry.gate.memory`): a card too small is refused before anything loads.
     """
-    say = echo or silent
+    say = say or silent
     if base_file and fetch_into:
         raise RegistryError(
             "args.conflict",
