@@ -6,13 +6,14 @@ path convert them layer by layer.  A State is an initial state; a MiSS adapter i
 shared Linears in place, one at a time, seen by both runtimes, and undone bit-exactly from the
 pristine values of the Linears it touched (kept on the GPU when the plan has room, else the host's
 mapped checkpoint; the group's last entry leaves its merge in, nothing reads the weights after
-it).  Each entry's receipt is handed to the run's ``record`` as soon as it ran.
+it).  Each entry also runs its smoke sample in its own prompt format
+(:mod:`registry.gate.sample`).  Each entry's receipt is handed to the run's ``record`` as soon as it ran.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
@@ -23,8 +24,9 @@ from typing import Any
 import torch
 
 from ..core.errors import RegistryError
+from ..core.evaluation import source_of
 from ..core.libc import release_free_memory
-from ..core.models import Entry, Index
+from ..core.models import Entry, FormatSample, Index
 from ..core.pinned import Pinned
 from .checks import (
     Logits,
@@ -40,10 +42,11 @@ from .groups import Group, base_group, entry_files, full_group, full_groups
 from .memory import GIB, GpuPlan, out_of_memory_named, plan_gpu, refuse_unless_fits
 from .official import OfficialModel, load_official
 from .prepare import Prepared, prepare, same_tensors
-from .prompts import tokenizer
+from .prompts import SampleFormat, Tokenizer, sample_format, tokenizer
 from .receipt import CheckResult, Receipt, Timings
 from .run import Run, kernel_once
 from .runtime import merged_weights, patched
+from .sample import run_sample
 
 
 @dataclass
@@ -59,6 +62,8 @@ class EntryRun:
     decode_tps: float
     prefill_tps: float
     seconds: float
+    format: SampleFormat  # the entry's own prompt format, and the sample run in it
+    sample: FormatSample
     # Set when this entry's tensors were compared equal to an earlier entry's in this run (a
     # safetensors twin and its .pth): its figures are that run's, as a deterministic function of
     # the same tensors on the same weights.
@@ -82,6 +87,16 @@ def _state_file(prepared: Prepared) -> Mapping[str, torch.Tensor] | None:
     return prepared.own if prepared.entry.method == "state" else None
 
 
+def _format(run: Run, item: Prepared) -> SampleFormat:
+    """The format the entry's sample runs in: its own, or its source's for a safetensors twin."""
+    fmt = sample_format(source_of(run.index, item.entry))
+    if fmt.unknown_profile:
+        run.say(
+            f"{item.entry.path}: profile {fmt.unknown_profile!r} has no prompt the gate knows; its sample runs in {fmt.name}"
+        )
+    return fmt
+
+
 def _run_entry(
     run: Run,
     group: Group,
@@ -89,28 +104,34 @@ def _run_entry(
     official: OfficialModel,
     item: Prepared,
     prompts: Mapping[str, list[int]],
-    decode: Callable[[list[int]], str],
+    tok: Tokenizer,
+    fmt: SampleFormat,
     undo: bool,
 ) -> EntryRun:
     start = time.perf_counter()
     ours = group.model
     run.say(
-        f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding, official runtime"
+        f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding, a sample in {fmt.name}, official runtime"
     )
     with _merged_into(group, plan, item, undo):
         state_file = _state_file(item)
         state = ours.apply_state_file(state_file, source=item.entry.path) if state_file else None
         mine = our_logits(ours, prompts, state)
         reference, fp32_kernel = reference_logits(ours, mine, prompts, state_file)
-        decoding, decode_tps = check_decoding(ours, prompts, state, decode)
+        decoding, decode_tps = check_decoding(ours, prompts, state, tok.decode)
         prefill_tps = prefill_throughput(ours, prompts)
+        sample = run_sample(ours, fmt, tok, state)
         theirs = official_logits(
             official, prompts, official.state_from_file(state_file) if state_file else None, reference
         )
+    run.say(
+        f"{item.entry.path}: sample in {fmt.name}: {sample.tokens} tokens, stop text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
+    )
     group.drop_pages()  # what restoring a merge read
     return EntryRun(
-        item, mine, reference, fp32_kernel, theirs, decoding, decode_tps, prefill_tps, time.perf_counter() - start
-    )
+        item, mine, reference, fp32_kernel, theirs, decoding, decode_tps, prefill_tps, time.perf_counter() - start,
+        fmt, sample,
+    )  # fmt: skip
 
 
 def _run_entries(
@@ -119,7 +140,7 @@ def _run_entries(
     plan: GpuPlan | None,
     prepared: list[Prepared],
     prompts: Mapping[str, list[int]],
-    decode: Callable[[list[int]], str],
+    tok: Tokenizer,
 ) -> None:
     start = time.perf_counter()
     run.say(f"official rwkv runtime: building on our runtime's weights ({len(prepared)} entries)")
@@ -128,14 +149,18 @@ def _run_entries(
     results: list[EntryRun] = []
     for position, item in enumerate(prepared):
         start = time.perf_counter()
-        earlier = next((r for r in results if r.same_as is None and same_tensors(r.prepared, item)), None)
+        fmt = _format(run, item)
+        earlier = next(
+            (r for r in results if r.same_as is None and r.format == fmt and same_tensors(r.prepared, item)),
+            None,
+        )
         if earlier is not None:
             run.say(
                 f"{item.entry.path}: tensors equal to {earlier.prepared.entry.path}'s (compared), its results apply"
             )
             result = replace(earlier, prepared=item, seconds=time.perf_counter() - start, same_as=earlier)
         else:
-            result = _run_entry(run, group, plan, official, item, prompts, decode, undo=position < len(prepared) - 1)
+            result = _run_entry(run, group, plan, official, item, prompts, tok, fmt, undo=position < len(prepared) - 1)
         results.append(result)
         receipt = _receipt(run, group, result, result.seconds + build_s / len(prepared))
         run.say(
@@ -169,7 +194,7 @@ def _receipt(run: Run, group: Group, result: EntryRun, seconds: float) -> Receip
     return Receipt(
         entry=entry.path, method=entry.method, file_sha256=entry.sha256, files=entry_files(entry), base_sha256=entry.base_sha256,
         created=datetime.now(UTC).isoformat(timespec="seconds"), environment=run.environment, checks=checks,
-        timings=timings, passed=all(c.passed for c in checks),
+        timings=timings, passed=all(c.passed for c in checks), sample=result.sample,
     )  # fmt: skip
 
 
@@ -185,7 +210,7 @@ def _gate_group(run: Run, group: Group, plan: GpuPlan | None) -> None:
     if not prepared:
         return
     tok = tokenizer()
-    _run_entries(run, group, plan, prepared, tok.prompt_ids, tok.decode)
+    _run_entries(run, group, plan, prepared, tok.prompt_ids, tok)
 
 
 def plan_groups(

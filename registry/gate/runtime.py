@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -60,6 +60,7 @@ TRANSPOSED = (
 # than it stores (the fp32 reference of a bf16 model): 16384 x n_embd in fp32, not the whole head.
 HEAD_CHUNK = 16384
 MERGE_ROWS = 1024  # rows of a Linear merged at a time (:func:`merged_weights`)
+StopReason = Literal["stop_token", "stop_text", "max_new_tokens"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,7 +250,7 @@ class ModelShape:
 class Generation:
     tokens: list[int]  # generated tokens, without the stop token
     text: str  # their decoded text, cut before the stop text
-    stop_reason: str  # "stop_token", "stop_text" or "max_new_tokens"
+    stop_reason: StopReason
 
 
 def _infer_shape(tensors: Mapping[str, torch.Tensor], source: str | Path | None) -> ModelShape:
@@ -602,13 +603,13 @@ class Rwkv7:
         *,
         decode: Callable[[list[int]], str],
         stop_tokens: Iterable[int] = (0,),
-        stop_text: str | None = "\n\nUser:",
+        stop_texts: Sequence[str] = ("\n\nUser:",),
         state: Sequence[torch.Tensor] | None = None,
     ) -> Generation:
-        """Greedy continuation of one prompt; stops on a stop token, the stop text or the budget.
+        """Greedy continuation of one prompt; stops on a stop token, a stop text or the budget.
 
-        The stop text (the next chat turn's header) is cut from the returned text: a model that
-        answers and then starts the next turn has answered correctly.
+        A stop text (the next chat turn's header) is cut from the returned text, from where the
+        first of them starts: a model that answers and then starts the next turn has answered correctly.
         """
         stops = set(stop_tokens)
         logits, state = self.forward(list(prompt_tokens), state)
@@ -621,6 +622,7 @@ class Rwkv7:
                 return Generation(tokens, decode(tokens), "stop_token")
             tokens.append(token)
             text = decode(tokens)
-            if stop_text and stop_text in text:
-                return Generation(tokens, text[: text.index(stop_text)], "stop_text")
+            found = [text.index(stop) for stop in stop_texts if stop and stop in text]
+            if found:
+                return Generation(tokens, text[: min(found)], "stop_text")
         return Generation(tokens, decode(tokens), "max_new_tokens")
