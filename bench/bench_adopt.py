@@ -22,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
 from common import GIB, report, run_timed
 
 from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
@@ -32,8 +33,6 @@ BASE = "rwkv7-bench-20260930"
 
 
 def make_repo(directory: Path, layers: int) -> tuple[Path, Path]:
-    import torch
-
     base = make_base_checkpoint(directory / f"{BASE}.pth", TinySpec(n_layer=layers, n_embd=1024, vocab_size=65536))
     repo = directory / "hand-made"
     repo.mkdir(parents=True)
@@ -137,12 +136,17 @@ def measure(title: str, repo: Path, base: Path) -> None:
     report(
         title,
         {
-            "repo_bytes": size, "repo_GiB": round(size / GIB, 3), "base_bytes": base.stat().st_size,
-            "adopt_s": round(t_adopt, 3), "sha256sum_c_s": round(t_check, 3), "sha256sum_same_bytes_s": round(t_same_bytes, 3),
-            "ratio_vs_sha256sum_c": round(t_check / t_adopt, 2), "ratio_vs_sha256sum_same_bytes": round(t_same_bytes / t_adopt, 2),
+            "repo_bytes": size,
+            "repo_GiB": round(size / GIB, 3),
+            "base_bytes": base.stat().st_size,
+            "adopt_s": round(t_adopt, 3),
+            "sha256sum_c_s": round(t_check, 3),
+            "sha256sum_same_bytes_s": round(t_same_bytes, 3),
+            "ratio_vs_sha256sum_c": round(t_check / t_adopt, 2),
+            "ratio_vs_sha256sum_same_bytes": round(t_same_bytes / t_adopt, 2),
             "validate_after": "clean",
         },
-    )  # fmt: skip
+    )
 
 
 def main() -> None:

@@ -19,7 +19,8 @@ Every step starts from the same state: no output of an earlier step on disk, ``s
 page cache dropped (when run as root), then the source read once so that it is cached, as a file
 just downloaded or trained is.  A full page cache made writes 2-3x slower here.  The steps run
 in interleaved rounds (``--rounds``), as this VM's disk speed drifts from minute to minute;
-medians are reported, with every sample.  Run: ``python bench/bench_convert.py [--sizes 3,12] [--rounds 3] [--dir DIR]``.
+medians are reported, with every sample.
+Run: ``python bench/bench_convert.py [--sizes 3,12] [--rounds 3] [--dir DIR]``.
 Targets: peak RSS < 10% of the file for 12 GiB (convert and export-hf); throughput >= 0.5x cp.
 """
 
@@ -56,7 +57,8 @@ source, root = Path(sys.argv[1]), Path(sys.argv[2])
 init_registry(root)
 add_base(root, BaseRequest(path=source, filename=source.name))
 train = root.parent / "train.json"
-train.write_text(json.dumps({"trainer": {"name": "bench", "version": "0"}, "hyperparameters": {}, "command": "bench", "data_sha256": "0" * 64}))
+facts = {"trainer": {"name": "bench", "version": "0"}, "hyperparameters": {}, "command": "bench"}
+train.write_text(json.dumps({**facts, "data_sha256": "0" * 64}))
 entry = add_weight(root, AddRequest(source, source.name[:-4], "full", "v1.0", train, move=True))
 print("ENTRY", entry.path)
 """

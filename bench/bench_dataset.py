@@ -12,7 +12,8 @@ the packing input), then measures, each in a fresh process with its peak RSS (Vm
 
 and ``sha256sum`` of the version's files (warm).  Then ``check`` again on a version of many short
 rows (``--many-rows``), whose peak RSS over the first one's gives the memory a row costs (the row
-digests are the only thing that grows).  Run: ``python bench/bench_dataset.py [--gb 1] [--many-rows 400000] [--dir /tmp/bench-dataset]``.
+digests are the only thing that grows).
+Run: ``python bench/bench_dataset.py [--gb 1] [--many-rows 400000] [--dir /tmp/bench-dataset]``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from registry.dataset.versions import version_problems
 from registry.core.hashing import hash_file
 folder, index = Path(sys.argv[1]), DatasetIndex.model_validate_json(Path(sys.argv[2]).read_text())
 version = index.versions[0]
-files = {p.relative_to(folder).as_posix(): version.trained_file.sha256 if p.relative_to(folder).as_posix() == version.trained_file.path else "" for p in folder.rglob("*") if p.is_file()}
+rels = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
+files = {rel: version.trained_file.sha256 if rel == version.trained_file.path else "" for rel in rels}
 files = {rel: sha or "0" * 64 for rel, sha in files.items()}
 problems = [p for p in version_problems(version, files, folder.joinpath) if p.code != "version.manifest-mismatch"]
 print("PROBLEMS", len(problems), [p.one_line() for p in problems[:3]])
@@ -91,10 +93,18 @@ def main() -> None:
     size = folder_bytes(built.folder)
     files = sorted(str(p) for p in built.folder.rglob("*") if p.is_file())
     request = {
-        "source": str(built.folder), "version": spec.version, "thinking": spec.thinking, "teachers": ["Qwen3.7-Flash"], "trained_file": built.trained_path,
-        "trained_sha256": built.trained_sha256, "train_rows": spec.train_rows, "validation_rows": spec.validation_rows,
-        "wire_canonical": spec.wire_canonical, "wire_hash": built.wire_hash, "vocabulary": "rwkv_vocab_v20230424.txt",
-    }  # fmt: skip
+        "source": str(built.folder),
+        "version": spec.version,
+        "thinking": spec.thinking,
+        "teachers": ["Qwen3.7-Flash"],
+        "trained_file": built.trained_path,
+        "trained_sha256": built.trained_sha256,
+        "train_rows": spec.train_rows,
+        "validation_rows": spec.validation_rows,
+        "wire_canonical": spec.wire_canonical,
+        "wire_hash": built.wire_hash,
+        "vocabulary": "rwkv_vocab_v20230424.txt",
+    }
     run_timed(["sha256sum", *files])  # warm the page cache for every reader
     t_sha = min(run_timed(["sha256sum", *files]) for _ in range(2))
     registry = args.dir / "distill"
@@ -109,14 +119,28 @@ def main() -> None:
     t_again, rss_again, out_again = child_peak_rss(VALIDATE, str(registry))
     assert "PROBLEMS 0" in out_again, out_again
     rows = spec.train_rows + spec.validation_rows
-    report("dataset version: three row forms checked vs sha256sum", {
-        "version_bytes": size, "version_files": len(files), "rows": rows, "sha256sum_s": round(t_sha, 2),
-        "check_s": round(t_check, 2), "check_MBps": round(size / t_check / 1e6, 1), "check_vs_sha256sum": round(t_sha / t_check, 2), "check_peak_rss_MiB": round(rss_check / MIB, 1),
-        "add_s": round(t_add, 2), "add_vs_sha256sum": round(t_sha / t_add, 2), "add_peak_rss_MiB": round(rss_add / MIB, 1),
-        "validate_uncached_s": round(t_validate, 2), "validate_vs_sha256sum": round(t_sha / t_validate, 2), "validate_peak_rss_MiB": round(rss_validate / MIB, 1),
-        "revalidate_unchanged_s": round(t_again, 2), "revalidate_unchanged_peak_rss_MiB": round(rss_again / MIB, 1),
-        "version_GiB": round(size / GIB, 2),
-    })  # fmt: skip
+    report(
+        "dataset version: three row forms checked vs sha256sum",
+        {
+            "version_bytes": size,
+            "version_files": len(files),
+            "rows": rows,
+            "sha256sum_s": round(t_sha, 2),
+            "check_s": round(t_check, 2),
+            "check_MBps": round(size / t_check / 1e6, 1),
+            "check_vs_sha256sum": round(t_sha / t_check, 2),
+            "check_peak_rss_MiB": round(rss_check / MIB, 1),
+            "add_s": round(t_add, 2),
+            "add_vs_sha256sum": round(t_sha / t_add, 2),
+            "add_peak_rss_MiB": round(rss_add / MIB, 1),
+            "validate_uncached_s": round(t_validate, 2),
+            "validate_vs_sha256sum": round(t_sha / t_validate, 2),
+            "validate_peak_rss_MiB": round(rss_validate / MIB, 1),
+            "revalidate_unchanged_s": round(t_again, 2),
+            "revalidate_unchanged_peak_rss_MiB": round(rss_again / MIB, 1),
+            "version_GiB": round(size / GIB, 2),
+        },
+    )
     shutil.rmtree(args.dir)
     args.dir.mkdir()
     many = VersionSpec(
@@ -151,10 +175,18 @@ def main() -> None:
     )
     t_many, rss_many, out_many = child_peak_rss(CHECK, str(many_registry / "v1.41"), str(many_registry / "index.json"))
     assert "PROBLEMS 0" in out_many, out_many
-    report("memory per row: check of a version of short rows", {
-        "rows": many.train_rows + many.validation_rows, "version_bytes": folder_bytes(short.folder), "check_s": round(t_many, 2), "check_peak_rss_MiB": round(rss_many / MIB, 1),
-        "bytes_per_row_over_the_long_row_check": round((rss_many - rss_check) / (many.train_rows + many.validation_rows - rows)),
-    })  # fmt: skip
+    report(
+        "memory per row: check of a version of short rows",
+        {
+            "rows": many.train_rows + many.validation_rows,
+            "version_bytes": folder_bytes(short.folder),
+            "check_s": round(t_many, 2),
+            "check_peak_rss_MiB": round(rss_many / MIB, 1),
+            "bytes_per_row_over_the_long_row_check": round(
+                (rss_many - rss_check) / (many.train_rows + many.validation_rows - rows)
+            ),
+        },
+    )
     shutil.rmtree(args.dir)
 
 

@@ -36,7 +36,8 @@ from pathlib import Path
 from registry.dataset.content import TokenCache, VersionContent
 from registry.dataset.models import DataVersion
 from registry.dataset.rows import read_rows
-path, version, sha, cache = Path(sys.argv[1]), DataVersion.model_validate_json(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
+path, version = Path(sys.argv[1]), DataVersion.model_validate_json(sys.argv[2])
+sha, cache = sys.argv[3], Path(sys.argv[4])
 content = VersionContent(version, TokenCache(cache))
 rows = read_rows(path, "rows.jsonl", version.wire, keep=False, observe=content.split("train", "rows.jsonl", sha))
 problems = rows.report.findings() + content.findings()
@@ -73,11 +74,21 @@ def main() -> None:
             rows += 1
     size = path.stat().st_size
     version = {
-        "version": "v2.1", "date": "2026-10-18", "thinking": "full", "profile": "g1k-think", "teachers": ["Qwen3.7-Flash"],
-        "trained_file": {"path": "dataset/train/rows.jsonl", "sha256": "0" * 64, "size": size}, "train_rows": rows, "validation_rows": 0,
-        "wire": {"canonical": spec.wire_canonical, "hash": row(spec, "train", 0)["meta"]["wire_hash"]}, "vocabulary": "rwkv_vocab_v20230424.txt",
-        "stop_text": "\n\nUser:", "context": 8128, "family_key": spec.family_key, "split_rule": spec.split_rule,
-    }  # fmt: skip
+        "version": "v2.1",
+        "date": "2026-10-18",
+        "thinking": "full",
+        "profile": "g1k-think",
+        "teachers": ["Qwen3.7-Flash"],
+        "trained_file": {"path": "dataset/train/rows.jsonl", "sha256": "0" * 64, "size": size},
+        "train_rows": rows,
+        "validation_rows": 0,
+        "wire": {"canonical": spec.wire_canonical, "hash": row(spec, "train", 0)["meta"]["wire_hash"]},
+        "vocabulary": "rwkv_vocab_v20230424.txt",
+        "stop_text": "\n\nUser:",
+        "context": 8128,
+        "family_key": spec.family_key,
+        "split_rule": spec.split_rule,
+    }
     sha = hash_file(path)
     run_timed(["sha256sum", str(path)])  # warm the page cache for every reader
     t_sha = min(run_timed(["sha256sum", str(path)]) for _ in range(2))
@@ -88,14 +99,28 @@ def main() -> None:
     t_warm, rss_warm, out_warm = child_peak_rss(CHECK, str(path), json.dumps(version), sha, str(cache))
     assert "PROBLEMS 0" in out_warm and f"TOKENS {tokens}" in out_warm, out_warm
     gb = size / 1e9
-    report("rows.jsonl: content checks (tokenized) vs sha256sum", {
-        "rows_bytes": size, "rows": rows, "tokens": tokens, "cpus": os.cpu_count(), "load_average": [round(x, 1) for x in os.getloadavg()],
-        "sha256sum_s": round(t_sha, 2), "sha256sum_s_per_GB": round(t_sha / gb, 2),
-        "tokenize_s": round(t_cold, 2), "tokenize_s_per_GB": round(t_cold / gb, 1), "tokenize_MBps": round(size / t_cold / 1e6, 2),
-        "tokenize_vs_sha256sum": round(t_cold / t_sha, 1), "tokenize_peak_rss_MiB": round(rss_cold / MIB, 1),
-        "cached_s": round(t_warm, 2), "cached_s_per_GB": round(t_warm / gb, 1), "cached_vs_sha256sum": round(t_warm / t_sha, 1), "cached_peak_rss_MiB": round(rss_warm / MIB, 1),
-        "rows_GiB": round(size / GIB, 3),
-    })  # fmt: skip
+    report(
+        "rows.jsonl: content checks (tokenized) vs sha256sum",
+        {
+            "rows_bytes": size,
+            "rows": rows,
+            "tokens": tokens,
+            "cpus": os.cpu_count(),
+            "load_average": [round(x, 1) for x in os.getloadavg()],
+            "sha256sum_s": round(t_sha, 2),
+            "sha256sum_s_per_GB": round(t_sha / gb, 2),
+            "tokenize_s": round(t_cold, 2),
+            "tokenize_s_per_GB": round(t_cold / gb, 1),
+            "tokenize_MBps": round(size / t_cold / 1e6, 2),
+            "tokenize_vs_sha256sum": round(t_cold / t_sha, 1),
+            "tokenize_peak_rss_MiB": round(rss_cold / MIB, 1),
+            "cached_s": round(t_warm, 2),
+            "cached_s_per_GB": round(t_warm / gb, 1),
+            "cached_vs_sha256sum": round(t_warm / t_sha, 1),
+            "cached_peak_rss_MiB": round(rss_warm / MIB, 1),
+            "rows_GiB": round(size / GIB, 3),
+        },
+    )
     shutil.rmtree(args.dir)
 
 

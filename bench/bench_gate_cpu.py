@@ -29,11 +29,13 @@ from registry.ops.init import init_registry
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.add import AddRequest, add_weight
 work = Path(sys.argv[1])
-base = make_base_checkpoint(work / "rwkv7-cpu-0.45b-20260101.pth", TinySpec(n_layer=24, n_embd=1024, vocab_size=65536, seed=3))
+spec = TinySpec(n_layer=24, n_embd=1024, vocab_size=65536, seed=3)
+base = make_base_checkpoint(work / "rwkv7-cpu-0.45b-20260101.pth", spec)
 root = init_registry(work / "registry").root
 add_base(root, BaseRequest(path=base, filename=base.name))
 train = work / "train.json"
-train.write_text(json.dumps({"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}))
+facts = {"trainer": {"name": "t", "version": "1"}, "hyperparameters": {}, "command": "t", "data_sha256": "ab" * 32}
+train.write_text(json.dumps(facts))
 tuned = {k: v + 0.001 for k, v in torch.load(base, weights_only=True).items()}
 add_weight(root, AddRequest(save_checkpoint(work / "rwkv-final.pth", tuned), base.name[:-4], "full", "v1.0", train))
 """
@@ -43,7 +45,8 @@ import json, resource, subprocess, sys, time
 start = time.perf_counter()
 proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 print(json.dumps({"rc": proc.returncode, "wall_s": time.perf_counter() - start,
-                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, "stderr": proc.stderr[-800:]}))
+                  "peak_rss_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
+                  "stderr": proc.stderr[-800:]}))
 """
 
 
@@ -90,13 +93,27 @@ def main() -> None:
                 peer_base = base_file or next(registry.parent.glob("rwkv7-cpu-*.pth"))
                 theirs = measure(peer, registry, peer_base)
                 ours = measure(REPO, registry, base_file)
-                print(json.dumps({
-                    "case": name, "checkpoint_bytes": size,
-                    "peer": {"commit": args.peer, "wall_s": round(theirs["wall_s"], 2), "peak_rss_gib": round(theirs["peak_rss_bytes"] / 2**30, 2)},
-                    "this_tree": {"wall_s": round(ours["wall_s"], 2), "peak_rss_gib": round(ours["peak_rss_bytes"] / 2**30, 2),
-                                  "peak_rss_over_checkpoint": round(ours["peak_rss_bytes"] / size, 2)},
-                    "speedup": round(theirs["wall_s"] / ours["wall_s"], 2), "rss_ratio": round(theirs["peak_rss_bytes"] / ours["peak_rss_bytes"], 2),
-                }), flush=True)  # fmt: skip
+                print(
+                    json.dumps(
+                        {
+                            "case": name,
+                            "checkpoint_bytes": size,
+                            "peer": {
+                                "commit": args.peer,
+                                "wall_s": round(theirs["wall_s"], 2),
+                                "peak_rss_gib": round(theirs["peak_rss_bytes"] / 2**30, 2),
+                            },
+                            "this_tree": {
+                                "wall_s": round(ours["wall_s"], 2),
+                                "peak_rss_gib": round(ours["peak_rss_bytes"] / 2**30, 2),
+                                "peak_rss_over_checkpoint": round(ours["peak_rss_bytes"] / size, 2),
+                            },
+                            "speedup": round(theirs["wall_s"] / ours["wall_s"], 2),
+                            "rss_ratio": round(theirs["peak_rss_bytes"] / ours["peak_rss_bytes"], 2),
+                        }
+                    ),
+                    flush=True,
+                )
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(peer)], capture_output=True)
 

@@ -1,5 +1,6 @@
 """``registry export-gguf``: writing throughput vs ``cp`` of the source, peak RSS as a fraction of
-the source (and, above what importing the libraries costs, in units of the largest tensor); and the gate's NMSE / top-1 per type on random real-shaped checkpoints (the bounds of
+the source (and, above what importing the libraries costs, in units of the largest tensor); and the gate's NMSE / top-1
+per type on random real-shaped checkpoints (the bounds of
 :data:`registry.gguf.gate.BOUNDS` are set from these).
 
 Writing: a synthetic bf16 base (n_embd 1024, vocab 65536, every tensor a view of one storage,
@@ -24,7 +25,7 @@ from pathlib import Path
 import torch
 from common import GIB, child_peak_rss, report, run_timed
 
-from registry.artifacts.synthetic import TinySpec, checkpoint_shapes
+from registry.artifacts.synthetic import TinySpec, checkpoint_shapes, make_base_checkpoint
 
 SETUP = """
 from pathlib import Path
@@ -66,10 +67,12 @@ reference = gate.reference_logits(tensors, ids)
 for kind in kinds:
     file = out / f"gate-{kind}.gguf"
     if kind in mapping.DIRECT_TYPES:
-        writer.write_gguf(file, plan, source, lambda n, s: mapping.storage_type(n, s, kind), mapping.metadata(plan.config, mapping.DIRECT_TYPES[kind]), tokens, "bench")
+        kv = mapping.metadata(plan.config, mapping.DIRECT_TYPES[kind])
+        writer.write_gguf(file, plan, source, lambda n, s: mapping.storage_type(n, s, kind), kv, tokens, "bench")
     else:
         lossless = out / "gate-lossless.gguf"
-        writer.write_gguf(lossless, plan, source, lambda n, s: mapping.storage_type(n, s, "bf16"), mapping.metadata(plan.config, mapping.LOSSLESS_FTYPE["BF16"]), tokens, "bench")
+        kv = mapping.metadata(plan.config, mapping.LOSSLESS_FTYPE["BF16"])
+        writer.write_gguf(lossless, plan, source, lambda n, s: mapping.storage_type(n, s, "bf16"), kv, tokens, "bench")
         writer.quantize(lossless, file, mapping.QUANTIZER_TYPES[kind])
     figures = gate.checks(kind, llama.logits(file, ids, PROMPTS), reference, ids, spec.n_layer)[0].figures
     print("GATE", json.dumps({"type": kind, "nmse": figures["nmse"], "top1": figures["top1_agreement"]}), flush=True)
@@ -98,8 +101,6 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-gguf-", dir=args.dir))
     try:
-        from registry.artifacts.synthetic import make_base_checkpoint
-
         spec = spec_for(args.gib)
         source = make_base_checkpoint(work / "rwkv7-bench-20260101.pth", spec, shared=True)
         size = source.stat().st_size
@@ -128,11 +129,16 @@ def main() -> None:
             out = next((root / "rwkv7-bench-20260101" / "gguf").glob(f"*-{kind.upper()}.gguf"))
             median = statistics.median(times)
             rows[kind] = {
-                "seconds": [round(t, 2) for t in times], "gguf_bytes": out.stat().st_size,
-                "throughput_vs_cp": round(rows["cp_s"] / median, 3), "source_MB_per_s": round(size / median / 1e6, 1),
-                "peak_rss_MiB": round(max(peaks) / 2**20), "peak_rss_of_source": round(max(peaks) / size, 3),
-                "peak_above_imports_of_largest_tensor": round((max(peaks) - rows["imports_peak_rss_MiB"] * 2**20) / largest, 2),
-            }  # fmt: skip
+                "seconds": [round(t, 2) for t in times],
+                "gguf_bytes": out.stat().st_size,
+                "throughput_vs_cp": round(rows["cp_s"] / median, 3),
+                "source_MB_per_s": round(size / median / 1e6, 1),
+                "peak_rss_MiB": round(max(peaks) / 2**20),
+                "peak_rss_of_source": round(max(peaks) / size, 3),
+                "peak_above_imports_of_largest_tensor": round(
+                    (max(peaks) - rows["imports_peak_rss_MiB"] * 2**20) / largest, 2
+                ),
+            }
         report(f"export-gguf of a {size / GIB:.2f} GiB bf16 base (n_layer {spec.n_layer}, n_embd 1024), vs cp", rows)
         gate_rows = []
         for shape in json.loads(args.gate_shapes):

@@ -30,7 +30,9 @@ def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
     elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(
-            f"{' '.join(cmd)} failed{f' in {cwd}' if cwd else ''}: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}"
+            f"{' '.join(cmd)} "
+            f"failed{f' in {cwd}' if cwd else ''}:"
+            f" {proc.stderr.read().decode()[-500:] if proc.stderr else ''}"
         )
     return elapsed, usage.ru_maxrss * 1024
 

@@ -128,9 +128,9 @@ def fla_runs(
     n_layer: int,
 ) -> dict:
     """fla's logits for the base, then PEFT's merge of the adapter onto it and its logits."""
-    import fla  # noqa: F401
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
+    import fla  # noqa: F401, PLC0415 optional dependency: fla
+    from peft import PeftModel  # noqa: PLC0415 optional dependency: peft
+    from transformers import AutoModelForCausalLM  # noqa: PLC0415 optional dependency: transformers
 
     found: dict = {}
     with Timer("fla-load") as extra, warnings.catch_warnings():
@@ -269,13 +269,17 @@ def main() -> None:
         and adapter_effect["max_scaled_err"] > verdicts["miss"]["bound"]
     )
     emit(
-        step="result", passed=passed, prompts={n: len(t) for n, t in ids.items()},
-        ours_export_equals_ours_pth=same, ours_export_vs_ours_pth=compare_logits(ours_export, ours["base"]), peft_merge_equals_ours=f"{fla['merged_equal']}/{fla['merged_targets']}",
+        step="result",
+        passed=passed,
+        prompts={n: len(t) for n, t in ids.items()},
+        ours_export_equals_ours_pth=same,
+        ours_export_vs_ours_pth=compare_logits(ours_export, ours["base"]),
+        peft_merge_equals_ours=f"{fla['merged_equal']}/{fla['merged_targets']}",
         adapter_effect_on_reference=adapter_effect,
         **{f"fla_{variant}": verdicts[variant] for variant in VARIANTS},
         **{f"ours_{variant}_vs_reference": compare_logits(ours[variant], reference[variant]) for variant in VARIANTS},
         thresholds={"bf16_ratio": BF16_RATIO, "bf16_floor": BF16_FLOOR, "top5_overlap_min": TOPK_MIN_OVERLAP},
-    )  # fmt: skip
+    )
 
 
 if __name__ == "__main__":

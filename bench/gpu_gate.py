@@ -7,7 +7,8 @@ wheels, see docs/gpu-gate.md):
 
 ``--part 7b`` builds, on the GPU, a random RWKV-7 checkpoint of the 7.2B shape (32 layers, n_embd
 4096, vocab 65536, bf16) and a seed-001-shaped registry on it: one State and three MiSS r16 runs.
-``--part 13b`` builds a 13.3B-shaped full fine-tune (61 layers, n_embd 4096).  Each ``registry smoke … --device cuda`` runs in a fresh process; its wall time is the
+``--part 13b`` builds a 13.3B-shaped full fine-tune (61 layers, n_embd 4096).  Each ``registry smoke … --device cuda``
+runs in a fresh process; its wall time is the
 figure.  "cold" runs start with empty kernel caches (ours and the rwkv package's JIT), an empty
 per-user hash cache and no registry stat cache: a fresh machine, except that the checkpoint is
 in the page cache.  Prints one JSON line per step (also appended to OUT/gate.jsonl); receipts and
@@ -128,14 +129,24 @@ class Bench:
         (self.out / f"{tag}.receipts.json").write_text(json.dumps(receipts, indent=1))
         row["entries"] = {
             r["entry"].split("/", 1)[1]: {
-                "passed": r["passed"], "failed": [c["name"] for c in r["checks"] if not c["passed"]],
-                **{k: r["timings"][k] for k in ("total_s", "setup_s", "kernel_build_s", "decode_tokens_per_s", "gpu_peak_bytes")},
+                "passed": r["passed"],
+                "failed": [c["name"] for c in r["checks"] if not c["passed"]],
+                **{
+                    k: r["timings"][k]
+                    for k in ("total_s", "setup_s", "kernel_build_s", "decode_tokens_per_s", "gpu_peak_bytes")
+                },
                 "peak_ratio": round(r["timings"]["gpu_peak_bytes"] / self.weights_bytes, 3),
                 "peak_gib": round(r["timings"]["gpu_peak_bytes"] / 2**30, 2),
-                **{k: v for c in r["checks"] if c["name"] == "model-parity" for k, v in c["figures"].items() if k.endswith("max_scaled_err")},
+                **{
+                    k: v
+                    for c in r["checks"]
+                    if c["name"] == "model-parity"
+                    for k, v in c["figures"].items()
+                    if k.endswith("max_scaled_err")
+                },
             }
             for r in receipts
-        }  # fmt: skip
+        }
         self.emit(**row)
 
     def build(self, part: str) -> Path:

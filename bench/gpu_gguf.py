@@ -5,7 +5,9 @@
 built from the sdist by the device's own toolchain crashes on every model load, docs/gpu-gate.md
 run 11; the ``--probe`` step shows it):
 
-    set -o pipefail; mkdir -p $OUT; ( python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl-deps/*.whl .whl-llama/*.whl && cd bench && PYTHONPATH=/tmp/site:$OLDPWD timeout 500 python3 gpu_gguf.py --layers 32 --out $OUT ) 2>&1 | tee $OUT/log
+    set -o pipefail; mkdir -p $OUT; ( python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site
+    .whl-deps/*.whl .whl-llama/*.whl && cd bench && PYTHONPATH=/tmp/site:$OLDPWD timeout 500 python3 gpu_gguf.py
+    --layers 32 --out $OUT ) 2>&1 | tee $OUT/log
 
 The base (random bf16, real key names, n_embd 4096, vocab 65536; ``--layers`` of the 7.2B model's
 32, 4 by default: the 32-layer run takes about 280 s of one 10-minute device call) is
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import torch
@@ -36,6 +39,7 @@ from gpu_gate import SHAPES, build_base
 
 from registry.artifacts.synthetic import TinySpec, checkpoint_shapes
 from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.export_gguf import GgufRequest, export_gguf
 from registry.ops.init import init_registry
 
 TINY = TinySpec(n_layer=2, n_embd=256, vocab_size=65536, seed=3)
@@ -111,12 +115,18 @@ class Run:
         receipt = json.loads((root / ".registry" / "gates" / f"{record['sha256']}.json").read_text())
         checks = {c["name"]: c for c in receipt["checks"]}
         row.update(
-            gguf=record["path"], gguf_bytes=record["size"], of_source=round(record["size"] / row["source_bytes"], 3),
-            nmse=record["nmse"], top1=record["top1_agreement"], bounds=checks["gguf-logits"]["thresholds"],
+            gguf=record["path"],
+            gguf_bytes=record["size"],
+            of_source=round(record["size"] / row["source_bytes"], 3),
+            nmse=record["nmse"],
+            top1=record["top1_agreement"],
+            bounds=checks["gguf-logits"]["thresholds"],
             per_prompt={k: v for k, v in checks["gguf-logits"]["figures"].items() if "." in k},
-            llama_load_s=receipt["timings"]["load_s"], llama_prefill_tokens_per_s=receipt["timings"]["prefill_tokens_per_s"],
-            llama_decode_tokens_per_s=receipt["timings"]["decode_tokens_per_s"], gate_s=receipt["timings"]["total_s"],
-        )  # fmt: skip
+            llama_load_s=receipt["timings"]["load_s"],
+            llama_prefill_tokens_per_s=receipt["timings"]["prefill_tokens_per_s"],
+            llama_decode_tokens_per_s=receipt["timings"]["decode_tokens_per_s"],
+            gate_s=receipt["timings"]["total_s"],
+        )
         if "gguf-lossless-logits" in checks:
             lossless = checks["gguf-lossless-logits"]["figures"]
             row.update(lossless_nmse=lossless["nmse"], lossless_top1=lossless["top1_agreement"])
@@ -145,8 +155,6 @@ print("PROBE closed", flush=True)
 
 
 def probe(run: Run, root: Path, name: str, base: Path) -> None:
-    from registry.ops.export_gguf import GgufRequest, export_gguf
-
     (record,) = export_gguf(root, GgufRequest(base=name, base_file=base, types=("f16",), gate=False))
     file = root / record.path
     variants = {"plain": [], "torch-first": [], "no-extra-bufts": ["no-extra-bufts"]}
@@ -186,13 +194,21 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     run = Run(args.out)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    from importlib.metadata import version
 
     run.emit(
-        step="env", device=torch.cuda.get_device_name(0) if device == "cuda" else "cpu", torch=torch.__version__, cpus=os.cpu_count(),
-        gguf=version("gguf"), llama_cpp_python=version("llama-cpp-python"),
-        spec={"n_layer": spec.n_layer, "n_embd": spec.n_embd, "vocab_size": spec.vocab_size, "params": sum(torch.Size(s).numel() for s in checkpoint_shapes(spec).values())},
-    )  # fmt: skip
+        step="env",
+        device=torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
+        torch=torch.__version__,
+        cpus=os.cpu_count(),
+        gguf=version("gguf"),
+        llama_cpp_python=version("llama-cpp-python"),
+        spec={
+            "n_layer": spec.n_layer,
+            "n_embd": spec.n_embd,
+            "vocab_size": spec.vocab_size,
+            "params": sum(torch.Size(s).numel() for s in checkpoint_shapes(spec).values()),
+        },
+    )
     start = time.perf_counter()
     base = build_base(args.work / f"{name}.pth", spec, device)
     run.emit(step="build", on=device, seconds=round(time.perf_counter() - start, 1), bytes=base.stat().st_size)

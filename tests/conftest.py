@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
+from registry.ops.init import init_registry
 
 # fla's kernels are Triton kernels: without CUDA the tests run them in Triton's interpreter, on CPU
 # tensors (tests/test_export_hf_fla.py). Triton reads this when fla's kernels are defined, at import.
@@ -61,6 +62,4 @@ def small_base(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def empty_registry(tmp_path) -> Path:
-    from registry.ops.init import init_registry
-
     return init_registry(tmp_path / "reg").root

@@ -60,8 +60,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit
 
+import huggingface_hub.hf_api
 import pytest
 import yaml
+from huggingface_hub import constants, file_download
+from huggingface_hub.utils import _cache_assets, _cache_manager, _http, close_session
 
 from .xetstore import XetStore
 
@@ -1102,9 +1105,6 @@ def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.Monkey
     by value, and the module-level helpers (``huggingface_hub.create_repo`` ...) are bound to an ``HfApi``
     built at import time. So the env is set for subprocesses, and the already-imported state is patched.
     """
-    import huggingface_hub.hf_api
-    from huggingface_hub import constants
-    from huggingface_hub.utils import _cache_assets, _cache_manager
 
     hub_cache, assets_cache = str(hf_home / "hub"), str(hf_home / "assets")
     for name in _CONFLICTING_ENV:
@@ -1147,8 +1147,6 @@ def point_client_at(server: HubServer, hf_home: Path, monkeypatch: pytest.Monkey
 
 
 def _serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, xet: bool) -> Iterator[HubServer]:
-    from huggingface_hub.utils import close_session
-
     server = HubServer(token=f"hf_test_{secrets.token_hex(8)}", xet=xet).start()
     point_client_at(server, tmp_path / "hf_home", monkeypatch, xet=xet)
     try:
@@ -1189,8 +1187,6 @@ class _TimeWithoutSleep:
 def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let huggingface_hub retry without waiting: ``http_backoff`` sleeps 1+2+4+8+8 s over its 5 retries and
     ``http_get`` 1 s per resumed download, which would dominate the runtime of fault-injection tests."""
-    from huggingface_hub import file_download
-    from huggingface_hub.utils import _http
 
     monkeypatch.setattr(_http, "time", _TimeWithoutSleep())
     monkeypatch.setattr(file_download, "time", _TimeWithoutSleep())

@@ -32,16 +32,16 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import pytest
+import torch
 
 
 @contextlib.contextmanager
 def as_compiled() -> Iterator[None]:
-    import numpy as np
-    import torch
-    import triton.language as tl
-    from triton.runtime.autotuner import Autotuner
-    from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction, InterpreterBuilder, TensorHandle
+    import triton.language as tl  # noqa: PLC0415 optional dependency: triton
+    from triton.runtime.autotuner import Autotuner  # noqa: PLC0415 optional dependency: triton
+    from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction, InterpreterBuilder, TensorHandle  # noqa: PLC0415 optional dependency: triton
 
     def induction_range(*bounds: Any) -> Iterator[Any]:
         wide = any(isinstance(b, tl.tensor) and b.dtype == tl.int64 for b in bounds)

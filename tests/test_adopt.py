@@ -8,19 +8,33 @@ The hand-made repos are built the way people build them: files placed with plain
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
+from huggingface_hub import HfApi
 
+from registry.artifacts.inspect import inspect_weights
+from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
 from registry.cli import main
+from registry.core.published import record_published
+from registry.core.repo import Repo
+from registry.core.sums import parse_sums
+from registry.index.catalog import load_catalog
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.init import init_registry
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
-from .conftest import snapshot
+from .conftest import SMALL, sha256_of, snapshot
+from .test_artifacts_miss import MarkerPayload
+from .test_ops_artifacts import train_json
+from .test_publish import REPO, gate_all
 
 pytest_plugins = ["tests.hubserver"]  # the hub_server fixture
 
@@ -167,22 +181,13 @@ def test_unknown_root_files_are_refused_with_a_fix_that_fits_them(empty_registry
 def lfs_pointer(path: Path) -> bytes:
     """What git writes in place of ``path`` when git-lfs is not installed (the spec's three lines)."""
     data = path.read_bytes()
-    import hashlib
 
-    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\nsize {len(data)}\n".encode()
+    return (
+        f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\nsize {len(data)}\n"
+    ).encode()
 
 
 def test_an_lfs_pointer_is_named_once_with_git_lfs_pull_never_allow_rewrite(empty_registry, small_base, tmp_path):
-    from registry.artifacts.synthetic import make_state_file
-    from registry.core.published import record_published
-    from registry.core.repo import Repo
-    from registry.core.sums import parse_sums
-    from registry.ops.add import AddRequest, add_weight
-    from registry.ops.add_base import BaseRequest, add_base
-
-    from .conftest import SMALL
-    from .test_ops_artifacts import train_json
-
     root = empty_registry
     add_base(root, BaseRequest(path=small_base, filename=small_base.name))
     state = make_state_file(tmp_path / "s1.pth", SMALL)
@@ -275,12 +280,6 @@ def sh(command: str, cwd: Path) -> None:
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory) -> Path:
     """What the person has before making the repo: a base, a State, three MiSS runs, a full fine-tune."""
-    import torch
-
-    from registry.artifacts.inspect import inspect_weights
-    from registry.artifacts.synthetic import TinySpec, make_adapter_file, make_base_checkpoint, make_state_file
-
-    from .conftest import SMALL, sha256_of
 
     d = tmp_path_factory.mktemp("parts")
     base = make_base_checkpoint(d / f"{BASE}.pth", SMALL)
@@ -312,15 +311,20 @@ def train(data_sha: str, trainer: str) -> str:
 
 
 def hand_index(parts: Path) -> dict:
-    from .conftest import sha256_of
-
     base_sha = sha256_of(parts / f"{BASE}.pth")
     versions = json.loads((parts / "content_versions.json").read_text())
     miss = [
-        {"path": path, "method": "miss", "base_sha256": base_sha, "data": {"version": "v2.1", "sha256": DATA_MISS, "rows": 5512},
-         "sha256": sha256_of(parts / f"{run}.pth"), "content_version": versions[run], "recommended": run == "r16-lr2e-5-e2"}
+        {
+            "path": path,
+            "method": "miss",
+            "base_sha256": base_sha,
+            "data": {"version": "v2.1", "sha256": DATA_MISS, "rows": 5512},
+            "sha256": sha256_of(parts / f"{run}.pth"),
+            "content_version": versions[run],
+            "recommended": run == "r16-lr2e-5-e2",
+        }
         for run, path in zip(RUNS, MISS, strict=True)
-    ]  # fmt: skip
+    ]
     miss[0]["scores"] = [
         {
             "benchmark": "exam",
@@ -336,15 +340,31 @@ def hand_index(parts: Path) -> dict:
         {"benchmark": "exam", "value": 51.3, "date": "2026-10-17", "note": "与 2e-5 分不出"}
     ]  # no backend: cannot map
     return {
-        "bases": [{"dir": BASE, "source": "BlinkDL/rwkv7-g1", "filename": f"{BASE}.pth", "sha256": base_sha, "vocab": "rwkv_vocab_v20230424.txt"}],
+        "bases": [
+            {
+                "dir": BASE,
+                "source": "BlinkDL/rwkv7-g1",
+                "filename": f"{BASE}.pth",
+                "sha256": base_sha,
+                "vocab": "rwkv_vocab_v20230424.txt",
+            }
+        ],
         "entries": [
-            {"path": STATE, "method": "state", "base_sha256": base_sha, "data": {"version": "v1.41", "sha256": DATA_STATE, "rows": 3662},
-             "sha256": sha256_of(parts / "v141b-s1224.pth"), "recommended": True,
-             "scores": [{"benchmark": "exam", "value": 46.9, "date": "2026-10-16", "backend": "App harness", "runs": 2}]},
+            {
+                "path": STATE,
+                "method": "state",
+                "base_sha256": base_sha,
+                "data": {"version": "v1.41", "sha256": DATA_STATE, "rows": 3662},
+                "sha256": sha256_of(parts / "v141b-s1224.pth"),
+                "recommended": True,
+                "scores": [
+                    {"benchmark": "exam", "value": 46.9, "date": "2026-10-16", "backend": "App harness", "runs": 2}
+                ],
+            },
             *miss,
         ],
         "evaluations": "docs/evaluations/",
-    }  # fmt: skip
+    }
 
 
 def make_seed_001(parts: Path, folder: Path, index: dict | None = None) -> Path:
@@ -352,7 +372,8 @@ def make_seed_001(parts: Path, folder: Path, index: dict | None = None) -> Path:
     folder.mkdir(parents=True)
     (folder / ".git").mkdir()
     sh(
-        f"mkdir -p {BASE}/state/v1.41 {BASE}/miss/v2.1 docs/evaluations && cp {parts}/v141b-s1224.pth {BASE}/state/v1.41/",
+        f"mkdir -p {BASE}/state/v1.41 {BASE}/miss/v2.1 docs/evaluations && "
+        f"cp {parts}/v141b-s1224.pth {BASE}/state/v1.41/",
         folder,
     )
     for run in RUNS:
@@ -386,8 +407,6 @@ def adopt_json(folder: Path, *args, code: int = 0) -> dict:
 
 
 def test_seed_001_adopted_then_published_pulled_and_verified(parts, tmp_path, hub_server):
-    from .test_publish import REPO, gate_all
-
     folder = make_seed_001(parts, tmp_path / "agent-weights")
     originals = snapshot(folder)
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
@@ -464,8 +483,8 @@ def test_dry_run_prints_the_plan_and_changes_nothing(parts, tmp_path):
         and "registry smoke" in result.output
     )
     assert (
-        "would write: .gitattributes, .gitignore, .registry/adopted/README.md, .registry/adopted/SHA256SUMS, .registry/adopted/index.json, README.md, SHA256SUMS, evaluation.json, index.json"
-        in result.output
+        "would write: .gitattributes, .gitignore, .registry/adopted/README.md, .registry/adopted/SHA256SUMS, "
+        ".registry/adopted/index.json, README.md, SHA256SUMS, evaluation.json, index.json" in result.output
     )
     assert snapshot(folder) == before and not (folder / ".registry").exists()
 
@@ -499,10 +518,6 @@ def _swap(rel: str, name: str):
 
 
 def _unsafe_pickle(folder: Path, parts: Path) -> None:
-    import torch
-
-    from .test_artifacts_miss import MarkerPayload
-
     torch.save({"blocks.0.att.time_state": MarkerPayload(folder.parent / "pwned")}, folder / STATE)
     sh("find * -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", folder)
 
@@ -566,8 +581,6 @@ def test_a_weight_at_the_root_without_train_json_is_refused_saying_what_to_write
 
 
 def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, hub_server):
-    from huggingface_hub import HfApi
-
     folder = make_seed_001(parts, tmp_path / "made-by-hand")
     api = HfApi()
     api.create_repo("no-22/agent-weights")
@@ -576,7 +589,8 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
     result = run("pull", "--repo-id", "no-22/agent-weights", tmp_path / "p", code=3)
     errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
     assert errors == [
-        f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog, so the weights under {BASE}/ cannot be checked against it; fix: pass --base-file {BASE}.pth (read, not copied)"
+        f"error: {BASE}/: {BASE}.pth is not in the known-bases catalog, so the weights under {BASE}/ cannot "
+        f"be checked against it; fix: pass --base-file {BASE}.pth (read, not copied)"
     ]
     assert not (tmp_path / "p").exists() and not [p for p in tmp_path.iterdir() if ".pull-" in p.name]
 
@@ -607,10 +621,6 @@ def test_pull_adopts_a_hand_made_repo_or_says_how_in_one_line(parts, tmp_path, h
 
 
 def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(parts, tmp_path, hub_server):
-    from huggingface_hub import HfApi
-
-    from .test_publish import REPO, gate_all
-
     folder = make_seed_001(parts, tmp_path / "agent-weights")
     adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
     gate_all(folder)
@@ -641,8 +651,6 @@ def test_publish_restore_puts_the_registry_bytes_back_after_a_hub_side_change(pa
 
 
 def test_catalog_and_metadata_only_bases_need_the_base_file_to_check_weights(parts, tmp_path):
-    from registry.index.catalog import load_catalog
-
     known = load_catalog().bases[0]
     folder = tmp_path / "catalog"
     folder.mkdir()
@@ -652,7 +660,9 @@ def test_catalog_and_metadata_only_bases_need_the_base_file_to_check_weights(par
     result = run("adopt", folder, code=3)
     assert (
         result.output
-        == f"error: {known.name}/state/v1.41/v141b-s1224.pth: the base {known.name} was not read, so its shapes are unknown and this weight cannot be checked; fix: pass --base-file {known.filename} (read, not copied)\n"
+        == f"error: {known.name}/state/v1.41/v141b-s1224.pth: the base {known.name} was not read, so its shapes "
+        f"are unknown and this weight cannot be checked; fix: pass --base-file {known.filename} (read, not "
+        "copied)\n"
     )
     unknown = make_seed_001(parts, tmp_path / "unknown")
     result = run("adopt", unknown, "--sha256", "ab" * 32, "--metadata-only", code=3)

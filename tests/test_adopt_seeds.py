@@ -8,13 +8,23 @@ a shell, train.json in the card's own words ("训练器及版本、超参、等�
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+import torch
+from huggingface_hub import HfApi, ModelCard, hf_hub_download
+from safetensors.torch import save_file
 
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_state_file
+from registry.core.layout import export_path, gguf_path
+from registry.core.models import Index
+from registry.index.rules import entry_problems
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.init import init_registry
 from registry.ops.validate import validate
 
-from .conftest import sha256_of, snapshot
+from .conftest import SMALL, sha256_of, snapshot
 from .test_adopt import (
     BASE,
     DATA_MISS,
@@ -30,6 +40,7 @@ from .test_adopt import (
     run,
     sh,
 )
+from .test_publish import gate_all
 
 __all__ = ["parts"]  # the module fixture, shared with test_adopt
 pytest_plugins = ["tests.hubserver"]  # the hub_server fixture
@@ -52,13 +63,15 @@ def state_train_json(data_sha: str = DATA_STATE) -> str:
   "started": "2026-10-13T02:10:00+08:00",
   "finished": "2026-10-13T09:41:00+08:00"
 }}
-"""
+"""  # noqa: E501 seed 001's train.json as written: one line per key
 
 
 def miss_train_json(data_sha: str = DATA_MISS, extra: str = "") -> str:
     """Seed 001's miss/v2.1/train.json: 三组共用超参与各自学习率、等效命令行、起止时间."""
     runs = ",\n".join(
-        f'    "{run}": {{"lr_init": {lr}, "lr_final": {lr / 10}, "command": "python -m rwkv_miss_tune --lr_init {lr} --lr_final {lr / 10} --out {run}", "started": "2026-10-16T0{i}:00:00+08:00", "finished": "2026-10-16T0{i + 3}:00:00+08:00"}}'
+        f'    "{run}": {{"lr_init": {lr}, "lr_final": {lr / 10}, "command": "python -m rwkv_miss_tune '
+        f'--lr_init {lr} --lr_final {lr / 10} --out {run}", "started": "2026-10-16T0{i}:00:00+08:00", '
+        f'"finished": "2026-10-16T0{i + 3}:00:00+08:00"}}'
         for i, (run, lr) in enumerate(zip(RUNS, (2e-5, 1e-5, 3e-5), strict=True))
     )
     return f"""{{
@@ -74,7 +87,7 @@ def miss_train_json(data_sha: str = DATA_MISS, extra: str = "") -> str:
   "started": "2026-10-16T00:00:00+08:00",
   "finished": "2026-10-16T06:00:00+08:00"
 }}
-"""
+"""  # noqa: E501 seed 001's train.json as written: one line per key
 
 
 def heredoc(path: str, text: str, folder: Path) -> None:
@@ -141,9 +154,6 @@ def test_train_json_in_the_cards_words_is_adopted_kept_and_shown(parts, tmp_path
 
 
 def test_add_takes_the_same_shapes_and_keeps_the_file_byte_for_byte(parts, tmp_path):
-    from registry.ops.add_base import BaseRequest, add_base
-    from registry.ops.init import init_registry
-
     root = init_registry(tmp_path / "reg").root
     add_base(root, BaseRequest(path=parts / f"{BASE}.pth", filename=f"{BASE}.pth"))
     heredoc("train.json", state_train_json(), tmp_path)
@@ -191,8 +201,11 @@ def test_a_train_json_without_data_identity_is_refused_once_naming_field_and_fil
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", miss_train=no_data)
     out = refused(folder, parts)
     assert out == (
-        f"error: {BASE}/miss/v2.1/train.json: names no training data: no data.sha256 (or data_sha256), nor a dataset repo with its revision; "
-        f'fix: add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {BASE}/miss/v2.1/train.json, or "data": {{"repo": "<dataset repo id>", "revision": "<its commit>"}}\n'
+        f"error: {BASE}/miss/v2.1/train.json: names no training data: no data.sha256 (or data_sha256), nor a "
+        "dataset repo with its revision; "
+        f'fix: add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} '
+        f'to {BASE}/miss/v2.1/train.json, or "data": {{"repo": "<dataset repo id>", "revision": "<its '
+        f'commit>"}}\n'
     )
     report = json.loads(run("adopt", folder, "--base-file", parts / f"{BASE}.pth", "--json", code=3).stdout)
     assert [p["code"] for p in report["problems"]] == ["train.no-data"]  # once, not once per weight (3 MiSS here)
@@ -217,7 +230,8 @@ def test_a_train_json_naming_another_base_is_refused(parts, tmp_path):
     folder = make_seed_001_words(parts, tmp_path / "by-name", state_train=other)
     out = refused(folder, parts)
     assert out == (
-        f"error: {BASE}/state/v1.41/train.json: base names base rwkv7-g1k-7.2b-20261031-ctx25600.pth but this folder's base is {BASE}.pth; "
+        f"error: {BASE}/state/v1.41/train.json: base names base rwkv7-g1k-7.2b-20261031-ctx25600.pth but "
+        f"this folder's base is {BASE}.pth; "
         f"fix: move the weights to the folder rwkv7-g1k-7.2b-20261031-ctx25600/, or correct base\n"
     )
     by_sha = state_train_json().replace(
@@ -226,7 +240,8 @@ def test_a_train_json_naming_another_base_is_refused(parts, tmp_path):
     folder = make_seed_001_words(parts, tmp_path / "by-sha", state_train=by_sha)
     out = refused(folder, parts)
     assert out.startswith(
-        f"error: {BASE}/state/v1.41/train.json: base.sha256 names base sha256 0853d4ce0853… but this folder's base {BASE} is "
+        f"error: {BASE}/state/v1.41/train.json: base.sha256 names base sha256 0853d4ce0853… but this "
+        f"folder's base {BASE} is "
     )
     right = state_train_json().replace(f'"BlinkDL/rwkv7-g1/{BASE}.pth"', '"' + sha256_of(parts / f"{BASE}.pth") + '"')
     folder = make_seed_001_words(parts, tmp_path / "right-sha", state_train=right)
@@ -277,8 +292,8 @@ def test_a_listed_file_that_is_absent_is_refused_unless_the_files_win(parts, tmp
     sums(folder)
     out = both_runs(folder, parts)
     assert (
-        out
-        == f"error: index.json: $.entries[3] lists {MISS[2]}, which is not in the folder; fix: restore the file (download it again), remove the item from index.json, or pass --trust-files to adopt without it\n"
+        out == f"error: index.json: $.entries[3] lists {MISS[2]}, which is not in the folder; fix: restore the file "
+        "(download it again), remove the item from index.json, or pass --trust-files to adopt without it\n"
     )
     report = adopt_json(folder, "--base-file", parts / f"{BASE}.pth", "--trust-files")
     assert len(report["entries"]) == 3 and any(MISS[2] in line for line in report["overridden"])
@@ -287,8 +302,6 @@ def test_a_listed_file_that_is_absent_is_refused_unless_the_files_win(parts, tmp
 
 def _state_safetensors(folder: Path, source: Path) -> Path:
     """A .safetensors made by hand beside the State .pth, from ``source``'s tensors."""
-    import torch
-    from safetensors.torch import save_file
 
     target = folder / (STATE.removesuffix(".pth") + ".safetensors")
     save_file(torch.load(source, weights_only=True), str(target), metadata={"format": "pt"})
@@ -297,10 +310,6 @@ def _state_safetensors(folder: Path, source: Path) -> Path:
 
 
 def test_a_safetensors_beside_a_state_with_other_tensors_is_refused_unless_not_a_twin(parts, tmp_path):
-    from registry.artifacts.synthetic import make_state_file
-
-    from .conftest import SMALL
-
     other = make_state_file(tmp_path / "other-state.pth", SMALL, seed=99)
     folder = make_seed_001_words(parts, tmp_path / "agent-weights")
     _state_safetensors(folder, other)
@@ -356,16 +365,14 @@ def test_score_takes_a_value_with_its_unit(parts, tmp_path):
     before = snapshot(folder)
     out = run("score", STATE, "--benchmark", "bash", "--value", "9.0/26", "--unit", "%", *common, code=3).output
     assert (
-        out
-        == "error: --value: '9.0/26' carries the unit /26 but --unit says %; fix: give the unit once: in --value or with --unit\n"
+        out == "error: --value: '9.0/26' carries the unit /26 but --unit says %; fix: give the unit once: in "
+        "--value or with --unit\n"
     )
     assert "not a number" in run("score", STATE, "--benchmark", "bash", "--value", "nine", *common, code=3).output
     assert snapshot(folder) == before
 
 
 def test_next_steps_use_the_paths_given_and_the_authors_repo_id(parts, tmp_path, monkeypatch):
-    import shlex
-
     index = hand_index(parts)
     index["repo"] = "No-22/rwkv-agent-weights"
     index["entries"][0]["scores"].append(
@@ -431,8 +438,6 @@ Generation should stop on token 0 (EOD) or the text sequence `\\n\\nUser:`.
 
 
 def card_front_matter(folder: Path) -> dict:
-    from huggingface_hub import ModelCard
-
     return ModelCard((folder / "README.md").read_text()).data.to_dict()
 
 
@@ -508,9 +513,22 @@ def seed_001_index_in_full(parts: Path) -> dict:
     for item, adapter_id in zip(index["entries"][1:], ("v21-lr2e-5-e2", "v21-lr1e-5-e2", "v21-lr3e-5-e2"), strict=True):
         item.update({"adapter_id": adapter_id, "profile": "g1k-think", "sampling": "g1k-agent"})
     index["entries"].append(
-        {"name": "MiSS v2.0 r16 lr3e-5", "method": "miss", "uploaded": False,
-         "scores": [{"benchmark": "exam", "value": "46.0%", "count": 261.0, "date": "2026-10-17", "backend": "App harness", "runs": 2}]}
-    )  # fmt: skip
+        {
+            "name": "MiSS v2.0 r16 lr3e-5",
+            "method": "miss",
+            "uploaded": False,
+            "scores": [
+                {
+                    "benchmark": "exam",
+                    "value": "46.0%",
+                    "count": 261.0,
+                    "date": "2026-10-17",
+                    "backend": "App harness",
+                    "runs": 2,
+                }
+            ],
+        }
+    )
     return index
 
 
@@ -552,12 +570,11 @@ def test_unmapped_facts_are_published_in_index_json_and_shown_on_the_card(parts,
 
 
 def test_pull_adopts_a_repo_whose_readme_and_index_are_lfs_files(parts, tmp_path, hub_server):
-    from huggingface_hub import HfApi
-
     folder = make_seed_001_words(parts, tmp_path / "made-by-hand")
     heredoc(
         ".gitattributes",
-        "*.pth filter=lfs diff=lfs merge=lfs -text\n*.md filter=lfs diff=lfs merge=lfs -text\n*.json filter=lfs diff=lfs merge=lfs -text\n",
+        "*.pth filter=lfs diff=lfs merge=lfs -text\n*.md filter=lfs diff=lfs merge=lfs -text\n*.json "
+        "filter=lfs diff=lfs merge=lfs -text\n",
         folder,
     )
     sums(folder)
@@ -586,13 +603,11 @@ def test_pull_adopts_a_repo_whose_readme_and_index_are_lfs_files(parts, tmp_path
 
 
 def test_seed_001_in_its_authors_words_round_trips_through_the_hub(parts, tmp_path, hub_server):
-    from .test_publish import gate_all
-
     folder = make_seed_001_words(parts, tmp_path / "agent-weights", index=seed_001_index_in_full(parts))
     heredoc(
         "README.md",
-        "---\nlicense: other\ntags:\n- rwkv\n- agent\npipeline_tag: text-generation\ndatasets:\n- No-22/rwkv-agent-distill\n---\n"
-        + README_001,
+        "---\nlicense: other\ntags:\n- rwkv\n- agent\npipeline_tag: text-generation\ndatasets:\n- "
+        "No-22/rwkv-agent-distill\n---\n" + README_001,
         folder,
     )
     sums(folder)
@@ -653,9 +668,6 @@ def seed_000_train_json(base: str = BASE) -> str:
 @pytest.fixture(scope="module")
 def world_parts(tmp_path_factory) -> Path:
     """A base on the world vocabulary (the gate tokenizes real prompts) and its full fine-tune."""
-    import torch
-
-    from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 
     d = tmp_path_factory.mktemp("world")
     base = make_base_checkpoint(d / f"{WORLD_BASE}.pth", TinySpec(n_layer=2, n_embd=128, vocab_size=65536))
@@ -702,7 +714,6 @@ def test_seed_000_root_weight_round_trips_in_place_through_the_hub(world_parts, 
     run("smoke", "rwkv-final.pth", "-C", folder, "--device", "cpu", "--base-file", parts / f"{WORLD_BASE}.pth", code=0)
     assert json.loads((folder / "index.json").read_text())["entries"][0]["gate"] is not None
     run("publish", "-C", folder, "--repo-id", "xiaol/rwkv-novel-agent-tiny", "--allow-cpu-gate", code=0)
-    from huggingface_hub import hf_hub_download
 
     downloaded = hf_hub_download(
         "xiaol/rwkv-novel-agent-tiny", filename="rwkv-final.pth", cache_dir=tmp_path / "cache"
@@ -725,7 +736,8 @@ def test_an_undeclared_second_root_weight_is_refused(parts, tmp_path):
     assert ("layout.stray-file", "notes.json") in found  # every other root file is checked as before
     other = make_seed_000_root(parts, tmp_path / "two")
     sh(
-        f"cp {parts}/v141b-s1224.pth rwkv-extra.pth && sha256sum rwkv-final.pth train.json README.md rwkv-extra.pth > SHA256SUMS",
+        f"cp {parts}/v141b-s1224.pth rwkv-extra.pth && sha256sum rwkv-final.pth train.json README.md "
+        "rwkv-extra.pth > SHA256SUMS",
         other,
     )
     before = snapshot(other)
@@ -739,14 +751,10 @@ def test_an_undeclared_second_root_weight_is_refused(parts, tmp_path):
 
 
 def test_a_root_entry_stays_full_and_its_exports_go_to_its_data_version_folder(parts, tmp_path):
-    from registry.core.layout import export_path, gguf_path
-
     folder = make_seed_000_root(parts, tmp_path / "novel-agent")
     adopt_json(folder, "--base-file", parts / f"{BASE}.pth")
     assert export_path(BASE, "rwkv-final.pth", "full", "v1") == f"{BASE}/full/v1/hf"
     assert gguf_path(BASE, "rwkv-final.pth", "q8_0", "v1") == f"{BASE}/full/v1/gguf/rwkv-final-Q8_0.gguf"
-    from registry.core.models import Index
-    from registry.index.rules import entry_problems
 
     index = json.loads((folder / "index.json").read_text())
     other = {

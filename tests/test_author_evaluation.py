@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from registry.cli import main
@@ -63,7 +64,7 @@ SEED_004_EVALUATION = """{
     "definitions": {"custom bidirectional SubEM": "%s"},
     "caveat": "fixed development-set results; the gains are small"
 }
-""".replace("%s", SUBEM)
+""".replace("%s", SUBEM)  # noqa: E501 seed 004's evaluation.json as written: one line per metric
 
 
 def run(*args, code: int | None = None):
@@ -76,7 +77,6 @@ def run(*args, code: int | None = None):
 @pytest.fixture(scope="module")
 def finetune(small_base, tmp_path_factory) -> Path:
     """A full fine-tune of the small base (a few values changed), as its author saved it."""
-    import torch
 
     tensors = torch.load(small_base, weights_only=True)
     tensors["emb.weight"] = tensors["emb.weight"] + 1
@@ -114,9 +114,13 @@ def test_seed_004_evaluation_is_read_with_definitions_counts_and_the_initializat
     assert read.initialization == "Xirui1208/readall-readtwice-step36-20260920"
     by_name = {m.full_name: m for m in read.metrics}
     assert list(by_name) == [
-        "HQA 224k EM", "HQA 224k F1", "HQA 224k bidirectional SubEM",
-        "LongBench QA EM", "LongBench QA F1", "LongBench QA custom bidirectional SubEM",
-    ]  # fmt: skip
+        "HQA 224k EM",
+        "HQA 224k F1",
+        "HQA 224k bidirectional SubEM",
+        "LongBench QA EM",
+        "LongBench QA F1",
+        "LongBench QA custom bidirectional SubEM",
+    ]
     f1 = by_name["HQA 224k F1"]
     assert (f1.value.number, f1.value.unit, f1.value.written) == (73.19, "%", "73.19%")
     assert (f1.initialization and f1.initialization.written, f1.change) == ("72.15%", "+1.04 pp")
@@ -183,9 +187,23 @@ def test_a_score_added_later_keeps_every_byte_of_the_authors_file(tmp_path, smal
     folder = adopted(tmp_path, small_base, finetune)
     authors = (folder / EVALUATION).read_bytes()
     result = run(
-        "score", "-C", folder, WEIGHT, "--benchmark", "HQA 224k F1", "--value", "73.5%", "--count", "128",
-        "--date", "2026-12-01", "--backend", "rwkv 0.8.30", "--notes", "re-run on our machine",
-    )  # fmt: skip
+        "score",
+        "-C",
+        folder,
+        WEIGHT,
+        "--benchmark",
+        "HQA 224k F1",
+        "--value",
+        "73.5%",
+        "--count",
+        "128",
+        "--date",
+        "2026-12-01",
+        "--backend",
+        "rwkv 0.8.30",
+        "--notes",
+        "re-run on our machine",
+    )
     assert result.exit_code == 0, result.output
 
     assert (folder / EVALUATION).read_bytes() == authors  # every field as the author wrote it
@@ -280,8 +298,21 @@ def test_a_root_weight_keeps_the_authors_evaluation_at_the_root(tmp_path, small_
     assert json.loads((folder / "index.json").read_text())["entries"][0]["evaluation"] == "evaluation.json"
     assert "| HQA 224k | F1 | 72.15% | 73.19% | +1.04 pp | 128 |" in (folder / "README.md").read_text()
 
-    run("score", "-C", folder, "rwkv-final.pth", "--benchmark", "exam", "--value", "52.2%",
-        "--date", "2026-12-01", "--backend", "rwkv 0.8.30", code=0)  # fmt: skip
+    run(
+        "score",
+        "-C",
+        folder,
+        "rwkv-final.pth",
+        "--benchmark",
+        "exam",
+        "--value",
+        "52.2%",
+        "--date",
+        "2026-12-01",
+        "--backend",
+        "rwkv 0.8.30",
+        code=0,
+    )
     assert (folder / "evaluation.json").read_text() == SEED_004_EVALUATION
     card = (folder / "README.md").read_text()
     assert "52.2%" in card and "the root's `evaluation.json` is the author's" in card

@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from huggingface_hub import ModelCard
+from markdown_it import MarkdownIt
 
 from registry.card import handwritten, render_card
-from registry.card.markdown import md_cell, md_code
+from registry.card.markdown import md_cell, md_code, md_fenced
 from registry.card.metadata import base_model_relation
 from registry.cli import main
 from registry.core.errors import RegistryError
-from registry.core.models import Base, DataRef, Entry, Index, RegistryInfo, Score, Serving
+from registry.core.models import Base, DataRef, Entry, Index, Localized, RegistryInfo, Score, Serving
 from registry.core.repo import render_index
 from registry.core.resources import template_dir
 from registry.ops.validate import validate
@@ -284,7 +285,10 @@ def test_usage_is_filled_from_the_index_for_present_methods_only(seed_card):
     usage = sections(seed_card)["用法 · Usage"]
     assert f"rwkv-cli state upload --api-url <URL> --file {BASE_A}/state/v1.41/v141b-s1224.pth" in usage
     assert "--profile g1k --sampling g1k-agent\n" in usage and "--profile g1k-think --sampling g1k-agent" in usage
-    register = f"rwkv-cli adapter register --api-url <URL> --adapter-id v21-r16-lr2e-5-e2 --file {BASE_A}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth"
+    register = (
+        "rwkv-cli adapter register --api-url <URL> --adapter-id v21-r16-lr2e-5-e2 "
+        f"--file {BASE_A}/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth"
+    )
     assert register in usage and usage.count("rwkv-cli adapter register") == 1  # the recommended run
     assert "3935b51573ca92350ceb783958171a54b765f09b79ad29be5422ea338dd59ee7" in usage
     assert "RWKV_V7_ON" not in seed_card and "完整权重 · Full" not in seed_card
@@ -300,7 +304,8 @@ def test_full_checkpoint_usage_names_the_path_without_pth():
         'os.environ["RWKV_CUDA_ON"] = "1"',
         f'RWKV(model="{BASE_A}/full/v1.0/rwkv-final"',
         'PIPELINE(model, "rwkv_vocab_v20230424")',
-        "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    token_stop=[0],\n    chunk_len=256,",
+        "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    "
+        "token_stop=[0],\n    chunk_len=256,",
         'prompt = """User: 你好\n\nAssistant:"""',
         'split("\\n\\nUser:", 1)',
     ):
@@ -351,7 +356,10 @@ def _with_handwritten(card: str, text: str) -> str:
 
 
 def test_handwritten_section_survives_rerender_verbatim(seed_card):
-    mine = "\n### 已知问题 · Known problems\n\n- MiSS 模型被问身份时可能自称 Qwen。  \r\n- It may call itself Qwen | sic.\n\n"
+    mine = (
+        "\n### 已知问题 · Known problems\n\n- MiSS 模型被问身份时可能自称 Qwen。  \r\n- It may call itself Qwen "
+        "| sic.\n\n"
+    )
     existing = _with_handwritten(seed_card, mine)
     changed = seed001_index()
     changed.entries.append(full_entry())
@@ -579,7 +587,6 @@ HOSTILE = {
 
 def _markdown_shape(card: str) -> tuple[list[str], list[str], int]:
     """The card as a renderer reads it: heading texts, raw HTML blocks and spans, code blocks."""
-    from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable("table").parse(card.split("\n---\n", 1)[1])
     headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
@@ -595,7 +602,6 @@ def _markdown_shape(card: str) -> tuple[list[str], list[str], int]:
 
 def _typed_everywhere(text: str) -> Index:
     """seed 001's index with ``text`` in every field a user types that the card shows."""
-    from registry.core.models import Localized
 
     index = seed001_index()
     index.registry.title = text
@@ -632,8 +638,6 @@ def test_set_summary_with_an_unterminated_comment_hides_no_heading(tmp_path):
 
 
 def test_a_train_command_holding_a_fence_stays_in_its_code_block():
-    from registry.card.markdown import md_fenced
-
     block = md_fenced("echo ```\n```\n# not a heading", "bash")
     headings, _, code = _markdown_shape("---\n---\n" + block + "\n")
     assert headings == [] and code == 1 and block.startswith("````bash\n")

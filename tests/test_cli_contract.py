@@ -13,11 +13,23 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
 
+from registry.artifacts.synthetic import make_state_file
 from registry.cli import main
+from registry.hub.remote import Hub
+from registry.ops.add import AddRequest, add_weight
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.card import check_card
+from registry.ops.list import list_registry
+
+from .conftest import SMALL
 
 # Runs the CLI in a fresh interpreter and reports, at exit, whether torch was ever imported.
-PROBE = "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)); from registry.cli import main; main()"
+PROBE = (
+    "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', "
+    "file=sys.stderr)); from registry.cli import main; main()"
+)
 
 
 def probe(*args, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -47,7 +59,7 @@ def invoke(*args, env: dict[str, str] | None = None):
         ["describe", "--method", "miss", "--profile", "p"],
         ["train-stage", "x/full/v1/x.pth", "s1", "--gpus", "6"],
         ["score", "--base", "b", "--benchmark", "e", "--value", "1", "--date", "2026-10-16", "--backend", "b"],
-    ],  # fmt: skip
+    ],
     ids=lambda a: " ".join(a[:2]),
 )
 def test_light_commands_never_import_torch(empty_registry, args):
@@ -179,13 +191,14 @@ def test_a_usage_error_is_one_line_naming_the_option(empty_registry, args, optio
 def test_a_range_error_says_which_values_fit(empty_registry):
     line = invoke("train-stage", "x.pth", "s1", "--deepspeed-stage", "5", "-C", empty_registry).stderr
     assert (
-        line
-        == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number at least 0 and at most 3\n"
+        line == "error: --deepspeed-stage: 5 is not in the range 0<=x<=3; fix: pass --deepspeed-stage a whole number "
+        "at least 0 and at most 3\n"
     )
 
 
 WRITE_COMMANDS = [
-    ["set", "title", "T"], ["set", "summary", "S", "--lang", "en"], ["eval-setup", "exam", "--items", "5"], ["sums"], ["card"],
+    ["set", "title", "T"], ["set", "summary", "S", "--lang", "en"],
+    ["eval-setup", "exam", "--items", "5"], ["sums"], ["card"],
     ["describe", "--base", "rwkv7-tiny-a-20260101", "--known-issue", "k", "--lang", "en"],
     ["score", "--base", "rwkv7-tiny-a-20260101", *SCORE],
 ]  # fmt: skip
@@ -194,7 +207,6 @@ WRITE_COMMANDS = [
 @pytest.mark.parametrize("args", WRITE_COMMANDS, ids=lambda a: " ".join(a[:2]))
 def test_a_full_disk_names_the_file_it_could_not_write(empty_registry, small_base, monkeypatch, args):
     """A write or fsync that finds the disk full (ENOSPC) carries no file name: the line still names one."""
-    from registry.ops.add_base import BaseRequest, add_base
 
     add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
 
@@ -211,11 +223,6 @@ def test_a_full_disk_names_the_file_it_could_not_write(empty_registry, small_bas
 
 
 def test_a_full_disk_during_add_and_init_names_a_file(empty_registry, small_base, tmp_path, monkeypatch):
-    from registry.artifacts.synthetic import make_state_file
-    from registry.ops.add_base import BaseRequest, add_base
-
-    from .conftest import SMALL
-
     add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
     state = make_state_file(tmp_path / "s.pth", SMALL)
     train = tmp_path / "t.json"
@@ -244,7 +251,8 @@ def test_a_full_disk_during_add_and_init_names_a_file(empty_registry, small_base
     ):
         result = invoke(*args)
         assert result.exit_code == 5 and re.match(
-            rf"error: {re.escape(str(args[-1] if args[0] == 'init' else empty_registry))}/\S+: No space left on device; fix: ",
+            rf"error: {re.escape(str(args[-1] if args[0] == 'init' else empty_registry))}/\S+: No space left "
+            r"on device; fix: ",
             result.stderr,
         ), result.stderr
 
@@ -337,12 +345,6 @@ def test_the_action_annotates_a_json_error_at_its_line_and_column(empty_registry
 
 
 def test_list_prints_whole_paths_when_not_on_a_terminal(empty_registry, small_base, tmp_path):
-    from registry.artifacts.synthetic import make_state_file
-    from registry.ops.add import AddRequest, add_weight
-    from registry.ops.add_base import BaseRequest, add_base
-
-    from .conftest import SMALL
-
     add_base(empty_registry, BaseRequest(path=small_base, filename=small_base.name))
     train = tmp_path / "t.json"
     train.write_text(
@@ -386,10 +388,6 @@ def test_the_cli_leaves_the_environment_as_it_found_it(empty_registry, monkeypat
 
 
 def test_the_hub_client_s_bars_follow_the_argument():
-    from huggingface_hub.utils import are_progress_bars_disabled, enable_progress_bars
-
-    from registry.hub.remote import Hub
-
     enable_progress_bars()
     Hub("ns/name")
     assert not are_progress_bars_disabled()
@@ -422,9 +420,6 @@ def test_a_refused_command_line_reads_the_json_flag_as_click_parses_it(args, jso
 
 
 def test_list_and_card_check_are_ops_functions(empty_registry):
-    from registry.ops.card import check_card
-    from registry.ops.list import list_registry
-
     listing = list_registry(empty_registry)
     assert (
         listing.as_dict()
@@ -441,7 +436,6 @@ def test_list_and_card_check_are_ops_functions(empty_registry):
 
 def test_every_refusal_line_names_a_file_even_an_empty_argument_or_a_missing_base(empty_registry, small_base):
     """Issue 38: `add-base ""` and exporting a base without --base-file printed lines naming no file."""
-    from registry.ops.add_base import BaseRequest, add_base
 
     empty = invoke("add-base", "", "-C", empty_registry)
     assert empty.exit_code in (2, 3) and empty.stderr.startswith('error: "": '), empty.stderr

@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from click.testing import CliRunner
 from safetensors import safe_open
 
+import registry.convert.readback as readback_module
+import registry.convert.source as source_module
+import registry.convert.writer as writer_module
+from registry.artifacts.inspect import load_tensor_map
 from registry.artifacts.safetensors_header import read_safetensors_header
 from registry.artifacts.synthetic import (
     make_adapter_file,
@@ -21,9 +26,12 @@ from registry.artifacts.synthetic import (
     save_checkpoint,
     share_storage,
 )
+from registry.cli import main
 from registry.convert.pipeline import convert_file
+from registry.convert.source import unmap_touched
 from registry.convert.writer import OutputFile
 from registry.core.errors import RegistryError
+from registry.core.files import FILE_MODE
 from registry.core.models import Index
 from registry.core.names import INDEX_NAME
 from registry.core.repo import render_index
@@ -208,10 +216,6 @@ def test_validate_catches_missing_shard_and_duplicate_tensor(populated):
 
 
 def test_cli_converts_registry_entries_and_outside_files(populated, small_base, tmp_path):
-    from click.testing import CliRunner
-
-    from registry.cli import main
-
     root, entries = populated
     outside = tmp_path / "outside" / small_base.name
     outside.parent.mkdir()
@@ -227,9 +231,6 @@ def test_cli_converts_registry_entries_and_outside_files(populated, small_base, 
 
 def test_cli_outside_any_registry_converts_standalone(small_base, tmp_path, monkeypatch):
     """In a plain folder (no index.json, no -C) a relative file name converts next to itself."""
-    from click.testing import CliRunner
-
-    from registry.cli import main
 
     (tmp_path / small_base.name).write_bytes(small_base.read_bytes())
     monkeypatch.chdir(tmp_path)
@@ -244,7 +245,6 @@ def test_cli_outside_any_registry_converts_standalone(small_base, tmp_path, monk
 def test_verification_does_not_trust_our_own_byte_offsets(populated, monkeypatch):
     """If the source byte ranges were located wrongly, the write and the block comparison would
     agree with each other; the rows safetensors reads must still equal what torch loads."""
-    import registry.convert.source as source_module
 
     root, entries = populated
     real = source_module.locate_tensors
@@ -289,7 +289,6 @@ def _flipping_opener(position: int):
 def test_a_byte_changed_on_disk_fails_verification(populated, monkeypatch, piece):
     """The read-back comparison catches one flipped byte in the middle of a tensor (where the row
     spot check does not look), whether the tensor is copied in one piece or many."""
-    import registry.convert.writer as writer_module
 
     root, entries = populated
     monkeypatch.setattr(writer_module, "PIECE", piece)
@@ -371,7 +370,6 @@ def test_tensors_that_are_not_file_ranges_are_written_from_memory(tmp_path):
 def test_writeback_starts_in_order_while_copying(populated, monkeypatch):
     """Written stretches are handed to the disk from the start, in order, none twice; the file is
     unchanged by it."""
-    import registry.convert.writer as writer_module
 
     root, entries = populated
     monkeypatch.setattr(writer_module, "PIECE", 4096)
@@ -396,8 +394,6 @@ def test_writeback_starts_in_order_while_copying(populated, monkeypatch):
 def test_writer_waits_for_the_read_back_and_finishes(populated, monkeypatch):
     """With the allowed lag smaller than a piece, the copier waits for the hasher after every
     piece: the conversion still finishes (no deadlock) with the right digest."""
-    import registry.convert.readback as readback_module
-    import registry.convert.writer as writer_module
 
     root, entries = populated
     monkeypatch.setattr(writer_module, "PIECE", 4096)
@@ -411,8 +407,6 @@ def test_writer_waits_for_the_read_back_and_finishes(populated, monkeypatch):
 
 
 def test_outputs_get_the_mode_of_a_plain_new_file(populated):
-    from registry.core.files import FILE_MODE
-
     root, entries = populated
     derived = convert_entry(root, entries["state"].path, BIG)
     assert (root / derived.path).stat().st_mode & 0o777 == FILE_MODE
@@ -445,8 +439,6 @@ def _mapped_kib(path: Path) -> int:
 def test_spot_checked_pages_leave_the_process_but_not_the_data(tmp_path):
     """After the verifier drops an mmap-loaded tensor's pages, RSS of the mapping falls and
     the tensor still reads the same values (they come back from the file)."""
-    from registry.artifacts.inspect import load_tensor_map
-    from registry.convert.source import unmap_touched
 
     path = tmp_path / "big.pth"
     torch.save({"emb.weight": torch.arange(4 << 20, dtype=torch.float32).reshape(1024, -1)}, path)

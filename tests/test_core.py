@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,10 +18,14 @@ from click.testing import CliRunner
 from registry.cli import main
 from registry.core.errors import RegistryError
 from registry.core.hashing import StatCache, hash_file
-from registry.core.libc import same_bytes
+from registry.core.hashing import tree as tree_module
+from registry.core.hashing.engine import MAPPED_WINDOW, hash_in_background, hash_mapped
+from registry.core.libc import mapped, same_bytes
 from registry.core.models import INDEX_FORMAT_VERSION, Base, Index
 from registry.core.repo import render_index
+from registry.core.resources import schema_dir
 from registry.core.sums import parse_sums, render_sums
+from registry.index.schema_files import all_models, render_schema
 from registry.ops.init import init_registry
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate, validate_index_file
@@ -181,8 +187,6 @@ def test_failed_command_leaves_registry_byte_identical(empty_registry):
 
 
 def test_stat_cache_skips_unchanged_and_rehashes_changed(tmp_path, monkeypatch):
-    from registry.core.hashing import tree as tree_module
-
     root = tmp_path
     f = root / "a.bin"
     f.write_bytes(b"1" * 1000)
@@ -215,9 +219,6 @@ def test_hash_file_matches_sha256sum(tmp_path):
 
 
 def test_schemas_checked_in_match_models():
-    from registry.core.resources import schema_dir
-    from registry.index.schema_files import all_models, render_schema
-
     for kind in all_models():
         path = schema_dir() / f"{kind}.schema.json"
         assert path.read_text(encoding="utf-8") == render_schema(kind), (
@@ -248,9 +249,13 @@ def _index_with_entry(root: Path, **overrides) -> dict:
     data = json.loads((root / "index.json").read_text())
     data["bases"] = [{"name": "b1", "filename": "b1.pth", "sha256": "1" * 64}]
     entry = {
-        "path": "b1/state/v1/x.pth", "method": "state", "base_sha256": "1" * 64,
-        "data": {"version": "v1", "sha256": "2" * 64}, "sha256": "3" * 64, "size": 1,
-    }  # fmt: skip
+        "path": "b1/state/v1/x.pth",
+        "method": "state",
+        "base_sha256": "1" * 64,
+        "data": {"version": "v1", "sha256": "2" * 64},
+        "sha256": "3" * 64,
+        "size": 1,
+    }
     entry.update(overrides)
     data["entries"] = [entry]
     return data
@@ -301,10 +306,6 @@ def test_same_bytes_sees_any_difference_and_length():
 
 
 def test_mapped_reads_any_range_and_lets_go(tmp_path):
-    import mmap
-
-    from registry.core.libc import mapped
-
     data = os.urandom(3 * mmap.ALLOCATIONGRANULARITY + 123)
     path = tmp_path / "f"
     path.write_bytes(data)
@@ -332,7 +333,6 @@ def test_mapped_reads_any_range_and_lets_go(tmp_path):
 def test_console_entry_flushes_output_and_keeps_exit_codes(tmp_path):
     """``python -m registry`` goes through the entry point that skips the interpreter teardown:
     what the command printed still arrives, and refusals still exit non-zero."""
-    import sys
 
     def registry(*args):
         return subprocess.run([sys.executable, "-m", "registry", *args], capture_output=True, text=True, cwd=tmp_path)
@@ -348,8 +348,6 @@ def test_console_entry_flushes_output_and_keeps_exit_codes(tmp_path):
 
 
 def test_mapped_and_background_hashes_agree_with_sha256sum(tmp_path):
-    from registry.core.hashing.engine import MAPPED_WINDOW, hash_in_background, hash_mapped
-
     for size in (0, 1, MAPPED_WINDOW + 4097):
         path = tmp_path / f"f{size}"
         path.write_bytes(os.urandom(size))
@@ -360,8 +358,6 @@ def test_mapped_and_background_hashes_agree_with_sha256sum(tmp_path):
 
 
 def test_background_hash_of_a_missing_file_is_a_clear_error(tmp_path):
-    from registry.core.hashing.engine import hash_in_background
-
     with pytest.raises(RegistryError) as err:
         hash_in_background(tmp_path / "gone.pth").result(timeout=60)
     assert err.value.code == "fs.read-failed" and "gone.pth" in err.value.one_line()
@@ -370,7 +366,6 @@ def test_background_hash_of_a_missing_file_is_a_clear_error(tmp_path):
 def test_a_stat_cache_that_arrived_with_the_folder_vouches_for_nothing(tmp_path, monkeypatch):
     """Issue 38: .registry/statcache.json is untrusted input; one the tool did not seal (a clone's, a
     forged one naming the file's current stat and another sha256) makes no file skip its hashing."""
-    from registry.core.hashing import tree as tree_module
 
     f = tmp_path / "a.bin"
     f.write_bytes(b"1" * 1000)
@@ -389,8 +384,6 @@ def test_a_stat_cache_that_arrived_with_the_folder_vouches_for_nothing(tmp_path,
 
 
 def test_a_fifo_at_the_stat_cache_is_neither_read_nor_replaced(tmp_path):
-    from registry.core.hashing import tree as tree_module
-
     f = tmp_path / "a.bin"
     f.write_bytes(b"1" * 1000)
     os.utime(f, (time.time() - 10,) * 2)

@@ -33,6 +33,7 @@ from registry.dataset.models import wire_hash
 from registry.dataset.synthetic import SEED_002, build_version
 
 from .conftest import SMALL, snapshot
+from .test_migrate import to_format_1
 
 STRACE = shutil.which("strace")
 pytestmark = pytest.mark.skipif(
@@ -171,7 +172,6 @@ def _hand_made(reg: Path, inputs: Path) -> None:
 
 def _format_1(reg: Path, inputs: Path) -> None:
     """A registry of the previous format_version (tests/test_migrate.py builds it), for migrate."""
-    from .test_migrate import to_format_1
 
     _with_state(reg, inputs)
     to_format_1(reg)
@@ -185,10 +185,34 @@ def _dataset_add(reg: Path, inputs: Path) -> list[str | Path]:
     trained = f"dataset/train/{DATA_SPEC.trained_name}"
     sha = json.loads((folder / "release-manifest.json").read_text())["files"][trained]
     return [
-        "dataset", "add", folder, "-C", reg, "--version", DATA_SPEC.version, "--date", "2026-10-13", "--thinking", DATA_SPEC.thinking, "--teacher", "DeepSeek v4 Flash",
-        "--trained-file", trained, "--trained-sha256", sha, "--train-rows", str(DATA_SPEC.train_rows), "--validation-rows", str(DATA_SPEC.validation_rows),
-        "--wire-canonical", DATA_SPEC.wire_canonical, "--wire-hash", wire_hash(DATA_SPEC.wire_canonical), "--vocab", "rwkv_vocab_v20230424.txt",
-    ]  # fmt: skip
+        "dataset",
+        "add",
+        folder,
+        "-C",
+        reg,
+        "--version",
+        DATA_SPEC.version,
+        "--date",
+        "2026-10-13",
+        "--thinking",
+        DATA_SPEC.thinking,
+        "--teacher",
+        "DeepSeek v4 Flash",
+        "--trained-file",
+        trained,
+        "--trained-sha256",
+        sha,
+        "--train-rows",
+        str(DATA_SPEC.train_rows),
+        "--validation-rows",
+        str(DATA_SPEC.validation_rows),
+        "--wire-canonical",
+        DATA_SPEC.wire_canonical,
+        "--wire-hash",
+        wire_hash(DATA_SPEC.wire_canonical),
+        "--vocab",
+        "rwkv_vocab_v20230424.txt",
+    ]
 
 
 SCENARIOS = [
@@ -286,7 +310,7 @@ SCENARIOS = [
             "-C",
             reg,
         ],
-    ),  # fmt: skip
+    ),
     Scenario("set", _base, lambda reg, inputs: ["set", "title", "Crash test title", "-C", reg]),
     Scenario(
         "describe",

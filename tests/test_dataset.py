@@ -18,12 +18,15 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from huggingface_hub import HfApi
 
+import registry.ops.validate_dataset as validating
 from registry.artifacts.synthetic import make_adapter_file, make_base_checkpoint, make_state_file
 from registry.cli import main
 from registry.core.hashing import hash_file
+from registry.core.names import DATASET_CHECKED_NAME, PRIVATE_DIR
 from registry.dataset.models import DatasetIndex, wire_hash
-from registry.dataset.rows import RowError, check_spans, cut
+from registry.dataset.rows import MAX_FINDINGS, FileReport, RowError, check_spans, cut
 from registry.dataset.synthetic import SEED_002, BuiltVersion, build_version
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
@@ -34,8 +37,9 @@ from registry.ops.init import init_registry
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
-from .conftest import SMALL, snapshot
+from .conftest import SMALL, snapshot, user_environment
 from .test_ops_artifacts import train_json
+from .test_publish import gate_all
 
 pytest_plugins = ["tests.hubserver"]
 
@@ -48,10 +52,19 @@ MODEL_REPO = "No-22/rwkv-agent-weights"
 def request(built: BuiltVersion, **changes) -> VersionRequest:
     spec = built.spec
     fields = dict(
-        source=built.folder, version=spec.version, date=DATES[spec.version], thinking=spec.thinking, teachers=TEACHERS[spec.version],
-        trained_file=built.trained_path, trained_sha256=built.trained_sha256, train_rows=spec.train_rows, validation_rows=spec.validation_rows,
-        wire_canonical=spec.wire_canonical, wire_hash=built.wire_hash, vocabulary="rwkv_vocab_v20230424.txt",
-    )  # fmt: skip
+        source=built.folder,
+        version=spec.version,
+        date=DATES[spec.version],
+        thinking=spec.thinking,
+        teachers=TEACHERS[spec.version],
+        trained_file=built.trained_path,
+        trained_sha256=built.trained_sha256,
+        train_rows=spec.train_rows,
+        validation_rows=spec.validation_rows,
+        wire_canonical=spec.wire_canonical,
+        wire_hash=built.wire_hash,
+        vocabulary="rwkv_vocab_v20230424.txt",
+    )
     return VersionRequest(**{**fields, **changes})
 
 
@@ -59,10 +72,18 @@ def add_args(built: BuiltVersion, root: Path, **changes) -> list[str]:
     """`registry dataset add` for a built version (``changes``: option -> value)."""
     spec = built.spec
     options = {
-        "--version": spec.version, "--date": DATES[spec.version].isoformat(), "--thinking": spec.thinking, "--teacher": TEACHERS[spec.version][0],
-        "--trained-file": built.trained_path, "--trained-sha256": built.trained_sha256, "--train-rows": spec.train_rows,
-        "--validation-rows": spec.validation_rows, "--wire-canonical": spec.wire_canonical, "--wire-hash": built.wire_hash, "--vocab": "rwkv_vocab_v20230424.txt",
-    }  # fmt: skip
+        "--version": spec.version,
+        "--date": DATES[spec.version].isoformat(),
+        "--thinking": spec.thinking,
+        "--teacher": TEACHERS[spec.version][0],
+        "--trained-file": built.trained_path,
+        "--trained-sha256": built.trained_sha256,
+        "--train-rows": spec.train_rows,
+        "--validation-rows": spec.validation_rows,
+        "--wire-canonical": spec.wire_canonical,
+        "--wire-hash": built.wire_hash,
+        "--vocab": "rwkv_vocab_v20230424.txt",
+    }
     options.update(changes)
     return ["dataset", "add", str(built.folder), "-C", str(root), *[str(x) for pair in options.items() for x in pair]]
 
@@ -160,9 +181,14 @@ def codes(problems) -> list[str]:
 def test_spans_out_of_range_overlapping_or_unsorted_are_refused():
     assert check_spans("abcdef", [[0, 2], [2, 4], [5, 6]]) == [(0, 2), (2, 4), (5, 6)]
     for spans, words in (
-        ([[0, 7]], "ends past the text (6 characters)"), ([[3, 2]], "empty or reversed"), ([[-1, 2]], "empty or reversed"),
-        ([[0, 3], [2, 4]], "overlaps"), ([[3, 4], [0, 2]], "comes before"), ([[0, 1.5]], "not a pair of integers"), ("0,1", "not a list"),
-    ):  # fmt: skip
+        ([[0, 7]], "ends past the text (6 characters)"),
+        ([[3, 2]], "empty or reversed"),
+        ([[-1, 2]], "empty or reversed"),
+        ([[0, 3], [2, 4]], "overlaps"),
+        ([[3, 4], [0, 2]], "comes before"),
+        ([[0, 1.5]], "not a pair of integers"),
+        ("0,1", "not a list"),
+    ):
         with pytest.raises(RowError, match=re.escape(words)):
             check_spans("abcdef", spans)
 
@@ -490,8 +516,6 @@ def test_validate_refuses_a_linked_folder_of_the_wrong_kind(dataset, models):
 
 
 def test_publish_pull_verify_a_dataset_repo_and_link_through_the_hub(hub_server, dataset, models, tmp_path):
-    from .test_publish import gate_all
-
     published = json.loads(run("publish", "--repo-id", DATASET_REPO, "-C", dataset, "--json").stdout)
     assert published["ok"] and published["commit"]["oid"] == hub_server.head(DATASET_REPO, repo_type="dataset")
     assert hub_server.files(DATASET_REPO, repo_type="dataset") == {
@@ -523,8 +547,6 @@ def test_publish_pull_verify_a_dataset_repo_and_link_through_the_hub(hub_server,
 
 
 def test_a_local_registry_and_its_published_copy_are_one_source_and_can_be_unlinked(hub_server, dataset, models):
-    from .test_publish import gate_all
-
     link_models(dataset, models)  # not published yet: no repo id
     shown = (dataset / "README.md").read_text().count("State v141b-s1224 |")
     gate_all(models)
@@ -558,7 +580,6 @@ def test_a_dataset_repo_edited_on_the_hub_is_caught_from_the_model_side(hub_serv
     trained.write_bytes(trained.read_bytes() + b"\n")
     write_sums(dataset)
     run("publish", "-C", dataset, code=3)  # validate refuses: the trained file no longer has its sha256
-    from huggingface_hub import HfApi
 
     commit = HfApi().upload_file(
         path_or_fileobj=trained.read_bytes(),
@@ -574,8 +595,6 @@ def test_a_dataset_repo_edited_on_the_hub_is_caught_from_the_model_side(hub_serv
 
 
 def test_the_pre_commit_hooks_and_the_actions_commands_work_in_a_dataset_repo_unchanged(dataset):
-    from .conftest import user_environment
-
     project = Path(__file__).resolve().parent.parent
     hooks = yaml.safe_load((project / ".pre-commit-hooks.yaml").read_text())
     action = (project / "action.yml").read_text()
@@ -645,8 +664,6 @@ def test_a_weight_citing_one_versions_data_under_another_versions_name_is_caught
 
 
 def test_an_unchanged_version_is_not_read_again_but_any_change_is(dataset, monkeypatch):
-    import registry.ops.validate_dataset as validating
-
     assert validate(dataset) == []
     calls = []
     real = validating.version_problems
@@ -685,8 +702,6 @@ def test_a_weight_named_by_dataset_repo_and_revision_is_said_to_be_unmatchable_b
 
 
 def test_a_dataset_repos_first_publish_can_be_gated_and_its_card_says_so(hub_server, dataset):
-    from huggingface_hub import HfApi
-
     published = json.loads(
         run("publish", "--repo-id", DATASET_REPO, "-C", dataset, "--gated", "manual", "--json").stdout
     )
@@ -709,8 +724,6 @@ def test_a_dataset_repos_first_publish_can_be_gated_and_its_card_says_so(hub_ser
 def test_a_checked_record_that_arrived_with_the_folder_skips_no_row_check(dataset, monkeypatch):
     """Issue 38: anyone can compute a version's check key, so .registry/dataset-checked.json from a
     pull request or a clone must not make a bad row pass; only this user's sealed record counts."""
-    import registry.ops.validate_dataset as validating
-    from registry.core.names import DATASET_CHECKED_NAME, PRIVATE_DIR
 
     assert validate(dataset) == []
     record = dataset / PRIVATE_DIR / DATASET_CHECKED_NAME
@@ -760,7 +773,6 @@ def test_a_row_with_a_key_twice_is_refused_by_add_and_validate(dataset, sources,
 
 def test_a_file_with_more_problems_than_are_listed_says_the_rest_on_its_last_line():
     """Issue 38 item 5: one line per problem listed, no count line of its own."""
-    from registry.dataset.rows import MAX_FINDINGS, FileReport
 
     report = FileReport("v2.1/dataset/train/rows.jsonl")
     for line in range(1, MAX_FINDINGS + 6):

@@ -15,13 +15,16 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from huggingface_hub import HfApi
 
+import registry.ops.validate_dataset as validating
 from registry.cli import main
 from registry.core.names import JOURNAL_NAME, PRIVATE_DIR, RELEASE_MANIFEST, STAGING_NAME
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
 from .conftest import snapshot
+from .test_crash import RENAMES, _kill_at, registry
 from .test_dataset import DATASET_REPO, models, models_template, run, sources  # noqa: F401  (fixtures)
 
 pytest_plugins = ["tests.hubserver"]
@@ -50,7 +53,7 @@ RWKV-Agent 用来教 RWKV-7 G1k 7.2B 当本地工具 Agent 的训练数据：读
 ## 已知问题
 
 1. v1.41 里有 3 行由测试题改编。
-"""
+"""  # noqa: E501 seed 002's README verbatim: a paragraph is one line
 FLAGS = [
     "--date",
     "v1.41=2026-10-13",
@@ -81,7 +84,8 @@ def repo(sources, tmp_path) -> Path:
     root.mkdir()
     (root / "README.md").write_text(README)
     sh(
-        "cp -r ../final-20261013 v1.41 && cp -r ../final-20261018 v2.1 && find . -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS",
+        "cp -r ../final-20261013 v1.41 && cp -r ../final-20261018 v2.1 && find . -type f ! -name SHA256SUMS "
+        "| sort | xargs sha256sum > SHA256SUMS",
         root,
     )
     return root
@@ -207,7 +211,6 @@ def test_flags_alone_adopt_and_the_dry_run_plan_is_the_real_runs(repo, monkeypat
     assert snapshot(repo) == before and not (repo / ".registry").exists()
     done = json.loads(run(*args).stdout)
     assert planned.pop("dry_run") is True and done.pop("dry_run") is False and planned == done
-    import registry.ops.validate_dataset as validating
 
     calls: list[str] = []
     real = validating.version_problems
@@ -252,7 +255,8 @@ def test_model_adopt_and_dataset_init_point_a_dataset_repo_to_dataset_adopt(repo
     before = snapshot(repo)
     result = run("adopt", repo, code=3)
     assert [line for line in result.output.splitlines() if line.startswith("error:")] == [
-        f"error: {repo}: holds data version folders (v1.41, v2.1): a dataset repo; fix: run `registry dataset adopt {repo}`"
+        f"error: {repo}: holds data version folders (v1.41, v2.1): a dataset repo; fix: run `registry "
+        f"dataset adopt {repo}`"
     ]
     init = CliRunner().invoke(main, ["dataset", "init", str(repo)])
     assert init.exit_code != 0 and f"fix: run `registry dataset adopt {repo}` to bring existing files in" in init.output
@@ -297,13 +301,15 @@ def test_a_near_empty_dataset_repo_is_pointed_to_dataset_adopt_and_becomes_an_em
     root = tmp_path / "distill"
     root.mkdir()
     (root / "README.md").write_text(
-        "---\nlicense: other\ntask_categories:\n- text-generation\n---\n# RWKV-Agent 蒸馏训练集\n\n数据整理中，第一个版本随后上传。\n"
+        "---\nlicense: other\ntask_categories:\n- text-generation\n---\n# RWKV-Agent "
+        "蒸馏训练集\n\n数据整理中，第一个版本随后上传。\n"
     )
     sh("sha256sum README.md > SHA256SUMS", root)
     before = snapshot(root)
     errors = [line for line in run("adopt", root, code=3).output.splitlines() if line.startswith("error:")]
     assert errors == [
-        f"error: {root}: holds no weight and its README's front matter has dataset-card keys (task_categories): a dataset repo; fix: run `registry dataset adopt {root}`"
+        f"error: {root}: holds no weight and its README's front matter has dataset-card keys "
+        f"(task_categories): a dataset repo; fix: run `registry dataset adopt {root}`"
     ]
     assert snapshot(root) == before and not (root / ".registry").exists()
     adopted = json.loads(run("dataset", "adopt", root, "--json").stdout)
@@ -330,8 +336,6 @@ def test_dataset_adopt_of_a_model_repo_says_to_use_adopt(tmp_path):
     shutil.which("strace") is None, reason="strace is not installed: the kill is injected at rename(2) with it"
 )
 def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_complete(sources, tmp_path):
-    from .test_crash import RENAMES, _kill_at, registry
-
     template = tmp_path / "template"
     shutil.copytree(sources["v1.41"].folder, template / "v1.41")
     (template / "README.md").write_text("# RWKV-Agent 蒸馏训练集\n\n只放实际训练过的版本。\n")
@@ -386,8 +390,6 @@ def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_comp
 
 
 def test_pull_of_a_hand_made_dataset_repo_says_how_to_adopt_it_and_downloads_nothing(hub_server, repo, tmp_path):
-    from huggingface_hub import HfApi
-
     api = HfApi()
     api.create_repo(DATASET_REPO, repo_type="dataset")
     api.upload_folder(folder_path=str(repo), repo_id=DATASET_REPO, repo_type="dataset")

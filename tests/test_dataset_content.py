@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
 
 import registry.dataset.synthetic as synthetic
+from registry.artifacts.synthetic import make_adapter_file, make_base_checkpoint, make_state_file
 from registry.cli import main
+from registry.core.hashing import hash_file
 from registry.core.hashing.digest import hmac_sha256_hex, sha256_hex
 from registry.dataset import checked, content
 from registry.dataset.content import TokenCache, TokenStats, world_tokenizer
@@ -56,8 +59,14 @@ STATED = {  # the facts seed 002 states, as `dataset add` options
 def stated(built: BuiltVersion) -> dict:
     """The ops request's fields for STATED."""
     options = STATED[built.spec.version]
-    return {"profile": options["--profile"], "context": options["--context"], "family_key": options.get("--family-key"), "split_rule": options.get("--split-rule"),
-            "flag_key": options.get("--flag-key"), "flagged_rows": options.get("--flagged-rows")}  # fmt: skip
+    return {
+        "profile": options["--profile"],
+        "context": options["--context"],
+        "family_key": options.get("--family-key"),
+        "split_rule": options.get("--split-rule"),
+        "flag_key": options.get("--flag-key"),
+        "flagged_rows": options.get("--flagged-rows"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +132,8 @@ def test_the_stated_facts_are_recorded_checked_clean_and_the_flagged_rows_are_on
     assert (versions["v2.1"].family_key, versions["v2.1"].split_rule) == ("family", "sha256(family) mod 32 == 0")
     card = (registry_copy / "README.md").read_text()
     assert (
-        f"- {V141.flagged} 行的 meta.seeded_from_test 为 true（注册表逐行统计）。 / {V141.flagged} row(s) have meta.seeded_from_test true"
-        in card
+        f"- {V141.flagged} 行的 meta.seeded_from_test 为 true（注册表逐行统计）。 / {V141.flagged} row(s) "
+        "have meta.seeded_from_test true" in card
     )
     manifest = json.loads((built["v2.1"].folder / "dataset" / "train" / "manifest.json").read_text())
     assert manifest["max_tokens"] > manifest["token_quantiles"]["p50"] > 0
@@ -216,8 +225,8 @@ def test_a_manifest_whose_token_quantile_is_not_the_rows_is_refused(registry_cop
         "content.manifest-tokens",
     )
     assert (
-        f"says token_quantiles.p90 {data['token_quantiles']['p90']} but the rows tokenize to {data['token_quantiles']['p90'] - 1}"
-        in problem["message"]
+        f"says token_quantiles.p90 {data['token_quantiles']['p90']} but the rows tokenize "
+        f"to {data['token_quantiles']['p90'] - 1}" in problem["message"]
     )
 
 
@@ -327,8 +336,6 @@ def test_without_the_rwkv_package_the_token_checks_say_so_and_do_not_pass(regist
 
 
 def test_the_boundary_check_agrees_with_tokenizing_each_segment(built):
-    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
-
     tokenizer = world_tokenizer("rwkv_vocab_v20230424.txt")
     assert not isinstance(tokenizer, content.Problem)
     trie = TRIE_TOKENIZER(str(Path(sys.modules["rwkv.rwkv_tokenizer"].__file__).parent / "rwkv_vocab_v20230424.txt"))
@@ -353,8 +360,6 @@ def test_the_boundary_check_agrees_with_tokenizing_each_segment(built):
 def linked(registry_copy, built, tmp_path) -> tuple[Path, Path, str]:
     """A model registry (seed 001's shape) whose State (g1k) was trained on v1.41 and MiSS (g1k-think) on v2.1."""
     root = init_registry(tmp_path / "weights").root
-    from registry.artifacts.synthetic import make_adapter_file, make_base_checkpoint, make_state_file
-    from registry.core.hashing import hash_file
 
     base = make_base_checkpoint(tmp_path / "rwkv7-tiny-g1k-20260930.pth", SMALL)
     add_base(root, BaseRequest(path=base, filename=base.name, vocab="rwkv_vocab_v20230424.txt"))

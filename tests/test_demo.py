@@ -16,6 +16,8 @@ from registry.core.models import Index
 from registry.dataset.models import DatasetIndex
 from registry.ops.validate import validate
 
+from .conftest import user_environment
+
 PROJECT = Path(__file__).resolve().parent.parent
 # Seed 002's card, as the demo's dataset card must carry it (hashes and paths of the tiny stand-ins aside).
 SEED002_FACTS = (
@@ -95,7 +97,8 @@ def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(tmp_path):
             index = Index.model_validate_json((root / "index.json").read_text())
             methods[name] = ({e.method for e in index.entries}, index.registry.languages)
     assert methods == {"seed001": ({"state", "miss"}, ["zh"]), "seed000": ({"full"}, ["en"])}
-    # the weights cite the dataset's versions by the sha256 of the file the trainer read, and the dataset card lists them
+    # the weights cite the dataset's versions by the sha256 of the file the trainer read, and the dataset card lists
+    # them
     dataset = DatasetIndex.model_validate_json((registries["seed002"] / "index.json").read_text())
     cited = {
         (e.data.version, e.data.sha256)
@@ -129,7 +132,8 @@ def _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(
             "size": trained.size,
         }
         assert (root / version["trained_file"]["path"]).is_file()
-        # every weight of the model registry trained on this version, and no other (a safetensors twin stands for its .pth)
+        # every weight of the model registry trained on this version, and no other (a safetensors twin stands for its
+        # .pth)
         cited = {e.path for e in models.entries if e.data.sha256 == trained.sha256 and e.format == "pth"}
         assert cited and {w["path"] for w in version["weights"]} == cited
         assert all(w["repo_id"] == models.registry.repo_id for w in version["weights"])
@@ -189,7 +193,6 @@ def test_pre_commit_hooks_file_is_the_one_documented():
 def test_demo_keeps_the_runtimes_banner_loading_lines_and_warnings_off_stderr(tmp_path):
     """What the official runtime and torch print while the demo gates its weights stays off both
     streams: stdout is the JSON document, stderr is empty."""
-    from .conftest import user_environment
 
     done = subprocess.run(
         [sys.executable, "-m", "registry", "demo", str(tmp_path / "demo"), "--json"],

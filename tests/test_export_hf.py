@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -22,8 +23,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from click.testing import CliRunner
 from safetensors import safe_open
+from safetensors.torch import load_file
 
+from registry.artifacts.miss import merge_delta
 from registry.artifacts.synthetic import (
     TinySpec,
     checkpoint_shapes,
@@ -35,22 +39,35 @@ from registry.artifacts.synthetic import (
     save_checkpoint,
     share_storage,
 )
+from registry.cli import main
+from registry.cli.app import _as_registry_error
 from registry.convert.writer import safetensors_bytes
 from registry.core.errors import RegistryError
 from registry.core.names import SUMS_NAME
 from registry.core.repo import Repo
 from registry.core.sums import parse_sums
 from registry.gate.prompts import PROMPTS
+from registry.gate.reference import make_wkv7_inputs, wkv7_reference
 from registry.gate.runtime import Rwkv7
-from registry.hf.mapping import fla_plan, rules
+from registry.hf.expected import TOKENIZER_JSON_SHA256
+from registry.hf.mapping import SHAPE_KEYS, fla_plan, rules
+from registry.hf.state import fla_state, misfit, tensor_name
 from registry.hf.tensors import read_export
-from registry.hf.tokenizer import END_OF_TEXT, longest_match_pattern, trie_tokenizer, world_vocab_file
+from registry.hf.tokenizer import (
+    END_OF_TEXT,
+    longest_match_pattern,
+    read_vocab,
+    tokenizer_json,
+    trie_tokenizer,
+    world_vocab_file,
+)
 from registry.hf.verify import SAMPLES
 from registry.hub.local import local_files, local_sums
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.describe import Description, Target, describe
 from registry.ops.export_hf import ExportRequest, export_hf
+from registry.ops.init import init_registry
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
@@ -189,8 +206,8 @@ def test_runtime_reading_the_export_back_gives_the_pth_logits_exactly(hf_registr
 
 
 def test_transformers_loads_it_with_no_missing_or_unexpected_keys(hf_registry):
-    import fla  # noqa: F401
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    import fla  # noqa: F401, PLC0415 optional dependency: fla
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig  # noqa: PLC0415 optional dependency: transformers
 
     root, entry = hf_registry
     export = export_hf(root, ExportRequest(entry=entry.path))
@@ -229,7 +246,7 @@ def _random_text(rng: random.Random, length: int) -> str:
 
 
 def test_auto_tokenizer_gives_the_rwkv_ids_on_the_seed_prompts_and_random_text(hf_registry):
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # noqa: PLC0415 optional dependency: transformers
 
     root, entry = hf_registry
     export = export_hf(root, ExportRequest(entry=entry.path))
@@ -245,8 +262,6 @@ def test_auto_tokenizer_gives_the_rwkv_ids_on_the_seed_prompts_and_random_text(h
 
 
 def test_the_longest_match_pattern_prefers_the_longest_token():
-    import re
-
     pattern = re.compile(longest_match_pattern(["a", "ab", "abc", "b", "c", "bcd", "d"]))
     assert [m.group() for m in pattern.finditer("abcdabd")] == [
         "abc",
@@ -313,7 +328,6 @@ def _exported_state(root: Path, world_base: Path, tmp_path: Path):
 def test_a_state_exports_as_flas_initial_recurrent_state(hf_registry, world_base, tmp_path):
     """Beside the State, one folder per State file: its time_state transposed to fla's [H, K, V],
     float32, bit for bit; listed, summed, published, validated; the same bytes when exported again."""
-    from safetensors.torch import load_file
 
     root, _ = hf_registry
     name = world_base.name[:-4]
@@ -352,10 +366,7 @@ def test_flas_reference_recurrence_from_the_exported_state_is_ours_from_the_stat
     (``dplr_recurrence``: S ← S·diag(exp gk) + k vᵀ + β αᵀ S, o = q S, S ``[K, V]``): started from the
     exported recurrent state it gives our reference's outputs and final state (transposed) started
     from the State; started from the State as it is (untransposed) it does not."""
-    from fla.ops.generalized_delta_rule.dplr.naive import dplr_recurrence
-
-    from registry.gate.reference import make_wkv7_inputs, wkv7_reference
-    from registry.hf.state import fla_state, tensor_name
+    from fla.ops.generalized_delta_rule.dplr.naive import dplr_recurrence  # noqa: PLC0415 optional dependency: fla
 
     steps, heads, size = 24, WORLD.n_head, WORLD.head_size
     (r, w, k, v, a, b), _ = make_wkv7_inputs(1, steps, heads, head_size=size, seed=5)
@@ -384,8 +395,6 @@ def test_flas_reference_recurrence_from_the_exported_state_is_ours_from_the_stat
 
 
 def test_a_state_export_that_no_longer_fits_is_found_by_validate(hf_registry, world_base, tmp_path):
-    from safetensors.torch import load_file
-
     root, _ = hf_registry
     entry, export = _exported_state(root, world_base, tmp_path)
     path = root / export.files[0].path
@@ -395,8 +404,8 @@ def test_a_state_export_that_no_longer_fits_is_found_by_validate(hf_registry, wo
     _relisted(root, export.files[0].path)
     messages = [p.message for p in validate(root) if p.code == "export.invalid"]
     assert any(
-        "model.layers.1.attn.recurrent_state is BF16 (2, 64, 64), but the recurrent state of the base export's config.json is F32 (2, 64, 64)"
-        in m
+        "model.layers.1.attn.recurrent_state is BF16 (2, 64, 64), but the recurrent state of the base "
+        "export's config.json is F32 (2, 64, 64)" in m
         for m in messages
     ), messages
 
@@ -417,8 +426,6 @@ def test_an_adapter_or_state_export_refuses_a_base_export_edited_after_its_recor
 
 
 def test_a_state_misfit_says_what_is_missing_extra_or_wrong_in_layer_order():
-    from registry.hf.state import misfit
-
     config = {"head_dim": 64, "hidden_size": 128, "num_hidden_layers": 12}
     good = {f"model.layers.{i}.attn.recurrent_state": ((2, 64, 64), "F32") for i in range(12)}
     assert misfit(config, good) is None
@@ -429,7 +436,8 @@ def test_a_state_misfit_says_what_is_missing_extra_or_wrong_in_layer_order():
     }
     assert (
         misfit(config, lacking)
-        == "initial_state.safetensors lacks model.layers.2.attn.recurrent_state (the F32 (2, 64, 64) recurrent state of the base export's config.json)"
+        == "initial_state.safetensors lacks model.layers.2.attn.recurrent_state (the F32 (2, 64, 64) recurrent "
+        "state of the base export's config.json)"
     )
     assert (
         misfit(config, {**good, "zzz": ((1,), "F32")})
@@ -556,11 +564,6 @@ def test_a_vocabulary_other_than_the_recorded_one_is_refused(empty_registry, wor
 
 
 def test_cli_json_help_usage_and_missing_extra(hf_registry, monkeypatch):
-    from click.testing import CliRunner
-
-    from registry.cli import main
-    from registry.cli.app import _as_registry_error
-
     root, entry = hf_registry
     runner = CliRunner()
     done = runner.invoke(main, ["export-hf", entry.path, "-C", str(root), "--json"])
@@ -609,10 +612,8 @@ def test_a_miss_adapter_exports_for_peft_and_peft_merges_it_bit_exactly_as_we_do
 
     Rank 24 does not divide n_embd 128, so PEFT's partial last block is exercised too; scale 0.37
     makes float32 blocks necessary (a bf16 ``scale·D`` would round)."""
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
-
-    from registry.artifacts.miss import merge_delta
+    from peft import PeftModel  # noqa: PLC0415 optional dependency: peft
+    from transformers import AutoModelForCausalLM  # noqa: PLC0415 optional dependency: transformers
 
     root, _ = hf_registry
     base_sha = Repo.open(root).load_index().bases[0].sha256
@@ -694,7 +695,6 @@ def test_the_card_shows_the_peft_snippet_for_an_exported_adapter(hf_registry, wo
 @pytest.fixture(scope="module")
 def exported_template(tmp_path_factory, world_base) -> tuple[Path, str]:
     """A registry with a sharded full export and a MiSS adapter's PEFT export, built once and copied per case."""
-    from registry.ops.init import init_registry
 
     tmp = tmp_path_factory.mktemp("exported")
     root = init_registry(tmp / "reg").root
@@ -734,17 +734,61 @@ def _list_in_export(root: Path, folder: str, name: str) -> None:
 
 
 TAMPERS = {
-    "auto_map in config.json": ("config.json", lambda p: _edit_json(p, lambda d: d.update(auto_map={"AutoModelForCausalLM": "modeling_rwkv7.RWKV7ForCausalLM"})), "config.json has 'auto_map'"),
-    "auto_map in tokenizer_config.json": ("tokenizer_config.json", lambda p: _edit_json(p, lambda d: d.update(auto_map={"AutoTokenizer": ["tok.Tok", None]})), "tokenizer_config.json has 'auto_map'"),
-    "changed norm_eps": ("config.json", lambda p: _edit_json(p, lambda d: d.update(norm_eps=1e-3)), "config.json says norm_eps 0.001 where export-hf writes 1e-05"),
-    "changed eos_token_id": ("generation_config.json", lambda p: _edit_json(p, lambda d: d.update(eos_token_id=261)), "generation_config.json says eos_token_id 261 where export-hf writes 0"),
-    "swapped tokenizer.json": ("tokenizer.json", lambda p: p.write_bytes(p.read_bytes().replace(b'"User":', b'"Usr":', 1)), "tokenizer.json is not the tokenizer export-hf writes"),
-    "swapped world vocabulary": ("rwkv_vocab_v20230424.txt", lambda p: p.write_bytes(p.read_bytes().replace(b"'User'", b"'Usr'", 1) + b"65530 'x' 1\n"), "rwkv_vocab_v20230424.txt is not the rwkv package's world vocabulary"),
-    "garbage in tokenizer_config.json": ("tokenizer_config.json", lambda p: p.write_bytes(b"\x00garbage"), "tokenizer_config.json is not the JSON export-hf writes"),
-    "garbage in generation_config.json": ("generation_config.json", lambda p: p.write_text("[1, 2]"), "generation_config.json is not a JSON object"),
-    "a re-pointed weight_map": ("model.safetensors.index.json", lambda p: _edit_json(p, lambda d: d["weight_map"].update({"lm_head.weight": "model-00001-of-00009.safetensors"})), "weight_map does not map each tensor to the shard holding it (e.g. lm_head.weight)"),
-    "a re-ordered config.json": ("config.json", lambda p: p.write_text(json.dumps(dict(reversed(json.loads(p.read_text()).items())), indent=2) + "\n"), "config.json differs from the bytes export-hf writes"),
-}  # fmt: skip
+    "auto_map in config.json": (
+        "config.json",
+        lambda p: _edit_json(
+            p, lambda d: d.update(auto_map={"AutoModelForCausalLM": "modeling_rwkv7.RWKV7ForCausalLM"})
+        ),
+        "config.json has 'auto_map'",
+    ),
+    "auto_map in tokenizer_config.json": (
+        "tokenizer_config.json",
+        lambda p: _edit_json(p, lambda d: d.update(auto_map={"AutoTokenizer": ["tok.Tok", None]})),
+        "tokenizer_config.json has 'auto_map'",
+    ),
+    "changed norm_eps": (
+        "config.json",
+        lambda p: _edit_json(p, lambda d: d.update(norm_eps=1e-3)),
+        "config.json says norm_eps 0.001 where export-hf writes 1e-05",
+    ),
+    "changed eos_token_id": (
+        "generation_config.json",
+        lambda p: _edit_json(p, lambda d: d.update(eos_token_id=261)),
+        "generation_config.json says eos_token_id 261 where export-hf writes 0",
+    ),
+    "swapped tokenizer.json": (
+        "tokenizer.json",
+        lambda p: p.write_bytes(p.read_bytes().replace(b'"User":', b'"Usr":', 1)),
+        "tokenizer.json is not the tokenizer export-hf writes",
+    ),
+    "swapped world vocabulary": (
+        "rwkv_vocab_v20230424.txt",
+        lambda p: p.write_bytes(p.read_bytes().replace(b"'User'", b"'Usr'", 1) + b"65530 'x' 1\n"),
+        "rwkv_vocab_v20230424.txt is not the rwkv package's world vocabulary",
+    ),
+    "garbage in tokenizer_config.json": (
+        "tokenizer_config.json",
+        lambda p: p.write_bytes(b"\x00garbage"),
+        "tokenizer_config.json is not the JSON export-hf writes",
+    ),
+    "garbage in generation_config.json": (
+        "generation_config.json",
+        lambda p: p.write_text("[1, 2]"),
+        "generation_config.json is not a JSON object",
+    ),
+    "a re-pointed weight_map": (
+        "model.safetensors.index.json",
+        lambda p: _edit_json(
+            p, lambda d: d["weight_map"].update({"lm_head.weight": "model-00001-of-00009.safetensors"})
+        ),
+        "weight_map does not map each tensor to the shard holding it (e.g. lm_head.weight)",
+    ),
+    "a re-ordered config.json": (
+        "config.json",
+        lambda p: p.write_text(json.dumps(dict(reversed(json.loads(p.read_text()).items())), indent=2) + "\n"),
+        "config.json differs from the bytes export-hf writes",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(TAMPERS))
@@ -789,7 +833,10 @@ def test_a_deeply_nested_config_in_an_export_is_one_line_and_validate_needs_no_t
     folder = exported_template[1]
     (root / folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
     _relisted(root, f"{folder}/config.json")
-    probe = "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)); from registry.cli import main; main()"
+    probe = (
+        "import atexit, sys; atexit.register(lambda: print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', "
+        "file=sys.stderr)); from registry.cli import main; main()"
+    )
     result = subprocess.run(
         [sys.executable, "-c", probe, "validate", "-C", str(root)],
         capture_output=True,
@@ -805,15 +852,10 @@ def test_a_deeply_nested_config_in_an_export_is_one_line_and_validate_needs_no_t
 
 
 def test_the_pinned_tokenizer_digest_is_what_export_hf_writes():
-    from registry.hf.expected import TOKENIZER_JSON_SHA256
-    from registry.hf.tokenizer import read_vocab, tokenizer_json, world_vocab_file
-
     assert hashlib.sha256(tokenizer_json(read_vocab(world_vocab_file()))).hexdigest() == TOKENIZER_JSON_SHA256
 
 
 def test_config_json_shape_fields_are_written_in_shape_keys_order():
-    from registry.hf.mapping import SHAPE_KEYS, fla_plan
-
     assert tuple(fla_plan(checkpoint_shapes(WORLD)).config) == SHAPE_KEYS
 
 

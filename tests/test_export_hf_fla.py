@@ -11,12 +11,18 @@ and bf16 as the card loads the model."""
 from __future__ import annotations
 
 import contextlib
+import io
+import re
 import warnings
+from contextlib import redirect_stdout
 
 import pytest
 import torch
+from click.testing import CliRunner
+from safetensors.torch import load_file
 
 from registry.artifacts.synthetic import make_state_tensors, save_checkpoint
+from registry.cli import main
 from registry.gate.checks import BF16_FLOOR, BF16_RATIO, TOPK_MIN_OVERLAP, scaled_error, topk_overlap
 from registry.gate.prompts import PROMPTS
 from registry.gate.runtime import Rwkv7
@@ -28,6 +34,7 @@ from registry.ops.export_hf import ExportRequest, export_hf
 from .interpreted_triton import as_compiled
 from .test_export_hf import WORLD, hf_registry, world_base  # noqa: F401  (fixtures)
 from .test_ops_artifacts import train_json
+from .test_publish import gate_all
 
 pytest_plugins = ["tests.hubserver"]  # the hub_server fixture: the card's snippet downloads the published export
 # fla's advice to fp32 users of its chunked kernel; fp32 is what the comparison needs.
@@ -60,11 +67,11 @@ def _interpreter_as_compiled():
 
 @pytest.fixture(autouse=True, scope="module")
 def _machine_in_the_report(record_testsuite_property):
-    import transformers
-    import triton
+    import transformers  # noqa: PLC0415 optional dependency: transformers
+    import triton  # noqa: PLC0415 optional dependency: triton
 
     with fla_notices_hidden():
-        import fla
+        import fla  # noqa: PLC0415 optional dependency: fla
     record_testsuite_property(
         "device", torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu, Triton's interpreter"
     )
@@ -89,8 +96,8 @@ def _prompt_ids(prompt: str) -> list[int]:
 
 
 def _fla_model(folder, dtype: torch.dtype):
-    import fla  # noqa: F401  (registers RWKV-7 with the Auto classes)
-    from transformers import AutoModelForCausalLM
+    import fla  # noqa: F401, PLC0415 optional dependency: fla (registers RWKV-7 with the Auto classes)
+    from transformers import AutoModelForCausalLM  # noqa: PLC0415 optional dependency: transformers
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -135,9 +142,8 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(
     passed to ``generate``; its logits (after the prompt and after the first generated token) are
     our fp32 runtime's with the State applied, and far from those without it. In bf16 (the card's
     dtype) the bound is the gate's: 1.5x our own bf16 runtime's error, plus 0.02."""
-    from fla.models.utils import Cache
-    from safetensors.torch import load_file
-    from transformers import AutoTokenizer
+    from fla.models.utils import Cache  # noqa: PLC0415 optional dependency: fla
+    from transformers import AutoTokenizer  # noqa: PLC0415 optional dependency: transformers
 
     root, _ = hf_registry
     name = world_base.name[:-4]
@@ -169,9 +175,16 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(
     without = ours.forward(ids)[0]
     inputs = torch.tensor([ids], device=DEVICE)
     out = model.generate(
-        inputs, attention_mask=torch.ones_like(inputs), past_key_values=initial_state(), max_new_tokens=2, min_new_tokens=2,
-        do_sample=False, tokenizer=tokenizer, output_logits=True, return_dict_in_generate=True,
-    )  # fmt: skip
+        inputs,
+        attention_mask=torch.ones_like(inputs),
+        past_key_values=initial_state(),
+        max_new_tokens=2,
+        min_new_tokens=2,
+        do_sample=False,
+        tokenizer=tokenizer,
+        output_logits=True,
+        return_dict_in_generate=True,
+    )
     assert len(out.logits) == 2, "generate stopped after one token (EOS or a stop string): the step is not compared"
     token = int(out.sequences[0, len(ids)])
     want_step = ours.forward([token], after)[0]
@@ -187,9 +200,14 @@ def test_generation_from_an_exported_state_matches_our_runtime_with_the_state(
             + BF16_FLOOR
         )
     figures = _recorded(
-        record_property, error_after_prompt=scaled_error(got, want), error_after_step=scaled_error(got_step, want_step), bound=bound,
-        state_effect=scaled_error(without, want), same_top1=float(int(got.argmax()) == int(want.argmax())), top5_overlap=topk_overlap(got, want),
-    )  # fmt: skip
+        record_property,
+        error_after_prompt=scaled_error(got, want),
+        error_after_step=scaled_error(got_step, want_step),
+        bound=bound,
+        state_effect=scaled_error(without, want),
+        same_top1=float(int(got.argmax()) == int(want.argmax())),
+        top5_overlap=topk_overlap(got, want),
+    )
     if dtype == torch.float32:
         assert figures["same_top1"]
     else:
@@ -205,15 +223,6 @@ def test_a_plain_generate_runs_and_the_cards_transformers_snippet_runs_from_the_
     need ``tokenizer=``); and the card's snippet, run as the card prints it against the published
     repo on the loopback hub (here on this machine's device instead of "cuda", with 2 new tokens
     instead of 128: Triton's interpreter is slow)."""
-    import io
-    import re
-    from contextlib import redirect_stdout
-
-    from click.testing import CliRunner
-
-    from registry.cli import main
-
-    from .test_publish import gate_all
 
     root, entry = hf_registry
     export = export_hf(root, ExportRequest(entry=entry.path))

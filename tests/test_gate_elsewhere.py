@@ -24,9 +24,9 @@ from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.init import init_registry
 
 from .conftest import sha256_of
+from .keys import write_key
 from .test_ops_artifacts import train_json
 from .test_publish import Cli
-from .test_sign import write_key
 
 pytest_plugins = ["tests.hubserver"]
 

@@ -113,7 +113,10 @@ class TestKernelOnGpu:
 
     def test_second_build_is_cached(self, built):
         assert build_kernel().cached
-        probe = "import json, sys; from registry.gate.kernel import build_kernel; b = build_kernel(cache_root=sys.argv[1]); print(json.dumps([b.key, b.cached, b.seconds]))"
+        probe = (
+            "import json, sys; from registry.gate.kernel import build_kernel; b = "
+            "build_kernel(cache_root=sys.argv[1]); print(json.dumps([b.key, b.cached, b.seconds]))"
+        )
         proc = subprocess.run(
             [sys.executable, "-c", probe, str(built.directory.parent)], capture_output=True, text=True, cwd=REPO_ROOT
         )

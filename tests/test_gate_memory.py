@@ -7,17 +7,25 @@ The shapes are the seeds' models: 13.3B (seed 000's full fine-tune: 61 layers, n
 
 from __future__ import annotations
 
+import json
 import weakref
 
 import pytest
 import torch
+from click.testing import CliRunner
 
 from registry.artifacts.miss import merge_delta
 from registry.artifacts.synthetic import TinySpec, checkpoint_shapes, make_base_state_dict
+from registry.cli.app import main
 from registry.core.errors import Exit, RegistryError
 from registry.core.models import Architecture
+from registry.core.repo import Repo
 from registry.gate.memory import CEILING_FACTOR, GIB, plan_gpu, refuse_unless_fits
+from registry.gate.phases import plan_groups
 from registry.gate.runtime import HEAD_CHUNK, MERGE_ROWS, Rwkv7, merged_weights
+from registry.ops.init import init_registry
+
+from .test_gate_smoke import state_registry
 
 CARD = "NVIDIA Test 32GB (32.0 GiB, 31.5 GiB free)"
 
@@ -124,13 +132,6 @@ def test_a_merge_by_row_slices_is_merge_delta_bit_for_bit():
 
 
 def test_max_gpu_memory_that_is_not_a_size_is_refused_in_one_line(tmp_path):
-    import json
-
-    from click.testing import CliRunner
-
-    from registry.cli.app import main
-    from registry.ops.init import init_registry
-
     root = init_registry(tmp_path / "reg").root
     result = CliRunner().invoke(main, ["smoke", "-C", str(root), "--max-gpu-memory", "lots", "--json"])
     [problem] = json.loads(result.stdout)["problems"]
@@ -142,11 +143,6 @@ def test_smoke_plans_each_group_from_the_index_before_loading(tmp_path):
     """plan_groups, which smoke runs before it opens or loads anything: the base's State/MiSS
     entries are one group sized by the base file, with the base's recorded architecture; a budget
     below the plan is refused naming the entries; on CPU there is no plan."""
-    from registry.core.repo import Repo
-    from registry.gate.phases import plan_groups
-
-    from .test_gate_smoke import state_registry
-
     root, base, entry = state_registry(tmp_path, TinySpec(n_layer=2, n_embd=128, seed=9))
     index = Repo.open(root).load_index()
     size = base.stat().st_size

@@ -20,7 +20,9 @@ import pytest
 import torch
 
 from registry.artifacts.synthetic import TinySpec
+from registry.core.repo import Repo
 from registry.core.resources import kernel_dir
+from registry.gate.memory import plan_gpu
 
 from .test_gate_smoke import state_registry
 
@@ -106,9 +108,6 @@ def test_every_planted_kernel_bug_fails_the_gate(gate_registry, tmp_path, mutant
 
 
 def _plan(root: Path, base: Path):
-    from registry.core.repo import Repo
-    from registry.gate.memory import plan_gpu
-
     [registered] = Repo.open(root).load_index().bases
     return plan_gpu("", 0, base.stat().st_size, registered.architecture)
 

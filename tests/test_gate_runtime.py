@@ -135,7 +135,8 @@ PACKAGE_SCRIPT = textwrap.dedent(
     import torch
     from rwkv.model import RWKV
 
-    model_path, state_path, out_path, prompt, next_token = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), int(sys.argv[5])
+    model_path, state_path, out_path = sys.argv[1], sys.argv[2], sys.argv[3]
+    prompt, next_token = json.loads(sys.argv[4]), int(sys.argv[5])
     model = RWKV(model_path[: -len(".pth")], "cpu fp32")
     logits, state = model.forward(prompt, None)
     prompt_state = [s.clone() for s in state]
@@ -144,7 +145,13 @@ PACKAGE_SCRIPT = textwrap.dedent(
     for name, t in torch.load(state_path).items():
         tuned[3 * int(name.split(".")[1]) + 1] = t.float()
     logits_tuned, _ = model.forward(prompt, tuned)
-    torch.save(dict(logits=logits, prompt_state=prompt_state, logits_next=logits_next, next_state=state, logits_tuned=logits_tuned), out_path)
+    torch.save(
+        dict(
+            logits=logits, prompt_state=prompt_state, logits_next=logits_next,
+            next_state=state, logits_tuned=logits_tuned,
+        ),
+        out_path,
+    )
     """
 )
 
@@ -462,17 +469,22 @@ def test_a_patch_is_undone_bit_exactly_in_both_runtimes(artifacts, tmp_path):
         ours = Rwkv7(base)
         official = load_official(Path({str(path)!r}), "cpu", ours.checkpoint())
         storages = {{t.untyped_storage().data_ptr() for t in ours.checkpoint().values()}}
-        own = sorted(k for k, v in official.model.z.items() if v.numel() and v.untyped_storage().data_ptr() not in storages)
+        z = official.model.z
+        own = sorted(k for k, v in z.items() if v.numel() and v.untyped_storage().data_ptr() not in storages)
         assert own == ["emb.weight"], own  # its embedding with ln0 applied is its own; every other tensor is ours
-        before = ({{k: v.clone() for k, v in ours.stored_weights().items()}}, {{k: v.clone() for k, v in official.model.z.items()}})
+        before = (
+            {{k: v.clone() for k, v in ours.stored_weights().items()}},
+            {{k: v.clone() for k, v in z.items()}},
+        )
         plain = ours.forward([1, 2, 3])[0], official.logits([1, 2, 3], None)[0]
         for pristine in (base, {{n: ours.weight(n).clone() for n in adapter}}):
             with patched(ours.replace_weight, pristine, merged_weights(ours.checkpoint(), adapter, 2.0)):
                 assert not torch.equal(ours.forward([1, 2, 3])[0], plain[0])
                 assert not torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
             assert all(torch.equal(v, before[0][k]) for k, v in ours.stored_weights().items())
-            assert all(torch.equal(v, before[1][k]) for k, v in official.model.z.items())
-            assert torch.equal(ours.forward([1, 2, 3])[0], plain[0]) and torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
+            assert all(torch.equal(v, before[1][k]) for k, v in z.items())
+            assert torch.equal(ours.forward([1, 2, 3])[0], plain[0])
+            assert torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
         print("restored")
     """)
     torch.save(adapter, tmp_path / "adapter.pt")

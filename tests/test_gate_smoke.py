@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from hashlib import sha256
 from pathlib import Path
 
 import pytest
+import rwkv
 import torch
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
+from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
+from safetensors.torch import load_file, save_file
 
+from registry.artifacts.signature import TrustedKey
 from registry.artifacts.synthetic import (
     TinySpec,
     make_adapter_file,
@@ -21,28 +26,41 @@ from registry.artifacts.synthetic import (
     make_state_file,
     save_checkpoint,
 )
+from registry.card import render_card
+from registry.card.markdown import escaped, md_cell
 from registry.cli import main
 from registry.core.errors import RegistryError
+from registry.core.hashing import StatCache
 from registry.core.models import Index
 from registry.core.names import INDEX_NAME, VOCAB_NAME
+from registry.core.pinned import pinned
 from registry.core.repo import render_index
 from registry.core.resources import schema_dir
-from registry.gate.receipt import Receipt
-from registry.gate.seal import sealed_here
+from registry.gate import prompts
+from registry.gate.loading import ToHash, load_hashed
+from registry.gate.prepare import equal_tensors
+from registry.gate.receipt import Receipt, gate_summary
+from registry.gate.runtime import Rwkv7, load_tensors, merged_weights
+from registry.gate.seal import sealed_here, signature_problem
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.convert import convert_entry
 from registry.ops.describe import Description, Target, describe
+from registry.ops.init import init_registry
 from registry.ops.smoke import smoke
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
-from .conftest import sha256_of, snapshot
+from .conftest import sha256_of, snapshot, user_environment
 from .test_ops_artifacts import train_json
 
 # vocab 65536: the gate feeds the seeds' prompts through the real rwkv tokenizer
 GATE_SPEC = TinySpec(n_layer=2, n_embd=64, vocab_size=65536, seed=11)
 # seed 000's "Prompt format", as its card states it
-SEED000_PROMPT = "System: 你是一个中文小说归因辅助助手。只能从候选角色中选择，并只输出 JSON。\n\nUser: 候选角色：甲、乙\n上下文：……\n\nAssistant:"
+SEED000_PROMPT = (
+    "System: 你是一个中文小说归因辅助助手。只能从候选角色中选择，并只输出 JSON。\n\nUser: "
+    "候选角色：甲、乙\n上下文：……\n\nAssistant:"
+)
 # the sample's prompt in seed 001's profiles: g1k, and g1k-think (the RWKV-7 G1 think prompt)
 G1K_PROMPT = "User: 用一句话介绍你自己。\n\nAssistant:"
 G1K_THINK_PROMPT = "User: 用一句话介绍你自己。\n\nAssistant: <think"
@@ -52,7 +70,6 @@ G1K_THINK_PROMPT = "User: 用一句话介绍你自己。\n\nAssistant: <think"
 def gated_registry(tmp_path_factory):
     """A registry with one State, one MiSS and one full entry, gated once on CPU."""
     tmp = tmp_path_factory.mktemp("gate")
-    from registry.ops.init import init_registry
 
     root = init_registry(tmp / "reg").root
     base = make_base_checkpoint(tmp / "rwkv7-gate-20260101.pth", GATE_SPEC)
@@ -115,7 +132,6 @@ def test_the_adapter_changes_the_model(gated_registry):
     miss = next(r for r in receipts if r.method == "miss")
     parity = next(c for c in miss.checks if c.name == "model-parity")
     assert parity.passed
-    from registry.gate.runtime import Rwkv7, load_tensors, merged_weights
 
     base_t = load_tensors(base)
     merged = {**base_t, **dict(merged_weights(base_t, load_tensors(root / entries["miss"].path), 2.0))}
@@ -175,7 +191,6 @@ def test_state_that_does_not_fit_is_refused_without_a_receipt(tmp_path, small_re
 
 def state_registry(tmp: Path, spec: TinySpec = GATE_SPEC, name: str = "rwkv7-gate-20260101"):
     """A registry with one base and one State entry on it: (root, base file, entry)."""
-    from registry.ops.init import init_registry
 
     root = init_registry(tmp / "reg").root
     base = make_base_checkpoint(tmp / f"{name}.pth", spec)
@@ -192,8 +207,6 @@ def small_registry_factory():
 
 
 def test_a_model_without_the_world_vocabulary_is_refused_in_one_line(tmp_path):
-    from registry.ops.init import init_registry
-
     root = init_registry(tmp_path / "reg").root
     small = TinySpec(n_layer=2, n_embd=128, vocab_size=512)
     base = make_base_checkpoint(tmp_path / "rwkv7-smallvocab-20260101.pth", small)
@@ -299,10 +312,6 @@ def test_the_base_is_hashed_once_then_known_until_it_changes(tmp_path, monkeypat
 
 
 def test_a_file_that_changes_while_it_loads_is_refused(tmp_path):
-    from registry.core.hashing import StatCache
-    from registry.core.pinned import pinned
-    from registry.gate.loading import ToHash, load_hashed
-
     path = tmp_path / "base.pth"
     path.write_bytes(b"x" * 4096)
     with pytest.raises(RegistryError) as changed, pinned(path) as pin:
@@ -311,13 +320,6 @@ def test_a_file_that_changes_while_it_loads_is_refused(tmp_path):
 
 
 def test_the_gate_tokenizer_is_the_packages_from_its_cache(tmp_path, monkeypatch):
-    import random
-
-    import rwkv
-    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
-
-    from registry.gate import prompts
-
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     trie = TRIE_TOKENIZER(str(Path(rwkv.__file__).parent / VOCAB_NAME))
     prompts.tokenizer.cache_clear()
@@ -352,7 +354,6 @@ def _figures(receipt) -> list:
 def test_a_twin_carries_its_sources_results_only_after_its_tensors_compare_equal(tmp_path):
     """A safetensors twin (State and full) gets the figures of the .pth it was converted from,
     which equal what gating it alone computes; an entry with other tensors runs on its own."""
-    from registry.ops.convert import convert_entry
 
     root, base, state = state_registry(tmp_path)
     name = base.name[:-4]
@@ -389,9 +390,6 @@ def test_a_twin_carries_its_sources_results_only_after_its_tensors_compare_equal
 
 def test_a_full_twin_whose_tensors_differ_from_its_source_fails_alone(tmp_path):
     """A twin swapped for other tensors (index and sums kept consistent) is not given its source's run."""
-    from safetensors.torch import load_file, save_file
-
-    from registry.ops.convert import convert_entry
 
     root, base, _ = state_registry(tmp_path)
     tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
@@ -421,8 +419,6 @@ def test_a_full_twin_whose_tensors_differ_from_its_source_fails_alone(tmp_path):
 
 
 def test_twins_are_compared_by_their_bits_not_their_values():
-    from registry.gate.prepare import equal_tensors
-
     nan = {"w": torch.tensor([1.0, float("nan")], dtype=torch.bfloat16)}
     assert equal_tensors(nan, {"w": nan["w"].clone()})  # torch.equal calls NaN unequal to itself
     assert not equal_tensors({"w": torch.tensor([0.0])}, {"w": torch.tensor([-0.0])})  # and -0.0 equal to 0.0
@@ -435,7 +431,6 @@ def test_twins_are_compared_by_their_bits_not_their_values():
 def test_smoke_keeps_the_runtimes_banner_and_loading_lines_off_stderr(tmp_path):
     """The official runtime prints a banner at import and 'Loading …' per model: neither reaches
     the user's streams (REGISTRY_DEBUG=1 shows them)."""
-    from .conftest import user_environment
 
     root, base, entry = state_registry(tmp_path)
     args = [
@@ -475,8 +470,6 @@ def _greedy(model, ids: list[int], state, count: int) -> list[int]:
 
 
 def _trie():
-    import rwkv
-    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
 
     return TRIE_TOKENIZER(str(Path(rwkv.__file__).parent / VOCAB_NAME))
 
@@ -485,7 +478,6 @@ def test_each_entry_runs_a_sample_in_its_own_format(gated_registry):
     """State in g1k (its profile), MiSS in g1k-think (its method's default), the full fine-tune in
     the prompt its card states: the sample's tokens are the greedy continuation of that prompt on
     that entry's model, which random weights never end within the budget: reported, not a failure."""
-    from registry.gate.runtime import Rwkv7, load_tensors, merged_weights
 
     root, base, entries, receipts = gated_registry
     by_method = {r.method: r for r in receipts}
@@ -521,7 +513,6 @@ def test_each_entry_runs_a_sample_in_its_own_format(gated_registry):
 
 
 def test_the_card_shows_the_smoke_sample_and_stays_current(gated_registry):
-    from registry.card.markdown import escaped, md_cell
 
     root, _, entries, receipts = gated_registry
     card = (root / "README.md").read_text()
@@ -601,10 +592,6 @@ def test_a_receipt_written_before_samples_is_still_trusted(tmp_path, monkeypatch
     """A receipt the gate sealed and signed before samples existed (tests/golden, written by the
     previous version with a known key) still checks under its seal and signature, has no sample,
     and the card says so; a sample added to it afterwards breaks both."""
-    from registry.artifacts.signature import TrustedKey
-    from registry.card import render_card
-    from registry.gate.receipt import gate_summary
-    from registry.gate.seal import signature_problem
 
     key_dir = tmp_path / "config" / "rwkv-registry"
     key_dir.mkdir(parents=True)

@@ -10,6 +10,8 @@ also compared byte for byte with llama.cpp's own convert_hf_to_gguf.py on the ex
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +23,7 @@ import torch
 from registry.artifacts.miss import merge_delta, read_miss_json
 from registry.artifacts.synthetic import (
     TinySpec,
+    checkpoint_shapes,
     make_adapter_file,
     make_base_checkpoint,
     make_base_state_dict,
@@ -35,14 +38,20 @@ from registry.core.repo import Repo
 from registry.core.sums import parse_sums
 from registry.gate.receipt import receipt_path
 from registry.gguf import gate, mapping
+from registry.gguf.check import expected_shapes
+from registry.gguf.reader import GGML_TYPES, read_header
 from registry.hub.gates import GateTrust, gate_findings
 from registry.hub.local import local_sums
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.card import write_card
+from registry.ops.demo import NOVEL_PROMPT
 from registry.ops.export_gguf import GgufRequest, export_gguf
+from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
 from .conftest import sha256_of, snapshot
+from .ollama import parse_modelfile, render_template
 from .test_ops_artifacts import train_json
 
 gguf = pytest.importorskip("gguf", reason="the gguf extra (pip install -e '.[torch,gguf,test]') is not installed")
@@ -334,9 +343,6 @@ def test_publish_refuses_a_gguf_without_a_passing_receipt_and_validate_a_changed
     "spec", [WORLD, TinySpec(n_layer=3, n_embd=256, vocab_size=512, with_layer0_v=False)], ids=["world", "no-layer0-v"]
 )
 def test_the_mapping_makes_exactly_the_tensors_validate_expects_for_its_metadata(spec):
-    from registry.artifacts.synthetic import checkpoint_shapes
-    from registry.gguf.check import expected_shapes
-
     shapes = checkpoint_shapes(spec)
     plan = mapping.gguf_plan(shapes)
     meta = {key.rsplit(".", 1)[-1]: value for key, value in mapping.metadata(plan.config, 1).items()}
@@ -366,8 +372,6 @@ def test_the_gate_bounds_scale_with_the_source_depth_not_its_width():
 
 
 def test_the_plain_reader_agrees_with_the_gguf_package_on_real_exports(sources, world_base):
-    from registry.gguf.reader import GGML_TYPES, read_header
-
     root, _, _ = sources
     made = export_gguf(root, GgufRequest(base=BASE, base_file=world_base, types=("f16", "q8_0", "q4_k_m"), gate=False))
     kinds = set()
@@ -423,10 +427,6 @@ def test_validate_finds_a_header_past_its_own_end_without_the_gguf_package(sourc
 
 
 def test_export_writes_an_ollama_modelfile_that_renders_the_rwkv_chat_format(sources, world_base):
-    from registry.ops.demo import NOVEL_PROMPT
-
-    from .ollama import parse_modelfile, render_template
-
     root, _, miss = sources
     (record,) = export_gguf(root, GgufRequest(entry=miss.path, base_file=world_base, types=("f16",), gate=False))
     rel = record.path.removesuffix(".gguf") + ".Modelfile"
@@ -449,12 +449,15 @@ def test_export_writes_an_ollama_modelfile_that_renders_the_rwkv_chat_format(sou
     )
     template = values["template"]
     conversation = [
-        {"role": "system", "content": "你是本地工具 Agent。"}, {"role": "user", "content": "现在几点？"},
-        {"role": "assistant", "content": "<think>用工具。</think> 十点。"}, {"role": "user", "content": "Thanks.\nBye"},
-    ]  # fmt: skip
+        {"role": "system", "content": "你是本地工具 Agent。"},
+        {"role": "user", "content": "现在几点？"},
+        {"role": "assistant", "content": "<think>用工具。</think> 十点。"},
+        {"role": "user", "content": "Thanks.\nBye"},
+    ]
     assert (
         render_template(template, conversation)
-        == "System: 你是本地工具 Agent。\n\nUser: 现在几点？\n\nAssistant: <think>用工具。</think> 十点。\n\nUser: Thanks.\nBye\n\nAssistant:"
+        == "System: 你是本地工具 Agent。\n\nUser: 现在几点？\n\nAssistant: <think>用工具。</think> "
+        "十点。\n\nUser: Thanks.\nBye\n\nAssistant:"
     )
     # seed 000's prompt format, the demo's: a system turn and a user turn render to exactly it
     system, user = NOVEL_PROMPT.removesuffix("\n\nAssistant:").split("\n\n", 1)
@@ -471,8 +474,6 @@ def test_export_writes_an_ollama_modelfile_that_renders_the_rwkv_chat_format(sou
 
 
 def test_a_missing_or_edited_modelfile_is_found_and_registry_card_writes_it_again(sources, world_base):
-    from registry.ops.card import write_card
-
     root, _, _ = sources
     rel = _registered_without_gate(root, world_base).removesuffix(".gguf") + ".Modelfile"
     good = (root / rel).read_bytes()
@@ -485,9 +486,6 @@ def test_a_missing_or_edited_modelfile_is_found_and_registry_card_writes_it_agai
 
 
 def test_the_cards_llama_cpp_python_snippet_runs_as_pasted_against_the_exported_gguf(sources, world_base):
-    import re
-    import subprocess
-
     root, _, _ = sources
     rel = _registered_without_gate(root, world_base)
     card = (root / "README.md").read_text(encoding="utf-8")
@@ -500,10 +498,6 @@ def test_the_cards_llama_cpp_python_snippet_runs_as_pasted_against_the_exported_
 
 
 def test_export_adds_the_gguf_lfs_rule_to_a_registry_made_before_it(sources, world_base):
-    import subprocess
-
-    from registry.ops.sums import write_sums
-
     root, _, _ = sources
     old = "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
     (root / ".gitattributes").write_text(old)
@@ -519,8 +513,6 @@ def test_export_adds_the_gguf_lfs_rule_to_a_registry_made_before_it(sources, wor
 
 
 def test_a_stray_file_in_a_gguf_folder_is_told_to_move_out_not_to_export_again(sources, world_base):
-    from registry.ops.sums import write_sums
-
     root, _, _ = sources
     rel = _registered_without_gate(root, world_base)
     stray = rel.rsplit("/", 1)[0] + "/other-Q8_0.gguf"

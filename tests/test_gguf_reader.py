@@ -97,13 +97,33 @@ def test_a_well_formed_header_is_read_whole(tmp_path):
         (build(tensors=[_tensor("a", (8, 0), 0, 0)]), "a dimension of 0"),
         (build(tensors=[_tensor("a", (2,), 0, 4)]), "offset 4 is not a multiple of the alignment 32"),
         (build(tensors=[_tensor("a", (8, 2), 0, 0), _tensor("a", (8,), 0, 64)], data=128), "names tensor 'a' twice"),
-        (build(tensors=[_tensor("a", (16, 2), 0, 0), _tensor("b", (8,), 0, 64)], data=128), "tensors 'a' and 'b' overlap"),
+        (
+            build(tensors=[_tensor("a", (16, 2), 0, 0), _tensor("b", (8,), 0, 64)], data=128),
+            "tensors 'a' and 'b' overlap",
+        ),
     ],
     ids=[
-        "short", "magic", "version", "counts", "truncated-data", "key-twice", "not-utf8", "bool", "value-type", "string-past-end",
-        "array-past-end", "alignment", "dims", "ggml-type", "partial-block", "zero-dim", "misaligned", "tensor-twice", "overlap",
+        "short",
+        "magic",
+        "version",
+        "counts",
+        "truncated-data",
+        "key-twice",
+        "not-utf8",
+        "bool",
+        "value-type",
+        "string-past-end",
+        "array-past-end",
+        "alignment",
+        "dims",
+        "ggml-type",
+        "partial-block",
+        "zero-dim",
+        "misaligned",
+        "tensor-twice",
+        "overlap",
     ],
-)  # fmt: skip
+)
 def test_a_malformed_header_is_refused_with_what_is_wrong(tmp_path, data, said):
     with pytest.raises(GgufFormatError) as refused:
         read(tmp_path, data)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -88,7 +89,8 @@ SEED001_FACTS = [
     "v2.1 的退步：网页题、不该调工具的题比 v2.0 少对几题",
     # 用法
     "rwkv-cli state upload --api-url <URL> --file rwkv7-tiny-g1k-20260930-ctx4096/state/v1.41/v141b-s1224.pth",
-    "rwkv-cli adapter register --api-url <URL> --adapter-id v21-lr2e-5-e2 --file rwkv7-tiny-g1k-20260930-ctx4096/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth",
+    "rwkv-cli adapter register --api-url <URL> --adapter-id v21-lr2e-5-e2 --file "
+    "rwkv7-tiny-g1k-20260930-ctx4096/miss/v2.1/r16-lr2e-5-e2/adapter-final.pth",
     "--state-id <state_id> --profile g1k --sampling g1k-agent",
     "--profile g1k-think --sampling g1k-agent",
     "v1.8.1 及以后",
@@ -111,9 +113,11 @@ SEED000_FACTS = [
     "BlinkDL/rwkv7-g1/rwkv7-g1h-13.3b-20260710-ctx10240.pth",
     "This repository does not include a Transformers config or Safetensors conversion",
     # prompt format and stop rules
-    "System: 你是一个中文小说归因辅助助手。只能从候选角色中选择，并只输出 JSON。\n\nUser: 候选角色：甲、乙\n上下文：……\n\nAssistant:",
+    "System: 你是一个中文小说归因辅助助手。只能从候选角色中选择，并只输出 JSON。\n\nUser: "
+    "候选角色：甲、乙\n上下文：……\n\nAssistant:",
     "Keep the single spaces after role labels.",
-    "Generation should stop on token 0 (EOD) or the text `\\n\\nUser:`. Consume the stop sequence instead of displaying it.",
+    "Generation should stop on token 0 (EOD) or the text `\\n\\nUser:`. Consume the stop sequence instead of "
+    "displaying it.",
     # inference
     "One GPU with about 30 GiB of available VRAM is recommended for BF16 inference",
     'python -m pip install "torch>=2.5" "rwkv==0.8.32" "tokenizers>=0.13.2" ninja',
@@ -124,7 +128,8 @@ SEED000_FACTS = [
     'model = RWKV(model="rwkv7-g1h-13.3b-20260710-ctx10240/full/v1.0/rwkv-final", strategy="cuda bf16")',
     'pipeline = PIPELINE(model, "rwkv_vocab_v20230424")',
     'prompt = """System: 场景边界检测。仅输出 {"boundaries":[N]}\n\nUser: [P1] 雨停了。',
-    "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    token_stop=[0],\n    chunk_len=256,",
+    "    temperature=0,\n    top_p=0,\n    alpha_frequency=0,\n    alpha_presence=0,\n    "
+    "token_stop=[0],\n    chunk_len=256,",
     "text = pipeline.generate(prompt, token_count=128, args=args)",
     'text = text.split("\\n\\nUser:", 1)[0]',
     "JIT-compiles the RWKV-7 extension on first use",
@@ -190,8 +195,10 @@ SEED001_SECTIONS = {
     "#### 2026-10-17 · rwkv_lightning 1.8.2 · exam：同日同后端，表内可比": [
         "| MiSS v2.0 r16 lr3e-5（未上传） | MiSS | exam | 46.0%（261.0 题） | — | 2 | — |",
         "| `miss/v2.1/r16-lr1e-5-e2/adapter-final.pth` | MiSS | exam | 51.3%（291.5 题） | — | 2 | 与 2e-5 分不出 |",
-        "| `miss/v2.1/r16-lr2e-5-e2/adapter-final.pth` | MiSS | exam | 52.2%（296.5 题） | 46.0%（MiSS v2.0 r16 lr3e-5） | 2 | 对 v2.0 逐题 +95/−54，p=0.001 |",
-        "| `miss/v2.1/r16-lr3e-5-e2/adapter-final.pth` | MiSS | exam | 49.4%（280.5 题） | — | 2 | 读对了却取错值、算错的题变多 |",
+        "| `miss/v2.1/r16-lr2e-5-e2/adapter-final.pth` | MiSS | exam | 52.2%（296.5 题） | 46.0%（MiSS v2.0 "
+        "r16 lr3e-5） | 2 | 对 v2.0 逐题 +95/−54，p=0.001 |",
+        "| `miss/v2.1/r16-lr3e-5-e2/adapter-final.pth` | MiSS | exam | 49.4%（280.5 题） | — | 2 | "
+        "读对了却取错值、算错的题变多 |",
     ],
 }
 SEED000_SECTIONS = {
@@ -201,9 +208,11 @@ SEED000_SECTIONS = {
         "| base alone (no weights attached) | — | narrative-type accuracy | 44.0% | — | 1 | — |",
         "| base alone (no weights attached) | — | scene boundary F1 | 21.7% | — | 1 | — |",
         "| base alone (no weights attached) | — | speaker attribution accuracy | 38.5% | — | 1 | — |",
-        "| `full/v1.0/rwkv-final.pth` | Full | narrative-type accuracy | 80.3% | 44.0% (rwkv7-g1h-13.3b-20260710-ctx10240) | 1 | — |",
+        "| `full/v1.0/rwkv-final.pth` | Full | narrative-type accuracy | 80.3% | 44.0% "
+        "(rwkv7-g1h-13.3b-20260710-ctx10240) | 1 | — |",
         "| `full/v1.0/rwkv-final.pth` | Full | scene boundary F1 | 63.9% | 58.1% (dataset README (v4-590)) | 1 | [1] |",
-        "| `full/v1.0/rwkv-final.pth` | Full | speaker attribution accuracy | 71.2% | 38.5% (rwkv7-g1h-13.3b-20260710-ctx10240) | 1 | — |",
+        "| `full/v1.0/rwkv-final.pth` | Full | speaker attribution accuracy | 71.2% | 38.5% "
+        "(rwkv7-g1h-13.3b-20260710-ctx10240) | 1 | — |",
         "[1] The dataset README's published scene F1 is for its v4-590 evaluation setup",
     ],
 }
@@ -342,8 +351,6 @@ def test_publish_uploads_evaluation_json(built):
 
 
 def test_a_stale_evaluation_json_is_reported_and_rerendered(built, tmp_path):
-    import shutil
-
     root = Path(shutil.copytree(built["seed000"], tmp_path / "copy"))
     path = root / "evaluation.json"
     path.write_text(path.read_text().replace("58.1", "99.9"))

@@ -14,10 +14,18 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi
 
+from registry.core.models import Score
+from registry.core.published import RemoteRecord, kept_releases, record_remote
 from registry.core.repo import Repo
+from registry.dataset.synthetic import SEED_002, build_version
+from registry.hub.local import local_sums
+from registry.index.releases import Release, compare
+from registry.ops.dataset_add import add_version
+from registry.ops.dataset_init import init_dataset
 from registry.ops.validate import validate
 
 from .conftest import snapshot
+from .test_dataset import DATASET_REPO, request
 from .test_publish import REPO, add_state, local_files, publish_args, weight_path
 
 pytest_plugins = ["tests.hubserver", "tests.publish_fixtures"]  # the Hub fixtures; publish's registry and cli fixtures
@@ -180,12 +188,6 @@ def test_rollback_refuses_what_is_not_a_release_and_spares_unpublished_work(hub_
 
 
 def test_history_diff_and_rollback_of_a_dataset_registry(hub_server, tmp_path, cli):
-    from registry.dataset.synthetic import SEED_002, build_version
-    from registry.ops.dataset_add import add_version
-    from registry.ops.dataset_init import init_dataset
-
-    from .test_dataset import DATASET_REPO, request
-
     built = {spec.version: build_version(tmp_path / "src" / spec.version, spec) for spec in SEED_002}
     root = init_dataset(tmp_path / "distill", title="distill").root
     add_version(root, request(built["v1.41"]))
@@ -233,9 +235,6 @@ def test_a_rollback_the_hub_stores_wrongly_is_caught_by_the_xet_hash(hub_server,
 
 
 def test_compare_names_replaced_weights_moved_recommendation_removed_scores_and_card_sections(registry, tmp_path):
-    from registry.core.models import Score
-    from registry.index.releases import Release, compare
-
     index = Repo(registry).load_index()
     entry = index.entries[0]
     entry.scores = [Score(benchmark="agent-bench", value=61.5, date="2026-10-17", backend="rwkv-pip")]
@@ -265,9 +264,6 @@ def test_compare_names_replaced_weights_moved_recommendation_removed_scores_and_
 
 
 def test_kept_releases_are_read_as_untrusted_input(registry):
-    from registry.core.published import RemoteRecord, kept_releases, record_remote
-    from registry.hub.local import local_sums
-
     repo = Repo(registry)
     record_remote(repo, local_sums(repo), RemoteRecord(repo_id=REPO, revision="main", commit="a" * 40))
     kept = repo.published_dir / "releases"

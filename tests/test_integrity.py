@@ -13,11 +13,13 @@ from click.testing import CliRunner
 
 from registry.artifacts.synthetic import make_base_checkpoint, make_state_file
 from registry.cli import main
+from registry.core.gitattributes import lfs_problems
 from registry.ops.add import AddRequest, add_weight
+from registry.ops.export_hf import ExportRequest, export_hf
 from registry.ops.validate import validate
 
 from .conftest import SMALL, snapshot
-from .test_export_hf import hf_registry, world_base  # noqa: F401  (fixtures)
+from .test_export_hf import _relisted, hf_registry, world_base  # noqa: F401  (fixtures)
 from .test_ops_artifacts import base_name, registry_with_base, train_json  # noqa: F401  (fixture)
 
 
@@ -196,10 +198,6 @@ def test_a_train_json_with_a_key_twice_is_refused_by_add_and_by_validate(with_en
 
 
 def test_a_transformers_export_config_with_a_key_twice_fails_validate(hf_registry):
-    from registry.ops.export_hf import ExportRequest, export_hf
-
-    from .test_export_hf import _relisted
-
     root, entry = hf_registry
     export = export_hf(root, ExportRequest(entry=entry.path))
     config = root / export.path / "config.json"
@@ -236,8 +234,6 @@ def test_a_transformers_export_config_with_a_key_twice_fails_validate(hf_registr
     ],
 )
 def test_gitattributes_rules_follow_git(text, out_of_lfs):
-    from registry.core.gitattributes import lfs_problems
-
     weights = ["b/state/v1/s.pth", "b/full/v1/r/big.pth", "b/state/v1/hf/s/initial_state.safetensors"]
     assert {p.file for p in lfs_problems(text, weights)} == out_of_lfs
     assert [p.code for p in lfs_problems(None, weights)] == ["gitattributes.missing"] and list(
@@ -270,8 +266,6 @@ def test_init_routes_every_binary_kind_through_lfs_as_git_reads_it(empty_registr
 
 
 def test_a_gitattributes_without_the_gguf_rule_is_found_and_its_fix_works_as_written(tmp_path):
-    from registry.core.gitattributes import lfs_problems
-
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     old = (
         "*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n*.gguf -filter\n"

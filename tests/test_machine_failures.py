@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from registry.artifacts.synthetic import make_base_checkpoint
+from registry.cli import main
+from registry.core import sigbus
 from registry.core.names import PRIVATE_DIR, STAGING_NAME
 
 from .conftest import SMALL, snapshot
@@ -112,15 +115,11 @@ def test_a_file_that_shrinks_while_mapped_is_one_line_not_a_silent_death(tmp_pat
     assert died.returncode == 5, (died.returncode, died.stderr)
     assert (
         died.stderr
-        == f"error: {source}: the file shrank while it was being read (SIGBUS); nothing was changed; fix: run the command again once nothing else writes to it\n"
+        == f"error: {source}: the file shrank while it was being read (SIGBUS); nothing was changed; fix: run "
+        "the command again once nothing else writes to it\n"
     )
 
 
 def test_the_cli_installs_the_sigbus_handler(empty_registry):
-    from click.testing import CliRunner
-
-    from registry.cli import main
-    from registry.core import sigbus
-
     assert CliRunner().invoke(main, ["list", "-C", str(empty_registry)]).exit_code == 0
     assert sigbus._installed

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from registry.cli import main
 from registry.core.models import Index
+from registry.core.repo import render_index
 from registry.ops.demo import build_agent_registry
 from registry.ops.validate import validate
 
@@ -319,7 +320,6 @@ def test_bad_input_is_one_line_naming_the_field_and_changes_nothing(reg, args, f
 def test_a_hand_edited_unknown_baseline_is_a_validate_finding(reg):
     index = index_of(reg)
     index.entries[0].scores[0].baseline = "ghost"
-    from registry.core.repo import render_index
 
     (reg / "index.json").write_bytes(render_index(index))
     assert "index.bad-baseline" in {f.code for f in validate(reg)}

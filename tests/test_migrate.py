@@ -29,6 +29,7 @@ from registry.ops.init import init_registry
 from registry.ops.validate import validate
 
 from .conftest import SMALL, snapshot
+from .keys import write_key
 from .test_ops_artifacts import train_json
 from .test_publish import write_receipt
 
@@ -54,9 +55,13 @@ def to_format_1(root: Path, receipt_named: bool = True) -> None:
     data["format_version"] = 1
     for entry in data["entries"]:
         entry["gate"] = {
-            "passed": True, "device": "cpu", "file_sha256": entry["sha256"], **({"receipt": f".registry/gates/{entry['sha256']}.json"} if receipt_named else {}),
-            "gpu": None, "date": "2026-11-30",
-        }  # fmt: skip
+            "passed": True,
+            "device": "cpu",
+            "file_sha256": entry["sha256"],
+            **({"receipt": f".registry/gates/{entry['sha256']}.json"} if receipt_named else {}),
+            "gpu": None,
+            "date": "2026-11-30",
+        }
     index.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     sums = root / "SHA256SUMS"
     sha = hashlib.sha256(index.read_bytes()).hexdigest()
@@ -223,8 +228,6 @@ def test_migrate_help():
 
 
 def test_migrate_says_the_signature_is_stale(current, tmp_path):
-    from .test_sign import write_key
-
     root = Path(shutil.copytree(current, tmp_path / "reg"))
     private, public = write_key(tmp_path, "signer")
     run("sign", "--key", private, "-C", root)
@@ -254,7 +257,10 @@ def test_migrate_refuses_a_file_changed_behind_the_tools_back(old):
     before = snapshot(old)
     lines = errors(run("migrate", "-C", old, code=3).output)
     assert lines == [
-        f"error: {train.relative_to(old).as_posix()}: sha256 is {lines[0].split('sha256 is ')[1].split(' ')[0]} but SHA256SUMS says {lines[0].split('SHA256SUMS says ')[1].split(';')[0]}; fix: restore the original file, or run `registry sums` if the change is intended"
+        f"error: {train.relative_to(old).as_posix()}: sha256 "
+        f"is {lines[0].split('sha256 is ')[1].split(' ')[0]} but SHA256SUMS "
+        f"says {lines[0].split('SHA256SUMS says ')[1].split(';')[0]}; fix: restore the original file, or run "
+        "`registry sums` if the change is intended"
     ]
     assert snapshot(old) == before
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 import zipfile
 from pathlib import Path
 
@@ -19,13 +21,16 @@ from registry.artifacts.synthetic import (
 )
 from registry.cli import main
 from registry.core.errors import RegistryError
+from registry.core.hashing import tree as tree_module
 from registry.core.models import Index, Score
 from registry.core.published import record_published
+from registry.core.repo import Repo
 from registry.core.sums import parse_sums, render_sums
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.convert import convert_entry
 from registry.ops.score import add_score
-from registry.ops.validate import validate
+from registry.ops.validate import allow_rewrite, validate
 
 from .conftest import SMALL, sha256_of, snapshot
 
@@ -217,7 +222,8 @@ def test_base_name_with_separator_and_unknown_base(registry_with_base, tmp_path)
 
 @pytest.mark.parametrize("run", ["hf", "gguf"])
 def test_a_run_named_like_the_export_folder_is_refused(registry_with_base, small_base, tmp_path, run):
-    """``<base>/full/<v>/hf/`` is a full entry's Transformers export and ``gguf/`` its GGUF files; a run of that name would be taken for one."""
+    """``<base>/full/<v>/hf/`` is a full entry's Transformers export and ``gguf/`` its GGUF files; a run of that name
+    would be taken for one."""
     full = make_base_checkpoint(tmp_path / "rwkv-final.pth", SMALL)
     request = AddRequest(full, base_name(small_base), "full", "v1.0", train_json(tmp_path / "t.json"), run=run)
     error = refuse(registry_with_base, add_weight, registry_with_base, request, code="args.bad-name")
@@ -296,7 +302,6 @@ def test_published_file_rewrite_needs_recorded_reason(registry_with_base, small_
             train_json(tmp_path / "t.json"),
         ),
     )
-    from registry.core.repo import Repo
 
     record_published(Repo(registry_with_base), parse_sums((registry_with_base / "SHA256SUMS").read_bytes()))
     target = registry_with_base / state.path
@@ -338,16 +343,12 @@ def _state_entry(root: Path, base: Path, tmp_path: Path, name: str = "s.pth", se
 
 
 def test_rewrite_runs_adds_acceptance_on_the_new_bytes(registry_with_base, small_base, tmp_path):
-    from registry.ops.validate import allow_rewrite
-
     state = _state_entry(registry_with_base, small_base, tmp_path)
     make_state_file(registry_with_base / state.path, OTHER_SPEC)  # a State of another base's shapes
     refuse(registry_with_base, allow_rewrite, registry_with_base, "retrained", code="state.wrong-base")
 
 
 def test_rewrite_refuses_two_entries_with_one_sha256(registry_with_base, small_base, tmp_path):
-    from registry.ops.validate import allow_rewrite
-
     first = _state_entry(registry_with_base, small_base, tmp_path)
     second = _state_entry(registry_with_base, small_base, tmp_path, "s2.pth", seed=2)
     (registry_with_base / second.path).write_bytes((registry_with_base / first.path).read_bytes())
@@ -375,9 +376,6 @@ def test_rewrite_refreshes_miss_content_version_and_drops_old_results(registry_w
 
 
 def test_rewrite_of_a_converted_source_leads_through_its_twin(registry_with_base, small_base, tmp_path):
-    from registry.ops.convert import convert_entry
-    from registry.ops.validate import allow_rewrite
-
     state = _state_entry(registry_with_base, small_base, tmp_path)
     twin = convert_entry(registry_with_base, state.path, 1 << 40)
     original_twin = (registry_with_base / twin.path).read_bytes()
@@ -396,9 +394,6 @@ def test_rewrite_of_a_converted_source_leads_through_its_twin(registry_with_base
 
 
 def test_rewrite_of_a_twin_is_refused(registry_with_base, small_base, tmp_path):
-    from registry.ops.convert import convert_entry
-    from registry.ops.validate import allow_rewrite
-
     state = _state_entry(registry_with_base, small_base, tmp_path)
     twin = convert_entry(registry_with_base, state.path, 1 << 40)
     data = bytearray((registry_with_base / twin.path).read_bytes())
@@ -457,10 +452,6 @@ def test_cli_add_list_json_and_errors(registry_with_base, small_base, tmp_path):
 def test_added_weight_is_not_read_again_by_the_next_check(registry_with_base, small_base, tmp_path, monkeypatch):
     """add hashed the file while copying it; the stat cache remembers that, so a later validate
     of a multi-GB weight costs a stat, not a read."""
-    import os
-    import time
-
-    from registry.core.hashing import tree as tree_module
 
     state = make_state_file(tmp_path / "s.pth", SMALL)
     old = time.time() - 60

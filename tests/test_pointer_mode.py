@@ -150,8 +150,15 @@ def run_action(workspace: Path, inputs: dict[str, str], tmp_path: Path) -> dict[
     shim.mkdir(exist_ok=True)
     (shim / "registry").write_text(f'#!/bin/sh\nexec {sys.executable} -m registry "$@"\n')
     (shim / "registry").chmod(0o755)
-    env = {**user_environment(), "PATH": f"{shim}:{os.environ['PATH']}", "PYTHONPATH": str(PROJECT), "GITHUB_ACTION_PATH": str(PROJECT),
-           "RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(tmp_path / "github_output"), "GITHUB_WORKSPACE": str(workspace)}  # fmt: skip
+    env = {
+        **user_environment(),
+        "PATH": f"{shim}:{os.environ['PATH']}",
+        "PYTHONPATH": str(PROJECT),
+        "GITHUB_ACTION_PATH": str(PROJECT),
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_OUTPUT": str(tmp_path / "github_output"),
+        "GITHUB_WORKSPACE": str(workspace),
+    }
     outcomes: dict[str, str] = {}
     ran: dict[str, subprocess.CompletedProcess[str]] = {}
     for number, step in enumerate(action["runs"]["steps"]):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from huggingface_hub import HfApi, constants
+from huggingface_hub import CommitOperationAdd, HfApi, constants
 from huggingface_hub.hf_api import RepoFile
 
 from registry.core.hashing import xet
@@ -164,7 +164,6 @@ def test_a_small_file_changed_after_its_check_is_sent_as_checked(hub_server, reg
 def test_the_xet_hub_keeps_whatever_sha256_the_client_asserts(hub_server, tmp_path):
     """Why the sha256 label proves nothing for a Xet upload (xet-core PR 570): the real client hands hf_xet a
     sha256 and the Hub lists it beside the bytes it stored; only the xetHash is computed from those bytes."""
-    from huggingface_hub import CommitOperationAdd
 
     data = os.urandom(3 << 20)
     (tmp_path / "w.bin").write_bytes(data)

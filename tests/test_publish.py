@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 from huggingface_hub import HfApi
 
-from registry.artifacts.synthetic import make_state_file
+from registry.artifacts.synthetic import make_base_checkpoint, make_state_file
 from registry.cli import main
 from registry.core.models import Entry, Index, Rewrite
 from registry.core.repo import Repo
@@ -41,6 +41,7 @@ from registry.ops.sums import write_sums
 from registry.ops.validate import allow_rewrite
 
 from .conftest import SMALL, snapshot
+from .hubserver import Blob
 from .test_ops_artifacts import train_json
 
 pytest_plugins = ["tests.hubserver"]  # the hub_server and instant_retries fixtures
@@ -57,13 +58,19 @@ def write_receipt(root: Path, entry: Entry, device: str = "cpu", passed: bool = 
     """A plausible receipt for ``entry`` (the real gate is exercised in test_gate_smoke.py)."""
     files = {entry.path: entry.sha256, **{s.path: s.sha256 for s in entry.shards}}
     receipt = Receipt(
-        entry=entry.path, method=entry.method, file_sha256=entry.sha256, files=files, base_sha256=entry.base_sha256,
+        entry=entry.path,
+        method=entry.method,
+        file_sha256=entry.sha256,
+        files=files,
+        base_sha256=entry.base_sha256,
         created=datetime.now(UTC).isoformat(),
-        environment=Environment(device=device, torch="2.13.0", python="3.11.7", registry="0.1.0", kernel_source_hash="0" * 64),
+        environment=Environment(
+            device=device, torch="2.13.0", python="3.11.7", registry="0.1.0", kernel_source_hash="0" * 64
+        ),
         checks=[CheckResult(name="finite-logits", passed=passed)],
         timings=Timings(load_s=0.1, prefill_tokens_per_s=100.0, decode_tokens_per_s=10.0, total_s=1.0),
         passed=passed,
-    )  # fmt: skip
+    )
     path = receipt_path(Repo(root).gates_dir, entry.sha256)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(sealed(receipt).model_dump_json(indent=2))  # as the gate writes it
@@ -108,7 +115,6 @@ def cli() -> Cli:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
     """A registry with one base and one State entry, built once (receipts are added per test)."""
-    from registry.artifacts.synthetic import make_base_checkpoint
 
     tmp = tmp_path_factory.mktemp("template")
     root = init_registry(tmp / "reg", title="Publish test").root
@@ -180,18 +186,27 @@ def test_plan_classifies_by_lfs_sha256_or_git_blob_sha1():
         "index.json": LocalFile("index.json", SHA_B, 5, git_sha1="1" * 40),
         "README.md": LocalFile("README.md", SHA_B, 5, git_sha1="2" * 40),
     }
-    remote = RemoteState(REPO, "main", "c" * 40, {
-        "w/same.pth": RemoteFile("w/same.pth", 10, "9" * 40, SHA_A),
-        "index.json": RemoteFile("index.json", 5, "1" * 40),
-        "README.md": RemoteFile("README.md", 5, "3" * 40),
-        "notes.txt": RemoteFile("notes.txt", 1, "4" * 40),
-    })  # fmt: skip
+    remote = RemoteState(
+        REPO,
+        "main",
+        "c" * 40,
+        {
+            "w/same.pth": RemoteFile("w/same.pth", 10, "9" * 40, SHA_A),
+            "index.json": RemoteFile("index.json", 5, "1" * 40),
+            "README.md": RemoteFile("README.md", 5, "3" * 40),
+            "notes.txt": RemoteFile("notes.txt", 1, "4" * 40),
+        },
+    )
 
     plan = make_plan(local, remote)
 
     assert {f.path: f.status for f in plan.files} == {
-        "w/new.pth": "new", "w/same.pth": "unchanged", "index.json": "unchanged", "README.md": "changed", "notes.txt": "remote-only",
-    }  # fmt: skip
+        "w/new.pth": "new",
+        "w/same.pth": "unchanged",
+        "index.json": "unchanged",
+        "README.md": "changed",
+        "notes.txt": "remote-only",
+    }
     assert [f.path for f in plan.uploads] == ["README.md", "w/new.pth"] and plan.upload_bytes == 15
     assert plan.deletions == () and plan.problems == ()
     assert [f.path for f in make_plan(local, remote, delete_extra=True).deletions] == ["notes.txt"]
@@ -222,8 +237,10 @@ def test_verify_tree_wants_exactly_the_planned_files():
     assert verify_tree(plan, local, good) == []
     bad = {"w/a.pth": RemoteFile("w/a.pth", 10, "9" * 40, SHA_B), "extra.txt": RemoteFile("extra.txt", 1, "5" * 40)}
     assert [(f.code, f.file) for f in verify_tree(plan, local, bad)] == [
-        ("verify.missing", "index.json"), ("verify.unexpected", "extra.txt"), ("verify.mismatch", "w/a.pth"),
-    ]  # fmt: skip
+        ("verify.missing", "index.json"),
+        ("verify.unexpected", "extra.txt"),
+        ("verify.mismatch", "w/a.pth"),
+    ]
 
 
 # -- end to end --------------------------------------------------------------------------------------------------
@@ -515,8 +532,6 @@ def test_ci_docs_run_validate_and_card_check_on_a_registry(registry, cli):
 
 
 def test_pull_refuses_a_hostile_tree_before_downloading_anything(hub_server, registry, tmp_path, cli):
-    from .hubserver import Blob
-
     cli(*publish_args(registry))
     repo = hub_server._repos[("model", REPO)]
     head = repo.resolve("main")
@@ -555,8 +570,6 @@ def test_plan_restores_only_the_registry_own_bytes_and_only_when_asked():
     ids=["case twin", "NFC and NFD twins", "bidi control", "zero-width space"],
 )
 def test_pull_refuses_names_that_read_or_land_as_others(hub_server, registry, tmp_path, cli, extra, code):
-    from .hubserver import Blob
-
     cli(*publish_args(registry))
     repo = hub_server._repos[("model", REPO)]
     head = repo.resolve("main")

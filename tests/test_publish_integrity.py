@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from huggingface_hub import HfApi
+from huggingface_hub import CommitOperationAdd, HfApi
 
 from registry.core.repo import Repo
 from registry.core.sums import parse_sums, render_sums
@@ -185,8 +185,6 @@ def test_pull_refuses_a_remote_gitattributes_that_sha256sums_does_not_cover(hub_
 
 
 def test_pull_and_verify_remote_refuse_a_remote_index_json_with_a_key_twice(hub_server, registry, cli, tmp_path):
-    from huggingface_hub import CommitOperationAdd
-
     cli(*publish_args(registry))
     index = (registry / "index.json").read_text(encoding="utf-8")
     twice = (

@@ -9,6 +9,8 @@ from click.testing import CliRunner
 from registry.cli import main
 from registry.cli.reference import REGENERATE, WIDTH, reference
 
+from .test_floors import COMMANDS_COMPOSED, FLOORS
+
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
 
 
@@ -31,7 +33,6 @@ def test_the_reference_holds_every_command_and_changes_with_a_help_text(monkeypa
 
 def test_the_architecture_page_names_every_room_and_every_composing_command():
     """docs/architecture.md stays true as rooms and composing commands come and go."""
-    from .test_floors import COMMANDS_COMPOSED, FLOORS
 
     text = (PAGE.parent / "architecture.md").read_text(encoding="utf-8")
     rooms = [r for r in FLOORS if r != "__main__"]

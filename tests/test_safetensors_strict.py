@@ -30,6 +30,7 @@ from registry.core.errors import RegistryError
 from registry.core.models import Index
 from registry.core.names import INDEX_NAME
 from registry.core.repo import render_index
+from registry.gate.runtime import load_tensors
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.card import write_card
@@ -489,8 +490,6 @@ def test_shard_index_that_is_not_utf8_is_refused(tmp_path):
 
 
 def test_the_gate_runtime_reads_shard_indexes_with_the_same_parser(tmp_path):
-    from registry.gate.runtime import load_tensors
-
     index = _shard(tmp_path / "sharded", make_base_state_dict(SMALL))
     assert set(load_tensors(index)) == set(make_base_state_dict(SMALL))
     index.write_text(

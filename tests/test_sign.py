@@ -12,34 +12,22 @@ import time
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 from huggingface_hub import HfApi
 
 from registry.artifacts.signature import fingerprint
+from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 from registry.core.hashing import engine
 from registry.core.names import SIGNATURE_NAME
 from registry.core.repo import Repo
 
 from .conftest import snapshot
+from .keys import write_key
+from .test_crash import RENAMES, STRACE, _kill_at
 from .test_publish import REPO, add_state, publish_args, weight_path
 
 pytest_plugins = ["tests.hubserver", "tests.publish_fixtures"]  # the Hub fixtures; publish's registry and cli fixtures
 
 MODEL_SIGNING = shutil.which("model_signing") or str(Path(sys.executable).parent / "model_signing")
-
-
-def write_key(directory: Path, name: str) -> tuple[Path, Path]:
-    """A fresh P-256 key pair as PEM files: (private, public)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    private, public = directory / f"{name}.pem", directory / f"{name}.pub"
-    private.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    public.write_bytes(
-        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-    )
-    return private, public
 
 
 @pytest.fixture
@@ -237,7 +225,6 @@ def test_a_kill_at_every_rename_of_sign_leaves_the_old_signature_or_the_new(regi
     """SIGKILL at each rename(2) of `registry sign` (tests/test_crash.py's harness): the next command finds the
     old files with the old signature, or the new files with the new one (ECDSA signs with a random nonce, so
     the new signature is checked by verifying it, not by its bytes)."""
-    from .test_crash import RENAMES, STRACE, _kill_at
 
     if STRACE is None:
         pytest.skip("strace is not installed")
@@ -299,7 +286,6 @@ def test_publish_refuses_to_record_an_access_that_would_stale_the_signature_and_
     cli("set", "access", "private", "-C", registry)
     cli("sign", "--key", keys[0], "-C", registry)
     assert cli.json(*publish_args(registry, "--private", "--json"))["access"] == "private"
-    from huggingface_hub import HfApi
 
     assert HfApi().model_info(REPO).private is True
 
@@ -408,8 +394,6 @@ def test_validate_refuses_a_signature_in_every_bad_state_light_install(
 def test_an_export_written_after_signing_says_so_and_validate_calls_the_signature_stale(
     empty_registry, keys, tmp_path, cli, monkeypatch
 ):
-    from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
-
     world = make_base_checkpoint(
         tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(n_layer=2, n_embd=64, vocab_size=65536)
     )

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import unicodedata
 from pathlib import Path
@@ -18,11 +19,13 @@ import pytest
 from click.testing import CliRunner, Result
 from pydantic import ValidationError
 
-from registry.artifacts.synthetic import make_state_file
+from registry.artifacts.synthetic import make_adapter_file, make_state_file
 from registry.card.handwritten import END, START
 from registry.cli import main
+from registry.core.atomic import transaction
 from registry.core.errors import RegistryError
 from registry.core.models import MAX_NOTES_CHARS, Score
+from registry.core.names import JOURNAL_NAME
 from registry.core.repo import Repo, render_index
 from registry.core.schemas import MAX_JSON_BYTES, MAX_JSON_DEPTH, read_json
 from registry.core.sums import MAX_SUMS_BYTES, parse_sums, render_sums
@@ -30,7 +33,7 @@ from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.score import add_score
 
-from .conftest import SMALL, snapshot
+from .conftest import SMALL, sha256_of, snapshot
 
 DATA = "ab" * 32
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "formats.md"
@@ -264,7 +267,8 @@ def test_deeply_nested_train_json_is_one_line_not_a_traceback(registry_with_base
     train = tmp_path / "t.json"
     deep = "[" * 100_000 + "]" * 100_000
     train.write_text(
-        f'{{"trainer": {{"name": "t", "version": "1"}}, "hyperparameters": {{"x": {deep}}}, "command": "c", "data_sha256": "{DATA}"}}'
+        f'{{"trainer": {{"name": "t", "version": "1"}}, "hyperparameters": {{"x": {deep}}}, "command": "c", '
+        f'"data_sha256": "{DATA}"}}'
     )
     before = snapshot(registry_with_base)
     assert_refused(
@@ -660,10 +664,6 @@ def test_add_refuses_a_name_that_is_another_on_macos_and_windows(
 
 
 def test_add_refuses_a_run_that_differs_only_in_case(registry_with_base, small_base, tmp_path):
-    from registry.artifacts.synthetic import make_adapter_file
-
-    from .conftest import sha256_of
-
     train = train_json(tmp_path / "t.json")
     base_sha = sha256_of(small_base)
 
@@ -703,10 +703,6 @@ def test_validate_reports_twins_and_invisible_names(registry_with_entry, tmp_pat
 def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(
     registry_with_base, small_base, tmp_path
 ):
-    from registry.artifacts.synthetic import make_adapter_file
-
-    from .conftest import sha256_of
-
     adapter = make_adapter_file(tmp_path / "a.pth", SMALL, sha256_of(small_base))
     args = add_args(
         registry_with_base,
@@ -725,9 +721,6 @@ def test_a_run_name_longer_than_a_file_system_holds_is_refused_leaving_nothing(
 
 
 def test_a_transaction_refuses_a_too_long_name_before_its_journal(registry_with_base):
-    from registry.core.atomic import transaction
-    from registry.core.names import JOURNAL_NAME
-
     with pytest.raises(RegistryError) as refused, transaction(registry_with_base) as txn:
         txn.write(f"{'d' * 256}/x.json", b"{}")
     assert refused.value.code == "fs.name-too-long"
@@ -739,7 +732,6 @@ def test_a_transaction_refuses_a_too_long_name_before_its_journal(registry_with_
 
 def test_a_malformed_train_json_in_a_hand_made_folder_is_said_once(small_base, tmp_path):
     """Issue 38: adopt printed the malformed train.json's line twice (two checks read it)."""
-    import shutil
 
     folder = tmp_path / "hand-made"
     entry = folder / base_name(small_base) / "state" / "v1"

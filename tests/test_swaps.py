@@ -17,8 +17,10 @@ import registry.ops.add as add_module
 import registry.ops.convert as convert_module
 from registry.artifacts.synthetic import make_state_file
 from registry.core.errors import RegistryError
+from registry.core.models import Score
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.convert import convert_entry
+from registry.ops.score import add_score
 from registry.ops.validate import validate
 
 from .conftest import SMALL, sha256_of, snapshot
@@ -156,8 +158,6 @@ def test_an_unrelated_write_does_not_launder_a_change_made_behind_the_tools_back
     train = registry_with_base / Path(first.path).parent / "train.json"
     train.write_text(train.read_text().replace("rwkv_state_tune", "someone-else"))
     before = snapshot(registry_with_base)
-    from registry.core.models import Score
-    from registry.ops.score import add_score
 
     with pytest.raises(RegistryError) as refused:  # a score on the *other* entry
         add_score(

@@ -70,8 +70,9 @@ def test_every_dtype_reads_as_torch_loads_it(tmp_path, dtype):
 def test_views_offsets_and_strides_read_as_torch_loads_them(tmp_path):
     whole = torch.arange(60, dtype=torch.float32).reshape(5, 12)
     views = {
-        "whole": whole, "rows": whole[2:4], "block": whole[1:4, 3:9], "transposed": whole.t(), "every-other": whole[:, ::2],
-        "expanded": torch.ones(3, 1, dtype=torch.bfloat16).expand(3, 7), "tail": whole.reshape(-1)[55:], "column": whole[:, 5],
+        "whole": whole, "rows": whole[2:4], "block": whole[1:4, 3:9], "transposed": whole.t(),
+        "every-other": whole[:, ::2], "expanded": torch.ones(3, 1, dtype=torch.bfloat16).expand(3, 7),
+        "tail": whole.reshape(-1)[55:], "column": whole[:, 5],
     }  # fmt: skip
     path = tmp_path / "views.pth"
     torch.save(views, path)

@@ -23,7 +23,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from registry.artifacts.synthetic import make_base_checkpoint
+from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.init import init_registry
+
 from .conftest import user_environment
+from .test_gguf import BASE, WORLD, _accept, _registered_without_gate
 
 # One xdist worker runs them all (README's `--dist loadgroup`): the wheel and its venvs are
 # session fixtures, built once, and the wheel is built in the clone (build/), which one build uses at a time.
@@ -197,7 +202,10 @@ def test_installed_refusals_under_json_are_one_document_on_stdout(installed):
 
 def test_a_base_missing_from_the_catalog_is_reported(installed):
     base = installed.cwd / "rwkv7-unknown-base-20260101.pth"
-    make = "from registry.artifacts.synthetic import TinySpec, make_base_checkpoint; import sys; make_base_checkpoint(sys.argv[1], TinySpec(n_layer=2, n_embd=128, vocab_size=512))"
+    make = (
+        "from registry.artifacts.synthetic import TinySpec, make_base_checkpoint; import sys; "
+        "make_base_checkpoint(sys.argv[1], TinySpec(n_layer=2, n_embd=128, vocab_size=512))"
+    )
     subprocess.run([installed.python, "-c", make, base], check=True, cwd=installed.cwd, env=venv_environment())
     registry = installed.cwd / "unknown-base"
     assert installed.registry("init", registry).returncode == 0
@@ -286,11 +294,6 @@ def test_the_light_install_validates_a_registry_holding_a_gguf_and_its_hooks_pas
     found, with a fix line that points at export-gguf."""
     pytest.importorskip("gguf", reason="making the GGUF needs the gguf extra")
     pytest.importorskip("llama_cpp", reason="making the GGUF needs the gguf extra")
-    from registry.artifacts.synthetic import make_base_checkpoint
-    from registry.ops.add_base import BaseRequest, add_base
-    from registry.ops.init import init_registry
-
-    from .test_gguf import BASE, WORLD, _accept, _registered_without_gate
 
     assert (
         subprocess.run([light.python, "-c", "import gguf"], capture_output=True, env=venv_environment()).returncode != 0

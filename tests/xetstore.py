@@ -8,7 +8,8 @@ stored bytes, as the real Hub does from the uploaded shard's file records: :func
 reads them (MDB shard format: file-info section of 48-byte records, each file's optional
 sha256 metadata extension), and :meth:`XetStore.read` reconstructs the bytes with hf_xet's
 downloader from the same local CAS.  Downloads go the same way: the client sees ``xetHash`` in the
-tree, asks ``xet-read-token`` and reads the local CAS itself.  Like the real Hub (xet-core PR 570), nothing checks that the
+tree, asks ``xet-read-token`` and reads the local CAS itself.  Like the real Hub (xet-core PR 570), nothing checks that
+the
 asserted sha256 is the sha256 of those bytes.
 """
 

@@ -67,7 +67,7 @@ def dtype_code(dtype: Any) -> str:
 def bit_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
     """The same dtype, shape and bytes (``y`` moved to ``x``'s device).  Bytes, not values: a NaN
     equals itself and -0.0 differs from 0.0, where ``torch.equal`` says otherwise."""
-    import torch
+    import torch  # noqa: PLC0415 optional dependency: torch
 
     return (
         x.dtype == y.dtype
@@ -79,7 +79,7 @@ def bit_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
 def little_endian_bytes(tensor: torch.Tensor) -> memoryview:
     """The elements in row-major order as little-endian bytes, whatever the strides, storage
     sharing or host byte order (on little-endian hosts this copies nothing beyond .contiguous())."""
-    import torch
+    import torch  # noqa: PLC0415 optional dependency: torch
 
     flat = tensor.detach().cpu().contiguous().reshape(-1)
     unsigned = {1: torch.uint8, 2: torch.uint16, 4: torch.uint32, 8: torch.uint64}[flat.element_size()]

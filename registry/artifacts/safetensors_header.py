@@ -270,11 +270,13 @@ def _check_layout(tensors: dict[str, HeaderTensor], data_size: int, refuse: Call
         where = f"tensor {_show(name)}"
         if info.begin > start:
             raise refuse(
-                f"{where} starts at data offset {info.begin}, leaving a gap of {info.begin - start} bytes after offset {start}"
+                f"{where} starts at data offset {info.begin}, leaving a gap of {info.begin - start} bytes "
+                f"after offset {start}"
             )
         if info.begin < start:
             raise refuse(
-                f"{where} starts at data offset {info.begin}, overlapping bytes up to offset {start} that another tensor holds"
+                f"{where} starts at data offset {info.begin}, overlapping bytes up to offset {start} that "
+                "another tensor holds"
             )
         if info.end < info.begin:
             raise refuse(f"{where} has data_offsets [{info.begin}, {info.end}]: it ends before it begins")
@@ -284,7 +286,8 @@ def _check_layout(tensors: dict[str, HeaderTensor], data_size: int, refuse: Call
             raise refuse(f"{where}: {info.dtype} {_shape(info.shape)} {nbytes}")
         if info.end - info.begin != nbytes:
             raise refuse(
-                f"{where}: {info.dtype} {_shape(info.shape)} needs {nbytes} bytes but data_offsets [{info.begin}, {info.end}] hold {info.end - info.begin}"
+                f"{where}: {info.dtype} {_shape(info.shape)} needs {nbytes} bytes but data_offsets "
+                f"[{info.begin}, {info.end}] hold {info.end - info.begin}"
             )
     if start < data_size:
         raise refuse(f"the tensors end at data offset {start} but {data_size - start} more bytes follow them")

@@ -54,9 +54,9 @@ def signed_files(sums: Mapping[str, str], sums_bytes: bytes) -> dict[str, str]:
 
 def _model_signing() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType, ModuleType]:
     try:
-        from model_signing import manifest
-        from model_signing._hashing import hashing
-        from model_signing._signing import sign_ec_key, sign_sigstore_pb, signing
+        from model_signing import manifest  # noqa: PLC0415 optional dependency: model_signing
+        from model_signing._hashing import hashing  # noqa: PLC0415 optional dependency: model_signing
+        from model_signing._signing import sign_ec_key, sign_sigstore_pb, signing  # noqa: PLC0415 optional dependency: model_signing
     except ImportError as err:
         raise RegistryError(
             "sign.unavailable", SIGNATURE_NAME, f"model_signing is not installed ({err.name})", INSTALL_FIX
@@ -77,8 +77,8 @@ def _manifest(files: Mapping[str, str], name: str) -> Manifest:
 
 
 def _private_key(key: Path) -> EllipticCurvePrivateKey:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 optional dependency: cryptography
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 optional dependency: cryptography
 
     try:
         private = serialization.load_pem_private_key(key.read_bytes(), password=None)
@@ -97,7 +97,7 @@ def _private_key(key: Path) -> EllipticCurvePrivateKey:
 
 
 def public_pem(key: Path) -> bytes:
-    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 optional dependency: cryptography
 
     return (
         _private_key(key)
@@ -232,7 +232,8 @@ def read_bundle(data: bytes) -> SignedManifest:
 
 
 def _verify(data: bytes, public_key: Path) -> None:
-    """The cryptographic check (the signing extra): model_signing verifies the bundle's signature with ``public_key``."""
+    """The cryptographic check (the signing extra): model_signing verifies the bundle's signature with
+    ``public_key``."""
     *_, sign_ec_key, sign_sigstore_pb, _signing = _model_signing()
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / SIGNATURE_NAME).write_bytes(data)
@@ -394,10 +395,9 @@ def _pae(payload_type: str, payload: bytes) -> bytes:
 
 def sign_document(payload_type: str, payload: bytes, key: Path) -> tuple[str, str]:
     """(base64 ECDSA-SHA256 signature of ``payload`` as ``payload_type``, fingerprint of the public key)."""
-    import base64
 
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415 optional dependency: cryptography
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 optional dependency: cryptography
 
     private = _private_key(key)
     public = private.public_key().public_bytes(
@@ -420,8 +420,8 @@ class TrustedKey:
 
     @classmethod
     def read(cls, path: Path, option: str) -> TrustedKey:
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 optional dependency: cryptography
+        from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 optional dependency: cryptography
 
         fix = f"pass the PEM public key of the signer to {option} (e.g. `openssl ec -in KEY.pem -pubout -out KEY.pub`)"
         try:
@@ -437,12 +437,10 @@ class TrustedKey:
 
     def verifies(self, payload_type: str, payload: bytes, signature: str) -> bool:
         """Whether ``signature`` (base64) is this key's over ``payload`` as ``payload_type``."""
-        import base64
-        import binascii
 
-        from cryptography.exceptions import InvalidSignature
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.exceptions import InvalidSignature  # noqa: PLC0415 optional dependency: cryptography
+        from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415 optional dependency: cryptography
+        from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 optional dependency: cryptography
 
         public = serialization.load_pem_public_key(self.pem)
         assert isinstance(public, ec.EllipticCurvePublicKey)

@@ -65,8 +65,10 @@ _UNHANDLED_STORAGES = {
 }
 # Dtypes without a typed storage (float8, uint16…) are pickled as an UntypedStorage plus the dtype.
 _DTYPE_NAME = {
-    "bool": "BOOL", "uint8": "U8", "int8": "I8", "uint16": "U16", "int16": "I16", "uint32": "U32", "int32": "I32", "uint64": "U64", "int64": "I64",
-    "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2", "float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64",
+    "bool": "BOOL", "uint8": "U8", "int8": "I8", "uint16": "U16", "int16": "I16",
+    "uint32": "U32", "int32": "I32", "uint64": "U64", "int64": "I64",
+    "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
+    "float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64",
 }  # fmt: skip
 
 
@@ -228,7 +230,8 @@ def _check_members_as_torch_writes_them(path: Path, folder: str, members: list[z
             raise RegistryError(
                 "weights.zip-member-size",
                 path,
-                f"member {member.filename} holds {member.file_size} bytes; torch.save's small members are far below {MAX_ZIP_SMALL_MEMBER_BYTES}",
+                f"member {member.filename} holds {member.file_size} bytes; torch.save's small members are "
+                f"far below {MAX_ZIP_SMALL_MEMBER_BYTES}",
                 _RESAVE,
             )
 
@@ -579,7 +582,10 @@ def _empty_hooks(hooks: Any) -> bool:
 
 
 _OPCODE_NAMES = {
-    0x69: "INST", 0x6F: "OBJ", 0x81: "NEWOBJ", 0x92: "NEWOBJ_EX", 0x82: "EXT1", 0x83: "EXT2", 0x84: "EXT4", 0x50: "PERSID",
-    0x49: "INT", 0x4C: "LONG", 0x53: "STRING", 0x56: "UNICODE", 0x70: "PUT", 0x67: "GET", 0x8B: "LONG4", 0x8E: "BINBYTES8",
-    0x8F: "EMPTY_SET", 0x90: "ADDITEMS", 0x91: "FROZENSET", 0x96: "BYTEARRAY8", 0x97: "NEXT_BUFFER", 0x98: "READONLY_BUFFER", 0x32: "DUP",
+    0x69: "INST", 0x6F: "OBJ", 0x81: "NEWOBJ", 0x92: "NEWOBJ_EX",
+    0x82: "EXT1", 0x83: "EXT2", 0x84: "EXT4", 0x50: "PERSID",
+    0x49: "INT", 0x4C: "LONG", 0x53: "STRING", 0x56: "UNICODE",
+    0x70: "PUT", 0x67: "GET", 0x8B: "LONG4", 0x8E: "BINBYTES8",
+    0x8F: "EMPTY_SET", 0x90: "ADDITEMS", 0x91: "FROZENSET", 0x96: "BYTEARRAY8",
+    0x97: "NEXT_BUFFER", 0x98: "READONLY_BUFFER", 0x32: "DUP",
 }  # fmt: skip

@@ -16,8 +16,8 @@ from .inspect import load_tensor_map
 
 def twin_difference(pth: Path, safetensors: Path) -> str | None:
     """What differs between the tensors of the two files, or None when they hold the same ones."""
-    import torch
-    from safetensors import safe_open
+    import torch  # noqa: PLC0415 optional dependency: torch
+    from safetensors import safe_open  # noqa: PLC0415 optional dependency: safetensors
 
     source = load_tensor_map(pth)
     with safe_open(str(safetensors), framework="pt") as reader:
@@ -29,7 +29,10 @@ def twin_difference(pth: Path, safetensors: Path) -> str | None:
             tensor = reader.get_tensor(name)
             mine = source[name]
             if tensor.shape != mine.shape or tensor.dtype != mine.dtype:
-                return f"tensor {name} is {tuple(tensor.shape)} {tensor.dtype}, the .pth's {tuple(mine.shape)} {mine.dtype}"
+                return (
+                    f"tensor {name} is {tuple(tensor.shape)} {tensor.dtype}, the "
+                    f".pth's {tuple(mine.shape)} {mine.dtype}"
+                )
             if not torch.equal(tensor, mine):
                 return f"tensor {name} holds other values"
     return None

@@ -20,8 +20,11 @@ END = "<!-- registry:handwritten:end -->"
 
 # Shown until someone writes the section, in the card's languages like every other section.
 DEFAULTS = {
-    "zh": "- 这一段由人维护：写在两个标记之间的文字，`registry card` 重新生成本文件时原样保留。已知问题、用途与局限有各自的字段（`registry describe`、`registry set`）。\n",
-    "en": "- This part is maintained by hand: text between the two markers is kept verbatim whenever\n  `registry card` re-renders this file. Known issues, intended use and limitations have fields\n  of their own (`registry describe`, `registry set`).\n",
+    "zh": "- 这一段由人维护：写在两个标记之间的文字，`registry card` "
+    "重新生成本文件时原样保留。已知问题、用途与局限有各自的字段（`registry describe`、`registry set`）。\n",
+    "en": "- This part is maintained by hand: text between the two markers is kept verbatim whenever\n  `registry "
+    "card` re-renders this file. Known issues, intended use and limitations have fields\n  of their own "
+    "(`registry describe`, `registry set`).\n",
 }
 
 
@@ -67,7 +70,8 @@ def _between_markers(existing: str) -> str:
     if (starts, ends) == (0, 0):
         raise _refuse(
             "README.md has text but no hand-written section, so re-rendering would discard it",
-            f"move the text to keep between `{START}` and `{END}` lines, or delete {CARD_NAME} to start from the default card",
+            f"move the text to keep between `{START}` and `{END}` lines, or delete {CARD_NAME} to start from "
+            "the default card",
         )
     if (starts, ends) == (1, 0):
         line = _line_of(existing, existing.index(START))
@@ -88,7 +92,8 @@ def _between_markers(existing: str) -> str:
     start, end = existing.index(START), existing.index(END)
     if end < start:
         raise _refuse(
-            f"the end marker (line {_line_of(existing, end)}) comes before the start marker (line {_line_of(existing, start)})"
+            f"the end marker (line {_line_of(existing, end)}) comes before the start marker "
+            f"(line {_line_of(existing, start)})"
         )
     return existing[start + len(START) : end]
 

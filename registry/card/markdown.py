@@ -96,6 +96,6 @@ def thousands(value: Any) -> str:
 
 
 FILTERS: dict[str, Callable[[Any], str]] = {
-    "md_cell": md_cell, "md_code": md_code, "md_inline": md_inline, "md_text": md_text, "md_fenced": md_fenced, "sh_quote": shlex.quote,
-    "escaped": escaped, "py_str": py_str, "thousands": thousands,
+    "md_cell": md_cell, "md_code": md_code, "md_inline": md_inline, "md_text": md_text, "md_fenced": md_fenced,
+    "sh_quote": shlex.quote, "escaped": escaped, "py_str": py_str, "thousands": thousands,
 }  # fmt: skip

@@ -110,7 +110,7 @@ def added_keys(author: dict[str, Any], card: dict[str, Any]) -> list[str]:
 def read_front_matter(text: str, file: str) -> dict[str, Any]:
     """The YAML of a README's front matter (without the ``---`` lines) as the Hub reads it, as
     JSON values (a date becomes its ISO text); YAML the Hub would reject is refused."""
-    from huggingface_hub import RepoCard
+    from huggingface_hub import RepoCard  # noqa: PLC0415 start-up: huggingface_hub.hf_api (0.5 s, -X importtime) loads only to parse a card
 
     try:
         data = RepoCard(f"---\n{text}---\n").data.to_dict()

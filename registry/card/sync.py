@@ -82,7 +82,8 @@ class Rendered:
 
 def rendered(repo: Repo, index: Index, locate: Locate | None = None, card_text: str | None = None) -> list[Rendered]:
     """README.md (keeping the hand-written section on disk, or of ``card_text``) and evaluation.json
-    (unless the root's is an author's), as they are and as ``index`` renders them; ``locate`` finds the train.json and adapter files the card reads."""
+    (unless the root's is an author's), as they are and as ``index`` renders them; ``locate`` finds the train.json and
+    adapter files the card reads."""
     card_text = card_text if card_text is not None else _read_text(repo, CARD_NAME)
     card = render_card(index, card_text, facts=read_facts(index, locate or on_disk(repo)))
     if root_is_authors(index):  # the root's evaluation.json is an author's, kept as written: none of ours

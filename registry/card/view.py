@@ -79,7 +79,8 @@ class Languages:
         return "en" in self.order
 
     def t(self, zh: str, en: str, sep: str = " · ") -> str:
-        """The card's words for one thing: ``基模 · Bases``, ``Bases`` or ``基模`` (headings; table heads use sep=" ")."""
+        """The card's words for one thing: ``基模 · Bases``, ``Bases`` or ``基模`` (headings;
+        table heads use sep=" ")."""
         return sep.join({"zh": zh, "en": en}[lang] for lang in self.order)
 
     @property
@@ -140,11 +141,15 @@ class EntryView:
 
     @property
     def adapter_id(self) -> str:
-        """The id for ``rwkv-cli adapter register``: the recorded one, else data version and run, ``v21-r16-lr2e-5-e2``."""
+        """The id for ``rwkv-cli adapter register``: the recorded one, else data version and run,
+        ``v21-r16-lr2e-5-e2``."""
         serving = self.entry.serving
         if serving and serving.adapter_id:
             return serving.adapter_id
-        return f"{self.entry.data.version.replace('.', '')}-{self.run or self.entry.path.rsplit('/', 1)[-1].rsplit('.', 1)[0]}"
+        return (
+            f"{self.entry.data.version.replace('.', '')}"
+            f"-{self.run or self.entry.path.rsplit('/', 1)[-1].rsplit('.', 1)[0]}"
+        )
 
     @property
     def serving_flags(self) -> str:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     "base_files",
     multiple=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="A base checkpoint the weights of its folder (<name>/ for <name>.pth) are checked against; read, not copied. Repeat per base.",
+    help="A base checkpoint the weights of its folder (<name>/ for <name>.pth) are checked against; read, not "
+    "copied. Repeat per base.",
 )
 @click.option("--sha256", help="With --metadata-only: the sha256 of the one base folder no other source names.")
 @click.option(
@@ -44,7 +45,8 @@ if TYPE_CHECKING:
     "recommended",
     multiple=True,
     metavar="PATH",
-    help="Where index.json marks two files of one base and method recommended: this one wins. Repeat per base and method.",
+    help="Where index.json marks two files of one base and method recommended: this one wins. Repeat per base and "
+    "method.",
 )
 @click.option(
     "--not-a-twin",
@@ -85,8 +87,8 @@ def adopt(
     README's front matter goes into the live metadata. --dry-run refuses exactly what the real run refuses. It
     prints the commands still to run, runnable as printed (docs/formats.md).
     """
-    from ..ops.adopt import AdoptOptions
-    from ..ops.adopt import adopt as adopt_folder
+    from ..ops.adopt import AdoptOptions  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..ops.adopt import adopt as adopt_folder  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     out = output()
     options = AdoptOptions(
@@ -107,13 +109,19 @@ def adopt(
 
 def _report_text(report: AdoptReport, dry_run: bool) -> Text:
     index = report.index
-    yield f"{'would adopt' if dry_run else 'adopted'} {report.root}: {len(index.bases)} base(s), {len(index.entries)} entr{'y' if len(index.entries) == 1 else 'ies'}"
+    yield (
+        f"{'would adopt' if dry_run else 'adopted'} {report.root}: {len(index.bases)} "
+        f"base(s), {len(index.entries)} entr{'y' if len(index.entries) == 1 else 'ies'}"
+    )
     for entry in index.entries:
         yield f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}"
     yield f"README.md: {report.readme}"
     yield f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}"
-    sections = (("mapped from the hand-written index.json", report.mapped), ("NOT mapped to a field (kept as written in index.json's kept_facts and shown on the card)", report.unmapped),
-                ("the files won over index.json (--trust-files)", report.overridden))  # fmt: skip
+    sections = (
+        ("mapped from the hand-written index.json", report.mapped),
+        ("NOT mapped to a field (kept as written in index.json's kept_facts and shown on the card)", report.unmapped),
+        ("the files won over index.json (--trust-files)", report.overridden),
+    )
     for title, lines in sections:
         if lines:
             yield f"{title}:"

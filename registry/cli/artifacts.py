@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..ops.list import DatasetListing, list_registry
 from .app import REGISTRY_OPT, main, usage_error
 from .output import Line, json_option, output
 
@@ -32,8 +33,8 @@ def add_base_cmd(
 
     It says when the base is not in the known-bases catalog (in_catalog under --json).
     """
-    from ..artifacts.accept import BaseRequest
-    from ..ops.add_base import add_base
+    from ..artifacts.accept import BaseRequest  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.add_base import add_base  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     request = BaseRequest(
         path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256
@@ -42,7 +43,10 @@ def add_base_cmd(
     total = base.stat().st_size if not metadata_only and base.is_file() else None
     with out.bar(f"hashing {base.name}", total=total) as bar:
         added = add_base(registry, request, bar.advance)
-    note = f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself: compare its sha256 above with the one on the page it was published on (a Hub file's page shows it)"
+    note = (
+        f"note: {added.base.filename} is not in the known-bases catalog; check its source yourself: compare its "
+        "sha256 above with the one on the page it was published on (a Hub file's page shows it)"
+    )
     text: list[str | Line] = [
         f"added base {added.base.name} (sha256 {added.base.sha256})",
         *([] if added.in_catalog else [Line(note, err=True)]),
@@ -95,7 +99,7 @@ def add_cmd(
     .safetensors suffix, a case or Unicode twin of a file there, bidi or zero-width characters, a name over 255
     bytes).
     """
-    from ..ops.add import AddRequest, add_weight
+    from ..ops.add import AddRequest, add_weight  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     request = AddRequest(
         file=file,
@@ -185,17 +189,18 @@ def score_cmd(
     backend (or --footnote says why an indicative comparison is enough). Results go to index.json, never into an
     author's evaluation.json (kept byte for byte and shown beside them, docs/formats.md).
     """
-    from ..core.models import Localized, Score
-    from ..core.schemas import build
-    from ..index.arguments import parse_date, parse_value, require_finite, require_text
-    from ..index.editing import check_language
-    from ..ops.score import Subject, add_score
+    from ..core.models import Localized, Score  # noqa: PLC0415 start-up: light commands import no pydantic (test_light_commands)
+    from ..core.schemas import build  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..index.arguments import parse_date, parse_value, require_finite, require_text  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..index.editing import check_language  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..ops.score import Subject, add_score  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     if (path is None) == (base is None) or (reference is None and (ref_method or location)):
         raise usage_error(
             "--base" if path is None and base is None else "PATH",
             "name exactly one of PATH or --base; --reference, --method and --location go with --base",
-            "record a result of PATH, of --base NAME alone, or of --base NAME --reference NAME [--method M --location URL] for weights not in this repository",
+            "record a result of PATH, of --base NAME alone, or of --base NAME --reference NAME [--method M "
+            "--location URL] for weights not in this repository",
         )
     if lang is not None:
         check_language(lang)
@@ -244,7 +249,6 @@ def list_cmd(registry: Path) -> None:
 
     Whole paths when not on a terminal.
     """
-    from ..ops.list import list_registry
 
     listing = list_registry(registry)
     output().result(listing.as_dict(), _tables(listing))
@@ -253,10 +257,8 @@ def list_cmd(registry: Path) -> None:
 def _tables(listing: Listing | DatasetListing) -> Iterator[Line]:
     """The bases and the entries (a dataset registry's versions and the weights linked to them) as
     two tables: on a terminal they fit its width; in a pipe or a file every path is printed whole."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from ..ops.list import DatasetListing
+    from rich.console import Console  # noqa: PLC0415 start-up: rich's console, table and progress bar load only when drawn (-X importtime: 30-190 ms)
+    from rich.table import Table  # noqa: PLC0415 start-up: rich's console, table and progress bar load only when drawn (-X importtime: 30-190 ms)
 
     if isinstance(listing, DatasetListing):
         first = Table(

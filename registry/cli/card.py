@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..ops.card import check_card, write_card
 from .app import DIR_ARG, REGISTRY_OPT, main, registry_dir
 from .output import Line, Text, json_option, output
 
@@ -24,12 +25,12 @@ if TYPE_CHECKING:
 def card(directory: Path | None, registry: Path, check: bool) -> None:
     """Render the model card (README.md) and evaluation.json of the registry in DIRECTORY and refresh SHA256SUMS.
 
-    DIR defaults to -C / RWKV_REGISTRY, else the current directory.  The card's languages are registry.languages (`registry set languages`).  The hand-written section between the registry:handwritten markers is kept verbatim.
+    DIR defaults to -C / RWKV_REGISTRY, else the current directory.  The card's languages are registry.languages
+    (`registry set languages`).  The hand-written section between the registry:handwritten markers is kept verbatim.
 
     Sections only for what is set and the methods present; train.json's trainer. --check prints the diff and exits 1
     when either file is stale.
     """
-    from ..ops.card import check_card, write_card
 
     root, out = registry_dir(directory, registry), output()
     if not check:

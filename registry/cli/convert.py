@@ -8,6 +8,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from ..core.hashing.engine import hash_in_background
 from .app import REGISTRY_OPT, main
 from .output import json_option, output
 
@@ -30,8 +31,7 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
     name; registered sources get a derived entry in index.json (same base, data and scores).
     Run outside any registry (no -C, no index.json here), every file converts standalone.
     """
-    from ..core.hashing.engine import hash_in_background
-    from ..core.repo import Repo
+    from ..core.repo import Repo  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = Repo.open(registry, must_exist=False)
     in_a_registry = (
@@ -44,8 +44,8 @@ def convert_cmd(paths: tuple[str, ...], registry: Path, shard_size: str, force: 
     first, first_inside = targets[0]
     early = hash_in_background(first) if not first_inside and first.is_file() else None
 
-    from ..convert.shards import parse_size
-    from ..ops.convert import convert_entry, convert_standalone
+    from ..convert.shards import parse_size  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.convert import convert_entry, convert_standalone  # noqa: PLC0415 optional dependency: safetensors, torch (through ops.convert)
 
     out, size = output(), parse_size(shard_size)
     results: list[dict[str, Any]] = []

@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from ..core.progress import say
+from ..ops.sums import check_sums, write_sums
+from ..ops.vouched import not_covered, validate_report
 from .app import DIR_ARG, REGISTRY_OPT, card_front_options, main, registry_dir
 from .output import json_option, output
 from .sign import EXISTING_FILE
@@ -30,7 +32,7 @@ def init(directory: Path | None, registry: Path, title: str | None, license_: st
     becomes the card's hand-written section, whole), and writes or extends .gitignore with .registry/. A failed init
     leaves nothing behind; init refuses inside a registry.
     """
-    from ..ops.init import init_registry
+    from ..ops.init import init_registry  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     repo = init_registry(registry_dir(directory, registry), title=title, license=license_)
     output().result({"ok": True, "registry": str(repo.root)}, f"initialised registry at {repo.root}")
@@ -47,7 +49,6 @@ def sums(directory: Path | None, registry: Path, check: bool, require_bytes: boo
 
     `sha256sum -c SHA256SUMS` agrees with what it writes; --check exits 1 when SHA256SUMS is stale.
     """
-    from ..ops.sums import check_sums, write_sums
 
     root, out = registry_dir(directory, registry), output()
     with out.bar("hashing") as bar:
@@ -80,19 +81,22 @@ def sums(directory: Path | None, registry: Path, check: bool, require_bytes: boo
 @click.option(
     "--linked",
     type=click.Path(file_okay=False, path_type=Path),
-    help="The other registry of a dataset link: for a model registry the dataset registry its entries cite; for a dataset registry the model registry its card lists.",
+    help="The other registry of a dataset link: for a model registry the dataset registry its entries cite; for a "
+    "dataset registry the model registry its card lists.",
 )
 @click.option(
     "--linked-hub",
     is_flag=True,
-    help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo at the revision the dataset card was derived from.",
+    help="Check the links against the Hub: each entry's dataset_repo at its dataset_revision, or the model repo "
+    "at the revision the dataset card was derived from.",
 )
 @REQUIRE_BYTES_OPT
 @click.option(
     "--public-key",
     type=EXISTING_FILE,
     metavar="SIGNER.pub",
-    help="Also verify model.sig with the signer's PEM public key (authorship; needs the sign extra). Without it, model.sig is checked for consistency only.",
+    help="Also verify model.sig with the signer's PEM public key (authorship; needs the sign extra). Without it, "
+    "model.sig is checked for consistency only.",
 )
 def validate_cmd(
     directory: Path | None,
@@ -108,7 +112,8 @@ def validate_cmd(
     Git LFS pointers are checked by oid and size (pointer mode) unless --require-bytes.
 
     Also checked: model.sig against SHA256SUMS and the recorded signer (consistency; authorship with --public-key,
-    docs/ci.md); pointer mode is said in one line (docs/ci.md); names that are one file on macOS or Windows or read as another (case, NFC/NFD, bidi and zero-width characters);
+    docs/ci.md); pointer mode is said in one line (docs/ci.md); names that are one file on macOS or Windows or read as
+    another (case, NFC/NFD, bidi and zero-width characters);
     Transformers exports re-derived from their sources (no torch needed); .gitattributes sending every weight and
     GGUF file through LFS (a missing rule: the line to add). It names what it does not check (git's files,
     .pre-commit-config.yaml; not_covered under --json). In a dataset registry: its versions, rows and card; --linked
@@ -118,11 +123,10 @@ def validate_cmd(
     its base, two entries with one sha256, a changed safetensors twin, a changed source whose twin is still on
     disk); it drops the changed weight's old results and its deleted stale twins, and says so.
     """
-    from ..ops.vouched import not_covered, validate_report
 
     root, out = registry_dir(directory, registry), output()
     if rewrite_reason:
-        from ..ops.validate import allow_rewrite
+        from ..ops.validate import allow_rewrite  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
         adopted = allow_rewrite(root, rewrite_reason)
         for rewrite in adopted.rewrites:
@@ -130,7 +134,7 @@ def validate_cmd(
         for note in adopted.notes:
             say(note)
     if index_only:
-        from ..ops.validate import validate_index_file
+        from ..ops.validate import validate_index_file  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
         out.check(validate_index_file(index_only), f"{index_only} is valid")
         return
@@ -167,7 +171,8 @@ def _say_notes(lines: list[str]) -> None:
     default="rwkv-registry-demo",
     show_default=True,
     envvar="RWKV_REGISTRY",
-    help="The directory the demo fills: registry/ (seed-001-shaped), finetune-registry/ (seed-000-shaped) and their inputs (env RWKV_REGISTRY).",
+    help="The directory the demo fills: registry/ (seed-001-shaped), finetune-registry/ (seed-000-shaped) and "
+    "their inputs (env RWKV_REGISTRY).",
 )
 @json_option
 def demo(directory: Path | None, registry: Path) -> None:
@@ -177,7 +182,7 @@ def demo(directory: Path | None, registry: Path) -> None:
     fine-tune, an English card), DIR/dataset-registry like seed 002 (the data the first was trained on, linked to it
     both ways). --json names them (registries) with the steps.
     """
-    from ..ops.demo import run_demo
+    from ..ops.demo import run_demo  # noqa: PLC0415 optional dependency: safetensors, torch (through ops.demo)
 
     out = output()
     result = run_demo(registry_dir(directory, registry), say=out.say)

@@ -41,7 +41,7 @@ def init_cmd(directory: Path | None, registry: Path, title: str | None, license_
 
     index.json says "kind": "dataset" (docs/formats.md, "Dataset registries").
     """
-    from ..ops.dataset_init import init_dataset
+    from ..ops.dataset_init import init_dataset  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = init_dataset(registry_dir(directory, registry), title=title, license=license_)
     output().result(
@@ -97,7 +97,8 @@ def _day(_ctx: click.Context, _param: click.Parameter, value: str) -> date:
 )
 @click.option(
     "--stop-text",
-    help="The text every row ends with, e.g. $'\\n\\nUser:' (default: the profile's, for g1k and g1k-think). Checked on every row.",
+    help="The text every row ends with, e.g. $'\\n\\nUser:' (default: the profile's, for g1k and g1k-think). "
+    "Checked on every row.",
 )
 @click.option(
     "--context",
@@ -135,10 +136,33 @@ def _day(_ctx: click.Context, _param: click.Parameter, value: str) -> date:
     help="A known issue in English, beside --known-issue in Chinese (repeatable).",
 )
 @json_option
-def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str, profile: str | None, teachers: tuple[str, ...], trained_file: str, trained_sha256: str,
-            train_rows: int, validation_rows: int, wire_canonical: str, wire_hash: str, vocabulary: str, summary: tuple[str, ...], composition: tuple[str, ...],
-            known_issues: tuple[str, ...], lang: str, known_issues_en: tuple[str, ...], stop_text: str | None, context: int | None, family_key: str | None,
-            split_rule: str | None, flag_key: str | None, flagged_rows: int | None) -> None:  # fmt: skip
+def add_cmd(
+    folder: Path,
+    registry: Path,
+    version: str,
+    day: date,
+    thinking: str,
+    profile: str | None,
+    teachers: tuple[str, ...],
+    trained_file: str,
+    trained_sha256: str,
+    train_rows: int,
+    validation_rows: int,
+    wire_canonical: str,
+    wire_hash: str,
+    vocabulary: str,
+    summary: tuple[str, ...],
+    composition: tuple[str, ...],
+    known_issues: tuple[str, ...],
+    lang: str,
+    known_issues_en: tuple[str, ...],
+    stop_text: str | None,
+    context: int | None,
+    family_key: str | None,
+    split_rule: str | None,
+    flag_key: str | None,
+    flagged_rows: int | None,
+) -> None:
     """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction.
 
     Checked: row counts, the trained file's sha256, the wire hash of every row, the three row forms,
@@ -146,22 +170,43 @@ def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str
     context and the manifests' quantiles, no loss-span boundary inside a token, families and the split rule, flagged
     rows (docs/formats.md). A trained file another version holds is refused.
     """
-    from ..core.models import Localized
-    from ..ops.dataset_add import VersionRequest, add_version
+    from ..core.models import Localized  # noqa: PLC0415 start-up: light commands import no pydantic (test_light_commands)
+    from ..ops.dataset_add import VersionRequest, add_version  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     def text(items: tuple[str, ...], english: tuple[str, ...] = ()) -> Localized:
         return Localized.model_validate({lang: list(items), **({"en": list(english)} if english else {})})
 
     request = VersionRequest(
-        source=folder, version=version, date=day, thinking=thinking, teachers=list(teachers), trained_file=trained_file, trained_sha256=trained_sha256,
-        train_rows=train_rows, validation_rows=validation_rows, wire_canonical=wire_canonical, wire_hash=wire_hash, vocabulary=vocabulary, profile=profile,
-        summary=text(summary), composition=text(composition), known_issues=text(known_issues, known_issues_en),
-        stop_text=stop_text, context=context, family_key=family_key, split_rule=split_rule, flag_key=flag_key, flagged_rows=flagged_rows,
-    )  # fmt: skip
+        source=folder,
+        version=version,
+        date=day,
+        thinking=thinking,
+        teachers=list(teachers),
+        trained_file=trained_file,
+        trained_sha256=trained_sha256,
+        train_rows=train_rows,
+        validation_rows=validation_rows,
+        wire_canonical=wire_canonical,
+        wire_hash=wire_hash,
+        vocabulary=vocabulary,
+        profile=profile,
+        summary=text(summary),
+        composition=text(composition),
+        known_issues=text(known_issues, known_issues_en),
+        stop_text=stop_text,
+        context=context,
+        family_key=family_key,
+        split_rule=split_rule,
+        flag_key=flag_key,
+        flagged_rows=flagged_rows,
+    )
     out = output()
     with out.bar("checking") as bar:
         added = add_version(registry, request, bar.advance)
-    line = f"added {added.version}: {added.train_rows} / {added.validation_rows} rows, trained file {added.trained_file.path} sha256 {added.trained_file.sha256[:12]}…"
+    line = (
+        f"added {added.version}: {added.train_rows} / {added.validation_rows} rows, trained "
+        f"file {added.trained_file.path} sha256 {added.trained_file.sha256[:12]}…"
+    )
     out.result({"ok": True, "version": added.model_dump(mode="json")}, line)
 
 
@@ -174,7 +219,8 @@ _FACT = "VERSION=VALUE"
 @click.option(
     "--models",
     type=click.Path(file_okay=False, path_type=Path),
-    help="A model registry whose weights cite the versions' trained files by sha256: it says which file the trainer read, the profile and thinking mode, the vocabulary; its weights are linked.",
+    help="A model registry whose weights cite the versions' trained files by sha256: it says which file the "
+    "trainer read, the profile and thinking mode, the vocabulary; its weights are linked.",
 )
 @click.option("--repo-id", metavar="NS/NAME", help="The Hub dataset repo (default: the one --models' weights cite).")
 @click.option(
@@ -257,7 +303,8 @@ def adopt_cmd(
     dry_run: bool,
     **facts: tuple[str, ...],
 ) -> None:
-    """Make the hand-made dataset repo in DIR (seed 002: v1.41/, v2.1/ version folders, README, SHA256SUMS) a dataset registry, in place.
+    """Make the hand-made dataset repo in DIR (seed 002: v1.41/, v2.1/ version folders, README, SHA256SUMS) a dataset
+    registry, in place.
 
     No data file is moved or changed; SHA256SUMS is checked first; each version is checked as
     `registry dataset add` checks it; the README is kept whole as the card's hand-written section.
@@ -266,7 +313,7 @@ def adopt_cmd(
 
     docs/formats.md says what is read from where.
     """
-    from ..ops.dataset_adopt import FLAGS, DatasetAdoptOptions, adopt_dataset
+    from ..ops.dataset_adopt import FLAGS, DatasetAdoptOptions, adopt_dataset  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     by_flag = {flag.removeprefix("--").replace("-", "_"): name for name, flag in FLAGS.items()}
     given = {by_flag[{"date_": "date"}.get(key, key)]: values for key, values in facts.items() if values}
@@ -278,7 +325,8 @@ def adopt_cmd(
     lines = [f"{verb} {report.root} as a dataset registry: {len(report.index.versions)} version(s)"]
     for version in report.index.versions:
         lines.append(
-            f"  {version.version}: {version.train_rows} / {version.validation_rows} rows, trained file {version.trained_file.path} sha256 {version.trained_file.sha256[:12]}…"
+            f"  {version.version}: {version.train_rows} / {version.validation_rows} rows, trained "
+            f"file {version.trained_file.path} sha256 {version.trained_file.sha256[:12]}…"
         )
         lines += [f"    {key}: {source}" for key, source in sorted(report.sources[version.version].items())]
     lines += [
@@ -312,7 +360,7 @@ def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision:
     """Derive the card's table of weights trained on each version from a model registry, matched by data sha256.
 
     A local registry and its published copy are one source: linking either replaces the other."""
-    from ..ops.dataset_link import link_models, unlink_models
+    from ..ops.dataset_link import link_models, unlink_models  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     out = output()
     if unlink:
@@ -336,8 +384,9 @@ def link_cmd(registry: Path, models: Path | None, repo_id: str | None, revision:
 @click.option("--lang", metavar="zh|en", help="The language of summary and attribution.")
 @json_option
 def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | None) -> None:
-    """Set a card-level FIELD: title, license, repo-id, languages (the card's), data-languages, tags, task-categories, summary, attribution (--lang)."""
-    from ..ops.dataset_set import set_dataset_field
+    """Set a card-level FIELD: title, license, repo-id, languages (the card's), data-languages, tags, task-categories,
+    summary, attribution (--lang)."""
+    from ..ops.dataset_set import set_dataset_field  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     info = set_dataset_field(registry, field, values, lang)
     output().result({"ok": True, "dataset": info.model_dump(mode="json")}, f"set {field}")

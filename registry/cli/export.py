@@ -1,4 +1,5 @@
-"""registry export-hf: a folder Transformers loads, from a base or a full entry; a MiSS adapter's PEFT folder; a State's initial state."""
+"""registry export-hf: a folder Transformers loads, from a base or a full entry; a MiSS adapter's PEFT folder; a
+State's initial state."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from .output import json_option, output
 @click.option(
     "--force",
     is_flag=True,
-    help="Replace an existing export folder whose content differs; files of the earlier export that the new one does not write are removed.",
+    help="Replace an existing export folder whose content differs; files of the earlier export that the new one "
+    "does not write are removed.",
 )
 @json_option
 def export_hf_cmd(
@@ -66,8 +68,8 @@ def export_hf_cmd(
             "--base-file goes with --base NAME",
             "add --base NAME, or drop --base-file when exporting ENTRY",
         )
-    from ..convert.shards import parse_size
-    from ..ops.export_hf import ExportRequest, export_hf
+    from ..convert.shards import parse_size  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.export_hf import ExportRequest, export_hf  # noqa: PLC0415 optional dependency: safetensors, torch (through ops.export_hf)
 
     request = ExportRequest(
         entry=entry, base=base_name, base_file=base_file, shard_size=parse_size(shard_size), force=force
@@ -76,7 +78,10 @@ def export_hf_cmd(
     total = base_file.stat().st_size if base_file is not None and base_file.is_file() else None
     with out.bar(f"exporting {entry or base_name}", total=total) as bar:
         export = export_hf(registry, request, progress=bar.advance)
-    runs = "Transformers with flash-linear-attention (`import fla`) on a CUDA GPU; on a CPU, the GGUF files (`registry export-gguf`) or the rwkv package"
+    runs = (
+        "Transformers with flash-linear-attention (`import fla`) on a CUDA GPU; on a CPU, the GGUF files "
+        "(`registry export-gguf`) or the rwkv package"
+    )
     out.result(
         {**export.model_dump(mode="json"), "runs": runs},
         [f"{export.source} -> {export.path}/ ({len(export.files)} files)", f"runs with {runs}"],
@@ -104,7 +109,8 @@ def export_hf_cmd(
     "--sign-key",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="KEY.pem",
-    help="Also sign each file's gate receipt with this EC private key, so a publish elsewhere trusts it (publish --trust-gate-key KEY.pub; docs/ci.md).",
+    help="Also sign each file's gate receipt with this EC private key, so a publish elsewhere trusts it (publish "
+    "--trust-gate-key KEY.pub; docs/ci.md).",
 )
 @json_option
 def export_gguf_cmd(
@@ -136,7 +142,7 @@ def export_gguf_cmd(
         )
     if base_file is not None and base_name is None and entry is None:
         raise click.UsageError("--base-file goes with --base NAME or a MiSS ENTRY")
-    from ..ops.export_gguf import DEFAULT_TYPES, GgufRequest, export_gguf
+    from ..ops.export_gguf import DEFAULT_TYPES, GgufRequest, export_gguf  # noqa: PLC0415 optional dependency: numpy, torch (through ops.export_gguf)
 
     request = GgufRequest(
         entry=entry, base=base_name, base_file=base_file, types=types or DEFAULT_TYPES, force=force, sign_key=sign_key

@@ -23,13 +23,15 @@ from .output import json_option, output
     "fetch_into",
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Download the entries' base from its known-bases catalog source on the Hub into DIR (sha256 checked) instead of --base-file.",
+    help="Download the entries' base from its known-bases catalog source on the Hub into DIR (sha256 checked) "
+    "instead of --base-file.",
 )
 @click.option(
     "--sign-key",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="KEY.pem",
-    help="Also sign each receipt with this EC private key, so a publish elsewhere trusts it (publish --trust-gate-key KEY.pub; docs/ci.md).",
+    help="Also sign each receipt with this EC private key, so a publish elsewhere trusts it (publish "
+    "--trust-gate-key KEY.pub; docs/ci.md).",
 )
 @click.option(
     "--device",
@@ -41,7 +43,8 @@ from .output import json_option, output
 @click.option(
     "--max-gpu-memory",
     metavar="SIZE",
-    help="GPU memory the gate may use, e.g. 24GiB (default: what the card has free); a model that cannot fit is refused before loading. docs/gpu-gate.md.",
+    help="GPU memory the gate may use, e.g. 24GiB (default: what the card has free); a model that cannot fit "
+    "is refused before loading. docs/gpu-gate.md.",
 )
 @json_option
 def smoke_cmd(
@@ -55,7 +58,8 @@ def smoke_cmd(
 ) -> None:
     """Run entries PATH… (default: all) through the RWKV-7 kernel and the official runtime.
 
-    All entries of a base run in this one process on the base loaded once.  Writes one receipt per entry to .registry/gates/<sha256>.json and a summary into index.json;
+    All entries of a base run in this one process on the base loaded once.  Writes one receipt per entry to
+    .registry/gates/<sha256>.json and a summary into index.json;
     exits 1 when any entry failed a check.
 
     Our CUDA kernel against the official rwkv runtime against an fp32 reference. State and MiSS entries need
@@ -65,15 +69,21 @@ def smoke_cmd(
     --max-gpu-memory (default: what the card has free) and refused in one line before loading when it cannot fit.
     Figures: docs/gpu-gate.md.
     """
-    from ..convert.shards import parse_size
-    from ..ops.smoke import smoke
+    from ..convert.shards import parse_size  # noqa: PLC0415 start-up: only smoke parses a size
+    from ..ops.smoke import smoke  # noqa: PLC0415 optional dependency: torch (through ops.smoke)
 
     out = output()
     budget = parse_size(max_gpu_memory, "--max-gpu-memory") if max_gpu_memory is not None else None
     receipts = smoke(
-        registry, list(paths), base_file, device, say=out.say, fetch_into=fetch_into, sign_key=sign_key,
+        registry,
+        list(paths),
+        base_file,
+        device,
+        say=out.say,
+        fetch_into=fetch_into,
+        sign_key=sign_key,
         max_gpu_memory=budget,
-    )  # fmt: skip
+    )
     text = (
         f"{'passed' if r.passed else 'FAILED'} {r.entry} ({r.environment.device}, {r.timings.total_s:.1f} s)"
         for r in receipts

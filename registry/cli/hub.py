@@ -39,7 +39,7 @@ REPO_TYPE_OPT = click.option(
 
 
 def _plan_text(plan: Plan) -> Text:
-    from rich.filesize import decimal
+    from rich.filesize import decimal  # noqa: PLC0415 start-up: rich's console, table and progress bar load only when drawn (-X importtime: 30-190 ms)
 
     where = f"head {plan.head[:12]}" if plan.head else "new repo"
     yield f"plan for {plan.repo_id}@{plan.revision} ({where}):"
@@ -57,7 +57,7 @@ def _plan_text(plan: Plan) -> Text:
 
 
 def _outcome_text(outcome: Outcome, dry_run: bool) -> Text:
-    from ..ops.publish import describe_access
+    from ..ops.publish import describe_access  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     yield from _plan_text(outcome.plan)
     yield f"the repo {'will be' if dry_run else 'is'} {describe_access(outcome.access)}"
@@ -74,8 +74,8 @@ def _repo_id(repo_id: str | None, registry: Path) -> str:
     """--repo-id, else registry.repo_id from index.json."""
     if repo_id:
         return repo_id
-    from ..core.repo import Repo, is_dataset
-    from ..dataset import store
+    from ..core.repo import Repo, is_dataset  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..dataset import store  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = Repo.open(registry)
     configured = store.load(repo).dataset.repo_id if is_dataset(repo.root) else repo.load_index().registry.repo_id
@@ -127,17 +127,20 @@ def _content_text(checks: Iterable[ContentCheck]) -> Text:
 @click.option(
     "--restore",
     is_flag=True,
-    help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's bytes back in the same verified commit.",
+    help="Where the Hub holds other bytes than the registry published (changed on the Hub), put the registry's "
+    "bytes back in the same verified commit.",
 )
 @click.option(
     "--private",
     is_flag=True,
-    help="The repo's first publish: make it private (only its owners see it) before anything is committed; the card says so.",
+    help="The repo's first publish: make it private (only its owners see it) before anything is committed; the "
+    "card says so.",
 )
 @click.option(
     "--gated",
     type=click.Choice(["auto", "manual"]),
-    help="The repo's first publish: make it gated (access requests approved automatically, or by its owners) before anything is committed; the card says so.",
+    help="The repo's first publish: make it gated (access requests approved automatically, or by its owners) "
+    "before anything is committed; the card says so.",
 )
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
@@ -173,8 +176,8 @@ def publish_cmd(
     changed behind it (docs/reliability.md). --private / --gated are refused once the repo holds a published
     registry; they are recorded as registry.access, and the plan and the card say who may see the repo.
     """
-    from ..artifacts.signature import SignaturePolicy, TrustedKey
-    from ..ops.publish import PublishOptions, publish
+    from ..artifacts.signature import SignaturePolicy, TrustedKey  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.publish import PublishOptions, publish  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     if private and gated:
         raise usage_error(
@@ -184,10 +187,19 @@ def publish_cmd(
         )
     access = "private" if private else f"gated-{gated}" if gated else None
     options = PublishOptions(
-        repo_id=_repo_id(repo_id, registry), revision=revision, dry_run=dry_run, create_pr=create_pr, tag=tag,
-        allow_cpu_gate=allow_cpu_gate, trusted_gate_keys=tuple(TrustedKey.read(k, "--trust-gate-key") for k in trust_gate_keys), delete_remote_extra=delete_remote_extra, assume_empty_remote=assume_empty_remote, restore=restore,
-        signature=SignaturePolicy(public_key, require_signature), access=access,  # type: ignore[arg-type]  # one of core.models.Access
-    )  # fmt: skip
+        repo_id=_repo_id(repo_id, registry),
+        revision=revision,
+        dry_run=dry_run,
+        create_pr=create_pr,
+        tag=tag,
+        allow_cpu_gate=allow_cpu_gate,
+        trusted_gate_keys=tuple(TrustedKey.read(k, "--trust-gate-key") for k in trust_gate_keys),
+        delete_remote_extra=delete_remote_extra,
+        assume_empty_remote=assume_empty_remote,
+        restore=restore,
+        signature=SignaturePolicy(public_key, require_signature),
+        access=access,  # type: ignore[arg-type]  # one of core.models.Access
+    )
     out = output()
     outcome = publish(registry, options, say=out.say, hub_progress=out.progress)
     out.result(outcome.as_dict(), _outcome_text(outcome, dry_run), found_problems=bool(outcome.blockers))
@@ -203,12 +215,14 @@ def publish_cmd(
     "base_files",
     multiple=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as `registry adopt --base-file`.",
+    help="For a repo that is not a registry yet (adopted on the way): a base its weights are checked against, as "
+    "`registry adopt --base-file`.",
 )
 @click.option(
     "--trust-files",
     is_flag=True,
-    help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry adopt --trust-files`.",
+    help="For a repo that is not a registry yet: the files win over its hand-written index.json, as `registry "
+    "adopt --trust-files`.",
 )
 @REQUIRE_SIGNATURE_OPT
 @PUBLIC_KEY_OPT
@@ -231,9 +245,9 @@ def pull_cmd(
     model.sig is verified when present. A repo adopted on the way takes `registry adopt`'s options and records the
     repo id it came from.
     """
-    from ..artifacts.signature import SignaturePolicy
-    from ..ops.adopt import AdoptOptions
-    from ..ops.pull import pull
+    from ..artifacts.signature import SignaturePolicy  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.adopt import AdoptOptions  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..ops.pull import pull  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     signature = SignaturePolicy(public_key, require_signature)
     options = AdoptOptions(base_files=base_files, trust_files=trust_files)
@@ -257,7 +271,8 @@ def pull_cmd(
         "adopted": adopted.as_dict() if adopted else None,
     }
     text = [
-        f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} ({'adopted: it was not a registry yet' if adopted else 'verified'})",
+        f"pulled {pulled.files} file(s) of {repo_id}@{pulled.remote.commit[:12]} into {pulled.root} "
+        f"({'adopted: it was not a registry yet' if adopted else 'verified'})",
         *(f"  still to do: {step}" for step in (adopted.next_steps if adopted else ())),
     ]
     out.result(document, text)
@@ -282,9 +297,9 @@ def verify_remote_cmd(
     bytes (an LFS-only file: sha256 only, said so; a redacted hash: unverifiable). A file SHA256SUMS does not list
     (someone else's, which publish keeps) is a note, not a failure.
     """
-    from ..artifacts.signature import SignaturePolicy
-    from ..core.repo import find_root
-    from ..ops.verify_remote import verify_remote
+    from ..artifacts.signature import SignaturePolicy  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..core.repo import find_root  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..ops.verify_remote import verify_remote  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     out = output()
     signature = SignaturePolicy(public_key, require_signature)
@@ -293,7 +308,8 @@ def verify_remote_cmd(
     )
     summary = f"{repo_id}@{report.commit[:12]}: {report.files} file(s) agree with its SHA256SUMS and index.json"
     kept = (
-        f"note: {path}: on the Hub but not in its SHA256SUMS: no part of the registry (publish keeps it; --delete-remote-extra deletes it)"
+        f"note: {path}: on the Hub but not in its SHA256SUMS: no part of the registry (publish keeps it; "
+        "--delete-remote-extra deletes it)"
         for path in report.kept
     )
     out.result(
@@ -319,7 +335,11 @@ def _diff_lines(diff: ReleaseDiff) -> Text:
         yield f"  {what} {verbs[change.status]:<8} {a.path}  ({facts}{'; ' if facts else ''}{shas})"
     for score in diff.scores:
         setup = f" [{score.setup}]" if score.setup else ""
-        yield f"  score {score.status:<8} {score.owner}: {score.benchmark}{setup} {score.backend} {score.date}: {score.old or '-'} -> {score.new or '-'}"
+        yield (
+            "  "
+            f"score {score.status:<8} {score.owner}: {score.benchmark}{setup} {score.backend} {score.date}:"
+            f" {score.old or '-'} -> {score.new or '-'}"
+        )
     if diff.recommended:
         before, after = diff.recommended
         yield f"  recommended moved: {', '.join(before) or 'none'} -> {', '.join(after) or 'none'}"
@@ -350,7 +370,7 @@ def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int, 
 
     --offline reads only the local record (docs/releases.md).
     """
-    from ..ops.history import history
+    from ..ops.history import history  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     out = output()
     found = history(registry, repo_id, revision, limit, offline, say=out.say, hub_progress=out.progress)
@@ -391,7 +411,7 @@ def diff_cmd(old: str, new: str, repo_id: str | None, registry: Path, offline: b
 
     The releases a publish or pull kept in .registry/published/releases/ are read without the Hub.
     """
-    from ..ops.diff import diff
+    from ..ops.diff import diff  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     out = output()
     found = diff(registry, old, new, repo_id, offline, hub_progress=out.progress)
@@ -417,19 +437,25 @@ def rollback_cmd(rev: str, repo_id: str | None, registry: Path, revision: str, d
     It is verified as publish verifies (Xet hash and sha256); when the local registry does not follow, the output
     says how to pull REV.
     """
-    from ..ops.rollback import rollback
+    from ..ops.rollback import rollback  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     out = output()
     done = rollback(registry, rev, repo_id, revision, dry_run, not hub_only, say=out.say, hub_progress=out.progress)
 
     def text() -> Text:
-        head = f"{done.repo_id}@{done.revision}: {done.head[:12]} -> {done.target[:12]} ({len(done.copied)} file(s) copied on the Hub, {len(done.deleted)} deleted)"
+        head = (
+            f"{done.repo_id}@{done.revision}: {done.head[:12]} -> {done.target[:12]} ({len(done.copied)} file(s) "
+            f"copied on the Hub, {len(done.deleted)} deleted)"
+        )
         yield head
         yield from (f"  copy   {p}" for p in done.copied)
         yield from (f"  delete {p}" for p in done.deleted)
         if done.commit:
             yield from (f"note: {c.path}: {c.note}" for c in done.content if c.xet == "lfs-only")
-            yield f"{sum(c.xet == 'match' for c in done.content)} file(s) verified by the Hub's Xet hash (against the local bytes where the registry holds them, else REV's)"
+            yield (
+                f"{sum(c.xet == 'match' for c in done.content)} file(s) verified by the Hub's Xet hash (against "
+                "the local bytes where the registry holds them, else REV's)"
+            )
             yield f"rolled back in commit {done.commit}"
             yield done.local_note
         elif not (done.copied or done.deleted):

@@ -41,7 +41,7 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
                             paragraphs or list items in one language (--lang);
                             no TEXT clears that language
     """
-    from ..ops.set import set_field
+    from ..ops.set import set_field  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     info = set_field(registry, field, values, lang)
     output().result({"ok": True, "registry": info.model_dump(mode="json")}, f"set {field}")
@@ -104,7 +104,7 @@ def describe_cmd(
     --author-evaluation declares the author's evaluation.json beside the weight, shown on the card and never
     rewritten (docs/formats.md).
     """
-    from ..ops.describe import Description, Target, describe
+    from ..ops.describe import Description, Target, describe  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     if sum(x is not None for x in (path, method, base)) != 1:
         raise usage_error(
@@ -149,8 +149,8 @@ def train_stage_cmd(
     **facts: Any,
 ) -> None:
     """Record (or replace) training stage NAME of the weight at PATH."""
-    from ..index.arguments import require_finite
-    from ..ops.train_stage import set_stage
+    from ..index.arguments import require_finite  # noqa: PLC0415 start-up: light commands import no pydantic (test_light_commands)
+    from ..ops.train_stage import set_stage  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     for option in ("weight_decay", "grad_clip"):
         if facts[option] is not None:
@@ -180,7 +180,7 @@ def eval_setup_cmd(
     name: str, registry: Path, lang: str | None, describe: tuple[str, ...], metrics: tuple[str, ...], **facts: Any
 ) -> None:
     """Record (or update) evaluation setup NAME; results name it with `registry score --setup NAME`."""
-    from ..ops.eval_setup import set_setup
+    from ..ops.eval_setup import set_setup  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     setup = set_setup(registry, name, facts, describe, metrics, lang)
     output().result({"ok": True, "setup": setup.model_dump(mode="json")}, f"recorded evaluation setup {name}")

@@ -17,11 +17,12 @@ from .output import json_option, output
 def migrate_cmd(registry: Path, dry_run: bool) -> None:
     """Bring index.json, the card and SHA256SUMS from an older format_version to this tool's, in one transaction.
 
-    Every other command refuses an older registry and says to run this.  A model.sig signed the old bytes: it is reported stale (sign again).
+    Every other command refuses an older registry and says to run this.  A model.sig signed the old bytes: it is
+    reported stale (sign again).
 
     docs/formats.md lists the format versions.
     """
-    from ..ops.migrate import migrate
+    from ..ops.migrate import migrate  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     done = migrate(registry, dry_run=dry_run)
     output().result(done.as_dict(), done.lines())

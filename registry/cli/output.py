@@ -132,9 +132,12 @@ def _set_mode(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 
 _FLAG_DECLS = ("--json", FLAG)
 _FLAG_ATTRS: dict[str, Any] = {
-    "is_flag": True, "is_eager": True, "expose_value": False, "callback": _set_mode,
+    "is_flag": True,
+    "is_eager": True,
+    "expose_value": False,
+    "callback": _set_mode,
     "help": "Print one JSON document on stdout (also when the command refuses).",
-}  # fmt: skip
+}
 
 json_option = click.option(*_FLAG_DECLS, **_FLAG_ATTRS)
 """``--json`` on a command: the mode of its :class:`Output` (read it with :func:`output`)."""

@@ -36,7 +36,7 @@ def sign_cmd(key: Path, registry: Path) -> None:
     signer's key fingerprint in index.json and the verify command on the card. Needs the sign extra: pip install
     'rwkv-registry[sign]'.
     """
-    from ..ops.sign import sign
+    from ..ops.sign import sign  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     signed = sign(registry, key)
     output().result(

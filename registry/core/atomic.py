@@ -80,9 +80,11 @@ def _private_dir(root: Path) -> Path | None:
         )
         if wrong:
             raise RegistryError(
-                "fs.private-not-own", f"{PRIVATE_DIR}/{name}", "is not what the tool keeps there (a link, another name of a file, or another kind of file)",
+                "fs.private-not-own",
+                f"{PRIVATE_DIR}/{name}",
+                "is not what the tool keeps there (a link, another name of a file, or another kind of file)",
                 f"remove {PRIVATE_DIR}/{name} (it is no part of the registry's content)",
-            )  # fmt: skip
+            )
     return private
 
 
@@ -100,9 +102,11 @@ def finish_interrupted(root: Path) -> None:
     _journal_plan(Path(root))  # a foreign journal is refused before the lock file is made
     if not writes_allowed():
         raise RegistryError(
-            "fs.commit-pending", JOURNAL, "an interrupted command left a commit to finish, and a dry run changes nothing",
+            "fs.commit-pending",
+            JOURNAL,
+            "an interrupted command left a commit to finish, and a dry run changes nothing",
             "run the command once without --dry-run (or any other registry command) to finish it",
-        )  # fmt: skip
+        )
     with registry_lock(root):
         pass
 
@@ -155,9 +159,12 @@ def _identity_of_private(root: Path) -> list[int]:
 
 def _foreign(reason: str) -> RegistryError:
     return RegistryError(
-        "fs.foreign-journal", JOURNAL, f"a commit journal this registry did not write ({reason}); nothing was replayed or changed",
-        f"if the folder was copied, cloned or downloaded, delete {JOURNAL} (it is no part of the content) and run the command again",
-    )  # fmt: skip
+        "fs.foreign-journal",
+        JOURNAL,
+        f"a commit journal this registry did not write ({reason}); nothing was replayed or changed",
+        f"if the folder was copied, cloned or downloaded, delete {JOURNAL} (it is no part of the content) "
+        "and run the command again",
+    )
 
 
 def _journal_body(plan: dict[str, Any]) -> bytes:
@@ -178,7 +185,8 @@ def _staged_name(rel: object) -> bool:
 
 
 def _inside(rel: object) -> bool:
-    """Whether ``rel`` is a plain relative path inside the registry, outside the tool's own journal, lock and staging."""
+    """Whether ``rel`` is a plain relative path inside the registry, outside the tool's own journal, lock and
+    staging."""
     if not isinstance(rel, str) or not rel:
         return False
     parts = PurePosixPath(rel).parts
@@ -436,9 +444,10 @@ class Transaction:
         rel = self._relative
         plan = {
             "registry": _identity_of_private(self.root),
-            "dirs": [rel(d) for d in self._dirs], "renames": [[rel(source), rel(target)] for source, target in renames],
+            "dirs": [rel(d) for d in self._dirs],
+            "renames": [[rel(source), rel(target)] for source, target in renames],
             "removals": [[rel(public), rel(trash), identity] for public, trash, identity in removals],
-        }  # fmt: skip
+        }
         atomic_write(
             private / JOURNAL_NAME,
             json.dumps({"plan": plan, "seal": seal(JOURNAL_PURPOSE, _journal_body(plan))}).encode(),

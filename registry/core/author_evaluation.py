@@ -342,7 +342,8 @@ def parse_author_evaluation(data: Any, rel: str) -> AuthorEvaluation:
                 "evaluation.no-metrics",
                 rel,
                 "holds no result: no metrics (or results, scores), nor benchmarks with metrics",
-                f'write each result under "metrics" ({{"name": {{"value": …, "initialization": …, "definition": …, "count": …}}}}) in {rel} ({FORMAT_HELP})',
+                f'write each result under "metrics" ({{"name": {{"value": …, "initialization": …, '
+                f'"definition": …, "count": …}}}}) in {rel} ({FORMAT_HELP})',
             )
         )
     if r.problems:
@@ -417,7 +418,8 @@ def author_evaluation_problems(root: Path, index: Index, placed: set[str]) -> It
             "layout.undeclared-evaluation",
             rel,
             "an evaluation.json that no entry in index.json declares as its author's evaluation",
-            "list it with `registry sums`, then declare it: registry describe <the weight beside it> --author-evaluation; or move it into docs/",
+            "list it with `registry sums`, then declare it: registry describe <the weight beside it> "
+            "--author-evaluation; or move it into docs/",
         )
     for rel in sorted(declared):
         path = root / rel
@@ -426,7 +428,8 @@ def author_evaluation_problems(root: Path, index: Index, placed: set[str]) -> It
                 "evaluation.author-missing",
                 rel,
                 "declared in index.json as an author's evaluation, but not in the folder",
-                f"restore the author's file (git checkout -- {rel}), or drop it: registry describe <its weight> --no-author-evaluation",
+                f"restore the author's file (git checkout -- {rel}), or drop it: registry describe <its "
+                "weight> --no-author-evaluation",
             )
             continue
         try:

@@ -115,7 +115,10 @@ def baseline_problem(holder: str, candidates: list[Score] | None, score: Score) 
     return None
 
 
-BASELINE_FIX = "record the baseline's result first with the same --setup, --date and --backend (registry score --base … [--reference NAME]), or add --footnote saying why an indicative comparison is enough"
+BASELINE_FIX = (
+    "record the baseline's result first with the same --setup, --date and --backend (registry score --base … "
+    "[--reference NAME]), or add --footnote saying why an indicative comparison is enough"
+)
 
 
 def _baseline(scored: dict[tuple[str, str], list[Score]], base: str, score: Score) -> EvalBaseline | None:
@@ -143,7 +146,7 @@ def evaluation(index: Index) -> Evaluation:
             baseline=_baseline(scored, subject.base, score),
             notes=score.notes,
             footnote=score.footnote,
-        )  # fmt: skip
+        )
         for subject, scores in listed
         for score in _by_benchmark(scores)
     ]

@@ -25,10 +25,16 @@ def lfs_line(suffix: str) -> str:
 
 def _fix(rel: str) -> str:
     suffix = next((s for s in LFS_SUFFIXES if rel.endswith(s)), "." + rel.rsplit(".", 1)[-1])
-    return f"add the line `{lfs_line(suffix)}` to {NAME} after every line that changes `filter` for it, then run `registry sums`"
+    return (
+        f"add the line `{lfs_line(suffix)}` to {NAME} after every line that changes `filter` for it, then run "
+        "`registry sums`"
+    )
 
 
-MISSING_FIX = f"write {NAME} with the lines `registry init` writes ({'; '.join(f'`{lfs_line(s)}`' for s in LFS_SUFFIXES)}), then run `registry sums`"
+MISSING_FIX = (
+    f"write {NAME} with the lines `registry init` writes "
+    f"({'; '.join(f'`{lfs_line(s)}`' for s in LFS_SUFFIXES)}), then run `registry sums`"
+)
 
 
 @dataclass(frozen=True)

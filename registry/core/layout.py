@@ -30,7 +30,10 @@ from .names import (
     WEIGHT_SUFFIXES,
 )
 
-ROOT_FIX = "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: move documents into docs/, delete anything else"
+ROOT_FIX = (
+    "only index.json, README.md, evaluation.json, LICENSE, NOTICE, CITATION.cff and docs/ belong at the root: "
+    "move documents into docs/, delete anything else"
+)
 
 
 def is_excluded(rel: str) -> bool:

@@ -46,7 +46,7 @@ _POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux only; elsewhere pages faul
 
 
 def _address(buffer: ByteBuffer) -> int:
-    import numpy as np  # ctypes alone cannot take the address of a read-only buffer; only convert needs it
+    import numpy as np  # ctypes alone cannot take the address of a read-only buffer; only convert needs it  # noqa: PLC0415 optional dependency: numpy
 
     return np.frombuffer(buffer, np.uint8).ctypes.data
 

@@ -37,7 +37,10 @@ Language = Literal["zh", "en"]
 # Who may see a repo on the Hub: anyone; its owners only; or anyone whose access request is
 # approved (automatically, or by the owners by hand), as `publish --private / --gated` creates it.
 Access = Literal["public", "private", "gated-auto", "gated-manual"]
-ACCESS_DESCRIPTION = "Who may see the repo, as publish made it: public, private (its owners), gated-auto / gated-manual (anyone whose access request is approved automatically / by the owners); null: not set by publish"
+ACCESS_DESCRIPTION = (
+    "Who may see the repo, as publish made it: public, private (its owners), gated-auto / gated-manual (anyone "
+    "whose access request is approved automatically / by the owners); null: not set by publish"
+)
 BILINGUAL: tuple[Language, ...] = ("zh", "en")  # the card's default languages
 ASSISTANT_TURN = "Assistant:"
 
@@ -363,7 +366,8 @@ class Entry(_Strict):
     training: list[TrainingStage] = Field(default_factory=list)
     evaluation: str | None = Field(
         default=None,
-        description="The author's evaluation.json about this weight, kept byte for byte: beside it, in its data-version folder, or at the root for a root entry (read for the card, never rewritten)",
+        description="The author's evaluation.json about this weight, kept byte for byte: beside it, in its "
+        "data-version folder, or at the root for a root entry (read for the card, never rewritten)",
     )
 
     @field_validator("path")
@@ -382,7 +386,8 @@ class HfExport(_Strict):
     State, its initial recurrent state in fla's layout."""
 
     path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(
-        description="The folder: <base>/hf for a base, hf/ beside a full entry or a MiSS adapter, hf/<state-stem> beside a State"
+        description="The folder: <base>/hf for a base, hf/ beside a full entry or a MiSS adapter, hf/<state-stem> "
+        "beside a State"
     )
     source: str = Field(description="The full entry's path, or the base's name")
     source_sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="The .pth the folder was exported from")
@@ -471,7 +476,9 @@ class RegistryInfo(_Strict):
     )
     front_matter: dict[str, Any] = Field(
         default_factory=dict,
-        description="The author's own card metadata (a hand-written README's front matter, as written): every key stays in the card's; the author's values stand, lists the registry writes are merged in; model-index and base_model_relation are the registry's",
+        description="The author's own card metadata (a hand-written README's front matter, as written): every key "
+        "stays in the card's; the author's values stand, lists the registry writes are merged in; model-index and "
+        "base_model_relation are the registry's",
     )
 
     @field_validator("languages")
@@ -509,7 +516,8 @@ class Index(_Strict):
     rewrites: list[Rewrite] = Field(default_factory=list)
     kept_facts: dict[str, Any] = Field(
         default_factory=dict,
-        description="What a hand-written index.json stated that no field above holds, by its JSON path there, as written (registry adopt): published with the registry and shown on the card",
+        description="What a hand-written index.json stated that no field above holds, by its JSON path there, as "
+        "written (registry adopt): published with the registry and shown on the card",
     )
 
     def base_by_name(self, name: str) -> Base | None:
@@ -540,7 +548,8 @@ class Trainer(_Strict):
     package: str | None = Field(default=None, description="What ships the trainer, e.g. rwkv_lightning_cuda")
     requires: str | None = Field(
         default=None,
-        description="What any build used to retrain must have, e.g. the segments mask (commit 47df608): v1.8.1 or later",
+        description="What any build used to retrain must have, e.g. the segments mask (commit 47df608): "
+        "v1.8.1 or later",
     )
 
 
@@ -587,7 +596,10 @@ def path_problem(path: str) -> str | None:
         return f"path {path!r} contains a control character (newline?)"
     invisible = invisible_character(path)
     if invisible:
-        return f"path {path!r} contains {invisible}, a bidi control or zero-width character that makes it read as another name"
+        return (
+            f"path {path!r} contains {invisible}, a bidi control or zero-width character that makes it read as "
+            "another name"
+        )
     if path.startswith("/"):
         return f"path {path!r} is absolute"
     parts = path.split("/")

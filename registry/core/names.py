@@ -66,7 +66,8 @@ CONFIG_NAME = "config.json"
 GENERATION_CONFIG_NAME = "generation_config.json"
 TOKENIZER_NAME = "tokenizer.json"
 TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
-VOCAB_NAME = "rwkv_vocab_v20230424.txt"  # the world vocabulary's file (the rwkv package's): llama.cpp's converter reads it from the folder
+# the world vocabulary's file (the rwkv package's): llama.cpp's converter reads it from the folder
+VOCAB_NAME = "rwkv_vocab_v20230424.txt"
 ADAPTER_CONFIG_NAME = "adapter_config.json"  # a MiSS adapter's PEFT folder
 ADAPTER_WEIGHTS_NAME = "adapter_model.safetensors"
 STATE_WEIGHTS_NAME = "initial_state.safetensors"  # a State's initial recurrent state in fla's layout

@@ -32,7 +32,8 @@ GITATTRIBUTES = "".join(f"{lfs_line(suffix)}\n" for suffix in LFS_SUFFIXES)
 
 
 def render_index(index: BaseModel) -> bytes:
-    """Deterministic bytes for index.json (a model registry's or a dataset registry's): stable key order, 2-space indent, UTF-8, final LF, finite numbers only."""
+    """Deterministic bytes for index.json (a model registry's or a dataset registry's): stable key order, 2-space
+    indent, UTF-8, final LF, finite numbers only."""
     data = index.model_dump(mode="json")
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
@@ -181,7 +182,8 @@ def no_registry(root: Path) -> NoRegistry:
         "layout.no-index",
         root / INDEX_NAME,
         "index.json is missing here and in every folder above",
-        f"to bring in the files already here run `registry adopt {root}` (or `registry init {root}` when it holds only README.md, LICENSE and git files)",
+        f"to bring in the files already here run `registry adopt {root}` (or `registry init {root}` when it "
+        "holds only README.md, LICENSE and git files)",
     )
 
 

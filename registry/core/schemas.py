@@ -1,7 +1,8 @@
 """Reading JSON files strictly, and validation against the checked-in JSON Schemas that names the JSON path.
 
 The schemas are checked in under ``schemas/`` so a registry can be validated by any JSON Schema
-tool (:mod:`registry.index.schema_files` writes them; a test regenerates them and fails on drift).  Files on disk are checked with jsonschema
+tool (:mod:`registry.index.schema_files` writes them; a test regenerates them and fails on drift).  Files on disk are
+checked with jsonschema
 first, because its errors carry the JSON path (``$.entries[2].data.sha256``) a user can act on.
 """
 
@@ -234,7 +235,8 @@ def load_model(path: Path, model: type[M], display: str | None = None) -> M:
 
 
 def build(model: type[M], data: Mapping[str, Any], options: Mapping[str, str]) -> M:
-    """``model`` from ``data``, or a refusal naming the option (``options``: field -> option) that holds the bad value."""
+    """``model`` from ``data``, or a refusal naming the option (``options``: field -> option) that holds the bad
+    value."""
     try:
         return model.model_validate(dict(data))
     except ValidationError as exc:

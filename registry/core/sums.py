@@ -69,10 +69,19 @@ def sums_problems(listed: Mapping[str, str], actual: Mapping[str, str]) -> list[
         for rel in sorted(set(actual) - set(listed))
     ]
     problems += [
-        Problem("sums.excluded-file", rel, "listed in SHA256SUMS, but the registry never checks nor publishes this file (git's, the hooks' or the tool's own)", "run `registry sums` to drop its line")
-        if is_excluded(rel) else Problem("sums.missing-file", rel, "listed in SHA256SUMS but not on disk", "restore the file or run `registry sums`")
+        Problem(
+            "sums.excluded-file",
+            rel,
+            "listed in SHA256SUMS, but the registry never checks nor publishes this file (git's, the hooks' "
+            "or the tool's own)",
+            "run `registry sums` to drop its line",
+        )
+        if is_excluded(rel)
+        else Problem(
+            "sums.missing-file", rel, "listed in SHA256SUMS but not on disk", "restore the file or run `registry sums`"
+        )
         for rel in sorted(set(listed) - set(actual))
-    ]  # fmt: skip
+    ]
     problems += [
         Problem(
             "sums.mismatch",

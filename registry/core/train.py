@@ -345,8 +345,9 @@ def parse_train(data: Any, rel: str) -> TrainFacts:
                 "train.no-data",
                 rel,
                 "names no training data: no data.sha256 (or data_sha256), nor a dataset repo with its revision",
-                f'add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {rel}, or "data": {{"repo": "<dataset repo id>", "revision": "<its commit>"}}',
-            )  # fmt: skip
+                f'add "data": {{"sha256": "<sha256sum of the file the trainer read>"}} to {rel}, or "data": '
+                f'{{"repo": "<dataset repo id>", "revision": "<its commit>"}}',
+            )
         )
     if r.problems:
         raise RegistryError.of(r.problems)
@@ -368,7 +369,8 @@ def train_problems(train: TrainFacts, rel: str, base: Base, version: str) -> lis
                 Problem(
                     "train.base-mismatch",
                     rel,
-                    f"{claim.field} names base sha256 {claim.sha256[:12]}… but this folder's base {base.name} is {base.sha256[:12]}…",
+                    f"{claim.field} names base sha256 {claim.sha256[:12]}… but this folder's "
+                    f"base {base.name} is {base.sha256[:12]}…",
                     f"move the weights to the folder of the base they were trained on, or correct {claim.field}",
                 )
             )

@@ -106,7 +106,7 @@ def _body(content: Any) -> bytes:
 def read_sealed(path: Path, purpose: str, max_bytes: int = 256 << 20) -> Any | None:
     """What the tool saved at ``path`` with :func:`save_sealed`; None when there is nothing, or
     anything it cannot vouch for (not a regular file, not JSON, no seal of this user's)."""
-    from .schemas import parse_json, read_bounded  # the strict reader, loaded only when a cache is read
+    from .schemas import parse_json, read_bounded  # the strict reader, loaded only when a cache is read  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     try:
         data = parse_json(read_bounded(path, max_bytes, str(path)), str(path))

@@ -35,17 +35,21 @@ class Validation:
         lines = []
         if self.pointers:
             lines.append(
-                f"pointer mode: {len(self.pointers)} file(s) are Git LFS pointers, checked by oid and size against SHA256SUMS and index.json;"
+                f"pointer mode: {len(self.pointers)} file(s) are Git LFS pointers, checked by oid and size "
+                "against SHA256SUMS and index.json;"
                 f" skipped: {'; '.join(self.skipped)} (--require-bytes refuses pointers)"
-            )  # fmt: skip
+            )
         if self.signature == "consistency":
             lines.append(
-                "model.sig: consistency checked (it parses, signs exactly SHA256SUMS's files and sha256s, by the signer index.json records);"
-                " not authorship: run `registry validate --public-key SIGNER.pub` or `model_signing verify key . --signature model.sig --public_key SIGNER.pub`"
-            )  # fmt: skip
+                "model.sig: consistency checked (it parses, signs exactly SHA256SUMS's files and sha256s, by "
+                "the signer index.json records);"
+                " not authorship: run `registry validate --public-key SIGNER.pub` or `model_signing verify "
+                "key . --signature model.sig --public_key SIGNER.pub`"
+            )
         elif self.signature == "public-key":
             lines.append(
-                "model.sig: verified with the public key (authorship), and consistent with SHA256SUMS and the signer index.json records"
+                "model.sig: verified with the public key (authorship), and consistent with SHA256SUMS and "
+                "the signer index.json records"
             )
         return lines
 

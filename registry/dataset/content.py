@@ -85,12 +85,13 @@ class WorldTokenizer:
 def world_tokenizer(vocabulary: str) -> WorldTokenizer | Problem:
     """The tokenizer of ``vocabulary`` (a file the rwkv package ships), or why there is none."""
     try:
-        from rwkv import rwkv_tokenizer  # the torch extra's package; its tokenizer imports nothing heavy
+        from rwkv import rwkv_tokenizer  # the torch extra's package; its tokenizer imports nothing heavy  # noqa: PLC0415 optional dependency: rwkv
     except ImportError:
         return Problem(
             "content.no-tokenizer",
             vocabulary,
-            "the token checks (context, manifest token counts, segment boundaries) need the rwkv package's World tokenizer, which is not installed; they were not run",
+            "the token checks (context, manifest token counts, segment boundaries) need the rwkv package's "
+            "World tokenizer, which is not installed; they were not run",
             NEEDS_TORCH_EXTRA,
         )
     name = vocabulary if vocabulary.endswith(".txt") else f"{vocabulary}.txt"
@@ -121,9 +122,12 @@ class TokenStats:
     def from_json(cls, data: Any) -> TokenStats | None:
         try:
             stats = cls(
-                histogram={int(k): int(v) for k, v in data["histogram"].items()}, over=[[int(a), int(b)] for a, b in data["over"]],
-                over_total=int(data["over_total"]), splits=[[int(a), int(b)] for a, b in data["splits"]], splits_total=int(data["splits_total"]),
-            )  # fmt: skip
+                histogram={int(k): int(v) for k, v in data["histogram"].items()},
+                over=[[int(a), int(b)] for a, b in data["over"]],
+                over_total=int(data["over_total"]),
+                splits=[[int(a), int(b)] for a, b in data["splits"]],
+                splits_total=int(data["splits_total"]),
+            )
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return stats
@@ -244,7 +248,8 @@ class VersionContent:
                     "content.no-stop",
                     number,
                     f"the text does not end with the stop text {stop!r} (it ends {text[-24:]!r})",
-                    "render the row ending in its profile's stop text, or state the text the rows end with (--stop-text)",
+                    "render the row ending in its profile's stop text, or state the text the rows end with "
+                    "(--stop-text)",
                 )
             if tokenizer is not None and stats is not None:
                 tokens, bad = tokenizer.count(text, pieces)
@@ -273,9 +278,12 @@ class VersionContent:
             belongs = "validation" if residue == remainder else "train"
             if belongs != split:
                 report.add(
-                    "content.split-rule", number, f"meta.{key} {family[:60]!r} hashes to {residue} mod {modulus}: by the split rule {self.version.split_rule} the row belongs to {belongs}",
+                    "content.split-rule",
+                    number,
+                    f"meta.{key} {family[:60]!r} hashes to {residue} mod {modulus}: by the split "
+                    f"rule {self.version.split_rule} the row belongs to {belongs}",
                     "state the rule the split was made by (--split-rule), or split the rows again by it",
-                )  # fmt: skip
+                )
 
     def manifest_problems(self, split: str, manifest: Any, display: str) -> list[Problem]:
         """A split manifest's ``max_tokens`` and ``token_quantiles`` against the rows' token counts."""
@@ -292,7 +300,10 @@ class VersionContent:
                 for name, value in sorted(quantiles.items())
                 if re.fullmatch(QUANTILE, name)
             ]
-        fix = "write the manifest from the rows' token counts (nearest-rank quantiles, the rwkv World tokenizer), or restore the rows"
+        fix = (
+            "write the manifest from the rows' token counts (nearest-rank quantiles, the rwkv World tokenizer), "
+            "or restore the rows"
+        )
         return [
             Problem(
                 "content.manifest-tokens",
@@ -326,9 +337,11 @@ class VersionContent:
                 Problem(
                     "content.segment-splits-token",
                     f"{display}:{line}",
-                    f"the loss-span boundary at character {offset} falls inside a token: the segments tokenize differently one by one than the whole text ({version.vocabulary})",
-                    "move the boundary to a token boundary (render the row again), or state the vocabulary the rows were checked against (--vocab)",
-                )  # fmt: skip
+                    f"the loss-span boundary at character {offset} falls inside a token: the segments "
+                    f"tokenize differently one by one than the whole text ({version.vocabulary})",
+                    "move the boundary to a token boundary (render the row again), or state the vocabulary "
+                    "the rows were checked against (--vocab)",
+                )
                 for line, offset in stats.splits
             ]
             problems += _with_rest(over, stats.over_total - len(over), "row(s) over the context")
@@ -337,16 +350,26 @@ class VersionContent:
         shared = sorted(set(train) & set(validation))
         if shared:
             family = shared[0]
-            problems.append(Problem(
-                "content.family-in-both-splits", f"{version.version}/{SPLIT_PARENT}",
-                f"{len(shared)} famil{'y has' if len(shared) == 1 else 'ies have'} rows in both splits, e.g. meta.{version.family_key} {family[:60]!r} (train line {train[family]}, validation line {validation[family]})",
-                "split by family (every row of a family in one split), e.g. by the stated --split-rule",
-            ))  # fmt: skip
+            problems.append(
+                Problem(
+                    "content.family-in-both-splits",
+                    f"{version.version}/{SPLIT_PARENT}",
+                    f"{len(shared)} famil{'y has' if len(shared) == 1 else 'ies have'} rows in both splits, "
+                    f"e.g. meta.{version.family_key} {family[:60]!r} (train line {train[family]}, validation "
+                    f"line {validation[family]})",
+                    "split by family (every row of a family in one split), e.g. by the stated --split-rule",
+                )
+            )
         if version.flag_key is not None and version.flagged_rows is not None and self.flagged != version.flagged_rows:
-            problems.append(Problem(
-                "content.flag-count", version.version, f"{self.flagged} row(s) have meta.{version.flag_key} true but the version states {version.flagged_rows}",
-                f"pass --flagged-rows {self.flagged} (the card's known issues show the count), or restore the rows",
-            ))  # fmt: skip
+            problems.append(
+                Problem(
+                    "content.flag-count",
+                    version.version,
+                    f"{self.flagged} row(s) have meta.{version.flag_key} true but the version "
+                    f"states {version.flagged_rows}",
+                    f"pass --flagged-rows {self.flagged} (the card's known issues show the count), or restore the rows",
+                )
+            )
         return problems
 
     def remember(self) -> None:

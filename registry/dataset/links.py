@@ -42,7 +42,7 @@ def trained_weights(models: Index, dataset: DatasetIndex) -> list[TrainedWeight]
             data_version=e.data.version,
             data_sha256=e.data.sha256,
             recommended=e.recommended,
-        )  # fmt: skip
+        )
         for e in models.entries
         if e.derived_from is None and e.data.sha256 in versions and _cites(e.data.dataset_repo, dataset.dataset.repo_id)
     ]
@@ -60,16 +60,24 @@ def pairing_problems(entry: Entry, models: Index, version: DataVersion, file: st
     data = f"data {version.version}"
     if base is not None and base.vocab and _vocabulary(base.vocab) != _vocabulary(version.vocabulary):
         yield Problem(
-            "link.vocabulary-mismatch", file, f"{entry.path}'s base {base.name} uses vocabulary {base.vocab}, but {data} was checked against {version.vocabulary}",
-            "train on data checked against the base's vocabulary (a new vocabulary is a new data version), or correct the base's vocab",
-        )  # fmt: skip
+            "link.vocabulary-mismatch",
+            file,
+            f"{entry.path}'s base {base.name} uses vocabulary {base.vocab}, but {data} was checked "
+            f"against {version.vocabulary}",
+            "train on data checked against the base's vocabulary (a new vocabulary is a new data version), "
+            "or correct the base's vocab",
+        )
     profile = entry.serving.profile if entry.serving else None
     known = PROFILES.get(profile or "")
     if known is not None and known.thinking != version.thinking:
         yield Problem(
-            "link.thinking-mismatch", file, f"{entry.path} is served with profile {profile} (thinking={known.thinking}), but {data} was rendered with thinking={version.thinking} ({version.profile or 'no profile stated'})",
-            "serve the weight with the profile its data was rendered in (seed 001: MiSS 必须用 g1k-think), or correct serving.profile",
-        )  # fmt: skip
+            "link.thinking-mismatch",
+            file,
+            f"{entry.path} is served with profile {profile} (thinking={known.thinking}), but {data} was "
+            f"rendered with thinking={version.thinking} ({version.profile or 'no profile stated'})",
+            "serve the weight with the profile its data was rendered in (seed 001: MiSS 必须用 g1k-think), "
+            "or correct serving.profile",
+        )
     elif profile and known is None and version.profile and profile != version.profile:
         yield Problem(
             "link.thinking-mismatch",
@@ -80,9 +88,12 @@ def pairing_problems(entry: Entry, models: Index, version: DataVersion, file: st
     stops = entry.stop.texts if entry.stop else []
     if stops and version.stop and version.stop not in stops:
         yield Problem(
-            "link.stop-mismatch", file, f"{entry.path} stops at {', '.join(repr(t) for t in stops)}, but every row of {data} ends with {version.stop!r}, the text it learned to stop at",
+            "link.stop-mismatch",
+            file,
+            f"{entry.path} stops at {', '.join(repr(t) for t in stops)}, but every row of {data} ends "
+            f"with {version.stop!r}, the text it learned to stop at",
             f"add {version.stop!r} to the entry's stop texts, or train on data ending in its stop text",
-        )  # fmt: skip
+        )
 
 
 def citing_problems(
@@ -106,9 +117,13 @@ def citing_problems(
         data = entry.data
         if data.sha256 is None:  # seed 000: a dataset repo and a revision, no file hash
             yield Problem(
-                "link.no-data-sha256", entry.path, f"names its data by {data.dataset_repo} at revision {data.dataset_revision}, with no file sha256, so it cannot be matched to a version of {where} by hash",
-                "to check it by its bytes, record the sha256 of the file the trainer read (train.json's data.sha256 and the entry's); until then this link is checked by hand",
-            )  # fmt: skip
+                "link.no-data-sha256",
+                entry.path,
+                f"names its data by {data.dataset_repo} at revision {data.dataset_revision}, with no file "
+                f"sha256, so it cannot be matched to a version of {where} by hash",
+                "to check it by its bytes, record the sha256 of the file the trainer read (train.json's "
+                "data.sha256 and the entry's); until then this link is checked by hand",
+            )
             continue
         version = versions.get(data.sha256)
         if version is None:
@@ -116,21 +131,25 @@ def citing_problems(
                 "link.data-not-in-dataset",
                 entry.path,
                 f"was trained on data {data.version} sha256 {data.sha256[:12]}…, which is no version of {where}",
-                "record the data sha256 the trainer really read (train.json), or add that version to the dataset registry",
+                "record the data sha256 the trainer really read (train.json), or add that version to the "
+                "dataset registry",
             )
         elif version.version != data.version:
             yield Problem(
                 "link.version-mismatch",
                 entry.path,
-                f"says data version {data.version}, but sha256 {data.sha256[:12]}… is version {version.version} of {where}",
+                f"says data version {data.version}, but sha256 {data.sha256[:12]}… is "
+                f"version {version.version} of {where}",
                 f"record data version {version.version}",
             )
         elif (found := now(version)) is not None and found != data.sha256:
             yield Problem(
-                "link.data-changed", f"{where}/{version.version}/{version.trained_file.path}",
-                f"the file {entry.path} was trained on now has sha256 {found[:12]}…, not the {data.sha256[:12]}… the weight cites",
+                "link.data-changed",
+                f"{where}/{version.version}/{version.trained_file.path}",
+                f"the file {entry.path} was trained on now has sha256 {found[:12]}…, not "
+                f"the {data.sha256[:12]}… the weight cites",
                 "restore the file the weights were trained on (changed data is a new version, with new weights)",
-            )  # fmt: skip
+            )
         else:
             yield from pairing_problems(entry, models, version, entry.path)
 
@@ -160,7 +179,8 @@ def listed_problems(dataset: DatasetIndex, source: ModelSource, models: Index, w
             yield Problem(
                 "link.weight-cites-other",
                 INDEX_NAME,
-                f"lists {weight.path} as trained on {weight.data_version}, but in {where} it cites data {entry.data.identity}",
+                f"lists {weight.path} as trained on {weight.data_version}, but in {where} it cites "
+                f"data {entry.data.identity}",
                 RELINK,
             )
         elif (version := versions.get(weight.data_sha256)) is not None:

@@ -109,7 +109,8 @@ class DataVersion(_Strict):
     vocabulary: str = Field(
         pattern=VOCABULARY_FILE,
         max_length=200,
-        description="The vocabulary the rows were checked against, e.g. rwkv_vocab_v20230424.txt: the rwkv package's file of that name tokenizes them",
+        description="The vocabulary the rows were checked against, e.g. rwkv_vocab_v20230424.txt: the rwkv package's "
+        "file of that name tokenizes them",
     )
     stop_text: str | None = Field(
         default=None,
@@ -214,7 +215,9 @@ class DatasetInfo(_Strict):
     attribution: Localized = Field(default_factory=Localized)
     front_matter: dict[str, Any] = Field(
         default_factory=dict,
-        description="The author's own card metadata (a hand-written README's front matter, as written): every key stays in the card's; the author's values stand, lists the registry writes are merged in; size_categories and configs are the registry's",
+        description="The author's own card metadata (a hand-written README's front matter, as written): every key "
+        "stays in the card's; the author's values stand, lists the registry writes are merged in; size_categories "
+        "and configs are the registry's",
     )
 
 

@@ -7,7 +7,8 @@
 * train: ``{"text"}``.
 
 Each row gets two digests: of its text (UTF-8), and of its segments (that text digest and the
-length and train flag of every piece: the pieces are the text cut there).  A segments or train file carries the same rows as rows.jsonl when the multisets
+length and train flag of every piece: the pieces are the text cut there).  A segments or train file carries the same
+rows as rows.jsonl when the multisets
 of digests are equal, whatever its order (a shuffled file included).  Memory is bounded by the
 number of rows (one 16-byte digest and a counter per distinct row), never by the file's size; a
 line longer than :data:`MAX_LINE_BYTES` is refused before it is parsed.
@@ -86,7 +87,8 @@ def check_spans(text: str, spans: Any) -> list[tuple[int, int]]:
             previous = checked[-1]
             relation = "overlaps" if start >= previous[0] else "comes before"
             raise RowError(
-                f"loss span #{number} [{start}, {end}] {relation} the span before it [{previous[0]}, {previous[1]}] (spans must be sorted and not overlap)"
+                f"loss span #{number} [{start}, {end}] {relation} the span before it "
+                f"[{previous[0]}, {previous[1]}] (spans must be sorted and not overlap)"
             )
         checked.append((start, end))
     return checked
@@ -203,7 +205,8 @@ class FileReport:
             *listed,
             replace(
                 last,
-                message=f"{last.message} (and {self.more} more problem(s) in this file after it: fix the ones listed, then validate again)",
+                message=f"{last.message} (and {self.more} more problem(s) in this file after it: fix the ones "
+                "listed, then validate again)",
             ),
         ]
 

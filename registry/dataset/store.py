@@ -52,7 +52,8 @@ def index_problems(index: DatasetIndex) -> Iterator[Problem]:
                 yield Problem(
                     "link.unknown-data",
                     INDEX_NAME,
-                    f"weight {weight.path} cites data {weight.data_version} sha256 {weight.data_sha256[:12]}…, which is no version here",
+                    f"weight {weight.path} cites data {weight.data_version} "
+                    f"sha256 {weight.data_sha256[:12]}…, which is no version here",
                     "run `registry dataset link` again",
                 )
 
@@ -82,13 +83,13 @@ def stage_derived(
 
 
 def render_card(index: DatasetIndex, existing: str | None) -> str:
-    from .card import render_dataset_card  # the card imports the Jinja2 machinery
+    from .card import render_dataset_card  # the card imports the Jinja2 machinery  # noqa: PLC0415 start-up: light commands import no jinja2 (test_light_commands)
 
     return render_dataset_card(index, existing)
 
 
 def current_card(repo: Repo) -> str | None:
-    from ..card.render import decode_card
+    from ..card.render import decode_card  # noqa: PLC0415 start-up: light commands import no jinja2 (test_light_commands)
 
     path = repo.card_path
     if not (path.is_file() or path.is_symlink()):

@@ -187,7 +187,8 @@ def build_version(folder: Path, spec: VersionSpec) -> BuiltVersion:
     }
     (folder / FINAL_STATS).write_text(json.dumps(stats, indent=2) + "\n")
     (folder / "pack.log").write_text(
-        f"packed {spec.train_rows} train / {spec.validation_rows} validation rows; dropped {spec.dropped_rows * 2} over 8128 tokens\n"
+        f"packed {spec.train_rows} train / {spec.validation_rows} validation rows; "
+        f"dropped {spec.dropped_rows * 2} over 8128 tokens\n"
     )
     (folder / f"{spec.version}-segcheck.log").write_text(
         "tokenizer round-trip: rwkv_vocab_v20230424.txt, 0 mismatches\n"

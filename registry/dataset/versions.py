@@ -2,7 +2,8 @@
 
 Row counts, the trained file's sha256 and size, the wire format of every row, the thinking mode
 against the wire canonical, what the rows hold against the version's facts (:mod:`.content`: stop
-text, token counts, segment boundaries, families and the split rule, flagged rows), ``release-manifest.json``'s hashes against the files, each split's
+text, token counts, segment boundaries, families and the split rule, flagged rows), ``release-manifest.json``'s hashes
+against the files, each split's
 ``manifest.json`` and ``final-stats.json`` where they state a count or a wire hash, and the three
 forms of every split (:mod:`.rows`).  The files are read through ``locate`` (the version folder,
 or the staged copies while ``registry dataset add`` is adding them), so what is checked is what
@@ -214,7 +215,8 @@ def version_problems(
             Problem(
                 "version.trained-sha-mismatch",
                 f"{name}/{trained.path}",
-                f"sha256 is {actual[:12]}… but index.json says the trainer read {trained.sha256[:12]}… (weights cite that hash)",
+                f"sha256 is {actual[:12]}… but index.json says the trainer read {trained.sha256[:12]}… "
+                "(weights cite that hash)",
                 "restore the file the weights were trained on; changed data is a new version",
             )
         )
@@ -250,11 +252,26 @@ def version_problems(
 
 
 OPTIONS = {
-    "version": "--version", "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher",
-    "trained_file": "--trained-file/--trained-sha256", "train_rows": "--train-rows", "validation_rows": "--validation-rows",
-    "wire": "--wire-canonical/--wire-hash", "vocabulary": "--vocab", "summary": "--summary", "composition": "--composition", "known_issues": "--known-issue",
-    "stop_text": "--stop-text", "context": "--context", "family_key": "--family-key", "split_rule": "--split-rule", "flag_key": "--flag-key", "flagged_rows": "--flagged-rows",
-}  # fmt: skip
+    "version": "--version",
+    "date": "--date",
+    "thinking": "--thinking",
+    "profile": "--profile",
+    "teachers": "--teacher",
+    "trained_file": "--trained-file/--trained-sha256",
+    "train_rows": "--train-rows",
+    "validation_rows": "--validation-rows",
+    "wire": "--wire-canonical/--wire-hash",
+    "vocabulary": "--vocab",
+    "summary": "--summary",
+    "composition": "--composition",
+    "known_issues": "--known-issue",
+    "stop_text": "--stop-text",
+    "context": "--context",
+    "family_key": "--family-key",
+    "split_rule": "--split-rule",
+    "flag_key": "--flag-key",
+    "flagged_rows": "--flagged-rows",
+}
 
 
 def _rule_key(rule: str | None) -> str | None:
@@ -263,18 +280,33 @@ def _rule_key(rule: str | None) -> str | None:
 
 
 def version_of(facts: Mapping[str, Any], sizes: Mapping[str, int]) -> DataVersion:
-    """The version ``facts`` state (:class:`registry.ops.dataset_add.VersionRequest`'s fields by name; those left out are
-    not stated), with the trained file's size; a bad value is refused naming its option."""
+    """The version ``facts`` state (:class:`registry.ops.dataset_add.VersionRequest`'s fields by name; those left out
+    are not stated), with the trained file's size; a bad value is refused naming its option."""
     get = facts.get
     profile, trained = get("profile"), get("trained_file")
     data = {
-        "version": get("version"), "date": get("date"), "thinking": get("thinking"), "profile": profile, "teachers": get("teachers"),
-        "trained_file": {"path": trained, "sha256": str(get("trained_sha256") or "").lower(), "size": sizes.get(trained or "", 0)},
-        "train_rows": get("train_rows"), "validation_rows": get("validation_rows"),
-        "wire": {"canonical": get("wire_canonical"), "hash": str(get("wire_hash") or "").lower()}, "vocabulary": get("vocabulary"),
-        "summary": get("summary") or Localized(), "composition": get("composition") or Localized(), "known_issues": get("known_issues") or Localized(),
-        "stop_text": get("stop_text") or (PROFILES[profile].stop_text if profile in PROFILES else None), "context": get("context"),
-        "family_key": get("family_key") or _rule_key(get("split_rule")), "split_rule": get("split_rule"),
-        "flag_key": get("flag_key"), "flagged_rows": get("flagged_rows"),
-    }  # fmt: skip
+        "version": get("version"),
+        "date": get("date"),
+        "thinking": get("thinking"),
+        "profile": profile,
+        "teachers": get("teachers"),
+        "trained_file": {
+            "path": trained,
+            "sha256": str(get("trained_sha256") or "").lower(),
+            "size": sizes.get(trained or "", 0),
+        },
+        "train_rows": get("train_rows"),
+        "validation_rows": get("validation_rows"),
+        "wire": {"canonical": get("wire_canonical"), "hash": str(get("wire_hash") or "").lower()},
+        "vocabulary": get("vocabulary"),
+        "summary": get("summary") or Localized(),
+        "composition": get("composition") or Localized(),
+        "known_issues": get("known_issues") or Localized(),
+        "stop_text": get("stop_text") or (PROFILES[profile].stop_text if profile in PROFILES else None),
+        "context": get("context"),
+        "family_key": get("family_key") or _rule_key(get("split_rule")),
+        "split_rule": get("split_rule"),
+        "flag_key": get("flag_key"),
+        "flagged_rows": get("flagged_rows"),
+    }
     return build(DataVersion, data, OPTIONS)

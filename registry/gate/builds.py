@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from importlib.metadata import version
 from typing import Any
 
 import torch
@@ -50,9 +51,14 @@ def environment(device: str) -> Environment:
             ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             driver = None
-    from importlib.metadata import version  # noqa: PLC0415
-
     return Environment(
-        device=device, gpu=gpu, driver=driver, torch=torch.__version__, cuda=torch.version.cuda, rwkv=version("rwkv"),
-        python=platform.python_version(), registry=__version__, kernel_source_hash=kernel_source_hash(),
-    )  # fmt: skip
+        device=device,
+        gpu=gpu,
+        driver=driver,
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        rwkv=version("rwkv"),
+        python=platform.python_version(),
+        registry=__version__,
+        kernel_source_hash=kernel_source_hash(),
+    )

@@ -207,7 +207,10 @@ def parity_check_of(our: Logits, official: Logits, reference: Logits, fp32_kerne
             "ours_vs_reference_max_scaled_err": bound,
             "ours_vs_reference_top5_overlap_min": TOPK_MIN_OVERLAP,
         }
-        detail = "cuda: our kernel fp32 vs torch recurrence fp32; our bf16 path vs the official rwkv cuda bf16 runtime, both against the fp32 reference"
+        detail = (
+            "cuda: our kernel fp32 vs torch recurrence fp32; our bf16 path vs the official rwkv cuda bf16 "
+            "runtime, both against the fp32 reference"
+        )
     return CheckResult(name="model-parity", passed=passed, figures=figures, thresholds=thresholds, detail=detail)
 
 
@@ -237,9 +240,13 @@ def check_decoding(
         figures[f"{name}_stop_probe"] = stops
         passed &= same and stops and STOP_TEXT not in first.text
     check = CheckResult(
-        name="greedy-decoding", passed=passed, figures=figures, thresholds={"max_new_tokens": DECODE_TOKENS},
-        detail="temperature 0; stops on token 0 or '\\n\\nUser:' (the probe makes the model's own first token a stop token)",
-    )  # fmt: skip
+        name="greedy-decoding",
+        passed=passed,
+        figures=figures,
+        thresholds={"max_new_tokens": DECODE_TOKENS},
+        detail="temperature 0; stops on token 0 or '\\n\\nUser:' (the probe makes the model's own first token a "
+        "stop token)",
+    )
     return check, tokens_made / seconds if seconds else 0.0
 
 

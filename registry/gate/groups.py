@@ -124,14 +124,17 @@ def base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) ->
     (weights, model), hashed = load_hashed(files, load)
     base_sha = hashed[0].sha256
     run.say(
-        f"  base sha256 {base_sha[:12]}… ({'known from the stat cache' if hashed[0].from_cache else 'hashed while loading'})"
+        f"  base sha256 {base_sha[:12]}… "
+        f"({'known from the stat cache' if hashed[0].from_cache else 'hashed while loading'})"
     )
     for entry in entries:
         if entry.base_sha256 != base_sha:
             raise RegistryError(
-                "gate.base-mismatch", base.path, f"sha256 is {base_sha} but {entry.path} was trained on base {entry.base_sha256}",
+                "gate.base-mismatch",
+                base.path,
+                f"sha256 is {base_sha} but {entry.path} was trained on base {entry.base_sha256}",
                 "pass the base file the entry was trained on (nothing was run)",
-            )  # fmt: skip
+            )
     _check_group_files(run, entries, hashed[1:])
     return Group(weights, model, base_view, entries, time.perf_counter() - start, is_mapped)
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
+from ..artifacts.rwkv7 import HEAD_SIZE  # the kernel's compile-time N
 from ..core.errors import RegistryError
 from ..core.hashing.digest import sha256, sha256_hex
 from ..core.resources import REINSTALL, kernel_dir, user_cache
 from .reference import check_wkv7_args, make_wkv7_inputs, relative_error, wkv7_reference
 
 KERNEL_SOURCES = ("wkv7_fwd.cu", "wkv7_binding.cpp")
-HEAD_SIZE = 64  # the kernel's compile-time N
 CACHE_ENV = "RWKV_REGISTRY_KERNEL_CACHE"
 BUILD_LOG = "build.log"
 CXX_FLAGS = ("-O3",)
@@ -152,7 +152,7 @@ def build_kernel(source_dir: Path | None = None, cache_root: Path | None = None)
     if _loaded is not None and _loaded.key == key:
         return replace(_loaded, cached=True, seconds=0.0)
 
-    from torch.utils.cpp_extension import load
+    from torch.utils.cpp_extension import load  # noqa: PLC0415 start-up: torch.utils.cpp_extension adds 0.5 s to torch's import (-X importtime); loaded only to build the kernel
 
     sources = _source_paths(source_dir)
     directory = Path(cache_root if cache_root is not None else default_cache_root()) / key

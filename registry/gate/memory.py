@@ -106,11 +106,14 @@ def refuse_unless_fits(plan: GpuPlan, paths: list[str]) -> None:
     if plan.fits:
         return
     raise RegistryError(
-        "gate.gpu-memory", ", ".join(paths),
-        f"gating needs {plan.need / GIB:.1f} GiB of GPU memory even with the weights held once and the reference streamed layer by layer "
-        f"({plan.weights / GIB:.1f} GiB of weights + {plan.working / GIB:.1f} GiB working set); {plan.card} has {plan.budget / GIB:.1f} GiB for it",
-        f"gate on a GPU with {plan.need / GIB:.1f} GiB free (or raise --max-gpu-memory if the card has it)", Exit.MACHINE,
-    )  # fmt: skip
+        "gate.gpu-memory",
+        ", ".join(paths),
+        f"gating needs {plan.need / GIB:.1f} GiB of GPU memory even with the weights held once and the reference "
+        f"streamed layer by layer ({plan.weights / GIB:.1f} GiB of weights + {plan.working / GIB:.1f} GiB working "
+        f"set); {plan.card} has {plan.budget / GIB:.1f} GiB for it",
+        f"gate on a GPU with {plan.need / GIB:.1f} GiB free (or raise --max-gpu-memory if the card has it)",
+        Exit.MACHINE,
+    )
 
 
 @contextmanager
@@ -122,6 +125,10 @@ def out_of_memory_named(paths: list[str], plan: GpuPlan | None) -> Iterator[None
         free, total = (x / GIB for x in torch.cuda.mem_get_info())
         need = f"about {plan.need / GIB:.1f} GiB" if plan else "more than it has"
         raise RegistryError(
-            "gate.out-of-memory", ", ".join(paths), f"the GPU ran out of memory; gating this model needs {need} (now free: {free:.1f} of {total:.1f} GiB)",
-            "stop other processes on the GPU or gate on a GPU with more memory (docs/gpu-gate.md: models larger than one GPU)", Exit.MACHINE,
-        ) from error  # fmt: skip
+            "gate.out-of-memory",
+            ", ".join(paths),
+            f"the GPU ran out of memory; gating this model needs {need} (now free: {free:.1f} of {total:.1f} GiB)",
+            "stop other processes on the GPU or gate on a GPU with more memory (docs/gpu-gate.md: models "
+            "larger than one GPU)",
+            Exit.MACHINE,
+        ) from error

@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
@@ -22,6 +23,7 @@ from unittest import mock
 
 import torch
 
+from ..artifacts.rwkv7 import state_key
 from ..core.errors import RegistryError
 
 # The loader stores these weights transposed (x @ W form).
@@ -64,15 +66,17 @@ def import_official(device: str) -> ModuleType:
     wanted_cuda = "1" if device == "cuda" else "0"
     if "rwkv.model" in sys.modules and os.environ.get("RWKV_CUDA_ON") != wanted_cuda:
         raise RegistryError(
-            "gate.official-runtime", "rwkv.model", f"the rwkv package was already imported with RWKV_CUDA_ON={os.environ.get('RWKV_CUDA_ON')}",
+            "gate.official-runtime",
+            "rwkv.model",
+            f"the rwkv package was already imported with RWKV_CUDA_ON={os.environ.get('RWKV_CUDA_ON')}",
             f"run the {device} gate in a fresh process",
-        )  # fmt: skip
+        )
     os.environ["RWKV_V7_ON"] = "1"
     os.environ["RWKV_JIT_ON"] = "1"
     os.environ["RWKV_CUDA_ON"] = wanted_cuda
     try:
         with quietly():  # its import prints a banner; on CUDA its JIT build prints compiler output
-            import rwkv.model as model  # noqa: PLC0415
+            import rwkv.model as model  # noqa: PLC0415 optional dependency: rwkv (reads the switches set above)
     except ImportError as error:
         raise RegistryError(
             "gate.official-runtime", "rwkv", f"cannot import the official runtime ({error})", "pip install rwkv==0.8.32"
@@ -112,7 +116,7 @@ class OfficialModel:
         """Zero state with each layer's WKV slot replaced by the State file's time_state."""
         state = self.model.generate_zero_state()
         for i in range(len(state) // 3):
-            state[3 * i + 1] = tensors[f"blocks.{i}.att.time_state"].to(device=self.device, dtype=torch.float32).clone()
+            state[3 * i + 1] = tensors[state_key(i)].to(device=self.device, dtype=torch.float32).clone()
         return state
 
     def replace_weight(self, name: str, weight: torch.Tensor) -> None:
@@ -147,8 +151,6 @@ def load_official(checkpoint: Path, device: str, tensors: Mapping[str, torch.Ten
     give back our stored tensors, its ``.to()`` returns them, so both runtimes share one copy.
     """
     module = import_official(device)
-    from importlib.metadata import version  # noqa: PLC0415
-
     strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
     start = time.perf_counter()
     with quietly(), _loading_from(checkpoint, tensors):  # the loader prints "Loading …" lines

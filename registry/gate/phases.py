@@ -92,7 +92,8 @@ def _format(run: Run, item: Prepared) -> SampleFormat:
     fmt = sample_format(source_of(run.index, item.entry))
     if fmt.unknown_profile:
         run.say(
-            f"{item.entry.path}: profile {fmt.unknown_profile!r} has no prompt the gate knows; its sample runs in {fmt.name}"
+            f"{item.entry.path}: profile {fmt.unknown_profile!r} has no prompt the gate knows; its sample "
+            f"runs in {fmt.name}"
         )
     return fmt
 
@@ -111,7 +112,8 @@ def _run_entry(
     start = time.perf_counter()
     ours = group.model
     run.say(
-        f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding, a sample in {fmt.name}, official runtime"
+        f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), "
+        f"fp32 reference, greedy decoding, a sample in {fmt.name}, official runtime"
     )
     with _merged_into(group, plan, item, undo):
         state_file = _state_file(item)
@@ -125,13 +127,23 @@ def _run_entry(
             official, prompts, official.state_from_file(state_file) if state_file else None, reference
         )
     run.say(
-        f"{item.entry.path}: sample in {fmt.name}: {sample.tokens} tokens, stop text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
+        f"{item.entry.path}: sample in {fmt.name}: {sample.tokens} tokens, stop "
+        f"text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
     )
     group.drop_pages()  # what restoring a merge read
     return EntryRun(
-        item, mine, reference, fp32_kernel, theirs, decoding, decode_tps, prefill_tps, time.perf_counter() - start,
-        fmt, sample,
-    )  # fmt: skip
+        item,
+        mine,
+        reference,
+        fp32_kernel,
+        theirs,
+        decoding,
+        decode_tps,
+        prefill_tps,
+        time.perf_counter() - start,
+        fmt,
+        sample,
+    )
 
 
 def _run_entries(
@@ -164,7 +176,8 @@ def _run_entries(
         results.append(result)
         receipt = _receipt(run, group, result, result.seconds + build_s / len(prepared))
         run.say(
-            f"{item.entry.path}: {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}"
+            f"{item.entry.path}:"
+            f" {'PASSED' if receipt.passed else 'FAILED: ' + ', '.join(c.name for c in receipt.failed_checks())}"
         )
         run.record(receipt)
         run.receipts.append(receipt)
@@ -181,21 +194,36 @@ def _receipt(run: Run, group: Group, result: EntryRun, seconds: float) -> Receip
     parity = parity_check_of(result.ours, theirs, result.reference, result.fp32_kernel)
     logit_sets = [result.ours, theirs, result.reference, *([result.fp32_kernel] if result.fp32_kernel else [])]
     checks = [
-        kernel_check, item.finite, parity,
+        kernel_check,
+        item.finite,
+        parity,
         CheckResult(name="finite-logits", passed=finite(*logit_sets), detail="every logit of every path is finite"),
         result.decoding,
-    ]  # fmt: skip
+    ]
     timings = Timings(
-        kernel_build_s=kernel_timings["kernel_build_s"], kernel_cached=kernel_timings["kernel_cached"], load_s=round(group.setup_s + item.seconds, 3),
-        prefill_tokens_per_s=round(result.prefill_tps, 1), decode_tokens_per_s=round(result.decode_tps, 1), total_s=round(seconds, 3),
-        setup_s=round(group.setup_s, 3), entries_sharing_setup=len(group.entries),
+        kernel_build_s=kernel_timings["kernel_build_s"],
+        kernel_cached=kernel_timings["kernel_cached"],
+        load_s=round(group.setup_s + item.seconds, 3),
+        prefill_tokens_per_s=round(result.prefill_tps, 1),
+        decode_tokens_per_s=round(result.decode_tps, 1),
+        total_s=round(seconds, 3),
+        setup_s=round(group.setup_s, 3),
+        entries_sharing_setup=len(group.entries),
         gpu_peak_bytes=torch.cuda.max_memory_allocated() if run.device == "cuda" else None,
-    )  # fmt: skip
+    )
     return Receipt(
-        entry=entry.path, method=entry.method, file_sha256=entry.sha256, files=entry_files(entry), base_sha256=entry.base_sha256,
-        created=datetime.now(UTC).isoformat(timespec="seconds"), environment=run.environment, checks=checks,
-        timings=timings, passed=all(c.passed for c in checks), sample=result.sample,
-    )  # fmt: skip
+        entry=entry.path,
+        method=entry.method,
+        file_sha256=entry.sha256,
+        files=entry_files(entry),
+        base_sha256=entry.base_sha256,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        environment=run.environment,
+        checks=checks,
+        timings=timings,
+        passed=all(c.passed for c in checks),
+        sample=result.sample,
+    )
 
 
 def _gate_group(run: Run, group: Group, plan: GpuPlan | None) -> None:
@@ -245,7 +273,8 @@ def gate_entries(
         with out_of_memory_named([e.path for e in members], plan):
             if plan is not None:
                 run.say(
-                    f"GPU plan: {plan.need / GIB:.1f} GiB ({plan.weights / GIB:.1f} weights + {plan.working / GIB:.1f} working) of {plan.budget / GIB:.1f} GiB on {plan.card}"
+                    f"GPU plan: {plan.need / GIB:.1f} GiB ({plan.weights / GIB:.1f} weights + "
+                    f"{plan.working / GIB:.1f} working) of {plan.budget / GIB:.1f} GiB on {plan.card}"
                 )
             if base and members is on_base:
                 group = base_group(run, on_base, base, base_view)

@@ -19,7 +19,7 @@ from .groups import Group, source_pth
 from .memory import on_device
 from .receipt import CheckResult
 from .run import Run
-from .runtime import check_miss_fits, load_tensors
+from .runtime import check_mergeable, load_tensors
 
 
 @dataclass
@@ -45,25 +45,30 @@ def prepare(run: Run, entry: Entry, group: Group) -> Prepared:
     architecture = inspection.architecture or base.architecture
     if architecture is not None and architecture.vocab_size < WORLD_VOCAB_SIZE:
         raise RegistryError(
-            "gate.vocab", entry.path, f"the model's vocabulary has {architecture.vocab_size} tokens; the gate's prompts need the RWKV world vocabulary ({WORLD_VOCAB_SIZE})",
+            "gate.vocab",
+            entry.path,
+            f"the model's vocabulary has {architecture.vocab_size} tokens; the gate's prompts need the RWKV "
+            f"world vocabulary ({WORLD_VOCAB_SIZE})",
             "gate models built on the world vocabulary (rwkv_vocab_v20230424)",
-        )  # fmt: skip
+        )
     if entry.method == "full":
         # The group's weights are its first entry's; a twin's own tensors (read on the CPU) must
         # equal them, or the gate would run the first entry's model under the twin's name.
         first = group.entries[0]
         if entry is not first and not equal_tensors(group.weights, load_tensors(path)):
             raise RegistryError(
-                "gate.twin-differs", entry.path, f"its tensors are not those of {first.path}, which it was converted from",
+                "gate.twin-differs",
+                entry.path,
+                f"its tensors are not those of {first.path}, which it was converted from",
                 f"convert it again: `registry convert {first.path} --force`",
-            )  # fmt: skip
+            )
         own = group.weights  # compared equal: the twin's own copy is let go
     else:
         own = on_device(run.device, load_tensors(path))
     scale = None
     if entry.method == "miss":
         scale = read_miss_json(run.files / source_pth(run.index, entry)).scale
-        check_miss_fits(group.weights, own, source=entry.path)
+        check_mergeable(group.weights, own, source=entry.path)
     # A full entry's weights are checked where they run: our runtime's copy (on the GPU), not the host's pages.
     finite = check_finite_weights(group.model.checkpoint() if entry.method == "full" else own)
     return Prepared(entry, own, scale, finite, time.perf_counter() - start)

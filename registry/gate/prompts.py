@@ -134,7 +134,7 @@ class Tokenizer:
 
 
 def _vocab_path() -> Path:
-    import rwkv  # noqa: PLC0415
+    import rwkv  # noqa: PLC0415 optional dependency: rwkv
 
     return Path(rwkv.__file__).parent / VOCAB_NAME
 
@@ -157,7 +157,7 @@ def tokenizer() -> Tokenizer:
             return Tokenizer(data["prompt_ids"], [bytes.fromhex(t) for t in data["vocabulary"]])
     except (OSError, ValueError, KeyError, TypeError):
         pass  # a missing or broken cache only costs a rebuild
-    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER  # noqa: PLC0415
+    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER  # noqa: PLC0415 optional dependency: rwkv
 
     trie = TRIE_TOKENIZER(str(vocab_path))
     built = Tokenizer(

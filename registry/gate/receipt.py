@@ -102,15 +102,18 @@ class Receipt(_Strict):
     passed: bool
     sample: FormatSample | None = Field(
         default=None,
-        description="A short greedy continuation in the weight's own prompt format: reported, never part of the verdict; absent in receipts written before it existed",
+        description="A short greedy continuation in the weight's own prompt format: reported, never part of the "
+        "verdict; absent in receipts written before it existed",
     )
     seal: str | None = Field(
         default=None,
-        description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it (kept outside the registry)",
+        description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it "
+        "(kept outside the registry)",
     )
     signature: ReceiptSignature | None = Field(
         default=None,
-        description="The gate machine's signature of the rest of the receipt (smoke --sign-key), for a publish made elsewhere",
+        description="The gate machine's signature of the rest of the receipt (smoke --sign-key), for a publish made "
+        "elsewhere",
     )
 
     def failed_checks(self) -> list[CheckResult]:
@@ -140,11 +143,18 @@ def gate_summary(receipt: Receipt) -> GateSummary:
     """index.json's record of a gate run: the receipt's facts, without its path or seal."""
     environment = receipt.environment.model_dump(exclude={"device", "gpu"}, exclude_none=True)
     return GateSummary(
-        passed=receipt.passed, device=receipt.environment.device, file_sha256=receipt.file_sha256,
-        gpu=receipt.environment.gpu, date=receipt.created[:10], versions={k: str(v) for k, v in environment.items()},
-        checks=[GateCheck(name=c.name, passed=c.passed, figures={k: _finite_or_text(v) for k, v in c.figures.items()}) for c in receipt.checks],
+        passed=receipt.passed,
+        device=receipt.environment.device,
+        file_sha256=receipt.file_sha256,
+        gpu=receipt.environment.gpu,
+        date=receipt.created[:10],
+        versions={k: str(v) for k, v in environment.items()},
+        checks=[
+            GateCheck(name=c.name, passed=c.passed, figures={k: _finite_or_text(v) for k, v in c.figures.items()})
+            for c in receipt.checks
+        ],
         sample=receipt.sample,
-    )  # fmt: skip
+    )
 
 
 def _finite_or_text(value: float | int | str | bool | None) -> float | int | str | bool | None:

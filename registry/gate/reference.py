@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..artifacts.rwkv7 import HEAD_SIZE
+
 # (r, w, k, v, a, b)
 Wkv7Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -36,7 +38,8 @@ def check_wkv7_args(
     for name, t in zip("wkvab", (w, k, v, a, b), strict=True):
         if t.shape != r.shape or t.dtype != r.dtype or t.device != r.device:
             raise ValueError(
-                f"wkv7: {name} is {tuple(t.shape)} {t.dtype} on {t.device}; r is {tuple(r.shape)} {r.dtype} on {r.device}"
+                f"wkv7: {name} is {tuple(t.shape)} {t.dtype} on {t.device}; r is {tuple(r.shape)} {r.dtype} "
+                f"on {r.device}"
             )
     batch, _, channels = r.shape
     if (
@@ -90,7 +93,7 @@ def make_wkv7_inputs(
     steps: int,
     heads: int,
     *,
-    head_size: int = 64,
+    head_size: int = HEAD_SIZE,
     dtype: torch.dtype = torch.float32,
     device: str | torch.device = "cpu",
     seed: int = 0,

@@ -28,34 +28,41 @@ import torch.nn.functional as F
 
 from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import merge_delta
+from ..artifacts.rwkv7 import (
+    GLOBAL_KEYS,
+    MIX_KEYS,
+    SHAPE_TENSORS,
+    VALUE_RESIDUAL,
+    block_key,
+    block_name,
+    has_value_residual,
+    heads,
+    is_linear_weight,
+    layer_keys,
+    linear_shapes,
+    shape_of,
+    state_key,
+)
 from ..artifacts.safetensors_header import read_shard_index
 from ..core.errors import RegistryError
+from ..core.models import Architecture
 from ..core.names import SHARD_INDEX, SINGLE_SAFETENSORS
 from .kernel import wkv7
 from .reference import wkv7_reference
 
 GROUP_NORM_EPS = 64e-5
-LAYER0_UNUSED = ("att.v0", "att.v1", "att.v2")  # official files carry them; the model ignores them
-MIX_KEYS = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g")
-LORA_KEYS = ("w", "a", "v", "g")
-LAYER_KEYS = (
-    "ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias",
-    *(f"att.{m}" for m in MIX_KEYS),
-    "att.w0", "att.a0", "att.v0", "att.k_k", "att.k_a", "att.r_k",
-    *(f"att.{x}{n}" for x in LORA_KEYS for n in (1, 2)),
-    "att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight",
-    "att.ln_x.weight", "att.ln_x.bias",
-    "ffn.x_k", "ffn.key.weight", "ffn.value.weight",
-)  # fmt: skip
-GLOBAL_KEYS = ("emb.weight", "blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias", "head.weight")
-MISS_TARGET = re.compile(r"blocks\.\d+\.(att|ffn)\.\w+\.weight")
 WKV_CHOICES = ("auto", "kernel", "reference")
 # The Linears, stored transposed ([in, out], applied as ``x @ W``): the official runtime's layout,
 # so that it runs on this runtime's very tensors (:meth:`Rwkv7.checkpoint`), one copy for both.
 TRANSPOSED = (
-    "att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight",
-    "ffn.key.weight", "ffn.value.weight", "head.weight",
-)  # fmt: skip
+    "att.receptance.weight",
+    "att.key.weight",
+    "att.value.weight",
+    "att.output.weight",
+    "ffn.key.weight",
+    "ffn.value.weight",
+    "head.weight",
+)
 # Vocabulary columns of the head converted at a time when the model computes in another dtype
 # than it stores (the fp32 reference of a bf16 model): 16384 x n_embd in fp32, not the whole head.
 HEAD_CHUNK = 16384
@@ -68,7 +75,7 @@ StopReason = Literal["stop_token", "stop_text", "max_new_tokens"]
 
 
 def _load_safetensors(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # noqa: PLC0415 optional dependency: safetensors
 
     return load_file(path)
 
@@ -141,12 +148,15 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
 # Adapters and state layout
 
 
-def check_miss_fits(
+def check_mergeable(
     base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], *, source: str | Path | None = None
 ) -> None:
-    """Every adapter block targets a Linear of ``base`` it can be merged into (else a refusal)."""
+    """Every adapter block targets a Linear of ``base`` it can be merged into (else a refusal).
+
+    Whether an adapter file fits a base file (its miss.json against the base's shapes) is
+    :func:`registry.artifacts.inspect.check_miss_fits`; this checks the tensors about to be merged."""
     for name, block in adapter.items():
-        if not MISS_TARGET.fullmatch(name):
+        if not is_linear_weight(name):
             raise RegistryError(
                 "gate.miss-key",
                 source,
@@ -163,9 +173,11 @@ def check_miss_fits(
         weight = base[name]
         if block.dim() != 2 or weight.dim() != 2 or block.shape[0] != weight.shape[0]:
             raise RegistryError(
-                "gate.miss-shape", source, f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
+                "gate.miss-shape",
+                source,
+                f"{name}: adapter block {tuple(block.shape)} does not fit base weight {tuple(weight.shape)}",
                 "merge onto the base the adapter was trained on",
-            )  # fmt: skip
+            )
 
 
 def merged_weights(
@@ -178,7 +190,7 @@ def merged_weights(
     """The merged Linears one at a time (:func:`~registry.artifacts.miss.merge_delta`:
     ``W' = W + scale * D.repeat(1, ceil(in/rank))[:, :in]``), after checking that all of them fit,
     so a misfit is refused before anything is merged.  Each is computed on the base weight's device."""
-    check_miss_fits(base, adapter, source=source)
+    check_mergeable(base, adapter, source=source)
     for name, block in adapter.items():
         weight, block = base[name], block.to(base[name].device)
         # By MERGE_ROWS rows: each row's merge is its own (elementwise), so this is merge_delta's
@@ -237,55 +249,44 @@ def from_package_state(state: Sequence[torch.Tensor]) -> list[torch.Tensor]:
 
 
 @dataclass(frozen=True)
-class ModelShape:
-    n_layer: int
-    n_embd: int
-    n_head: int
-    head_size: int
-    vocab_size: int
-    dim_ffn: int
-
-
-@dataclass(frozen=True)
 class Generation:
     tokens: list[int]  # generated tokens, without the stop token
     text: str  # their decoded text, cut before the stop text
     stop_reason: StopReason
 
 
-def _infer_shape(tensors: Mapping[str, torch.Tensor], source: str | Path | None) -> ModelShape:
-    for name in ("emb.weight", "blocks.0.att.r_k", "blocks.0.ffn.key.weight"):
+def _infer_shape(tensors: Mapping[str, torch.Tensor], source: str | Path | None) -> Architecture:
+    for name in SHAPE_TENSORS:
         if name not in tensors:
             raise RegistryError("gate.weights-keys", source, f"missing {name}", "pass an RWKV-7 (x070) checkpoint")
-    vocab, embd = tensors["emb.weight"].shape
-    heads, head_size = tensors["blocks.0.att.r_k"].shape
-    layers = 1 + max(int(m.group(1)) for n in tensors if (m := re.match(r"blocks\.(\d+)\.", n)))
-    if heads * head_size != embd:
+    n_head, head_size = tensors["blocks.0.att.r_k"].shape
+    _vocab, n_embd = tensors["emb.weight"].shape
+    if n_head * head_size != n_embd:
         raise RegistryError(
             "gate.weights-shape",
             source,
-            f"r_k is {heads}x{head_size} but n_embd is {embd}",
+            f"r_k is {n_head}x{head_size} but n_embd is {n_embd}",
             "pass an RWKV-7 (x070) checkpoint",
         )
-    return ModelShape(layers, embd, heads, head_size, vocab, tensors["blocks.0.ffn.key.weight"].shape[0])
+    return shape_of({name: t.shape for name, t in tensors.items()})
 
 
-def _expected_keys(shape: ModelShape) -> set[str]:
+def _expected_keys(shape: Architecture) -> set[str]:
     keys = set(GLOBAL_KEYS)
     for i in range(shape.n_layer):
-        keys.update(f"blocks.{i}.{k}" for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED))
+        keys.update(block_name(i, k) for k in layer_keys(i))
     return keys
 
 
-def _expected_shape(name: str, shape: ModelShape, tensors: Mapping[str, torch.Tensor]) -> tuple[int, ...] | None:
+def _expected_shape(name: str, shape: Architecture, tensors: Mapping[str, torch.Tensor]) -> tuple[int, ...] | None:
     """The shape a matrix must have; None for the vectors, which are checked by element count."""
-    c, f, v = shape.n_embd, shape.dim_ffn, shape.vocab_size
-    leaf = name.split(".", 2)[-1] if name.startswith("blocks.") else name
+    c, v = shape.n_embd, shape.vocab_size
+    key = block_key(name)
+    leaf = key[1] if key else name
     fixed = {
         "emb.weight": (v, c), "head.weight": (v, c),
-        "att.receptance.weight": (c, c), "att.key.weight": (c, c), "att.value.weight": (c, c), "att.output.weight": (c, c),
-        "ffn.key.weight": (f, c), "ffn.value.weight": (c, f),
-        "att.r_k": (shape.n_head, shape.head_size),
+        **linear_shapes(shape),
+        "att.r_k": (heads(shape), shape.head_size),
     }  # fmt: skip
     if leaf in fixed:
         return fixed[leaf]
@@ -296,9 +297,9 @@ def _expected_shape(name: str, shape: ModelShape, tensors: Mapping[str, torch.Te
     return None
 
 
-def _check_weights(tensors: Mapping[str, torch.Tensor], shape: ModelShape, source: str | Path | None) -> None:
+def _check_weights(tensors: Mapping[str, torch.Tensor], shape: Architecture, source: str | Path | None) -> None:
     expected = _expected_keys(shape)
-    present = set(tensors) - {f"blocks.0.{k}" for k in LAYER0_UNUSED}
+    present = set(tensors) - {block_name(0, k) for k in VALUE_RESIDUAL}
     missing, unknown = sorted(expected - present), sorted(present - expected)
     if missing:
         raise RegistryError(
@@ -379,10 +380,7 @@ class Rwkv7:
             copied(source)
             return t.flatten() if name.endswith("att.r_k") else t.squeeze()
 
-        self._layers = [
-            {k: prep(f"blocks.{i}.{k}") for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED)}
-            for i in range(self.shape.n_layer)
-        ]
+        self._layers = [{k: prep(block_name(i, k)) for k in layer_keys(i)} for i in range(self.shape.n_layer)]
         self._outer = {
             name: prep(name)
             for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias", "head.weight")
@@ -407,8 +405,7 @@ class Rwkv7:
 
     def _stored(self) -> dict[str, torch.Tensor]:
         """Every stored tensor by checkpoint name, in this model's layout."""
-        stored = {f"blocks.{i}.{k}": t for i, layer in enumerate(self._layers) for k, t in layer.items()}
-        return stored | self._outer | {"emb.weight": self._emb}
+        return self.stored_weights() | self._outer | {"emb.weight": self._emb}
 
     def weight(self, name: str) -> torch.Tensor:
         """The stored tensor ``name`` as a view in the checkpoint's layout and shape (no copy)."""
@@ -423,9 +420,9 @@ class Rwkv7:
     def replace_weight(self, name: str, value: torch.Tensor) -> None:
         """Copy ``value`` (checkpoint layout, any device and dtype) into the stored Linear weight
         ``name`` (``blocks.N.…weight``) in place."""
-        match = re.fullmatch(r"blocks\.(\d+)\.(.+)", name)
-        layer = self._layers[int(match.group(1))] if match and int(match.group(1)) < self.shape.n_layer else {}
-        target = layer.get(match.group(2)) if match else None
+        key = block_key(name)
+        layer = self._layers[key[0]] if key and key[0] < self.shape.n_layer else {}
+        target = layer.get(key[1]) if key else None
         if target is None or self._shapes[name] != tuple(value.shape):
             raise ValueError(f"{name} is not a weight of this model with shape {tuple(value.shape)}")
         moved = value.to(device=target.device, dtype=target.dtype)
@@ -433,7 +430,7 @@ class Rwkv7:
 
     def stored_weights(self) -> dict[str, torch.Tensor]:
         """The stored block weights by checkpoint name, in this model's layout (for tests)."""
-        return {f"blocks.{i}.{k}": t for i, layer in enumerate(self._layers) for k, t in layer.items()}
+        return {block_name(i, k): t for i, layer in enumerate(self._layers) for k, t in layer.items()}
 
     def _layer_norm(self, x: torch.Tensor, weight_bias: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         return F.layer_norm(x, (self.shape.n_embd,), *weight_bias)
@@ -443,7 +440,7 @@ class Rwkv7:
     def _state_shapes(self, batch: int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         s = self.shape
         shift = ((batch, s.n_embd), self.dtype)
-        wkv = ((batch, s.n_head, s.head_size, s.head_size), torch.float32)
+        wkv = ((batch, heads(s), s.head_size, s.head_size), torch.float32)
         return [shift, wkv, shift] * s.n_layer
 
     def zero_state(self, batch: int = 1) -> list[torch.Tensor]:
@@ -454,7 +451,7 @@ class Rwkv7:
     ) -> list[torch.Tensor]:
         """Initial state from a state-tuning file: WKV slots = ``blocks.i.att.time_state``, shifts zero."""
         s = self.shape
-        expected = {f"blocks.{i}.att.time_state" for i in range(s.n_layer)}
+        expected = {state_key(i) for i in range(s.n_layer)}
         if set(tensors) != expected:
             odd = sorted(set(tensors) ^ expected)[0]
             raise RegistryError(
@@ -465,12 +462,14 @@ class Rwkv7:
             )
         state = self.zero_state(batch)
         for i in range(s.n_layer):
-            t = tensors[f"blocks.{i}.att.time_state"]
-            if tuple(t.shape) != (s.n_head, s.head_size, s.head_size):
+            t = tensors[state_key(i)]
+            if tuple(t.shape) != (heads(s), s.head_size, s.head_size):
                 raise RegistryError(
-                    "gate.state-mismatch", source, f"blocks.{i}.att.time_state is {tuple(t.shape)}, the model needs {(s.n_head, s.head_size, s.head_size)}",
+                    "gate.state-mismatch",
+                    source,
+                    f"{state_key(i)} is {tuple(t.shape)}, the model needs {(heads(s), s.head_size, s.head_size)}",
                     "use the state trained for this base model",
-                )  # fmt: skip
+                )
             state[3 * i + 1] = t.to(device=self.device, dtype=torch.float32).unsqueeze(0).repeat(batch, 1, 1, 1)
         return state
 
@@ -557,7 +556,7 @@ class Rwkv7:
         v_first: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         batch, steps, c = x.shape
-        heads, n = self.shape.n_head, self.shape.head_size
+        n_head, n = heads(self.shape), self.shape.head_size
         xx = self._shift_delta(x, x_prev)
         xr, xw, xk, xv, xa, xg = (x + xx * p[f"att.{m}"] for m in MIX_KEYS)
 
@@ -568,9 +567,9 @@ class Rwkv7:
         a = torch.sigmoid(p["att.a0"] + (xa @ p["att.a1"]) @ p["att.a2"])
         g = torch.sigmoid(xg @ p["att.g1"]) @ p["att.g2"]
 
-        kk = F.normalize((k * p["att.k_k"]).view(batch, steps, heads, n), dim=-1, p=2.0).view(batch, steps, c)
+        kk = F.normalize((k * p["att.k_k"]).view(batch, steps, n_head, n), dim=-1, p=2.0).view(batch, steps, c)
         k = k * (1 + (a - 1) * p["att.k_a"])
-        if layer == 0:
+        if not has_value_residual(layer):
             v_first = v
         else:
             assert v_first is not None  # layer 0's value, passed on by forward
@@ -579,10 +578,10 @@ class Rwkv7:
 
         y, _ = self._wkv(r, w, k, v, -kk, kk * a, wkv_state)
         y = F.group_norm(
-            y.view(batch * steps, c), heads, p["att.ln_x.weight"], p["att.ln_x.bias"], eps=GROUP_NORM_EPS
+            y.view(batch * steps, c), n_head, p["att.ln_x.weight"], p["att.ln_x.bias"], eps=GROUP_NORM_EPS
         ).view(batch, steps, c)
-        bonus = (r * k * p["att.r_k"]).view(batch, steps, heads, n).sum(-1, keepdim=True) * v.view(
-            batch, steps, heads, n
+        bonus = (r * k * p["att.r_k"]).view(batch, steps, n_head, n).sum(-1, keepdim=True) * v.view(
+            batch, steps, n_head, n
         )
         y = y + bonus.view(batch, steps, c)
         return (y * g) @ p["att.output.weight"], x[:, -1], v_first

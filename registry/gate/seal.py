@@ -59,7 +59,8 @@ def signature_problem(receipt: Receipt, trusted: Sequence[TrustedKey]) -> tuple[
     if receipt.signature is None:
         return (
             "gate.not-ours",
-            "was not written by this installation's gate (its seal does not check under this user's key) and is not signed",
+            "was not written by this installation's gate (its seal does not check under this user's key) and "
+            "is not signed",
         )
     key = next((k for k in trusted if k.fingerprint == receipt.signature.key), None)
     if key is None:
@@ -71,6 +72,7 @@ def signature_problem(receipt: Receipt, trusted: Sequence[TrustedKey]) -> tuple[
     if not key.verifies(RECEIPT_PAYLOAD_TYPE, signed_payload(receipt), receipt.signature.sig):
         return (
             "gate.bad-signature",
-            f"has a signature that does not verify under the trusted key {key.path.name} (forged, or edited after signing)",
+            f"has a signature that does not verify under the trusted key {key.path.name} (forged, or edited "
+            "after signing)",
         )
     return None

@@ -87,8 +87,15 @@ def write_type(
             middle = _temp(staging, rel + ".lossless")
             forced = {"F16": "f16", "BF16": "bf16"}.get(lossless)
             writer.write_gguf(
-                middle, plan, stream, lambda target, shape: mapping.storage_type(target, shape, forced) if forced else "F32", kv, tokens, name, progress,
-            )  # fmt: skip
+                middle,
+                plan,
+                stream,
+                lambda target, shape: mapping.storage_type(target, shape, forced) if forced else "F32",
+                kv,
+                tokens,
+                name,
+                progress,
+            )
             writer.quantize(middle, temp, mapping.QUANTIZER_TYPES[gguf_type])
             # kept until the gate has run it: its tight bound is what catches a mapping error
             # that a k-quant's loose one would let through
@@ -132,7 +139,10 @@ def _said(check: CheckResult) -> str:
     if not check.name.endswith("-logits"):
         return check.name
     f, t = check.figures, check.thresholds
-    return f"{check.name}: NMSE {float(f['nmse'] or 0):.2e} (at most {t['nmse_max']}), top-1 agreement {float(f['top1_agreement'] or 0):.3f} (at least {t['top1_min']})"
+    return (
+        f"{check.name}: NMSE {float(f['nmse'] or 0):.2e} (at most {t['nmse_max']}), top-1 "
+        f"agreement {float(f['top1_agreement'] or 0):.3f} (at least {t['top1_min']})"
+    )
 
 
 def gate_files(inputs: Inputs, plan: mapping.GgufPlan, made: list[Made]) -> None:
@@ -166,6 +176,9 @@ def gate_files(inputs: Inputs, plan: mapping.GgufPlan, made: list[Made]) -> None
             else "disagrees with our reference on"
         )
         raise RegistryError(
-            "gguf.gate-failed", item.rel, f"llama.cpp {verdict} the {item.gguf_type} file ({checks})",
-            "report this bug with the receipt's figures (nothing was registered)", Exit.PROBLEMS,
-        )  # fmt: skip
+            "gguf.gate-failed",
+            item.rel,
+            f"llama.cpp {verdict} the {item.gguf_type} file ({checks})",
+            "report this bug with the receipt's figures (nothing was registered)",
+            Exit.PROBLEMS,
+        )

@@ -17,6 +17,7 @@ import platform
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Literal
 
@@ -88,15 +89,20 @@ def checks(
     worst_top1 = min(float(v) for k, v in figures.items() if k.endswith(".top1"))  # type: ignore[arg-type]
     figures.update(nmse=worst_nmse, top1_agreement=worst_top1)
     logits = CheckResult(
-        name="gguf-logits", passed=worst_nmse <= max_nmse and worst_top1 >= min_top1, figures=figures,
+        name="gguf-logits",
+        passed=worst_nmse <= max_nmse and worst_top1 >= min_top1,
+        figures=figures,
         thresholds={"nmse_max": max_nmse, "top1_min": min_top1},
-        detail=f"llama.cpp's logits at every position of the fixed prompts vs our fp32 reference of the source ({gguf_type})",
-    )  # fmt: skip
+        detail="llama.cpp's logits at every position of the fixed prompts vs our fp32 reference of the source "
+        f"({gguf_type})",
+    )
     same_ids = {name: run.token_ids[name] == list(ids) for name, ids in prompt_ids.items()}
     tokens = CheckResult(
-        name="gguf-tokenizer", passed=all(same_ids.values()), figures={f"{name}.same_ids": same for name, same in same_ids.items()},
+        name="gguf-tokenizer",
+        passed=all(same_ids.values()),
+        figures={f"{name}.same_ids": same for name, same in same_ids.items()},
         detail="llama.cpp's rwkv tokenizer gives the rwkv package's ids for the prompts",
-    )  # fmt: skip
+    )
     finite = CheckResult(
         name="finite-logits",
         passed=all(bool(np.isfinite(v).all()) for v in run.logits.values()),
@@ -122,7 +128,6 @@ def gate_gguf(
     GGUF (the file it was quantized from, and the type whose bound holds it) is judged too, as
     check ``gguf-lossless-logits``: a wrong mapping shows there by orders of magnitude, where
     the k-quant's own bound is loose enough to hide it."""
-    from importlib.metadata import version
 
     start = time.perf_counter()
     prompt_ids = tokenizer().prompt_ids
@@ -143,15 +148,28 @@ def gate_gguf(
         run = LlamaRun({}, {}, time.perf_counter() - start, 0.0, 0.0)
         result = [CheckResult(name="gguf-load", passed=False, detail=str(exc))]
     environment = Environment(
-        device="cpu", torch=torch.__version__, rwkv=version("rwkv"), python=platform.python_version(), registry=__version__,
+        device="cpu",
+        torch=torch.__version__,
+        rwkv=version("rwkv"),
+        python=platform.python_version(),
+        registry=__version__,
         kernel_source_hash=kernel_source_hash(),
-    )  # fmt: skip
+    )
     timings = Timings(
-        load_s=round(run.load_s, 3), prefill_tokens_per_s=round(run.prefill_tokens_per_s, 1), decode_tokens_per_s=round(run.decode_tokens_per_s, 1),
+        load_s=round(run.load_s, 3),
+        prefill_tokens_per_s=round(run.prefill_tokens_per_s, 1),
+        decode_tokens_per_s=round(run.decode_tokens_per_s, 1),
         total_s=round(time.perf_counter() - start, 3),
-    )  # fmt: skip
+    )
     return Receipt(
-        entry=rel, method=method, file_sha256=sha256, files=files, base_sha256=base_sha256,
-        created=datetime.now(UTC).isoformat(timespec="seconds"), environment=environment, checks=result, timings=timings,
+        entry=rel,
+        method=method,
+        file_sha256=sha256,
+        files=files,
+        base_sha256=base_sha256,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        environment=environment,
+        checks=result,
+        timings=timings,
         passed=all(c.passed for c in result),
-    )  # fmt: skip
+    )

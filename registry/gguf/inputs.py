@@ -16,7 +16,7 @@ from ..convert.source import locate_tensors
 from ..core.errors import RegistryError
 from ..core.pinned import Pinned
 from ..core.repo import Repo
-from ..gate.runtime import check_miss_fits
+from ..gate.runtime import check_mergeable
 from ..hf.source import ExportSource, pinned_source
 from . import writer
 
@@ -39,9 +39,12 @@ def open_inputs(repo: Repo, source: ExportSource, base_file: Path | None) -> Ite
         if source.entry is not None and source.entry.method == "miss":
             if base_file is None:
                 raise RegistryError(
-                    "args.missing-file", source.entry.path, "is a MiSS adapter: its GGUF is the adapter merged into its base, and the registry does not hold bases",
+                    "args.missing-file",
+                    source.entry.path,
+                    "is a MiSS adapter: its GGUF is the adapter merged into its base, and the registry does "
+                    "not hold bases",
                     f"pass --base-file {source.base.filename}",
-                )  # fmt: skip
+                )
             adapter_pin: Pinned = stack.enter_context(pinned_source(repo, source, None))
             base = ExportSource(source.base.name, source.base, None, source.base.sha256, "")
             handle: Pinned = stack.enter_context(pinned_source(repo, base, base_file))
@@ -49,7 +52,7 @@ def open_inputs(repo: Repo, source: ExportSource, base_file: Path | None) -> Ite
             adapter = load_tensor_map(adapter_pin.stable)
             verify_adapter(adapter_pin.path, adapter, manifest)
             tensors = load_tensor_map(handle.stable)
-            check_miss_fits(tensors, adapter, source=source.entry.path)
+            check_mergeable(tensors, adapter, source=source.entry.path)
             yield Inputs(
                 source,
                 tensors,

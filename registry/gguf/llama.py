@@ -97,7 +97,7 @@ def quantize(lossless: Path, out: Path, ftype: int) -> None:
 @contextmanager
 def _quiet() -> Iterator[None]:
     """Silence llama.cpp's own logging (it writes to the process's stdout/stderr from C)."""
-    from llama_cpp._utils import suppress_stdout_stderr
+    from llama_cpp._utils import suppress_stdout_stderr  # noqa: PLC0415 optional dependency: llama_cpp
 
     with suppress_stdout_stderr(disable=False):
         yield
@@ -108,8 +108,8 @@ def _without_extra_buffers() -> Iterator[None]:
     """Load with ggml's plain CPU buffers: no AMX or repacked weights (``use_extra_bufts``, which
     ``Llama`` does not expose).  A CPU that reports AMX in a VM that has not enabled it (Firecracker
     here) dies of SIGILL in ggml's AMX kernels; the gate judges the file, with ggml's own kernels."""
-    import llama_cpp
-    import llama_cpp.llama as module
+    import llama_cpp  # noqa: PLC0415 optional dependency: llama_cpp
+    import llama_cpp.llama as module  # noqa: PLC0415 optional dependency: llama_cpp
 
     default = llama_cpp.llama_model_default_params
 
@@ -126,7 +126,7 @@ def _without_extra_buffers() -> Iterator[None]:
 
 
 def _child_logits(request: dict[str, Any], work: Path) -> dict[str, Any]:
-    from llama_cpp import Llama
+    from llama_cpp import Llama  # noqa: PLC0415 optional dependency: llama_cpp
 
     prompts: dict[str, list[int]] = request["prompts"]
     steps: int = request["decode_steps"]
@@ -135,9 +135,14 @@ def _child_logits(request: dict[str, Any], work: Path) -> dict[str, Any]:
     try:
         with _without_extra_buffers(), _quiet():
             llm = Llama(
-                model_path=request["path"], n_ctx=longest + steps + 8, n_batch=max(longest, 32), logits_all=True, n_threads=request["threads"],
-                n_gpu_layers=0, verbose=False,
-            )  # fmt: skip
+                model_path=request["path"],
+                n_ctx=longest + steps + 8,
+                n_batch=max(longest, 32),
+                logits_all=True,
+                n_threads=request["threads"],
+                n_gpu_layers=0,
+                verbose=False,
+            )
     except ValueError as exc:  # llama-cpp-python's word for "llama.cpp would not load the file"
         raise LlamaFailed(f"llama.cpp did not load the file ({exc})") from exc
     load_s = time.perf_counter() - start
@@ -171,7 +176,7 @@ def _child_logits(request: dict[str, Any], work: Path) -> dict[str, Any]:
 
 
 def _child_quantize(request: dict[str, Any], work: Path) -> dict[str, Any]:
-    import llama_cpp
+    import llama_cpp  # noqa: PLC0415 optional dependency: llama_cpp
 
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = request["ftype"]

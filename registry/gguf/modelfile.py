@@ -54,8 +54,10 @@ def modelfile(gguf_rel: str) -> str:
     """The Modelfile for the GGUF file at ``gguf_rel`` (registry-relative)."""
     name = PurePosixPath(gguf_rel).name
     lines = [
-        f"# Ollama Modelfile for {name}, written by rwkv-registry: ollama create {ollama_name(gguf_rel)} -f {PurePosixPath(modelfile_path(gguf_rel)).name}",
-        "# RWKV chat format: System: / User: / Assistant: turns separated by a blank line; the prompt ends with Assistant:",
+        f"# Ollama Modelfile for {name}, written by rwkv-registry: ollama create {ollama_name(gguf_rel)} "
+        f"-f {PurePosixPath(modelfile_path(gguf_rel)).name}",
+        "# RWKV chat format: System: / User: / Assistant: turns separated by a blank line; the prompt ends "
+        "with Assistant:",
         f"FROM ./{name}",
         f'TEMPLATE """{template()}"""',
         f"PARAMETER stop {_quoted(STOP_TEXT)}",

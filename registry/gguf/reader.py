@@ -93,7 +93,8 @@ class _Cursor:
     def take(self, n: int, what: str) -> bytes:
         if n < 0 or self.at + n > len(self.data):
             raise GgufFormatError(
-                f"is truncated: {what} at byte {self.at} needs {n} bytes, and the file has {len(self.data) - self.at} left"
+                f"is truncated: {what} at byte {self.at} needs {n} bytes, and the file "
+                f"has {len(self.data) - self.at} left"
             )
         chunk = self.data[self.at : self.at + n]
         self.at += n
@@ -192,7 +193,8 @@ def _parse(cur: _Cursor, size: int) -> Header:
     n_tensors, n_kv = cur.u64("the tensor count"), cur.u64("the metadata count")
     if n_tensors * 24 > cur.left() or n_kv * 13 > cur.left():  # the smallest tensor entry and key/value pair
         raise GgufFormatError(
-            f"is truncated: its header claims {n_tensors} tensors and {n_kv} metadata keys, more than its {size} bytes hold"
+            f"is truncated: its header claims {n_tensors} tensors and {n_kv} metadata keys, more than "
+            f"its {size} bytes hold"
         )
     fields: dict[str, Any] = {}
     for number in range(n_kv):

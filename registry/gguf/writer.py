@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 import torch
 
+from .. import __version__
 from ..artifacts.miss import merge_delta
 from ..convert.source import unmap_touched
 from ..core.errors import RegistryError
@@ -29,8 +31,8 @@ from . import llama, mapping
 def require_gguf() -> None:
     """Import what export-gguf needs first, so a missing extra is said before any work."""
     try:
-        import gguf  # noqa: F401
-        import llama_cpp  # noqa: F401
+        import gguf  # noqa: F401, PLC0415 optional dependency: gguf
+        import llama_cpp  # noqa: F401, PLC0415 optional dependency: llama_cpp
     except ImportError as exc:
         raise RegistryError(
             "args.missing-extra",
@@ -41,10 +43,6 @@ def require_gguf() -> None:
 
 
 def tool_versions() -> dict[str, str]:
-    from importlib.metadata import version
-
-    from .. import __version__
-
     return {"rwkv-registry": __version__, "gguf": version("gguf"), "llama-cpp-python": version("llama-cpp-python")}
 
 
@@ -107,7 +105,7 @@ class _Rows:
 
 
 def _stored(data: np.ndarray, type_name: str) -> np.ndarray:
-    import gguf
+    import gguf  # noqa: PLC0415 optional dependency: gguf
 
     if type_name == "F32":
         return data
@@ -117,7 +115,7 @@ def _stored(data: np.ndarray, type_name: str) -> np.ndarray:
 
 
 def _nbytes(shape: tuple[int, ...], type_name: str) -> int:
-    import gguf
+    import gguf  # noqa: PLC0415 optional dependency: gguf
 
     qtype = gguf.GGMLQuantizationType[type_name]
     block, size = gguf.GGML_QUANT_SIZES[qtype]
@@ -136,7 +134,7 @@ def write_gguf(
 ) -> None:
     """Write the GGUF of ``plan`` to ``path`` (fsynced): each tensor stored as ``types(target,
     shape)`` names it (a ggml type name), the rwkv7 metadata ``kv``, the ``rwkv`` tokenizer."""
-    import gguf
+    import gguf  # noqa: PLC0415 optional dependency: gguf
 
     shapes = {name: tuple(t.shape) for name, t in source.tensors.items()}
     writer = gguf.GGUFWriter(None, mapping.ARCH)

@@ -80,9 +80,19 @@ def convert_to_fla(
     metadata = {"base_sha256": source.base.sha256, "export": "fla-rwkv7"}
     named = root / source.entry.path if source.entry else handle.path
     result = convert_file(
-        named, "checkpoint", metadata, source.sha256, shard_size, staging, force, opener, progress,
-        read_from=handle.stable, remap=remap, into=root / source.folder,
-    )  # fmt: skip
+        named,
+        "checkpoint",
+        metadata,
+        source.sha256,
+        shard_size,
+        staging,
+        force,
+        opener,
+        progress,
+        read_from=handle.stable,
+        remap=remap,
+        into=root / source.folder,
+    )
     return Converted(result, found["plan"], found["shapes"], found["dtype"])
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..artifacts.rwkv7 import recorded_differences
 from ..artifacts.safetensors_header import SafetensorsHeader, read_safetensors_header
 from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem, RegistryError
@@ -66,21 +67,23 @@ def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
         yield f"{export.source}'s export belongs at {path}"
 
 
+# config.json's shape fields and the base's recorded Architecture fields they must equal
+RECORDED_FIELDS = {
+    "num_hidden_layers": "n_layer",
+    "hidden_size": "n_embd",
+    "head_dim": "head_size",
+    "vocab_size": "vocab_size",
+    "intermediate_size": "dim_ffn",
+}
+
+
 def _config_problems(index: Index, export: HfExport, config: dict) -> Iterator[str]:
     base = index.base_by_sha(export.base_sha256)
     arch = base.architecture if base else None
     if arch is None:
         return
-    recorded = {
-        "num_hidden_layers": arch.n_layer,
-        "hidden_size": arch.n_embd,
-        "head_dim": arch.head_size,
-        "vocab_size": arch.vocab_size,
-        "intermediate_size": arch.dim_ffn,
-    }
-    for key, want in recorded.items():
-        if want is not None and config.get(key) != want:
-            yield f"config.json says {key} {config.get(key)} but the base records {want}"
+    for key, said, want in recorded_differences(arch, config, RECORDED_FIELDS):
+        yield f"config.json says {key} {said} but the base records {want}"
 
 
 def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str]:
@@ -97,9 +100,12 @@ def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str
             found[name] = tensor.shape
             dtypes.add(tensor.dtype)
     yield from shape_findings(
-        want, found, missing="its safetensors lack {name} ({count} of fla's tensors for config.json)",
-        unexpected="its safetensors hold {name}, which fla's model for config.json has no place for", wrong="{name} is {found} but config.json makes it {want}",
-    )  # fmt: skip
+        want,
+        found,
+        missing="its safetensors lack {name} ({count} of fla's tensors for config.json)",
+        unexpected="its safetensors hold {name}, which fla's model for config.json has no place for",
+        wrong="{name} is {found} but config.json makes it {want}",
+    )
     if len(dtypes) > 1:
         yield f"its tensors mix dtypes {sorted(dtypes)}"
 
@@ -143,7 +149,10 @@ def _weight_map_problems(path: Path, display: str, headers: dict[str, Safetensor
     weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
     if weight_map != where:
         wrong = sorted(n for n in set(where) | set(weight_map or {}) if (weight_map or {}).get(n) != where.get(n))
-        yield f"{SHARD_INDEX}'s weight_map does not map each tensor to the shard holding it (e.g. {wrong[0] if wrong else 'its form'})"
+        yield (
+            f"{SHARD_INDEX}'s weight_map does not map each tensor to the shard holding it "
+            f"(e.g. {wrong[0] if wrong else 'its form'})"
+        )
 
 
 def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[str, str]) -> Iterator[str]:
@@ -178,7 +187,9 @@ def _content_problems(root: Path, index: Index, export: HfExport, digests: dict[
         if SHARD_INDEX in listed:
             yield from _weight_map_problems(root / export.path / SHARD_INDEX, f"{export.path}/{SHARD_INDEX}", headers)
     if not isinstance(config, dict):
-        yield f"{CONFIG_NAME if source is None or source.method == 'full' else ADAPTER_CONFIG_NAME} is not a JSON object"
+        yield (
+            f"{CONFIG_NAME if source is None or source.method == 'full' else ADAPTER_CONFIG_NAME} is not a JSON object"
+        )
         return
     small = [
         n for n in (CONFIG_NAME, GENERATION_CONFIG_NAME, TOKENIZER_CONFIG_NAME, ADAPTER_CONFIG_NAME) if n in listed

@@ -39,7 +39,7 @@ from ..core.names import (
 from . import peft
 from .files import config_json, generation_config_json, render
 from .mapping import SHAPE_KEYS
-from .tokenizer import tokenizer_config_json
+from .tokenizer import read_vocab, tokenizer_config_json, tokenizer_json, world_vocab_file
 
 # sha256 of tokenizer.json as export-hf writes it for rwkv_vocab_v20230424 (tokenizers 0.23;
 # tests/test_export_hf.py re-derives it, so a library that writes other bytes is noticed).
@@ -75,7 +75,6 @@ def _derived_tokenizer_sha256() -> str | None:
     """tokenizer.json's sha256 re-derived here, or None where the libraries it needs are missing."""
     if importlib.util.find_spec("tokenizers") is None or importlib.util.find_spec("rwkv") is None:
         return None
-    from .tokenizer import read_vocab, tokenizer_json, world_vocab_file
 
     return sha256_hex(tokenizer_json(read_vocab(world_vocab_file())))
 
@@ -140,4 +139,7 @@ def small_file_problems(
         if got is not None and got != want:
             yield f"{name} {_first_difference(want, got)}; the export's small files are a function of its source"
     if tokenizer_sha256 is not None and tokenizer_sha256 not in (TOKENIZER_JSON_SHA256, _derived_tokenizer_sha256()):
-        yield f"{TOKENIZER_NAME} is not the tokenizer export-hf writes for {export.vocab} (sha256 {tokenizer_sha256[:12]}…)"
+        yield (
+            f"{TOKENIZER_NAME} is not the tokenizer export-hf writes for {export.vocab} "
+            f"(sha256 {tokenizer_sha256[:12]}…)"
+        )

@@ -72,9 +72,11 @@ def check_folder(
         )
     if stale and not force:
         raise RegistryError(
-            "export.stale-files", repo.rel(stale[0]), f"is a file of the earlier export that the new one does not write ({len(stale)} such file(s))",
+            "export.stale-files",
+            repo.rel(stale[0]),
+            f"is a file of the earlier export that the new one does not write ({len(stale)} such file(s))",
             "pass --force to replace the earlier export's files",
-        )  # fmt: skip
+        )
     for path in stale:
         txn.remove(repo.rel(path))
 
@@ -90,9 +92,11 @@ def base_export(index: Index, source: ExportSource) -> str:
             else "a State is used with"
         )
         raise RegistryError(
-            "export.no-base-export", source.label, f"{used} its base's export, and base {source.base.name} has none at {folder}/",
+            "export.no-base-export",
+            source.label,
+            f"{used} its base's export, and base {source.base.name} has none at {folder}/",
             f"export the base first: `registry export-hf --base {source.base.name} --base-file {source.base.filename}`",
-        )  # fmt: skip
+        )
     return folder
 
 
@@ -103,7 +107,10 @@ def base_config(repo: Repo, index: Index, source: ExportSource, base_folder: str
     recorded = {f.path: f.sha256 for e in index.exports if e.path == base_folder for f in e.files}
     if recorded.get(rel) != sha256_hex(raw):
         raise RegistryError(
-            "export.base-export-changed", rel, "differs from the base export's record in index.json",
-            f"export the base again: `registry export-hf --base {source.base.name} --base-file {source.base.filename} --force`",
-        )  # fmt: skip
+            "export.base-export-changed",
+            rel,
+            "differs from the base export's record in index.json",
+            f"export the base again: `registry export-hf --base {source.base.name} "
+            f"--base-file {source.base.filename} --force`",
+        )
     return parse_json(raw, rel)

@@ -10,7 +10,7 @@ place in fla's model, reached in one of three ways:
   so ``w1 [C, r]`` becomes ``w_lora.lora.0.weight [r, C]``: the same values, another byte order.
 
 Layer 0 of an official file carries ``att.v0/v1/v2``, which neither runtime uses (layer 0 makes
-``v_first``); fla's layer 0 has no ``v_lora``, so they are left out (:data:`DROPPED`).
+``v_first``); fla's layer 0 has no ``v_lora``, so they are left out (:data:`DROPPED_SOURCES`).
 """
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..artifacts.rwkv7 import HEAD_SIZE, SHAPE_TENSORS, VALUE_RESIDUAL, block_name, has_value_residual, shape_of
 from ..core.errors import RegistryError
 
-HEAD_SIZE = 64  # fla's RWKV-7 kernels, and every published RWKV-7 checkpoint
 NORM_EPS = 1e-5  # x070's layer norms; fla's group norm uses head_dim * norm_eps = 64e-5, as x070
-DROPPED = ("att.v0", "att.v1", "att.v2")  # layer 0 only
-# The x070 tensors fla has no place for (present in official files, used by no runtime).
-DROPPED_SOURCES = tuple(f"blocks.0.{leaf}" for leaf in DROPPED)
+# The x070 tensors fla has no place for: layer 0's value residual (in official files, used by no runtime).
+DROPPED_SOURCES = tuple(block_name(0, leaf) for leaf in VALUE_RESIDUAL)
 Transform = Literal["rename", "flatten", "transpose"]
 
 # (x070 leaf, fla leaf, transform), per layer; the fla order of RWKV7Block's state_dict.
@@ -94,7 +93,7 @@ def rules(n_layer: int) -> list[Rule]:
         out += [
             Rule(f"model.layers.{i}.{dst}", f"blocks.{i}.{src}", how)
             for src, dst, how in _LAYER
-            if not (i == 0 and src in DROPPED)
+            if has_value_residual(i) or src not in VALUE_RESIDUAL
         ]
     out += [
         Rule("model.norm.weight", "ln_out.weight", "rename"),
@@ -122,7 +121,8 @@ def fla_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
         "attn_norm.weight": (c,), "attn_norm.bias": (c,), "ffn_norm.weight": (c,), "ffn_norm.bias": (c,),
         **{f"attn.x_{m}": (1, 1, c) for m in "rwkvag"},
         "attn.k_k": (c,), "attn.k_a": (c,), "attn.r_k": (heads, n),
-        "attn.r_proj.weight": (c, c), "attn.k_proj.weight": (c, c), "attn.v_proj.weight": (c, c), "attn.o_proj.weight": (c, c),
+        "attn.r_proj.weight": (c, c), "attn.k_proj.weight": (c, c),
+        "attn.v_proj.weight": (c, c), "attn.o_proj.weight": (c, c),
         "attn.g_norm.weight": (c,), "attn.g_norm.bias": (c,),
         "ffn.x_k": (c,), "ffn.key.weight": (f, c), "ffn.value.weight": (c, f),
     }  # fmt: skip
@@ -144,7 +144,7 @@ def fla_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
             {
                 f"model.layers.{i}.{leaf}": shape
                 for leaf, shape in per_layer.items()
-                if not (i == 0 and leaf.startswith("attn.v_lora."))
+                if has_value_residual(i) or not leaf.startswith("attn.v_lora.")
             }
         )
     shapes.update({"model.norm.weight": (c,), "model.norm.bias": (c,), "lm_head.weight": (v, c)})
@@ -163,42 +163,38 @@ class FlaPlan:
 def _refuse(
     source: str | Path | None,
     message: str,
-    fix: str = "export an RWKV-7 (x070) checkpoint with head size 64 and all four LoRA blocks in every layer",
+    fix: str = f"export an RWKV-7 (x070) checkpoint with head size {HEAD_SIZE} and all four LoRA blocks in every layer",
 ) -> RegistryError:
     return RegistryError("export.not-fla", source, message, fix)
 
 
-def _layers(shapes: Mapping[str, Sequence[int]]) -> int:
-    found = {int(m.group(1)) for name in shapes if (m := re.match(r"blocks\.(\d+)\.", name))}
-    return max(found) + 1 if found else 0
-
-
 def _shape_config(shapes: Mapping[str, Sequence[int]], source: str | Path | None) -> dict[str, Any]:
-    for name in ("emb.weight", "blocks.0.att.r_k", "blocks.0.ffn.key.weight"):
+    for name in SHAPE_TENSORS:
         if name not in shapes:
             raise _refuse(source, f"missing {name}, so this is not an RWKV-7 (x070) checkpoint")
-    vocab, hidden = shapes["emb.weight"]
-    heads, head_dim = shapes["blocks.0.att.r_k"]
-    if head_dim != HEAD_SIZE:
+    arch = shape_of(shapes)
+    if arch.head_size != HEAD_SIZE:
         raise _refuse(
             source,
-            f"blocks.0.att.r_k is {heads}x{head_dim}: head size {head_dim}, and fla's RWKV-7 takes head size {HEAD_SIZE} only",
+            f"blocks.0.att.r_k is {arch.n_head}x{arch.head_size}: head size {arch.head_size}, and fla's "
+            f"RWKV-7 takes head size {HEAD_SIZE} only",
         )
-    n_layer = _layers(shapes)
-    if n_layer == 1:
+    if arch.n_layer == 1:
         # fla 0.6's RWKV7Attention._initialize_weights divides by num_hidden_layers - 1, and runs
         # whenever the model is built (transformers 5 has no switch to skip it), from_pretrained too
         raise _refuse(
             source,
-            "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by num_hidden_layers - 1)",
+            "has 1 layer, and fla's RWKV-7 takes 2 or more layers only (its attention set-up divides by "
+            "num_hidden_layers - 1)",
             "no Transformers export exists for a 1-layer model: publish the .pth, which the rwkv runtime loads",
         )
     config: dict[str, Any] = {
-        "hidden_size": hidden, "num_hidden_layers": n_layer, "head_dim": head_dim, "num_heads": heads,
-        "intermediate_size": shapes["blocks.0.ffn.key.weight"][0], "vocab_size": vocab,
+        "hidden_size": arch.n_embd, "num_hidden_layers": arch.n_layer,
+        "head_dim": arch.head_size, "num_heads": arch.n_head,
+        "intermediate_size": arch.dim_ffn, "vocab_size": arch.vocab_size,
     }  # fmt: skip
     for key, leaf in _RANKS.items():
-        name = f"blocks.1.{leaf}"
+        name = block_name(1, leaf)
         if name not in shapes:
             raise _refuse(source, f"missing {name} (fla's RWKV-7 has this LoRA block in every layer)")
         config[key] = shapes[name][-1]
@@ -220,7 +216,8 @@ def fla_plan(shapes: Mapping[str, Sequence[int]], source: str | Path | None = No
         if got != want[rule.target]:
             raise _refuse(
                 source,
-                f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's config from the other shapes needs {want[rule.target]}",
+                f"{rule.source} is {tuple(shapes[rule.source])}, which makes {rule.target} {got}; fla's "
+                f"config from the other shapes needs {want[rule.target]}",
             )
     extra = sorted(set(shapes) - {r.source for r in plan} - set(DROPPED_SOURCES))
     if extra:
@@ -251,5 +248,8 @@ def tensor_misfit(
     wrong = sorted((n for n in want if (tuple(found[n][0]), found[n][1]) != want[n]), key=_natural)
     if wrong:
         name = wrong[0]
-        return f"{file}: {name} is {found[name][1]} {tuple(found[name][0])}, but the {what} is {want[name][1]} {want[name][0]}"
+        return (
+            f"{file}: {name} is {found[name][1]} {tuple(found[name][0])}, but the {what} "
+            f"is {want[name][1]} {want[name][0]}"
+        )
     return None

@@ -71,7 +71,9 @@ def pinned_source(repo: Repo, source: ExportSource, base_file: Path | None) -> I
         actual = hash_file(handle.stable)
         if actual != source.sha256:
             raise RegistryError(
-                "export.wrong-base-file", base_file, f"sha256 is {actual[:12]}… but base {source.label} is {source.sha256[:12]}…",
+                "export.wrong-base-file",
+                base_file,
+                f"sha256 is {actual[:12]}… but base {source.label} is {source.sha256[:12]}…",
                 f"pass the file registered as {source.base.filename}",
-            )  # fmt: skip
+            )
         yield handle

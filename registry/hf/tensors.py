@@ -15,6 +15,7 @@ import torch
 from ..core.errors import RegistryError
 from ..core.names import CONFIG_NAME
 from ..core.schemas import read_json
+from ..gate.runtime import load_tensors
 from .mapping import FlaPlan, Rule, rules
 
 
@@ -55,7 +56,6 @@ def to_x070(
 
 def read_export(folder: str | Path) -> dict[str, torch.Tensor]:
     """The x070 tensors of an exported folder (its config.json and safetensors)."""
-    from ..gate.runtime import load_tensors
 
     folder = Path(folder)
     try:

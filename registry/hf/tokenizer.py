@@ -40,7 +40,7 @@ END_OF_TEXT = "<|rwkv_tokenizer_end_of_text|>"  # the name fla-hub's RWKV-7 repo
 
 def world_vocab_file() -> Path:
     """The world vocabulary the ``rwkv`` package ships, checked to be the known bytes."""
-    import rwkv
+    import rwkv  # noqa: PLC0415 optional dependency: rwkv
 
     path = Path(rwkv.__file__).parent / VOCAB_NAME
     if not path.is_file() or hash_file(path) != WORLD_VOCAB_SHA256:
@@ -58,7 +58,7 @@ def trie_tokenizer() -> Any:
     """The ``rwkv`` package's own tokenizer for the world vocabulary (the reference the tokenizer
     files are checked against); its loader ``eval``s the vocabulary's lines, so it only ever reads
     the file :func:`world_vocab_file` checked by sha256."""
-    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
+    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER  # noqa: PLC0415 optional dependency: rwkv
 
     return TRIE_TOKENIZER(str(world_vocab_file()))
 
@@ -92,14 +92,20 @@ def check_vocab(base: Base, vocab_size: int, source: str | Path) -> None:
     recorded = (base.vocab or WORLD_VOCAB).removesuffix(".txt")
     if recorded != WORLD_VOCAB:
         raise RegistryError(
-            "export.vocab-mismatch", INDEX_NAME, f"base {base.name} records vocabulary {base.vocab}, and the exporter writes tokenizer files for {WORLD_VOCAB} only",
+            "export.vocab-mismatch",
+            INDEX_NAME,
+            f"base {base.name} records vocabulary {base.vocab}, and the exporter writes tokenizer files "
+            f"for {WORLD_VOCAB} only",
             f"export a base built on {WORLD_VOCAB} (or correct the base's recorded vocab if it is wrong)",
-        )  # fmt: skip
+        )
     if vocab_size < 65536:
         raise RegistryError(
-            "export.vocab-mismatch", source, f"the model has {vocab_size} token embeddings, fewer than {WORLD_VOCAB}'s 65536 ids, so it is not built on the vocabulary its base records",
+            "export.vocab-mismatch",
+            source,
+            f"the model has {vocab_size} token embeddings, fewer than {WORLD_VOCAB}'s 65536 ids, so it is "
+            "not built on the vocabulary its base records",
             "export the checkpoint trained with the world vocabulary, or correct the base's recorded vocab",
-        )  # fmt: skip
+        )
 
 
 def _byte_alphabet() -> list[str]:
@@ -139,7 +145,7 @@ def longest_match_pattern(tokens: list[str]) -> str:
 
 def tokenizer_json(vocab: dict[int, bytes]) -> bytes:
     """tokenizer.json (the ``tokenizers`` library's format) for this vocabulary."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers  # noqa: PLC0415 optional dependency: tokenizers
 
     alphabet = _byte_alphabet()
     pieces = {"".join(alphabet[b] for b in data): token_id for token_id, data in sorted(vocab.items())}

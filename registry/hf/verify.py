@@ -35,7 +35,8 @@ from .tokenizer import trie_tokenizer
 SAMPLES: dict[str, str] = {
     **PROMPTS,  # seed 000's prompts (Chinese, System/User/Assistant)
     "seed000-user-assistant": "User: 候选角色：甲、乙\n上下文：……\n\nAssistant:",
-    "english-chat": "User: Write a haiku about rain.\n\nAssistant: Soft rain on the roof,\n  a  double  space\tand a tab.\n\nUser:",
+    "english-chat": "User: Write a haiku about rain.\n\nAssistant: Soft rain on the roof,\n  a  double  space\tand a "
+    "tab.\n\nUser:",
     "emoji-and-newlines": "🌧️☔ 雨停了。\n\n\n\r\n😀👍🏽 done\n",
     "code": 'def f(x):\n    return {"boundaries": [x, 2, 3]}  # 注释\n',
 }
@@ -56,15 +57,15 @@ def fla_notices_hidden() -> Iterator[None]:
 def require_hf() -> None:
     """Import what the export's checks need first, so a missing extra is said before any work."""
     with fla_notices_hidden():
-        import fla  # noqa: F401
-    import peft  # noqa: F401
-    import tokenizers  # noqa: F401
-    import transformers  # noqa: F401
+        import fla  # noqa: F401, PLC0415 optional dependency: fla
+    import peft  # noqa: F401, PLC0415 optional dependency: peft
+    import tokenizers  # noqa: F401, PLC0415 optional dependency: tokenizers
+    import transformers  # noqa: F401, PLC0415 optional dependency: transformers
 
 
 def check_tokenizer(folder: Path) -> None:
     """AutoTokenizer on ``folder`` encodes :data:`SAMPLES` exactly as the rwkv TRIE tokenizer."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # noqa: PLC0415 optional dependency: transformers
 
     loaded = AutoTokenizer.from_pretrained(folder)
     reference = trie_tokenizer()
@@ -102,8 +103,8 @@ def _layer_pattern(names: Mapping[str, tuple[int, ...]], n_layer: int) -> dict[s
 def check_model(folder: Path, exported: Mapping[str, tuple[int, ...]]) -> None:
     """fla's model for ``folder``'s config.json has exactly the ``exported`` tensors and shapes."""
     with fla_notices_hidden():
-        import fla  # noqa: F401  (registers model_type rwkv7 with the Auto classes)
-    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+        import fla  # noqa: F401, PLC0415 optional dependency: fla (registers model_type rwkv7 with the Auto classes)
+    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig  # noqa: PLC0415 optional dependency: transformers
 
     config = AutoConfig.from_pretrained(folder)
     GenerationConfig.from_pretrained(folder)
@@ -135,7 +136,7 @@ def check_model(folder: Path, exported: Mapping[str, tuple[int, ...]]) -> None:
 def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
     """PEFT reads ``folder``'s adapter_config.json as the default MiSS, and adapter_model.safetensors
     holds exactly its ``miss_block`` tensors, float32 ``[r, out]`` for the base export's Linears."""
-    from peft import MissConfig, PeftConfig
+    from peft import MissConfig, PeftConfig  # noqa: PLC0415 optional dependency: peft
 
     config_path, weights_path = folder / ADAPTER_CONFIG_NAME, folder / ADAPTER_WEIGHTS_NAME
     parsed = PeftConfig.from_pretrained(str(folder))
@@ -156,7 +157,7 @@ def check_peft(folder: Path, base_config: Mapping[str, Any]) -> None:
 def check_state(folder: Path, base_config: Mapping[str, Any], time_state: Mapping[str, torch.Tensor]) -> None:
     """safetensors loads ``initial_state.safetensors``; it holds exactly the recurrent states of the
     base export's layers, each bit-equal to the State's ``time_state`` transposed."""
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # noqa: PLC0415 optional dependency: safetensors
 
     path = folder / STATE_WEIGHTS_NAME
     header = read_safetensors_header(path)

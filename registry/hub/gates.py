@@ -38,7 +38,8 @@ def entries_touching(index: Index, paths: Iterable[str]) -> list[Entry]:
 def _receipt_problem(
     receipt: Receipt, sha256: str, base_sha256: str, sums: dict[str, str], allow_cpu: bool
 ) -> tuple[str, str] | None:
-    """(code, message) when the receipt does not vouch for the current bytes ``sha256`` on their base ``base_sha256``."""
+    """(code, message) when the receipt does not vouch for the current bytes ``sha256`` on their base
+    ``base_sha256``."""
     if receipt.file_sha256 != sha256:
         return "gate.stale", f"the receipt is for sha256 {receipt.file_sha256[:12]}…, not these bytes"
     if receipt.base_sha256 != base_sha256:
@@ -62,7 +63,10 @@ def _trust_problem(receipt: Receipt, where: str, trusted: Sequence[TrustedKey]) 
     if sealed_here(receipt):
         return None
     if receipt.signature is None and not trusted:
-        message = f"{where} was not written by this installation's gate (its seal does not check under this user's key: written by hand, edited, or from another machine) and is not signed"
+        message = (
+            f"{where} was not written by this installation's gate (its seal does not check under this user's "
+            "key: written by hand, edited, or from another machine) and is not signed"
+        )
         return (
             "gate.not-ours",
             message,

@@ -20,7 +20,10 @@ from ..core.names import MUTABLE
 from ..core.published import unrecorded_change
 
 Status = Literal["new", "changed", "unchanged", "remote-only"]
-RESTORE_FIX = "the Hub changed behind the registry, which holds the bytes it published there: put them back with `registry publish --restore`"
+RESTORE_FIX = (
+    "the Hub changed behind the registry, which holds the bytes it published there: put them back with `registry "
+    "publish --restore`"
+)
 REWRITE_FIX = (
     "restore the published bytes; to replace them, record why with `registry validate --allow-rewrite REASON`"
     " in a registry that knows the published state (one that published or pulled this repo)"
@@ -206,9 +209,13 @@ def immutability_problems(
 
 
 def make_plan(
-    local: Mapping[str, LocalFile], remote: RemoteState, rewrites: Iterable[Rewrite] = (), delete_extra: bool = False,
-    restorable: frozenset[str] = frozenset(), restore: bool = False,
-) -> Plan:  # fmt: skip
+    local: Mapping[str, LocalFile],
+    remote: RemoteState,
+    rewrites: Iterable[Rewrite] = (),
+    delete_extra: bool = False,
+    restorable: frozenset[str] = frozenset(),
+    restore: bool = False,
+) -> Plan:
     """Classify every local and remote path as new, changed, unchanged or remote-only.  With
     ``restore``, a changed file in ``restorable`` (the registry's own bytes, which the Hub no longer
     holds) is sent back instead of refused."""

@@ -290,9 +290,15 @@ class Hub:
         """One commit with every operation, refused by the Hub if ``revision`` moved past ``parent``."""
         with self._upload_errors():
             info = self.api.create_commit(
-                self.repo_id, list(operations), commit_message=message, commit_description=description,
-                revision=self.revision, parent_commit=parent, create_pr=create_pr, repo_type=self.repo_type,
-            )  # fmt: skip
+                self.repo_id,
+                list(operations),
+                commit_message=message,
+                commit_description=description,
+                revision=self.revision,
+                parent_commit=parent,
+                create_pr=create_pr,
+                repo_type=self.repo_type,
+            )
         return CommitResult(info.oid, info.commit_url, info.pr_revision, info.pr_url)
 
     def create_tag(self, tag: str, commit: str) -> None:

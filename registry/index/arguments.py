@@ -11,6 +11,9 @@ import math
 import re
 from datetime import date
 
+from ..card.handwritten import (
+    marker_in,
+)  # the card package (Jinja2, the Hub's card data) is heavy; load it only here
 from ..core.collisions import invisible_character, too_long
 from ..core.errors import RegistryError
 from ..core.evaluation import split_value
@@ -63,7 +66,8 @@ def require_file_name(value: str, what: str, option: str) -> None:
             "args.bad-name",
             _shown(value),
             f"{what} {value!r} {defect}",
-            f"rename the file (no control, bidi or zero-width characters, backslashes or surrounding spaces) and pass it to {option}",
+            "rename the file (no control, bidi or zero-width characters, backslashes or surrounding spaces) "
+            f"and pass it to {option}",
         )
 
 
@@ -90,9 +94,6 @@ def require_finite(value: float, option: str) -> float:
 
 def require_text(value: str, option: str, limit: int = MAX_NOTES_CHARS) -> str:
     """Free text the card shows: valid UTF-8, bounded, and free of the card's hand-written-section markers."""
-    from ..card.handwritten import (
-        marker_in,
-    )  # the card package (Jinja2, the Hub's card data) is heavy; load it only here
 
     if SURROGATES.search(value):  # how Python hands over command-line bytes that are not UTF-8
         raise RegistryError(
@@ -113,7 +114,8 @@ def require_text(value: str, option: str, limit: int = MAX_NOTES_CHARS) -> str:
         raise RegistryError(
             "args.card-marker",
             option,
-            f"the text contains the card's hand-written-section marker {marker}, which would leave README.md unrenderable",
+            f"the text contains the card's hand-written-section marker {marker}, which would leave README.md "
+            "unrenderable",
             f"remove that marker from {option}",
         )
     return value

@@ -10,6 +10,7 @@ is dropped silently.  The facts are claims: ``adopt`` compares them with the fil
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,11 +35,23 @@ BASE = {
     "vocab": "vocab",
 }
 ENTRY = {
-    "path": "path", "file": "path", "method": "method", "base_sha256": "base_sha256", "base": "base",
-    "data_version": "data_version", "data_sha256": "data_sha256", "dataset_repo": "dataset_repo", "sha256": "sha256",
-    "size": "size", "recommended": "recommended", "content_version": "content_version", "notes": "notes",
-    "adapter_id": "adapter_id", "profile": "profile", "sampling": "sampling",
-}  # fmt: skip
+    "path": "path",
+    "file": "path",
+    "method": "method",
+    "base_sha256": "base_sha256",
+    "base": "base",
+    "data_version": "data_version",
+    "data_sha256": "data_sha256",
+    "dataset_repo": "dataset_repo",
+    "sha256": "sha256",
+    "size": "size",
+    "recommended": "recommended",
+    "content_version": "content_version",
+    "notes": "notes",
+    "adapter_id": "adapter_id",
+    "profile": "profile",
+    "sampling": "sampling",
+}
 REFERENCE = {
     "name": "name",
     "method": "method",
@@ -125,8 +138,6 @@ class HandIndex:
 
 
 def _shown(value: Any) -> str:
-    import json
-
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 80 else text[:77] + "..."
 

@@ -99,7 +99,11 @@ def working_release(repo: Repo) -> Release:
     stale = sorted(p for p in set(on_disk) | set(release.sums) if on_disk.get(p) != release.sums.get(p))
     if not stale:
         return release
-    note = f"the working registry's files are not what its SHA256SUMS says ({', '.join(stale[:3])}{', …' if len(stale) > 3 else ''}): compared by SHA256SUMS; run `registry validate`"
+    note = (
+        "the working registry's files are not what its SHA256SUMS says "
+        f"({', '.join(stale[:3])}{', …' if len(stale) > 3 else ''}): compared by SHA256SUMS; run `registry "
+        "validate`"
+    )
     return replace(release, notes=(*release.notes, note))
 
 

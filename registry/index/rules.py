@@ -89,7 +89,8 @@ def entry_problems(index: Index) -> Iterator[Problem]:
         yield Problem(
             "index.root-entries",
             INDEX_NAME,
-            f"the root weights ({', '.join(sorted(declared))}) name different bases or data versions, but share the root's one train.json",
+            f"the root weights ({', '.join(sorted(declared))}) name different bases or data versions, but "
+            "share the root's one train.json",
             "keep the root weights of one base and data version; move the others into <base>/full/<data-version>/",
         )
     yield from declaration_problems(index)

@@ -45,7 +45,10 @@ class Context:
 Check = Callable[[Context], Iterator[Problem]]
 
 
-ACCEPT_BYTES = "restore the original bytes, or accept the new ones with `registry validate --allow-rewrite REASON` (updates the entry and records why)"
+ACCEPT_BYTES = (
+    "restore the original bytes, or accept the new ones with `registry validate --allow-rewrite REASON` (updates "
+    "the entry and records why)"
+)
 
 
 def check_sums(ctx: Context) -> Iterator[Problem]:
@@ -72,7 +75,10 @@ def check_sums(ctx: Context) -> Iterator[Problem]:
             )
 
 
-POINTER_FIX = "check out the commit whose pointers match SHA256SUMS, or fetch the bytes (`git lfs pull`) and run `registry validate --require-bytes`"
+POINTER_FIX = (
+    "check out the commit whose pointers match SHA256SUMS, or fetch the bytes (`git lfs pull`) and run `registry "
+    "validate --require-bytes`"
+)
 
 
 def _pointer_finding(problem: Problem, pointer: Pointer, listed: str | None) -> Problem:
@@ -82,7 +88,8 @@ def _pointer_finding(problem: Problem, pointer: Pointer, listed: str | None) -> 
             "lfs.unlisted",
             problem.file,
             f"a Git LFS pointer (oid {pointer.oid[:12]}…) to a file SHA256SUMS does not list",
-            "remove the pointer, or register the file where its bytes are (`git lfs pull`, then `registry add` or `registry sums`)",
+            "remove the pointer, or register the file where its bytes are (`git lfs pull`, then `registry "
+            "add` or `registry sums`)",
         )
     return Problem(
         "lfs.oid-mismatch",

@@ -29,10 +29,11 @@ from ..core.models import (
 from ..core.names import GGUF_DIR, HF_DIR, INDEX_NAME, TRAIN_JSON, WEIGHT_SUFFIXES
 from ..core.pinned import copy_hashing, pinned
 from ..core.repo import Repo, render_index
-from ..core.sums import parse_sums
+from ..core.schemas import read_bounded
+from ..core.sums import MAX_SUMS_BYTES, parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
-from ..index.arguments import require_name, require_sha
+from ..index.arguments import require_file_name, require_name, require_sha, require_text
 from ..index.derived import stage_derived
 from ..index.editing import set_recommended
 from ..index.rules import index_to_change, weight_path_problem
@@ -55,8 +56,6 @@ class AddRequest:
 
 
 def _check_request(request: AddRequest, index: Index) -> Base:
-    from ..index.arguments import require_file_name, require_text
-
     # Every name that becomes part of the entry's path, and the text the card shows, before anything is staged.
     require_name(request.base, "base name", "--base")
     if request.run is not None:
@@ -65,7 +64,8 @@ def _check_request(request: AddRequest, index: Index) -> Base:
             raise RegistryError(
                 "args.bad-name",
                 request.run,
-                f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF files (export-gguf)",
+                f"run name {request.run!r} is the folder name of Transformers exports (export-hf) or GGUF "
+                "files (export-gguf)",
                 "pass another --run name",
             )
     require_file_name(request.file.name, "file name", "registry add")
@@ -152,8 +152,6 @@ def _check_data_sums(request: AddRequest, data_sha: str | None) -> None:
             "names its data by dataset repo and revision, with no file sha256 to look up in --data-sums",
             "add the sha256 of the file the trainer read to train.json's data, or leave out --data-sums",
         )
-    from ..core.schemas import read_bounded
-    from ..core.sums import MAX_SUMS_BYTES
 
     # Not read_bytes(): /dev/zero would fill memory and a FIFO would block; anything but a regular
     # file of at most MAX_SUMS_BYTES is refused before it is read.
@@ -226,7 +224,8 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
             raise RegistryError(
                 "args.name-collision",
                 request.file,
-                f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file on macOS and Windows checkouts",
+                f"{' and '.join(map(shown, clash))} differ only in case or Unicode normalization: one file "
+                "on macOS and Windows checkouts",
                 "rename the file (or pass another --run) so that it differs in more",
             )
         train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)

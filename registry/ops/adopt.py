@@ -152,19 +152,41 @@ class AdoptReport:
             )
         if not self.index.registry.repo_id:
             lines.append(
-                "no repo id found: pass the Hub repo's id to `registry publish --repo-id`, or record it with `registry set repo-id`"
+                "no repo id found: pass the Hub repo's id to `registry publish --repo-id`, or record it with "
+                "`registry set repo-id`"
             )
         return lines
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "ok": True, "dry_run": self.dry_run, "registry": str(self.root),
-            "bases": [{"name": b.name, "sha256": b.sha256, "source": b.source, "checked": b.architecture is not None} for b in self.index.bases],
-            "entries": [{"path": e.path, "method": e.method, "data_version": e.data.version, "sha256": e.sha256, "recommended": e.recommended, "scores": len(e.scores)} for e in self.index.entries],
-            "writes": self.writes, "saved": self.saved, "mapped": self.mapped, "unmapped": self.unmapped,
-            "overridden": self.overridden, "readme": self.readme, "next_steps": self.next_steps, "advice": self.advice,
+            "ok": True,
+            "dry_run": self.dry_run,
+            "registry": str(self.root),
+            "bases": [
+                {"name": b.name, "sha256": b.sha256, "source": b.source, "checked": b.architecture is not None}
+                for b in self.index.bases
+            ],
+            "entries": [
+                {
+                    "path": e.path,
+                    "method": e.method,
+                    "data_version": e.data.version,
+                    "sha256": e.sha256,
+                    "recommended": e.recommended,
+                    "scores": len(e.scores),
+                }
+                for e in self.index.entries
+            ],
+            "writes": self.writes,
+            "saved": self.saved,
+            "mapped": self.mapped,
+            "unmapped": self.unmapped,
+            "overridden": self.overridden,
+            "readme": self.readme,
+            "next_steps": self.next_steps,
+            "advice": self.advice,
             "front_matter": {"kept": list(self.index.registry.front_matter), "added": self.front_matter_added},
-        }  # fmt: skip
+        }
 
 
 @dataclass
@@ -281,17 +303,23 @@ def _root_weights(root: Path, files: list[str], hand: HandIndex, options: AdoptO
         return {}
     if TRAIN_JSON not in files:
         raise RegistryError(
-            "adopt.missing-train-json", TRAIN_JSON, f"{weights[0]} sits at the root with no train.json beside it to name its base and training data",
-            'write train.json at the root (its base, trainer, hyperparameters, command, and the data: a sha256, or the dataset repo and revision: docs/formats.md, "train.json"), then adopt again',
-        )  # fmt: skip
+            "adopt.missing-train-json",
+            TRAIN_JSON,
+            f"{weights[0]} sits at the root with no train.json beside it to name its base and training data",
+            "write train.json at the root (its base, trainer, hyperparameters, command, and the data: a "
+            'sha256, or the dataset repo and revision: docs/formats.md, "train.json"), then adopt again',
+        )
     stems = {rel.rsplit(".", 1)[0] for rel in weights}
     if len(stems) > 1:
         unlisted = [rel for rel in weights if hand.entry(rel) is None]
         if unlisted:
             raise RegistryError(
-                "adopt.undeclared-root-weight", unlisted[0], f"one of {len(weights)} weights at the root ({', '.join(weights)}), and index.json does not list it",
-                "list each root weight in index.json's entries (or write one if there is none), or move the others into <base>/full/<data-version>/ with their train.json",
-            )  # fmt: skip
+                "adopt.undeclared-root-weight",
+                unlisted[0],
+                f"one of {len(weights)} weights at the root ({', '.join(weights)}), and index.json does not list it",
+                "list each root weight in index.json's entries (or write one if there is none), or move the "
+                "others into <base>/full/<data-version>/ with their train.json",
+            )
     train = read_train(root / TRAIN_JSON, TRAIN_JSON)
     named = [claim.filename.removesuffix(".pth") for claim in train.bases if claim.filename]
     given = [
@@ -305,7 +333,8 @@ def _root_weights(root: Path, files: list[str], hand: HandIndex, options: AdoptO
             "adopt.root-base",
             TRAIN_JSON,
             "names no base for the weights at the root",
-            f'add "base": "<base file>.pth" to {TRAIN_JSON} (the checkpoint training started from), or pass --base-file with that file',
+            f'add "base": "<base file>.pth" to {TRAIN_JSON} (the checkpoint training started from), or pass '
+            "--base-file with that file",
         )
     version = train.data.version or "v1"
     version = version if version.startswith("v") else f"v{version}"
@@ -344,7 +373,8 @@ def _bases(
         raise RegistryError(
             "adopt.metadata-only",
             root,
-            f"--sha256 --metadata-only names one base folder, but {len(unresolved)} have no base ({', '.join(unresolved) or 'none'})",
+            f"--sha256 --metadata-only names one base folder, but {len(unresolved)} have no base "
+            f"({', '.join(unresolved) or 'none'})",
             "pass --base-file for each base folder",
         )
     bases: dict[str, Base] = {}
@@ -370,7 +400,8 @@ def _bases(
             raise RegistryError(
                 "adopt.unknown-base",
                 f"{name}/",
-                f"{name}.pth is not in the known-bases catalog, so the weights under {name}/ cannot be checked against it",
+                f"{name}.pth is not in the known-bases catalog, so the weights under {name}/ cannot be "
+                "checked against it",
                 f"pass --base-file {name}.pth (read, not copied)",
             )
         else:
@@ -428,7 +459,8 @@ def _train_json(root: Path, placed: Placement, base: Base, trains: dict[str, Tra
                 "adopt.missing-train-json",
                 rel,
                 "the weights of this data version have no train.json",
-                'write it beside them (trainer, hyperparameters, command, data sha256: docs/formats.md, "train.json"), then adopt again',
+                "write it beside them (trainer, hyperparameters, command, data sha256: docs/formats.md, "
+                '"train.json"), then adopt again',
             )
         train = read_train(root / rel, rel)
         problems = train_problems(train, rel, base, placed.version)
@@ -538,7 +570,8 @@ def _twins(root: Path, entries: list[Entry], options: AdoptOptions) -> list[Prob
                     "adopt.twin-differs",
                     entry.path,
                     f"beside {Path(source.path).name} with the same name but {difference}",
-                    f"delete the stale one, rename one of them, or pass {NOT_A_TWIN} {entry.path} to register it as a weight of its own",
+                    f"delete the stale one, rename one of them, or pass {NOT_A_TWIN} {entry.path} to "
+                    "register it as a weight of its own",
                 )
             )
     return problems
@@ -563,10 +596,15 @@ def _entry(
         dataset_revision=train.data.revision,
     )
     return Entry(
-        path=rel, method=placed.method, base_sha256=base.sha256, data=data,
-        sha256=sha, size=(root / rel).stat().st_size, format="safetensors" if rel.endswith(".safetensors") else "pth",
+        path=rel,
+        method=placed.method,
+        base_sha256=base.sha256,
+        data=data,
+        sha256=sha,
+        size=(root / rel).stat().st_size,
+        format="safetensors" if rel.endswith(".safetensors") else "pth",
         content_version=content_version(inspection),
-    )  # fmt: skip
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -622,7 +660,8 @@ def _index(
                     "adopt.listed-missing",
                     INDEX_NAME,
                     f"{claim.where} lists {claim.path}, which is not in the folder",
-                    f"restore the file (download it again), remove the item from index.json, or pass {TRUST_FILES} to adopt without it",
+                    "restore the file (download it again), remove the item from index.json, or "
+                    f"pass {TRUST_FILES} to adopt without it",
                 ),
             )
     try:
@@ -644,9 +683,15 @@ def _index(
 # Hand-written facts about an entry, and what the files say of each.
 def _file_facts(entry: Entry, base: Base) -> dict[str, Any]:
     return {
-        "sha256": entry.sha256, "size": entry.size, "method": entry.method, "data_version": entry.data.version,
-        "data_sha256": entry.data.sha256, "base_sha256": entry.base_sha256, "base": base.name, "content_version": entry.content_version,
-    }  # fmt: skip
+        "sha256": entry.sha256,
+        "size": entry.size,
+        "method": entry.method,
+        "data_version": entry.data.version,
+        "data_sha256": entry.data.sha256,
+        "base_sha256": entry.base_sha256,
+        "base": base.name,
+        "content_version": entry.content_version,
+    }
 
 
 def _apply_reference(index: Index, claim: HandReference, report: AdoptReport) -> None:
@@ -701,9 +746,13 @@ def _recommend(index: Index, claimed: list[Entry], report: AdoptReport, options:
         if len(group) > 1:
             paths = [e.path for e in group]
             raise RegistryError(
-                "adopt.two-recommended", INDEX_NAME, f"marks {len(paths)} {method} files of one base recommended ({', '.join(paths)}); one is shown as the recommended one",
-                f"keep \"recommended\": true on one of them, or pass --recommended {paths[0]} (or another) to say which wins",
-            )  # fmt: skip
+                "adopt.two-recommended",
+                INDEX_NAME,
+                f"marks {len(paths)} {method} files of one base recommended ({', '.join(paths)}); one is "
+                "shown as the recommended one",
+                f'keep "recommended": true on one of them, or pass --recommended {paths[0]} (or another) to '
+                "say which wins",
+            )
         set_recommended(index, group[0])
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import Problem, RegistryError
+from ..core.names import CARD_NAME
 from ..core.validation_result import Validation
 from ..core.verdict import vouching
 
@@ -25,14 +26,13 @@ if TYPE_CHECKING:
 def write_card(root: Path) -> bool:
     """Render README.md and evaluation.json (and refresh SHA256SUMS) in one transaction; True when either changed.
     A dataset registry has only README.md, its dataset card."""
-    from ..card.sync import rendered
-    from ..core.atomic import transaction
-    from ..core.names import CARD_NAME
-    from ..core.repo import Repo, is_dataset
-    from ..dataset import card as dataset_card
-    from ..dataset import store
-    from ..index.derived import stage_derived
-    from ..index.rules import index_to_change
+    from ..card.sync import rendered  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..core.atomic import transaction  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..core.repo import Repo, is_dataset  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..dataset import card as dataset_card  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..dataset import store  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..index.derived import stage_derived  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..index.rules import index_to_change  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = Repo.open(root)
     if is_dataset(repo.root):
@@ -50,10 +50,10 @@ def write_card(root: Path) -> bool:
 
 def compare_card(root: Path) -> list[Rendered]:
     """The rendered files on disk next to those index.json renders; changes nothing."""
-    from ..card.sync import rendered
-    from ..core.repo import Repo, is_dataset
-    from ..dataset import card as dataset_card
-    from ..dataset import store
+    from ..card.sync import rendered  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..core.repo import Repo, is_dataset  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
+    from ..dataset import card as dataset_card  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..dataset import store  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = Repo.open(root)
     if is_dataset(repo.root):

@@ -51,7 +51,8 @@ def _derived_entry(repo: Repo, source: Entry, result: ConversionResult) -> Entry
             "size": main.size,
             "format": "safetensors-sharded" if result.sharded else "safetensors",
             "recommended": False,
-            "derived_from": source.path,  # the card shows a twin on its source's row, with the source's notes and results
+            # the card shows a twin on its source's row, with the source's notes and results
+            "derived_from": source.path,
             "notes": "",
             "shards": shards,
             "gate": None,

@@ -2,7 +2,8 @@
 
 What the command states (row counts, the trained file and its sha256, the wire format, the
 thinking mode, and the content facts: stop text, context, vocabulary, family key and split rule,
-flagged rows; :mod:`registry.dataset.content`) is compared with what the copied files hold (:mod:`registry.dataset.versions`):
+flagged rows; :mod:`registry.dataset.content`) is compared with what the copied files hold
+(:mod:`registry.dataset.versions`):
 the files are copied into staging while they are hashed, the copies are checked, and only then
 renamed into place with index.json, the card and SHA256SUMS in one transaction.  A refusal leaves
 the registry byte-identical.

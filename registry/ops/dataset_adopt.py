@@ -78,15 +78,36 @@ from ..index.arguments import check_repo_id
 
 # Per-version facts a flag may state: field -> its flag (each given as VERSION=VALUE, repeatable).
 FLAGS = {
-    "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher", "trained_file": "--trained-file",
-    "train_rows": "--train-rows", "validation_rows": "--validation-rows", "wire_canonical": "--wire-canonical", "vocabulary": "--vocab",
-    "stop_text": "--stop-text", "context": "--context", "family_key": "--family-key", "split_rule": "--split-rule", "flag_key": "--flag-key", "flagged_rows": "--flagged-rows",
-}  # fmt: skip
+    "date": "--date",
+    "thinking": "--thinking",
+    "profile": "--profile",
+    "teachers": "--teacher",
+    "trained_file": "--trained-file",
+    "train_rows": "--train-rows",
+    "validation_rows": "--validation-rows",
+    "wire_canonical": "--wire-canonical",
+    "vocabulary": "--vocab",
+    "stop_text": "--stop-text",
+    "context": "--context",
+    "family_key": "--family-key",
+    "split_rule": "--split-rule",
+    "flag_key": "--flag-key",
+    "flagged_rows": "--flagged-rows",
+}
 # The keys of a version's manifests (the train split's manifest.json, release-manifest.json) read as its facts.
 FOLDER_KEYS = {
-    "date": ("date",), "thinking": ("thinking",), "profile": ("profile",), "teachers": ("teachers", "teacher"), "vocabulary": ("vocabulary", "vocab"),
-    "stop_text": ("stop_text",), "context": ("context",), "family_key": ("family_key",), "split_rule": ("split_rule",), "flag_key": ("flag_key",), "flagged_rows": ("flagged_rows",),
-}  # fmt: skip
+    "date": ("date",),
+    "thinking": ("thinking",),
+    "profile": ("profile",),
+    "teachers": ("teachers", "teacher"),
+    "vocabulary": ("vocabulary", "vocab"),
+    "stop_text": ("stop_text",),
+    "context": ("context",),
+    "family_key": ("family_key",),
+    "split_rule": ("split_rule",),
+    "flag_key": ("flag_key",),
+    "flagged_rows": ("flagged_rows",),
+}
 REQUIRED = (
     "date",
     "thinking",
@@ -98,9 +119,15 @@ REQUIRED = (
     "vocabulary",
 )
 EXAMPLES = {
-    "date": "YYYY-MM-DD", "thinking": "off|full", "teachers": "'<teacher model>'", "trained_file": f"{SPLIT_PARENT}/train/<the file the trainer read>",
-    "train_rows": "<rows>", "validation_rows": "<rows>", "wire_canonical": "'<meta.wire_canonical>'", "vocabulary": "rwkv_vocab_v20230424.txt",
-}  # fmt: skip
+    "date": "YYYY-MM-DD",
+    "thinking": "off|full",
+    "teachers": "'<teacher model>'",
+    "trained_file": f"{SPLIT_PARENT}/train/<the file the trainer read>",
+    "train_rows": "<rows>",
+    "validation_rows": "<rows>",
+    "wire_canonical": "'<meta.wire_canonical>'",
+    "vocabulary": "rwkv_vocab_v20230424.txt",
+}
 WORDS = {
     "teachers": "teacher",
     "trained_file": "file the trainer read",
@@ -151,25 +178,38 @@ class DatasetAdoptReport:
         lines = []
         if not self.index.models:
             lines.append(
-                "no model registry given: `registry dataset link --models` with the model registry trained on these versions lists its weights on the card"
+                "no model registry given: `registry dataset link --models` with the model registry trained "
+                "on these versions lists its weights on the card"
             )
         if self.front_matter_dropped:
             lines.append(
-                f"the README's front matter keys {', '.join(self.front_matter_dropped)} are computed from the versions in the card's metadata (the author's values are kept as written in a comment of its hand-written section)"
+                f"the README's front matter keys {', '.join(self.front_matter_dropped)} are computed from "
+                "the versions in the card's metadata (the author's values are kept as written in a comment "
+                "of its hand-written section)"
             )
         if not self.index.dataset.repo_id:
             lines.append(
-                "no repo id found: pass the Hub dataset repo's id to `registry publish --repo-id`, or record it with `registry dataset set repo-id`"
+                "no repo id found: pass the Hub dataset repo's id to `registry publish --repo-id`, or record "
+                "it with `registry dataset set repo-id`"
             )
         return lines
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "ok": True, "dry_run": self.dry_run, "registry": str(self.root), "kind": "dataset",
-            "versions": [v.model_dump(mode="json") for v in self.index.versions], "sources": self.sources,
+            "ok": True,
+            "dry_run": self.dry_run,
+            "registry": str(self.root),
+            "kind": "dataset",
+            "versions": [v.model_dump(mode="json") for v in self.index.versions],
+            "sources": self.sources,
             "weights": [w.model_dump(mode="json") for s in self.index.models for w in s.weights],
-            "writes": self.writes, "saved": self.saved, "readme": self.readme, "front_matter": {"kept": self.front_matter_kept, "not_in_metadata": self.front_matter_dropped}, "next_steps": self.next_steps, "advice": self.advice,
-        }  # fmt: skip
+            "writes": self.writes,
+            "saved": self.saved,
+            "readme": self.readme,
+            "front_matter": {"kept": self.front_matter_kept, "not_in_metadata": self.front_matter_dropped},
+            "next_steps": self.next_steps,
+            "advice": self.advice,
+        }
 
 
 @dataclass
@@ -191,7 +231,8 @@ def adopt_dataset(root: Path, options: DatasetAdoptOptions, progress: Progress |
             "adopt.dataset-has-index",
             root / INDEX_NAME,
             "the folder already holds an index.json",
-            f"a registry needs no adopting (`registry validate {given}`); move a hand-written index.json out of the folder, then adopt again",
+            f"a registry needs no adopting (`registry validate {given}`); move a hand-written index.json out "
+            "of the folder, then adopt again",
         )
     plan = _plan(root, options, progress)
     plan.report.given = given
@@ -344,7 +385,8 @@ def _facts(
     models: Index | None,
     models_dir: Path | None,
 ) -> tuple[dict[str, Any], dict[str, str], list[Problem]]:
-    """The version's facts, each from its first source (flag, folder, model registry), where each came from, and the missing ones."""
+    """The version's facts, each from its first source (flag, folder, model registry), where each came from, and the
+    missing ones."""
     facts: dict[str, Any] = {}
     sources: dict[str, str] = {}
 
@@ -378,9 +420,16 @@ def _facts(
     if models is not None:
         _model_facts(name, files, models, str(models_dir), state)
     missing = [
-        Problem("adopt.dataset-missing-fact", name, f"no {WORDS.get(key, key.replace('_', ' '))} is stated (not by the folder{', nor by --models' if models is not None else ''})", f"pass {FLAGS[key]} {name}={EXAMPLES[key]}")
-        for key in REQUIRED if key not in facts
-    ]  # fmt: skip
+        Problem(
+            "adopt.dataset-missing-fact",
+            name,
+            f"no {WORDS.get(key, key.replace('_', ' '))} is stated (not by the "
+            f"folder{', nor by --models' if models is not None else ''})",
+            f"pass {FLAGS[key]} {name}={EXAMPLES[key]}",
+        )
+        for key in REQUIRED
+        if key not in facts
+    ]
     return facts, sources, missing
 
 

@@ -48,6 +48,7 @@ from .demo_dataset import build_dataset_registry
 from .describe import Description, Target, describe
 from .eval_setup import set_setup
 from .init import init_registry
+from .publish import PublishOptions, publish
 from .score import Subject, add_score
 from .set import set_field
 from .smoke import smoke
@@ -121,7 +122,8 @@ AGENT_BASE = "rwkv7-tiny-g1k-20260930-ctx4096"
 LIGHTNING_TRAINER = {
     "version": "1.8.1",
     "package": "rwkv_lightning_cuda",
-    "requires": "带 segments 掩码（提交 47df608）的版本，也就是 v1.8.1 及以后；更早的版本会对整段提示都算 loss，训出来不一样",
+    "requires": "带 segments 掩码（提交 47df608）的版本，也就是 v1.8.1 及以后；更早的版本会对整段提示都算 "
+    "loss，训出来不一样",
 }
 MISS_RUNS = (  # run, (initial, final) learning rate, note, exam result (value, questions), result note
     (
@@ -148,18 +150,26 @@ def _agent_inputs(inputs: Path, data: Mapping[str, str]) -> dict[str, Path]:
         files[run] = make_adapter_file(
             inputs / run / "adapter-final.pth", SPEC, fingerprint, rank=16, scale=1.0, seed=10 + i
         )
-        command = f"rwkv_miss_tune --miss_r 16 --miss_alpha 16 --ctx_len 8192 --micro_bsz 8 --epoch_count 2 --lr_init {lr_init} --lr_final {lr_final}"
+        command = (
+            "rwkv_miss_tune --miss_r 16 --miss_alpha 16 --ctx_len 8192 --micro_bsz 8 --epoch_count 2 "
+            f"--lr_init {lr_init} --lr_final {lr_final}"
+        )
         runs[run] = {"hyperparameters": {"lr_init": lr_init, "lr_final": lr_final}, "command": command}
     files["train_state"] = _train_json(
-        inputs / "train-state.json", {**LIGHTNING_TRAINER, "name": "rwkv_state_tune"}, data["v1.41"],
+        inputs / "train-state.json",
+        {**LIGHTNING_TRAINER, "name": "rwkv_state_tune"},
+        data["v1.41"],
         {"ctx_len": 8192, "micro_bsz": 8, "epochs": 3, "lr_init": 0.01, "lr_final": 0.00167},
         "rwkv_state_tune --ctx_len 8192 --micro_bsz 8 --epoch_count 3 --lr_init 0.01 --lr_final 0.00167",
-    )  # fmt: skip
+    )
     files["train_miss"] = _train_json(
-        inputs / "train-miss.json", {**LIGHTNING_TRAINER, "name": "rwkv_miss_tune"}, data["v2.1"],
+        inputs / "train-miss.json",
+        {**LIGHTNING_TRAINER, "name": "rwkv_miss_tune"},
+        data["v2.1"],
         {"rank": 16, "alpha": 16, "ctx_len": 8192, "micro_bsz": 8, "epochs": 2},
-        "rwkv_miss_tune --miss_r 16 --miss_alpha 16 --ctx_len 8192 --micro_bsz 8 --epoch_count 2", runs,
-    )  # fmt: skip
+        "rwkv_miss_tune --miss_r 16 --miss_alpha 16 --ctx_len 8192 --micro_bsz 8 --epoch_count 2",
+        runs,
+    )
     return files
 
 
@@ -171,10 +181,16 @@ def build_agent_registry(directory: Path, step: Step, data: Mapping[str, str] | 
     root = init_registry(directory / "registry", title="RWKV-Agent 权重（State 与 MiSS 适配器）").root
     set_field(root, "languages", ["zh"])
     set_field(root, "repo-id", ["No-22/rwkv-agent-weights"])
-    set_field(root, "summary", [
-        "RWKV-Agent 在 RWKV-7 基模上训出的两种轻量权重，让基模学会当本地工具 Agent。两者都不改基模本身，推理时按请求挂上：",
-        "State（state tuning）：只训练模型的初始状态，7.2B 上单文件 16MB，配不带思考的 g1k 格式。MiSS 适配器：一种低秩适配器，7.2B r16 约 36MB，配带思考的 g1k-think 格式。",
-    ])  # fmt: skip
+    set_field(
+        root,
+        "summary",
+        [
+            "RWKV-Agent 在 RWKV-7 基模上训出的两种轻量权重，让基模学会当本地工具 "
+            "Agent。两者都不改基模本身，推理时按请求挂上：",
+            "State（state tuning）：只训练模型的初始状态，7.2B 上单文件 16MB，配不带思考的 g1k 格式。MiSS "
+            "适配器：一种低秩适配器，7.2B r16 约 36MB，配带思考的 g1k-think 格式。",
+        ],
+    )
     step("init", f"{root} (zh card)")
     base = add_base(
         root, BaseRequest(path=files["base"], filename=files["base"].name, source="BlinkDL/rwkv7-g1", vocab=VOCAB_NAME)
@@ -240,7 +256,8 @@ def build_agent_registry(directory: Path, step: Step, data: Mapping[str, str] | 
         "exam",
         {"items": 568},
         describe=[
-            "新考卷 exam（568 题，App harness，每组跑两遍取平均；10-16 和 10-17 两天的推理后端版本不同，跨天只作参考）。",
+            "新考卷 exam（568 题，App harness，每组跑两遍取平均；10-16 和 10-17 "
+            "两天的推理后端版本不同，跨天只作参考）。",
             "完整报告见 GitHub 仓库 docs/evaluations/（exam-3arm-20261016、exam-v21-20261017）。",
         ],
     )
@@ -249,7 +266,8 @@ def build_agent_registry(directory: Path, step: Step, data: Mapping[str, str] | 
         "old-bank",
         {},
         describe=[
-            "旧题库，三次平均：workbank 干净题、bfcl-product（60 题）、bash 探针（26 题）。完整报告见 GitHub 仓库 docs/evaluations/state-v141-20261013。"
+            "旧题库，三次平均：workbank 干净题、bfcl-product（60 题）、bash 探针（26 题）。完整报告见 GitHub "
+            "仓库 docs/evaluations/state-v141-20261013。"
         ],
     )
     exam = {"setup": "exam"}
@@ -295,13 +313,22 @@ def build_agent_registry(directory: Path, step: Step, data: Mapping[str, str] | 
 NOVEL_BASE = "rwkv7-g1h-13.3b-20260710-ctx10240"
 NOVEL_DATASET = "mikuhhn1239/novel-agent-sft-dataset"
 NOVEL_REVISION = "5d3040d21f51b3ce90b9396b058e552c47f43cd5"
-NOVEL_PROMPT = "System: 你是一个中文小说归因辅助助手。只能从候选角色中选择，并只输出 JSON。\n\nUser: 候选角色：甲、乙\n上下文：……\n\nAssistant:"
-NOVEL_EXAMPLE = 'System: 场景边界检测。仅输出 {"boundaries":[N]}\n\nUser: [P1] 雨停了。\n[P2] 三天后，他回到故乡。\n[P3] 他推开老宅的门。\n\nAssistant:'
+NOVEL_PROMPT = (
+    "System: 你是一个中文小说归因辅助助手。只能从候选角色中选择，并只输出 JSON。\n\nUser: "
+    "候选角色：甲、乙\n上下文：……\n\nAssistant:"
+)
+NOVEL_EXAMPLE = (
+    'System: 场景边界检测。仅输出 {"boundaries":[N]}\n\nUser: [P1] 雨停了。\n[P2] 三天后，他回到故乡。\n[P3] '
+    "他推开老宅的门。\n\nAssistant:"
+)
 README_BASELINE = "dataset README (v4-590)"
 NOVEL_TEXTS = {
     "summary": [
-        "This is an experimental Chinese novel-agent supervised fine-tune of RWKV-7 G1h 13.3B. It targets novel continuation/instruction following and structured narrative tasks such as speaker attribution, narrative-type classification, and scene-boundary detection.",
-        "This release is the full-pass checkpoint after one nominal packed-data pass over the local packed training stream. Use it for research and evaluation rather than production.",
+        "This is an experimental Chinese novel-agent supervised fine-tune of RWKV-7 G1h 13.3B. It targets "
+        "novel continuation/instruction following and structured narrative tasks such as speaker "
+        "attribution, narrative-type classification, and scene-boundary detection.",
+        "This release is the full-pass checkpoint after one nominal packed-data pass over the local packed "
+        "training stream. Use it for research and evaluation rather than production.",
     ],
     "intended-use": [
         "Research on Chinese fiction generation and continuation.",
@@ -310,14 +337,21 @@ NOVEL_TEXTS = {
     ],
     "limitations": [
         "This is an experimental SFT checkpoint; output quality may be unstable.",
-        "The configured 10,240-token training segment length is not evidence of reliable performance across that full length.",
+        "The configured 10,240-token training segment length is not evidence of reliable performance across "
+        "that full length.",
         "Generated JSON may be malformed or violate the requested schema.",
-        "The model has not been evaluated for factuality, bias, memorization, harmful content, or prompt-injection resistance.",
-        "Training data contains third-party Chinese novel text. Per-book rights and provenance are not fully established, so users must assess copyright, privacy, and downstream-use obligations for their jurisdiction and use case.",
+        "The model has not been evaluated for factuality, bias, memorization, harmful content, or "
+        "prompt-injection resistance.",
+        "Training data contains third-party Chinese novel text. Per-book rights and provenance are not fully "
+        "established, so users must assess copyright, privacy, and downstream-use obligations for their "
+        "jurisdiction and use case.",
         "Do not rely on generated text for legal, medical, financial, safety-critical, or other high-impact decisions.",
     ],
     "attribution": [
-        "The upstream RWKV-7 G1h checkpoint is distributed under Apache-2.0, and this repository retains that model-repository license metadata. The dataset's Apache-2.0 label does not establish rights to every underlying novel. The data rights caveat above remains applicable to this derivative checkpoint.",
+        "The upstream RWKV-7 G1h checkpoint is distributed under Apache-2.0, and this repository retains "
+        "that model-repository license metadata. The dataset's Apache-2.0 label does not establish rights to "
+        "every underlying novel. The data rights caveat above remains applicable to this derivative "
+        "checkpoint.",
         "RWKV implementation and base-model credit: `BlinkDL/RWKV-LM` and `BlinkDL/rwkv7-g1`.",
     ],
 }
@@ -328,7 +362,10 @@ NOVEL_RESULTS = (
     ("scene boundary F1", "%", 21.7, 63.9),
 )
 README_F1 = 58.1
-F1_FOOTNOTE = "The dataset README's published scene F1 is for its v4-590 evaluation setup, not this local merged v4/v4.1 held-out split, so it is a directional reference rather than a strict apples-to-apples baseline."
+F1_FOOTNOTE = (
+    "The dataset README's published scene F1 is for its v4-590 evaluation setup, not this local merged v4/v4.1 "
+    "held-out split, so it is a directional reference rather than a strict apples-to-apples baseline."
+)
 
 
 def build_finetune_registry(directory: Path, step: Step) -> Built:
@@ -342,10 +379,22 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
     }
     weight = save_checkpoint(inputs / "rwkv-final.pth", tuned)
     train = _train_json(
-        inputs / "train.json", {"name": "RWKV-LM train.py", "version": "x070"}, DATA_NOVEL,
-        {"ctx_len": 10240, "micro_bsz": 2, "lr_init": 5e-7, "lr_final": 5e-7, "warmup_steps": 10, "weight_decay": 0.01, "grad_cp": 1, "magic_prime": True},
-        "python train.py --my_testing x070 --ctx_len 10240 --micro_bsz 2 --lr_init 5e-7 --lr_final 5e-7 --warmup_steps 10 --weight_decay 0.01 --grad_clip 0.5",
-    )  # fmt: skip
+        inputs / "train.json",
+        {"name": "RWKV-LM train.py", "version": "x070"},
+        DATA_NOVEL,
+        {
+            "ctx_len": 10240,
+            "micro_bsz": 2,
+            "lr_init": 5e-7,
+            "lr_final": 5e-7,
+            "warmup_steps": 10,
+            "weight_decay": 0.01,
+            "grad_cp": 1,
+            "magic_prime": True,
+        },
+        "python train.py --my_testing x070 --ctx_len 10240 --micro_bsz 2 --lr_init 5e-7 --lr_final 5e-7 "
+        "--warmup_steps 10 --weight_decay 0.01 --grad_clip 0.5",
+    )
     step("build", f"tiny RWKV-7 base and full fine-tune in {inputs}")
     root = init_registry(
         directory / "finetune-registry", title="RWKV Novel Agent G1h 13B (10,240 context)", license="apache-2.0"
@@ -370,24 +419,69 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
         ),
     )
     step("add", entry.path)
-    describe(root, Target(path=entry.path), Description(
-        prompt_format=NOVEL_PROMPT, prompt_example=NOVEL_EXAMPLE, stop_tokens=(0,), stop_texts=("\n\nUser:",), keep_stop_text=False,
-        parameters=13_300_000_000, dtype="bf16", dataset_revision=NOVEL_REVISION,
-    ))  # fmt: skip
-    set_stage(root, entry.path, "full-pass continuation", {
-        "gpus": 6, "precision": "BF16", "deepspeed_stage": 2, "global_batch": 12, "tokens_per_update": 122_880, "loss_masking": "assistant-only",
-        "lr_schedule": "constant learning rate 5e-7 after 10 warmup steps", "weight_decay": 0.01, "grad_clip": 0.5,
-        "conversations": 131_920, "tokens": 413_123_655, "supervised_tokens": 329_536_148,
-    }, describe=["Training data was derived from the dataset and includes continuation, instruction, attribution, narrative-analysis, and scene-boundary examples."],
-       caveats=['Because packed sampling used the training script\'s magic-prime schedule, "one nominal pass" should not be read as every raw token being seen exactly once.'])  # fmt: skip
+    describe(
+        root,
+        Target(path=entry.path),
+        Description(
+            prompt_format=NOVEL_PROMPT,
+            prompt_example=NOVEL_EXAMPLE,
+            stop_tokens=(0,),
+            stop_texts=("\n\nUser:",),
+            keep_stop_text=False,
+            parameters=13_300_000_000,
+            dtype="bf16",
+            dataset_revision=NOVEL_REVISION,
+        ),
+    )
+    set_stage(
+        root,
+        entry.path,
+        "full-pass continuation",
+        {
+            "gpus": 6,
+            "precision": "BF16",
+            "deepspeed_stage": 2,
+            "global_batch": 12,
+            "tokens_per_update": 122_880,
+            "loss_masking": "assistant-only",
+            "lr_schedule": "constant learning rate 5e-7 after 10 warmup steps",
+            "weight_decay": 0.01,
+            "grad_clip": 0.5,
+            "conversations": 131_920,
+            "tokens": 413_123_655,
+            "supervised_tokens": 329_536_148,
+        },
+        describe=[
+            "Training data was derived from the dataset and includes continuation, instruction, attribution, "
+            "narrative-analysis, and scene-boundary examples."
+        ],
+        caveats=[
+            'Because packed sampling used the training script\'s magic-prime schedule, "one nominal pass" '
+            "should not be read as every raw token being seen exactly once."
+        ],
+    )
     step("describe", "prompt format, stop rules, VRAM hint, dataset revision, training stage")
-    set_setup(root, "local-heldout", {
-        "runtime": "rwkv==0.8.32", "torch": "2.7.1+cu128", "precision": "BF16", "gpu": "NVIDIA A800 80 GB",
-        "decoding": "greedy: temperature=0, top_p=0, alpha_frequency=0, alpha_presence=0, chunk_len=256, stop token [0], stop text \\n\\nUser:",
-    }, describe=[
-        "Local held-out test split. Prompts were rendered with the same local packing code used for training, ending at Assistant:. Invalid JSON counted as wrong or empty predictions.",
-        "The last recorded training loss is not an evaluation metric and is intentionally omitted.",
-    ], metrics=["scene boundary F1=F1 of predicted against gold boundary paragraph indices", "speaker attribution accuracy=share of quotes attributed to the gold speaker"])  # fmt: skip
+    set_setup(
+        root,
+        "local-heldout",
+        {
+            "runtime": "rwkv==0.8.32",
+            "torch": "2.7.1+cu128",
+            "precision": "BF16",
+            "gpu": "NVIDIA A800 80 GB",
+            "decoding": "greedy: temperature=0, top_p=0, alpha_frequency=0, alpha_presence=0, chunk_len=256, stop "
+            "token [0], stop text \\n\\nUser:",
+        },
+        describe=[
+            "Local held-out test split. Prompts were rendered with the same local packing code used for "
+            "training, ending at Assistant:. Invalid JSON counted as wrong or empty predictions.",
+            "The last recorded training loss is not an evaluation metric and is intentionally omitted.",
+        ],
+        metrics=[
+            "scene boundary F1=F1 of predicted against gold boundary paragraph indices",
+            "speaker attribution accuracy=share of quotes attributed to the gold speaker",
+        ],
+    )
     # The dataset README's figure was measured elsewhere, in its own setup: it is recorded as such
     # (its own setup and source, not this run's date and backend), and compared only with a footnote.
     set_setup(
@@ -395,13 +489,17 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
         "v4-590",
         {},
         describe=[
-            "The dataset README's published evaluation (its v4-590 setup); the figure is copied from there, not run here."
+            "The dataset README's published evaluation (its v4-590 setup); the figure is copied from there, "
+            "not run here."
         ],
     )
     add_score(
-        root, Subject(base=NOVEL_BASE, reference=README_BASELINE, location=f"{NOVEL_DATASET} README"),
-        _score("scene boundary F1", README_F1, "2026-07-25", "as published in the dataset README", setup="v4-590", runs=1),
-    )  # fmt: skip
+        root,
+        Subject(base=NOVEL_BASE, reference=README_BASELINE, location=f"{NOVEL_DATASET} README"),
+        _score(
+            "scene boundary F1", README_F1, "2026-07-25", "as published in the dataset README", setup="v4-590", runs=1
+        ),
+    )
     setup = {"setup": "local-heldout", "runs": 1}
     for benchmark, unit, before, after in NOVEL_RESULTS:
         add_score(
@@ -430,8 +528,6 @@ def run_demo(directory: Path, say: Say | None = None) -> dict:
     def step(name: str, detail: str) -> None:
         steps.append({"step": name, "detail": detail})
         say(f"[bold green]✓[/] {name}: {detail}")
-
-    from .publish import PublishOptions, publish  # noqa: PLC0415 — only this step needs the Hub client
 
     directory = _prepare(directory)
     dataset, data = build_dataset_registry(directory, step)

@@ -36,11 +36,22 @@ from ..index.arguments import require_text
 from ..index.editing import card_language, edit_index, localized
 
 OPTIONS = {
-    "notes": "--notes", "known_issues": "--known-issue", "prompt_format": "--prompt-format", "prompt_example": "--prompt-example",
-    "stop_tokens": "--stop-token", "stop_texts": "--stop-text", "keep_stop_text": "--keep-stop-text", "profile": "--profile",
-    "sampling": "--sampling", "adapter_id": "--adapter-id", "parameters": "--parameters", "dtype": "--dtype",
-    "dataset_repo": "--dataset-repo", "dataset_revision": "--dataset-revision", "author_evaluation": "--author-evaluation",
-}  # fmt: skip
+    "notes": "--notes",
+    "known_issues": "--known-issue",
+    "prompt_format": "--prompt-format",
+    "prompt_example": "--prompt-example",
+    "stop_tokens": "--stop-token",
+    "stop_texts": "--stop-text",
+    "keep_stop_text": "--keep-stop-text",
+    "profile": "--profile",
+    "sampling": "--sampling",
+    "adapter_id": "--adapter-id",
+    "parameters": "--parameters",
+    "dtype": "--dtype",
+    "dataset_repo": "--dataset-repo",
+    "dataset_revision": "--dataset-revision",
+    "author_evaluation": "--author-evaluation",
+}
 BASE_FIELDS = {"known_issues"}
 DTYPES = ("bf16", "fp16", "fp32")
 
@@ -123,7 +134,8 @@ def _entries(repo: Repo, index: Index, target: Target, given: dict[str, Any]) ->
             "describe.no-such-method",
             "--method",
             f"the registry has no {target.method} weights, so {fields} would describe nothing",
-            f"add {target.method} weights first, or pass --method {' / '.join(sorted({e.method for e in index.entries})) or '…'}",
+            f"add {target.method} weights first, or pass "
+            f"--method {' / '.join(sorted({e.method for e in index.entries})) or '…'}",
         )
     return entries
 

@@ -13,9 +13,16 @@ from ..index.arguments import require_name, require_text
 from ..index.editing import card_language, edit_index, localized
 
 OPTIONS = {
-    "name": "NAME", "description": "--describe", "items": "--items", "runtime": "--runtime", "torch": "--torch",
-    "precision": "--precision", "decoding": "--decoding", "gpu": "--gpu", "definitions": "--metric",
-}  # fmt: skip
+    "name": "NAME",
+    "description": "--describe",
+    "items": "--items",
+    "runtime": "--runtime",
+    "torch": "--torch",
+    "precision": "--precision",
+    "decoding": "--decoding",
+    "gpu": "--gpu",
+    "definitions": "--metric",
+}
 TEXTS = ("runtime", "torch", "precision", "decoding", "gpu")
 
 

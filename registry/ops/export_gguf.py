@@ -58,9 +58,13 @@ class GgufRequest:
 def _refuse_state(source: ExportSource) -> None:
     if source.entry is not None and source.entry.method == "state":
         raise RegistryError(
-            "gguf.state", source.entry.path, "is a State (an initial recurrent state, not a model), and a GGUF file holds a model",
-            f"export the base as GGUF (`registry export-gguf --base {source.base.name} --base-file {source.base.filename}`) and start it from the State with the rwkv runtime or the Transformers export",
-        )  # fmt: skip
+            "gguf.state",
+            source.entry.path,
+            "is a State (an initial recurrent state, not a model), and a GGUF file holds a model",
+            f"export the base as GGUF (`registry export-gguf --base {source.base.name} "
+            f"--base-file {source.base.filename}`) and start it from the State with the rwkv runtime or the "
+            "Transformers export",
+        )
 
 
 def _record(
@@ -77,9 +81,18 @@ def _record(
             logits = next(c for c in receipt.checks if c.name == "gguf-logits")
             figures = {"nmse": logits.figures["nmse"], "top1_agreement": logits.figures["top1_agreement"]}
         record = GgufFile(
-            path=item.rel, source=source.label, source_sha256=source.sha256, base_sha256=source.base.sha256, merged=inputs.adapter is not None,
-            type=item.gguf_type, tools=tools, sha256=item.sha256, size=item.size, gate=summary, **figures,
-        )  # fmt: skip
+            path=item.rel,
+            source=source.label,
+            source_sha256=source.sha256,
+            base_sha256=source.base.sha256,
+            merged=inputs.adapter is not None,
+            type=item.gguf_type,
+            tools=tools,
+            sha256=item.sha256,
+            size=item.size,
+            gate=summary,
+            **figures,
+        )
         txn.move(item.temp, item.rel, item.sha256)
         index.ggufs = [g for g in index.ggufs if g.path != item.rel] + [record]
         records.append(record)

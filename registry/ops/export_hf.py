@@ -65,9 +65,13 @@ def _record(
         txn.write(rel, content)
         refs.append(FileRef(path=rel, sha256=sha256_hex(content), size=len(content)))
     export = HfExport(
-        path=source.folder, source=source.label, source_sha256=source.sha256, base_sha256=source.base.sha256,
-        vocab=WORLD_VOCAB, files=sorted(refs, key=lambda r: r.path),
-    )  # fmt: skip
+        path=source.folder,
+        source=source.label,
+        source_sha256=source.sha256,
+        base_sha256=source.base.sha256,
+        vocab=WORLD_VOCAB,
+        files=sorted(refs, key=lambda r: r.path),
+    )
     earlier = [e.path for e in index.exports]
     if export.path in earlier:  # in place: exporting the same source again leaves index.json as it was
         index.exports[earlier.index(export.path)] = export

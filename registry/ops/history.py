@@ -44,8 +44,14 @@ class History:
 
 
 def history(
-    root: Path | str, repo_id: str | None = None, revision: str = "main", limit: int = DEFAULT_LIMIT, offline: bool = False, say: Say | None = None, hub_progress: bool = True,
-) -> History:  # fmt: skip
+    root: Path | str,
+    repo_id: str | None = None,
+    revision: str = "main",
+    limit: int = DEFAULT_LIMIT,
+    offline: bool = False,
+    say: Say | None = None,
+    hub_progress: bool = True,
+) -> History:
     """The last ``limit`` commits of ``revision`` (the Hub), or the local record (``offline``, or no repo known)."""
     say = say or silent
     repo = Repo.open(root)

@@ -1,5 +1,6 @@
 """``registry init``: create an empty registry (in a new folder, or beside the files a Hub repo
-keeps: README.md, LICENSE, git's files); ``registry dataset init`` builds on :func:`registry.core.create.create_registry`."""
+keeps: README.md, LICENSE, git's files); ``registry dataset init`` builds on
+:func:`registry.core.create.create_registry`."""
 
 from __future__ import annotations
 

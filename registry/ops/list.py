@@ -61,10 +61,16 @@ class VersionListing:
     def as_dict(self) -> dict[str, Any]:
         v = self.version
         return {
-            "version": v.version, "date": v.date.isoformat(), "thinking": v.thinking, "profile": v.profile, "teachers": list(v.teachers),
+            "version": v.version,
+            "date": v.date.isoformat(),
+            "thinking": v.thinking,
+            "profile": v.profile,
+            "teachers": list(v.teachers),
             "trained_file": {"path": self.trained_path, "sha256": v.trained_file.sha256, "size": v.trained_file.size},
-            "train_rows": v.train_rows, "validation_rows": v.validation_rows, "weights": [w.as_dict() for w in self.weights],
-        }  # fmt: skip
+            "train_rows": v.train_rows,
+            "validation_rows": v.validation_rows,
+            "weights": [w.as_dict() for w in self.weights],
+        }
 
 
 @dataclass(frozen=True)
@@ -78,8 +84,10 @@ class DatasetListing:
 def _linked(version: DataVersion, models: list[ModelSource]) -> list[LinkedWeight]:
     return [
         LinkedWeight(m.repo_id, m.revision, w.path, w.method, w.base, w.sha256, w.recommended)
-        for m in models for w in m.weights if w.data_sha256 == version.trained_file.sha256
-    ]  # fmt: skip
+        for m in models
+        for w in m.weights
+        if w.data_sha256 == version.trained_file.sha256
+    ]
 
 
 def list_registry(root: Path) -> Listing | DatasetListing:
@@ -90,11 +98,11 @@ def list_registry(root: Path) -> Listing | DatasetListing:
     kept = verdicts.recall("list") if verdicts is not None else None
     if isinstance(kept, dict) and isinstance(kept.get("bases"), list) and isinstance(kept.get("entries"), list):
         return Listing(kept["bases"], kept["entries"])
-    from ..core.repo import Repo, is_dataset  # the index's models: only for a tree that changed
+    from ..core.repo import Repo, is_dataset  # the index's models: only for a tree that changed  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = Repo.open(root)
     if is_dataset(repo.root):
-        from ..dataset.store import load
+        from ..dataset.store import load  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
         dataset = load(repo)
         return DatasetListing([VersionListing(v, _linked(v, dataset.models)) for v in dataset.versions])

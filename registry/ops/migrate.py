@@ -30,7 +30,10 @@ from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.seal import sealed_here
 from ..index.derived import stage_derived
 
-STALE_SIGNATURE = "model.sig signed the files before the migration and would no longer match them; fix: run `registry sign --key KEY.pem` after migrating"
+STALE_SIGNATURE = (
+    "model.sig signed the files before the migration and would no longer match them; fix: run `registry sign "
+    "--key KEY.pem` after migrating"
+)
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,14 @@ class Migration:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "ok": True, "from_version": self.from_version, "to_version": self.to_version, "changes": self.changes,
-            "written": self.written, "signature_stale": self.signature_stale, "dry_run": self.dry_run,
-        }  # fmt: skip
+            "ok": True,
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+            "changes": self.changes,
+            "written": self.written,
+            "signature_stale": self.signature_stale,
+            "dry_run": self.dry_run,
+        }
 
 
 def _gate_from_1(repo: Repo, where: str, gate: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -79,11 +87,13 @@ def _gate_from_1(repo: Repo, where: str, gate: dict[str, Any]) -> tuple[dict[str
         if receipt is not None and receipt.file_sha256 == sha and sealed_here(receipt):
             return (
                 gate_summary(receipt).model_dump(mode="json"),
-                f"{where}: gate record: receipt path dropped, versions and figures taken from this installation's receipt",
+                f"{where}: gate record: receipt path dropped, versions and figures taken from this "
+                "installation's receipt",
             )
     return (
         rest,
-        f"{where}: gate record: receipt path dropped (no receipt of this installation's gate for these bytes: versions and figures stay unrecorded)",
+        f"{where}: gate record: receipt path dropped (no receipt of this installation's gate for these "
+        "bytes: versions and figures stay unrecorded)",
     )
 
 
@@ -118,7 +128,8 @@ def _migrated(repo: Repo) -> tuple[int, Index | None, list[str]]:
         raise RegistryError(
             "index.newer-format",
             INDEX_NAME,
-            f"written in format_version {version} by a newer rwkv-registry; this one reads format_version {INDEX_FORMAT_VERSION}",
+            f"written in format_version {version} by a newer rwkv-registry; this one reads "
+            f"format_version {INDEX_FORMAT_VERSION}",
             "upgrade rwkv-registry (`pip install -U rwkv-registry`)",
         )
     if version == INDEX_FORMAT_VERSION:
@@ -131,7 +142,10 @@ def _migrated(repo: Repo) -> tuple[int, Index | None, list[str]]:
     if problems:
         where, message = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        fix = f"index.json was not a valid format_version {version} index either: restore it from git (`git checkout -- index.json`), then run `registry migrate` again"
+        fix = (
+            f"index.json was not a valid format_version {version} index either: restore it from git (`git "
+            "checkout -- index.json`), then run `registry migrate` again"
+        )
         raise RegistryError(
             "migrate.invalid",
             INDEX_NAME,
@@ -142,7 +156,8 @@ def _migrated(repo: Repo) -> tuple[int, Index | None, list[str]]:
 
 
 def migrate(root: Any, dry_run: bool = False) -> Migration:
-    """Migrate the registry at ``root`` to the current format_version (``dry_run``: say what would change, write nothing)."""
+    """Migrate the registry at ``root`` to the current format_version (``dry_run``: say what would change, write
+    nothing)."""
     repo = Repo.open(root)
     if is_dataset(repo.root):  # a dataset registry has had one format_version so far
         data = read_json(repo.index_path, INDEX_NAME)

@@ -96,11 +96,17 @@ class Outcome:
     def summary(self) -> str:
         """One line: what the plan sends, to a repo that will be ``access``, and what blocks it."""
         plan = self.plan
-        line = f"{len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}, to {plan.repo_id}@{plan.revision} ({describe_access(self.access)}) in one commit"
+        line = (
+            f"{len(plan.uploads)} file(s), {decimal(plan.upload_bytes)}, to {plan.repo_id}@{plan.revision} "
+            f"({describe_access(self.access)}) in one commit"
+        )
         if not self.blockers:
             return f"{line}; ready"
         codes = sorted({b.code for b in self.blockers})
-        return f"{line}; blocked by {len(self.blockers)} problem(s) ({', '.join(codes)}): {', '.join(b.file for b in self.blockers if b.file)}"
+        return (
+            f"{line}; blocked by {len(self.blockers)} problem(s) "
+            f"({', '.join(codes)}): {', '.join(b.file for b in self.blockers if b.file)}"
+        )
 
     def as_dict(self) -> dict:
         commit = self.commit
@@ -132,9 +138,11 @@ class _Draft:
 def describe_access(access: str) -> str:
     """Who may see a repo of ``access`` (core.models.Access), in a few words."""
     return {
-        "public": "public", "private": "private: its owners only",
-        "gated-auto": "gated: access requests approved automatically", "gated-manual": "gated: access requests approved by its owners",
-    }[access]  # fmt: skip
+        "public": "public",
+        "private": "private: its owners only",
+        "gated-auto": "gated: access requests approved automatically",
+        "gated-manual": "gated: access requests approved by its owners",
+    }[access]
 
 
 def _access(options: PublishOptions, remote: RemoteState) -> str:
@@ -147,11 +155,16 @@ def _access_findings(options: PublishOptions, remote: RemoteState, repo_type: st
     if options.access is None or not remote.exists or SUMS_NAME not in remote.files or remote.access == options.access:
         return []
     settings = f"https://huggingface.co/{'datasets/' if repo_type == 'dataset' else ''}{options.repo_id}/settings"
-    return [Problem(
-        "publish.access-set", options.repo_id,
-        f"is {describe_access(remote.access or 'public')} and holds a published registry: --private and --gated set who may see a repo on its first publish",
-        f"drop --private/--gated, or change it in the repo's settings on the Hub ({settings}) and record it with `registry {'dataset ' if repo_type == 'dataset' else ''}set access {options.access}`",
-    )]  # fmt: skip
+    return [
+        Problem(
+            "publish.access-set",
+            options.repo_id,
+            f"is {describe_access(remote.access or 'public')} and holds a published registry: --private and "
+            "--gated set who may see a repo on its first publish",
+            f"drop --private/--gated, or change it in the repo's settings on the Hub ({settings}) and record "
+            f"it with `registry {'dataset ' if repo_type == 'dataset' else ''}set access {options.access}`",
+        )
+    ]
 
 
 def _check_options(options: PublishOptions) -> None:
@@ -426,7 +439,8 @@ def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say
     assert plan.head is not None, "publish plans against an existing repo"
     if not plan.empty:
         say(
-            f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} deletion(s)"
+            f"one commit: {len(plan.uploads)} upload(s), {decimal(plan.upload_bytes)}; {len(plan.deletions)} "
+            "deletion(s)"
         )
         ops = operations(repo.root, plan, draft.staged)
         hub.upload(ops, options.create_pr)

@@ -183,9 +183,13 @@ def pull(
         not is_registry and repo_type == "dataset"
     ):  # its version facts come from flags or a model registry: adopted where it lies
         raise RegistryError(
-            "pull.dataset-not-registry", repo_id, "is a hand-made dataset repo, not a registry yet; its versions' facts (the trained file, thinking mode, teacher, dates) are not in its files",
-            f"download it (`hf download {repo_id} --repo-type dataset --local-dir DIR`), then run `registry dataset adopt DIR` (with `--models` where a model registry cites its files)",
-        )  # fmt: skip
+            "pull.dataset-not-registry",
+            repo_id,
+            "is a hand-made dataset repo, not a registry yet; its versions' facts (the trained file, "
+            "thinking mode, teacher, dates) are not in its files",
+            f"download it (`hf download {repo_id} --repo-type dataset --local-dir DIR`), then run `registry "
+            "dataset adopt DIR` (with `--models` where a model registry cites its files)",
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.pull-{secrets.token_hex(4)}"
     staging.mkdir()  # a plain mkdir: the folder keeps the mode a user's mkdir would give it

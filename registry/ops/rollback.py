@@ -68,10 +68,18 @@ class Rollback:
 
     def as_dict(self) -> dict:
         return {
-            "ok": True, "repo_id": self.repo_id, "revision": self.revision, "from": self.head, "to": self.target, "commit": self.commit,
-            "copied": list(self.copied), "deleted": list(self.deleted),
-            "content": [c.as_dict() for c in self.content], "local": self.local, "local_note": self.local_note,
-        }  # fmt: skip
+            "ok": True,
+            "repo_id": self.repo_id,
+            "revision": self.revision,
+            "from": self.head,
+            "to": self.target,
+            "commit": self.commit,
+            "copied": list(self.copied),
+            "deleted": list(self.deleted),
+            "content": [c.as_dict() for c in self.content],
+            "local": self.local,
+            "local_note": self.local_note,
+        }
 
 
 def _tree_problems(hub: Hub, tree: Mapping[str, RemoteFile]) -> list[Problem]:
@@ -206,9 +214,16 @@ def _prune_empty(root: Path, removed: set[str]) -> None:
 
 
 def rollback(
-    root: Path | str, rev: str, repo_id: str | None = None, revision: str = "main", dry_run: bool = False, follow: bool = True,
-    hub: Hub | None = None, say: Say | None = None, hub_progress: bool = True,
-) -> Rollback:  # fmt: skip
+    root: Path | str,
+    rev: str,
+    repo_id: str | None = None,
+    revision: str = "main",
+    dry_run: bool = False,
+    follow: bool = True,
+    hub: Hub | None = None,
+    say: Say | None = None,
+    hub_progress: bool = True,
+) -> Rollback:
     """Make ``revision`` on the Hub hold REV's tree again in one verified commit; see the module docstring."""
     say = say or silent
     repo = Repo.open(root)
@@ -270,7 +285,10 @@ def rollback(
             _follow(repo, hub, target, sums, tree, Path(tmp), say)
         except RegistryError as err:
             problem = err.problems[0]
-            note = f"the Hub holds the rollback (commit {commit.oid[:12]}), but the local registry was left as it was ({problem.message}); fix: {pull}"
+            note = (
+                f"the Hub holds the rollback (commit {commit.oid[:12]}), but the local registry was left as it "
+                f"was ({problem.message}); fix: {pull}"
+            )
             raise RegistryError("rollback.local-failed", problem.file, note, pull, err.exit_code) from err
         record_remote(repo, dict(sums), RemoteRecord(repo_id=hub.repo_id, revision=hub.revision, commit=commit.oid))
         return replace(result, local="updated", local_note=f"local registry now holds {target[:12]}'s release")

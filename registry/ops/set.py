@@ -1,5 +1,6 @@
 """``registry set FIELD VALUE…``: the registry-level fields of index.json (title, license, repo id,
-who may see the repo (access: as publish --private/--gated made it, or as changed on the Hub since), the card's languages, summary, intended use, limitations, attribution)."""
+who may see the repo (access: as publish --private/--gated made it, or as changed on the Hub since), the card's
+languages, summary, intended use, limitations, attribution)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def _scalar(field: str, values: Sequence[str]) -> str | None:
             "args.invalid",
             field,
             f"{value!r} is not who may see a repo",
-            f"pass one of {', '.join(get_args(Access))} (what the repo's settings on the Hub say), or nothing to unset it",
+            f"pass one of {', '.join(get_args(Access))} (what the repo's settings on the Hub say), or "
+            "nothing to unset it",
         )
     return check_repo_id(value, field) if field == "repo-id" else value
 

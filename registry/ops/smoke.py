@@ -180,9 +180,11 @@ def smoke(
         base_file = fetch_base(index, on_base, fetch_into, say)
     if on_base and (not base_file or not base_file.is_file()):
         raise RegistryError(
-            "gate.no-base", base_file or "--base-file", f"{on_base[0].path} is a {on_base[0].method} entry: it runs on its base checkpoint",
+            "gate.no-base",
+            base_file or "--base-file",
+            f"{on_base[0].path} is a {on_base[0].method} entry: it runs on its base checkpoint",
             "pass --base-file BASE.pth (the file the entries were trained on)",
-        )  # fmt: skip
+        )
     full = [e for e in entries if e.method == "full"]
     # Planned before anything is opened, built or loaded: a card too small is refused at once.
     gpu = gpu_budget(max_gpu_memory) if device == "cuda" else None

@@ -14,11 +14,22 @@ from ..index.arguments import require_text
 from ..index.editing import card_language, edit_index, localized
 
 OPTIONS = {
-    "name": "NAME", "description": "--describe", "gpus": "--gpus", "precision": "--precision", "deepspeed_stage": "--deepspeed-stage",
-    "global_batch": "--global-batch", "tokens_per_update": "--tokens-per-update", "loss_masking": "--loss-masking",
-    "lr_schedule": "--lr-schedule", "weight_decay": "--weight-decay", "grad_clip": "--grad-clip", "conversations": "--conversations",
-    "tokens": "--tokens", "supervised_tokens": "--supervised-tokens", "caveats": "--caveat",
-}  # fmt: skip
+    "name": "NAME",
+    "description": "--describe",
+    "gpus": "--gpus",
+    "precision": "--precision",
+    "deepspeed_stage": "--deepspeed-stage",
+    "global_batch": "--global-batch",
+    "tokens_per_update": "--tokens-per-update",
+    "loss_masking": "--loss-masking",
+    "lr_schedule": "--lr-schedule",
+    "weight_decay": "--weight-decay",
+    "grad_clip": "--grad-clip",
+    "conversations": "--conversations",
+    "tokens": "--tokens",
+    "supervised_tokens": "--supervised-tokens",
+    "caveats": "--caveat",
+}
 TEXTS = ("precision", "loss_masking", "lr_schedule")
 
 

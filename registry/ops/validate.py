@@ -479,8 +479,9 @@ def _stale_twins(index: Index, changed: list[Entry], files: set[str]) -> tuple[l
             "rewrite.stale-twin",
             twin.path,
             f"converted from {twin.derived_from}, whose bytes changed",
-            f"delete {twin.path}, run `registry validate --allow-rewrite REASON` again (it drops the stale twin), then `registry convert {twin.derived_from}`",
-        )  # fmt: skip
+            f"delete {twin.path}, run `registry validate --allow-rewrite REASON` again (it drops the stale "
+            f"twin), then `registry convert {twin.derived_from}`",
+        )
         for twin in twins
         if twin.path in files
     ]
@@ -532,7 +533,8 @@ def adopt_entry_bytes(root: Path, index: Index, digests: dict[str, str]) -> Adop
         done.updated.update(r.path for r in _files(entry))
         if entry.scores:
             done.notes.append(
-                f"dropped {len(entry.scores)} result(s) of {entry.path}: measured on its old bytes; record them again with `registry score`"
+                f"dropped {len(entry.scores)} result(s) of {entry.path}: measured on its old bytes; record "
+                "them again with `registry score`"
             )
             entry.scores = []
     for twin in missing:
@@ -565,7 +567,8 @@ def allow_rewrite(root: Path, reason: str) -> Adopted:
             "dataset.no-rewrite",
             INDEX_NAME,
             "a dataset's published files are not rewritten in place",
-            "restore the published bytes: changed data is a new version (`registry dataset add`), trained into new weights",
+            "restore the published bytes: changed data is a new version (`registry dataset add`), trained "
+            "into new weights",
         )
     with transaction(repo.root) as txn:
         index = index_to_change(repo)

@@ -32,6 +32,7 @@ from ..dataset.content import TokenCache
 from ..dataset.layout import VersionPath, place
 from ..dataset.links import citing_problems, listed_problems, local_models
 from ..dataset.models import DatasetIndex, DataVersion
+from ..dataset.remote import fetch_index  # the Hub client, only for a check against the Hub
 from ..dataset.versions import version_problems
 from ..index.validation import Context, check_immutable, check_sums  # the model registry's checks of the same files
 
@@ -99,8 +100,6 @@ def validate_dataset(
             if source.repo_id in (None, models.registry.repo_id):
                 findings += listed_problems(index, source, models, str(linked))
     if linked_hub:
-        from ..dataset.remote import fetch_index  # the Hub client, only for a check against the Hub
-
         for source in index.models:
             if source.repo_id and source.revision:
                 remote, _, _ = fetch_index(source.repo_id, source.revision, "model", Index, progress=hub_progress)
@@ -146,8 +145,6 @@ def model_link_findings(index: Index, options: dict[str, Any]) -> Iterator[Probl
         repo, dataset = local_dataset(Path(linked))
         yield from citing_problems(index, dataset, str(linked), lambda version: _trained_sha(repo, version))
     if options.get("linked_hub"):
-        from ..dataset.remote import fetch_index
-
         pinned = sorted(
             {
                 (e.data.dataset_repo, e.data.dataset_revision)

@@ -124,7 +124,8 @@ def pointer_findings(found: dict[str, Pointer], tree: Mapping[str, RemoteFile]) 
                 Problem(
                     "remote.pointer-mismatch",
                     rel,
-                    f"the local Git LFS pointer says sha256 {pointer.oid[:12]}…, {pointer.size} bytes; the Hub holds {str(remote.lfs_sha256)[:12]}…, {remote.size} bytes",
+                    f"the local Git LFS pointer says sha256 {pointer.oid[:12]}…, {pointer.size} bytes; the "
+                    f"Hub holds {str(remote.lfs_sha256)[:12]}…, {remote.size} bytes",
                     "check out the revision you verify (`--revision` the commit of this checkout)",
                 )
             )

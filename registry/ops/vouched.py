@@ -33,7 +33,7 @@ def validate_report(
     kept = Validation.from_verdict(verdicts.recall("validate")) if verdicts is not None else None
     if kept is not None:
         return kept
-    from . import validate as full
+    from . import validate as full  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     report = full.validate_report(
         root, progress, linked, linked_hub, hub_progress, require_bytes=require_bytes, public_key=public_key

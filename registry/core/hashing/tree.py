@@ -18,7 +18,8 @@ def digest_tree(
     on_total: Callable[[int], None] | None = None,
     hasher: Callable[[list[Path], Progress | None], dict[Path, str]] | None = None,
 ) -> dict[str, str]:
-    """sha256 (or ``hasher``'s digest) of each relpath under root, hashing only files the stat cache cannot vouch for."""
+    """sha256 (or ``hasher``'s digest) of each relpath under root, hashing only files the stat cache cannot vouch
+    for."""
     digests: dict[str, str] = {}
     stats = {}
     todo: list[Path] = []
