@@ -16,6 +16,7 @@ from ..core.models import Index
 from .view import CardView
 
 LIBRARY = "rwkv"
+TRANSFORMERS = "transformers"  # a repo whose weights are Transformers checkpoints only (seed 004)
 TASK = "text-generation"
 # Front matter key order: what a reader looks for first; model-index (long) always comes last.
 KEY_ORDER = ["language", "license", "library_name", "tags", "base_model", "base_model_relation", "datasets"]
@@ -30,7 +31,7 @@ def base_model_relation(index: Index) -> str | None:
     is an ``adapter`` repo, even when it also holds full checkpoints; only a repo of nothing but
     full checkpoints is a ``finetune``.  An empty registry states no relation.
     """
-    methods = {e.method for e in index.entries}
+    methods = {e.method for e in index.entries} | ({"full"} if index.checkpoints else set())
     if not methods:
         return None
     return "finetune" if methods == {"full"} else "adapter"
@@ -126,17 +127,20 @@ def read_front_matter(text: str, file: str) -> dict[str, Any]:
 
 def card_data(view: CardView) -> ModelCardData:
     index = view.index
-    sources = sorted({b.source for b in index.bases if b.source})
+    sources = sorted(
+        {b.source for b in index.bases if b.source}
+        | {c.initialized_from for c in index.checkpoints if c.initialized_from}
+    )
     results = eval_results(view)
     extra: dict[str, Any] = (
-        {"base_model_relation": base_model_relation(index)} if sources and index.entries else {}
+        {"base_model_relation": base_model_relation(index)} if sources and (index.entries or index.checkpoints) else {}
     )  # through ModelCardData's **kwargs
     return ModelCardData(
         language=list(index.registry.languages),
         license=index.registry.license.lower()
         if index.registry.license
         else None,  # the Hub's ids are lower-case (apache-2.0, mit, cc-by-4.0)
-        library_name=LIBRARY,
+        library_name=TRANSFORMERS if index.checkpoints and not index.entries else LIBRARY,
         tags=[*index.registry.tags, *(["gguf"] if index.ggufs and "gguf" not in index.registry.tags else [])]
         or None,  # the Hub lists the repo with GGUF models
         base_model=sources or None,

@@ -115,6 +115,14 @@ def _report_text(report: AdoptReport, dry_run: bool) -> Text:
     )
     for entry in index.entries:
         yield f"  {entry.method:<5} {entry.path}{'  (recommended)' if entry.recommended else ''}"
+    for checkpoint in index.checkpoints:
+        gate = (
+            "the RWKV-7 gate applies"
+            if checkpoint.rwkv7
+            else f"not RWKV-7 (model_type {checkpoint.model_type}): the RWKV-7 gate does not apply"
+        )
+        shape = f"{checkpoint.architecture}, {len(checkpoint.shards)} shard(s)"
+        yield f"  Transformers checkpoint {checkpoint.path} ({shape}): {gate}"
     yield f"README.md: {report.readme}"
     yield f"{'would write' if dry_run else 'wrote'}: {', '.join(report.writes)}"
     sections = (

@@ -55,7 +55,7 @@ def add_base_cmd(
 
 
 @main.command("add")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @REGISTRY_OPT
 @click.option("--base", required=True, help="Base name (the base file name without .pth).")
 @click.option("--method", required=True, type=click.Choice(["state", "miss", "full"]))
@@ -98,8 +98,12 @@ def add_cmd(
     Refused: State shapes or MiSS fingerprints of another base, and names validate would reject (no .pth or
     .safetensors suffix, a case or Unicode twin of a file there, bidi or zero-width characters, a name over 255
     bytes).
+
+    FILE may be a Transformers checkpoint folder (safetensors shards, model.safetensors.index.json, config.json,
+    …; --method full): its files land byte for byte in <base>/full/<data-version>/, checked as Transformers loads
+    them (docs/formats.md).
     """
-    from ..ops.add import AddRequest, add_weight  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
+    from ..ops.add import AddRequest, add_checkpoint, add_weight  # noqa: PLC0415 start-up: light commands import no jinja2, jsonschema, pydantic (test_light_commands)
 
     request = AddRequest(
         file=file,
@@ -118,8 +122,8 @@ def add_cmd(
     out = output()
     total = file.stat().st_size if file.is_file() else None
     with out.bar(f"adding {file.name}", total=total) as bar:
-        entry = add_weight(registry, request, bar.advance)
-    out.result(entry.model_dump(mode="json"), f"added {entry.path} (sha256 {entry.sha256})")
+        added = (add_checkpoint if file.is_dir() else add_weight)(registry, request, bar.advance)
+    out.result(added.model_dump(mode="json"), f"added {added.path} (sha256 {added.sha256})")
 
 
 @main.command("score")

@@ -375,6 +375,9 @@ def _holders(index: Index) -> Iterator[tuple[str, str]]:
     for entry in index.entries:
         if entry.evaluation is not None:
             yield entry.path, entry.evaluation
+    for checkpoint in index.checkpoints:  # a Transformers checkpoint (seed 004): by its weight index
+        if checkpoint.evaluation is not None:
+            yield checkpoint.path, checkpoint.evaluation
 
 
 def declarations(index: Index) -> dict[str, list[str]]:

@@ -83,9 +83,21 @@ def declared_root(index: Index) -> dict[str, Placement]:
     return declared
 
 
-def place(rel: str, bases: set[str], declared: dict[str, Placement] | None = None) -> Placement | Problem | None:
+def checkpoint_paths(index: Index) -> frozenset[str]:
+    """Every file of the Transformers checkpoints index.json records (their index, shards, config,
+    generation config, tokenizer files and manifest): each stays where its author put it."""
+    return frozenset(
+        {ref.path for c in index.checkpoints for ref in c.all_files()}
+        | {c.manifest for c in index.checkpoints if c.manifest}
+    )
+
+
+def place(
+    rel: str, bases: set[str], declared: dict[str, Placement] | None = None, kept: frozenset[str] = frozenset()
+) -> Placement | Problem | None:
     """Classify a file path: a Placement, None for an allowed root file, or a Problem;
-    ``declared``: the root weights index.json declares (:func:`declared_root`)."""
+    ``declared``: the root weights index.json declares (:func:`declared_root`); ``kept``: the files
+    of its Transformers checkpoints (:func:`checkpoint_paths`), allowed where they are."""
     parts = rel.split("/")
     if rel not in ROOT_FILES and any(part.startswith(".") for part in parts):
         return Problem(
@@ -94,6 +106,8 @@ def place(rel: str, bases: set[str], declared: dict[str, Placement] | None = Non
             "a hidden file or folder, which git-aware tools and reviewers easily miss",
             "remove it: a registry holds no hidden files but .gitattributes",
         )
+    if rel in kept:
+        return None  # validate checks it against its checkpoint
     if len(parts) == 1:
         if rel in ROOT_FILES:
             return None

@@ -396,6 +396,64 @@ class HfExport(_Strict):
     files: list[FileRef] = Field(min_length=1, description="Every file in the folder")
 
 
+RWKV7_MODEL_TYPE: Final = "rwkv7"  # config.json's model_type of fla's RWKV-7: the gate applies
+
+
+class Checkpoint(_Strict):
+    """A Transformers-format checkpoint held as its author made it (seed 004): safetensors shards
+    with ``model.safetensors.index.json``, config.json, a generation config and tokenizer files,
+    optionally ``checkpoint_manifest.json`` (every file's sha256) and the author's evaluation.json,
+    at the root or in ``<base>/full/<data-version>/``.  Its files stay byte for byte as written;
+    the RWKV-7 gate runs it (mapped back to the runtime's names in memory) when ``model_type`` is
+    ``rwkv7``, and does not apply to any other architecture."""
+
+    path: Annotated[str, AfterValidator(lambda value: _registry_path(value))] = Field(
+        description="Its weight index, model.safetensors.index.json (at the root, or in <base>/full/<data-version>/)"
+    )
+    sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="The weight index's sha256")
+    size: int = Field(ge=0)
+    library_name: Literal["transformers"] = "transformers"
+    architecture: str = Field(min_length=1, description="config.json's architectures[0] (else its model_type)")
+    model_type: str = Field(min_length=1, description="config.json's model_type; rwkv7: the RWKV-7 gate applies")
+    initialized_from: str | None = Field(
+        default=None, description="The Hub repo training started from, where the card says so (base_model)"
+    )
+    base_sha256: Sha256 | None = Field(
+        default=None, pattern=SHA256_PATTERN, description="The base, for a checkpoint under <base>/full/<v>/"
+    )
+    data: DataRef | None = None
+    shards: list[FileRef] = Field(min_length=1, description="The safetensors shards its weight_map names")
+    files: list[FileRef] = Field(
+        default_factory=list, description="Its other files: config.json, generation_config.json, tokenizer files"
+    )
+    manifest: Annotated[str, AfterValidator(lambda value: _registry_path(value))] | None = Field(
+        default=None,
+        description="The author's checkpoint_manifest.json (every file's sha256): checked against the files, "
+        "and its line of a file a registry command rewrites (README.md) kept in step in the same commit",
+    )
+    evaluation: str | None = Field(
+        default=None,
+        description="The author's evaluation.json beside it (read, shown on the card, never rewritten)",
+    )
+    gate: GateSummary | None = None
+
+    @property
+    def folder(self) -> str:
+        """The folder it lies in ("" at the root)."""
+        return self.path.rsplit("/", 1)[0] if "/" in self.path else ""
+
+    @property
+    def rwkv7(self) -> bool:
+        return self.model_type == RWKV7_MODEL_TYPE
+
+    def weight_files(self) -> dict[str, str]:
+        """What the gate reads and its receipt lists: the weight index and its shards, by sha256."""
+        return {self.path: self.sha256, **{s.path: s.sha256 for s in self.shards}}
+
+    def all_files(self) -> list[FileRef]:
+        return [FileRef(path=self.path, sha256=self.sha256, size=self.size), *self.shards, *self.files]
+
+
 GGUF_TYPES = ("f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m")
 GgufType = Literal["f16", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m"]
 
@@ -513,6 +571,10 @@ class Index(_Strict):
     ggufs: list[GgufFile] = Field(
         default_factory=list, description="GGUF files made from bases and entries (registry export-gguf)"
     )
+    checkpoints: list[Checkpoint] = Field(
+        default_factory=list,
+        description="Transformers-format checkpoints held as their authors made them (seed 004; docs/formats.md)",
+    )
     rewrites: list[Rewrite] = Field(default_factory=list)
     kept_facts: dict[str, Any] = Field(
         default_factory=dict,
@@ -528,6 +590,10 @@ class Index(_Strict):
 
     def entry_by_path(self, path: str) -> Entry | None:
         return next((e for e in self.entries if e.path == path), None)
+
+    def checkpoint_by_path(self, path: str) -> Checkpoint | None:
+        """The checkpoint whose weight index or folder is ``path``."""
+        return next((c for c in self.checkpoints if path in (c.path, c.folder, f"{c.folder}/")), None)
 
     def derived_from(self, base_sha256: str, source: str) -> tuple[Base, Entry | None] | str:
         """The base and the entry (None: the base itself) a derived file (an export, a GGUF) names,

@@ -71,6 +71,30 @@ VOCAB_NAME = "rwkv_vocab_v20230424.txt"
 ADAPTER_CONFIG_NAME = "adapter_config.json"  # a MiSS adapter's PEFT folder
 ADAPTER_WEIGHTS_NAME = "adapter_model.safetensors"
 STATE_WEIGHTS_NAME = "initial_state.safetensors"  # a State's initial recurrent state in fla's layout
+# A Transformers-format checkpoint (seed 004): safetensors shards with SHARD_INDEX, CONFIG_NAME, a
+# generation config and tokenizer files, at the root or in <base>/full/<data-version>/; the author's
+# hash list of every file, kept in step with SHA256SUMS (registry.hf.checkpoint).
+CHECKPOINT_MANIFEST = "checkpoint_manifest.json"
+# The tokenizer files Transformers reads from a model folder (besides TOKENIZER_NAME, TOKENIZER_CONFIG_NAME).
+TOKENIZER_FILES = frozenset(
+    {
+        TOKENIZER_NAME,
+        TOKENIZER_CONFIG_NAME,
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "vocab.json",
+        "vocab.txt",
+        "merges.txt",
+        "tokenizer.model",
+        "chat_template.jinja",
+        "chat_template.json",
+        VOCAB_NAME,
+    }
+)
+# The files of a checkpoint besides its shards (the README and evaluation.json are the registry's root files).
+CHECKPOINT_FILES = frozenset(
+    {SHARD_INDEX, CONFIG_NAME, GENERATION_CONFIG_NAME, CHECKPOINT_MANIFEST, EVALUATION_NAME, *TOKENIZER_FILES}
+)
 # GGUF files: <base>/gguf/, gguf/ beside a full entry or a MiSS adapter; <stem>[-merged]-<TYPE>.gguf.
 GGUF_DIR = "gguf"
 GGUF_SUFFIX = ".gguf"
@@ -98,7 +122,8 @@ EXCLUDED_TOPS = frozenset({*GIT_FILES, PRIVATE_DIR})
 DERIVED = frozenset({INDEX_NAME, CARD_NAME, EVALUATION_NAME, SUMS_NAME})
 # ... and, with .gitattributes (git's settings for the repo) and model.sig (a new signature over the
 # release), the published files that may change.
-MUTABLE = frozenset({*DERIVED, GITATTRIBUTES_NAME, SIGNATURE_NAME})
+# A root checkpoint's manifest too: its line of a file the tool rewrites (README.md) follows that file.
+MUTABLE = frozenset({*DERIVED, GITATTRIBUTES_NAME, SIGNATURE_NAME, CHECKPOINT_MANIFEST})
 # Files a command builds from their own bytes on disk: index.json (read, changed, rendered again)
 # and README.md (its hand-written section is carried over).
 CARRIED = frozenset({INDEX_NAME, CARD_NAME})

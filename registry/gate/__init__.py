@@ -3,4 +3,16 @@
 ``__all__`` names the modules other packages import; importing the package imports none of them.
 """
 
-__all__ = ["builds", "groups", "kernel", "memory", "phases", "prompts", "receipt", "run", "runtime", "seal"]
+__all__ = [
+    "builds",
+    "checkpoint",
+    "groups",
+    "kernel",
+    "memory",
+    "phases",
+    "prompts",
+    "receipt",
+    "run",
+    "runtime",
+    "seal",
+]

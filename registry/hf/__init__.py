@@ -2,10 +2,11 @@
 (:mod:`.mapping`, no torch), the world-vocabulary tokenizer files (:mod:`.tokenizer`), the other
 JSON files (:mod:`.files`), the checks ``validate`` runs on an export (:mod:`.check`, no torch), the
 checks the export runs with Transformers and fla before it commits (:mod:`.verify`), reading an
-export back into x070 tensors (:mod:`.tensors`), MiSS adapters as PEFT adapters (:mod:`.peft`) and
-State files as fla's initial recurrent state (:mod:`.state`).
+export back into x070 tensors (:mod:`.tensors`), MiSS adapters as PEFT adapters (:mod:`.peft`),
+State files as fla's initial recurrent state (:mod:`.state`), and a Transformers-format checkpoint
+held as its author made it, checked as Transformers loads it (:mod:`.checkpoint`, no torch).
 
 ``__all__`` names the modules other packages import; importing the package imports none of them.
 """
 
-__all__ = ["build", "check", "folder", "mapping", "source", "tokenizer", "verify"]
+__all__ = ["build", "check", "checkpoint", "folder", "mapping", "source", "tensors", "tokenizer", "verify"]

@@ -7,6 +7,7 @@ run, the check that an export holds the same model as its source.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from ..core.names import CONFIG_NAME
 from ..core.schemas import read_json
 from ..gate.runtime import load_tensors
 from .mapping import FlaPlan, Rule, rules
+
+_FLA_LAYER = re.compile(r"model\.layers\.(\d+)\.")
 
 
 def _forward(tensor: torch.Tensor, rule: Rule) -> torch.Tensor:
@@ -52,6 +55,17 @@ def to_x070(
             else tensor
         )
     return out
+
+
+def fla_to_x070(tensors: Mapping[str, torch.Tensor], source: str | Path | None = None) -> dict[str, torch.Tensor]:
+    """x070 tensors from a checkpoint in fla's names (seed 004's layout, an export), its layers
+    counted from the names: what the gate runs a Transformers checkpoint on (views, in memory)."""
+    layers = {int(m.group(1)) for name in tensors if (m := _FLA_LAYER.match(name))}
+    if not layers:
+        raise RegistryError(
+            "gate.not-rwkv7", source, "holds no model.layers.<i>. tensors of fla's RWKV-7", "gate an RWKV-7 checkpoint"
+        )
+    return to_x070(max(layers) + 1, tensors, source)
 
 
 def read_export(folder: str | Path) -> dict[str, torch.Tensor]:

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 
 from ..artifacts.signature import TrustedKey
-from ..core.errors import Problem, RegistryError
+from ..core.errors import Problem, RegistryError, warn
 from ..core.models import Entry, Index
 from ..core.repo import Repo
 from ..core.schemas import read_json
 from ..gate.receipt import Receipt, receipt_path
 from ..gate.seal import sealed_here, signature_problem
+from ..hf.checkpoint import gate_not_applicable
 
 
 def entry_files(entry: Entry) -> list[str]:
@@ -125,12 +126,24 @@ class GateTrust:
 def gate_findings(
     repo: Repo, index: Index, sums: dict[str, str], uploads: Iterable[str], gate: GateTrust
 ) -> Iterator[Problem]:
-    """One finding per entry or GGUF file about to be uploaded without a passing receipt for its bytes."""
+    """One finding per entry, RWKV-7 Transformers checkpoint or GGUF file about to be uploaded without
+    a passing receipt for its bytes (a checkpoint of another architecture: a warning that the gate
+    does not apply, never a pass)."""
     uploads = set(uploads)
     for entry in entries_touching(index, uploads):
         base = index.base_by_sha(entry.base_sha256)
         fix = f"run `registry smoke {entry.path} --base-file {base.filename if base else 'BASE.pth'}`"
         yield from _receipt_findings(repo, entry.path, entry.sha256, entry.base_sha256, sums, gate, fix)
+    for checkpoint in index.checkpoints:
+        if not uploads.intersection(checkpoint.weight_files()):
+            continue
+        if not checkpoint.rwkv7:
+            # Another architecture: no receipt is asked for, and none is implied; publish says so.
+            warn(gate_not_applicable(checkpoint))
+            continue
+        fix = f"run `registry smoke {checkpoint.path}`"
+        base_sha256 = checkpoint.base_sha256 or checkpoint.sha256  # a checkpoint with no base file is its own
+        yield from _receipt_findings(repo, checkpoint.path, checkpoint.sha256, base_sha256, sums, gate, fix)
     for gguf in (g for g in index.ggufs if g.path in uploads):
         base = index.base_by_sha(gguf.base_sha256)
         base_file = base.filename if base else "BASE.pth"

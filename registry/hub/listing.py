@@ -54,12 +54,19 @@ def remote_findings(
 
 
 def index_findings(index: Index, sums: Mapping[str, str]) -> Iterator[Problem]:
-    """Every file of every entry in index.json is listed in SHA256SUMS with the entry's sha256."""
+    """Every file of every entry and Transformers checkpoint in index.json is listed in SHA256SUMS with
+    the sha256 index.json records."""
     for entry in index.entries:
         expected = {entry.path: entry.sha256, **{s.path: s.sha256 for s in entry.shards}}
         for path in entry_files(entry):
             if sums.get(path) != expected[path]:
                 yield Problem("remote.index-mismatch", path, "index.json and SHA256SUMS on the Hub disagree", REPUBLISH)
+    for checkpoint in index.checkpoints:
+        for ref in checkpoint.all_files():
+            if sums.get(ref.path) != ref.sha256:
+                yield Problem(
+                    "remote.index-mismatch", ref.path, "index.json and SHA256SUMS on the Hub disagree", REPUBLISH
+                )
 
 
 def compare_findings(local: Mapping[str, str], remote: Mapping[str, str]) -> Iterator[Problem]:

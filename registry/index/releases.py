@@ -27,6 +27,7 @@ from typing import Literal, TypeVar
 
 from ..core.errors import RegistryError
 from ..core.hashing import StatCache
+from ..core.hashing.digest import sha256_hex
 from ..core.hashing.tree import digest_tree
 from ..core.models import DATASET_KIND, Index
 from ..core.names import CARD_NAME, INDEX_NAME, SUMS_NAME, WEIGHT_SUFFIXES
@@ -342,6 +343,17 @@ def artifacts(release: Release) -> dict[str, Artifact]:
                 base.name if base else entry.path.split("/")[0],
                 entry.data.version,
                 files,
+            )
+        for checkpoint in index.checkpoints:  # a Transformers checkpoint: its weight index and shards, as one weight
+            weights = checkpoint.weight_files()
+            identity = sha256_hex("".join(f"{sha}  {path}\n" for path, sha in sorted(weights.items())).encode())
+            found[checkpoint.path] = Artifact(
+                checkpoint.path,
+                identity,
+                "full",
+                checkpoint.initialized_from or checkpoint.architecture,
+                checkpoint.data.version if checkpoint.data else None,
+                tuple(weights),
             )
         return found
     return {p: _layout_artifact(p, sha) for p, sha in release.sums.items() if p.endswith(WEIGHT_SUFFIXES)}

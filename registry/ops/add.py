@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..artifacts.accept import accept_weight, content_version
 from ..core.atomic import transaction
+from ..core.author_evaluation import read_author_evaluation
 from ..core.collisions import collisions, shown
 from ..core.errors import RegistryError
 from ..core.hashing import hash_file
@@ -22,17 +24,29 @@ from ..core.layout import canonical_path
 from ..core.models import (
     DATA_VERSION_PATTERN,
     Base,
+    Checkpoint,
     DataRef,
     Entry,
+    FileRef,
     Index,
 )
-from ..core.names import GGUF_DIR, HF_DIR, INDEX_NAME, TRAIN_JSON, WEIGHT_SUFFIXES
+from ..core.names import (
+    CONFIG_NAME,
+    EVALUATION_NAME,
+    GGUF_DIR,
+    HF_DIR,
+    INDEX_NAME,
+    SHARD_INDEX,
+    TRAIN_JSON,
+    WEIGHT_SUFFIXES,
+)
 from ..core.pinned import copy_hashing, pinned
 from ..core.repo import Repo, render_index
 from ..core.schemas import read_bounded
 from ..core.sums import MAX_SUMS_BYTES, parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
+from ..hf.checkpoint import base_fit_problems, checkpoint_file, manifest_problems, read_checkpoint
 from ..index.arguments import require_file_name, require_name, require_sha, require_text
 from ..index.derived import stage_derived
 from ..index.editing import set_recommended
@@ -282,3 +296,127 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index, progress)
     return entry
+
+
+def add_checkpoint(root: Path, request: AddRequest, progress: Progress | None = None) -> Checkpoint:
+    """Register the Transformers checkpoint folder ``request.file`` (seed 004's shape: shards, their
+    index, config.json, the generation config and tokenizer files, the author's manifest and
+    evaluation.json) as ``<base>/full/<data-version>/[<run>/]``, every file copied byte for byte and
+    checked on the copies (:mod:`registry.hf.checkpoint`), in one transaction."""
+    repo = Repo.open(root)
+    source = request.file
+    if request.method != "full":
+        raise RegistryError(
+            "args.bad-method",
+            source,
+            f"a Transformers checkpoint is a whole model, not a {request.method} file",
+            "pass --method full",
+        )
+    names = sorted(p.name for p in source.iterdir())
+    strays = [n for n in names if not (source / n).is_file() or (source / n).is_symlink() or not checkpoint_file(n)]
+    if strays:
+        raise RegistryError(
+            "checkpoint.stray-file",
+            source / strays[0],
+            "is not a file of a Transformers checkpoint (shards, their index, config, generation config, "
+            "tokenizer files, checkpoint_manifest.json, evaluation.json)",
+            "move it out of the folder (the registry's card is the README at its root)",
+        )
+    with transaction(repo.root) as txn:
+        index = index_to_change(repo)
+        base = index.base_by_name(request.base)
+        if base is None:
+            raise RegistryError(
+                "base.unknown",
+                request.base,
+                "no such base in index.json",
+                f"run `registry add-base {request.base}.pth` first",
+            )
+        if not re.fullmatch(DATA_VERSION_PATTERN, request.data_version):
+            raise RegistryError(
+                "args.bad-data-version",
+                repr(request.data_version),
+                f"data version {request.data_version!r} must look like v1.41 or v2.1",
+                "pass --data-version v<major>[.<minor>]",
+            )
+        if request.run is not None:
+            require_name(request.run, "run name", "--run")
+        folder = canonical_path(base.name, "full", request.data_version, SHARD_INDEX, request.run).rsplit("/", 1)[0]
+        taken = [n for n in names if (repo.root / folder / n).exists()]
+        if taken or index.checkpoint_by_path(f"{folder}/{SHARD_INDEX}"):
+            raise RegistryError(
+                "entry.exists",
+                f"{folder}/{taken[0] if taken else SHARD_INDEX}",
+                "a file is already registered at this path",
+                "pass another --run or --data-version; published files are never replaced",
+            )
+        with pinned(request.train_json, TRAIN_JSON) as train_source:
+            train, data_sha = _check_train_json(request, train_source.stable, base)
+            train_bytes = train_source.read_bytes()
+        train_rel = canonical_path(base.name, "full", request.data_version, TRAIN_JSON)
+        existing_train = repo.root / train_rel
+        if existing_train.is_file() and existing_train.read_bytes() != train_bytes:
+            raise RegistryError(
+                "train.conflict",
+                train_rel,
+                "a different train.json is already in this data-version directory",
+                f"pass --train-json {existing_train}",
+            )
+        staged = txn.staging / f"add-checkpoint-{os.getpid()}"
+        staged.mkdir()
+        try:
+            digests = {}
+            for name in names:  # copied while hashing; what is checked below is what lands
+                with pinned(source / name, "checkpoint file") as pin:
+                    digests[name] = copy_hashing(pin, staged / name, progress)
+            facts = read_checkpoint(staged, "", names, registry_root=False)
+            problems = base_fit_problems(CONFIG_NAME, facts.config, base.architecture, base.name)
+            if facts.manifest is not None:
+                sizes = {n: (staged / n).stat().st_size for n in names}
+                problems += manifest_problems(
+                    facts.manifest, (staged / facts.manifest).read_bytes(), "", digests, sizes
+                )
+            if EVALUATION_NAME in names:  # the author's, kept byte for byte, shown on the card
+                read_author_evaluation(staged / EVALUATION_NAME, EVALUATION_NAME)
+            if problems:
+                raise RegistryError.of(problems)
+        except RegistryError as err:
+            shutil.rmtree(staged, ignore_errors=True)
+            renamed = [replace(p, file=str(source / p.file)) if p.file in names else p for p in err.problems]
+            raise RegistryError.of(renamed, err.payload, err.exit_code) from err
+        except BaseException:
+            shutil.rmtree(staged, ignore_errors=True)
+            raise
+
+        def ref(name: str) -> FileRef:
+            return FileRef(path=f"{folder}/{name}", sha256=digests[name], size=(staged / name).stat().st_size)
+
+        checkpoint = Checkpoint(
+            path=f"{folder}/{SHARD_INDEX}",
+            sha256=digests[SHARD_INDEX],
+            size=(staged / SHARD_INDEX).stat().st_size,
+            architecture=facts.architecture,
+            model_type=facts.model_type,
+            base_sha256=base.sha256,
+            data=DataRef(
+                version=request.data_version,
+                sha256=data_sha,
+                dataset_repo=request.dataset_repo or train.data.repo,
+                dataset_revision=train.data.revision,
+            ),
+            shards=[ref(n) for n in facts.shards],
+            files=[ref(n) for n in facts.files],
+            manifest=f"{folder}/{facts.manifest}" if facts.manifest else None,
+            evaluation=f"{folder}/{EVALUATION_NAME}" if EVALUATION_NAME in names else None,
+        )
+        index.checkpoints.append(checkpoint)
+        for i, name in enumerate(names):  # the journal moves files from staging's top level
+            flat = txn.staging / f"{staged.name}-{i}.part"
+            os.rename(staged / name, flat)
+            txn.move(flat, f"{folder}/{name}", digests[name])
+        staged.rmdir()
+        if not existing_train.is_file():
+            txn.write(train_rel, train_bytes)
+        txn.write(INDEX_NAME, render_index(index))
+        stage_derived(repo, txn, index, progress)
+    return checkpoint

@@ -45,7 +45,13 @@ from ..card.render import decode_card
 from ..card.sync import rendered, stage_kept_card
 from ..core.adoptable import check_existing_sums, check_folder, file_identity, require_unchanged
 from ..core.atomic import transaction
-from ..core.author_evaluation import declare_found_evaluations, root_is_authors, stray_evaluations
+from ..core.author_evaluation import (
+    author_evaluation_of,
+    declare_found_evaluations,
+    read_author_evaluation,
+    root_is_authors,
+    stray_evaluations,
+)
 from ..core.errors import Problem, RegistryError
 from ..core.files import dry_run
 from ..core.gitfiles import git_file_changes, stage_git_files
@@ -57,8 +63,10 @@ from ..core.models import (
     DATA_VERSION_PATTERN,
     METHODS,
     Base,
+    Checkpoint,
     DataRef,
     Entry,
+    FileRef,
     Index,
     Reference,
     RegistryInfo,
@@ -81,8 +89,10 @@ from ..core.staged_sums import remember_digests, stage_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..dataset.layout import dataset_repo_signs
+from ..hf.checkpoint import checkpoint_file, is_checkpoint_folder, manifest_problems, read_checkpoint, read_manifest
 from ..index.arguments import check_repo_id, require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
+from ..index.derived import stage_manifests
 from ..index.editing import set_recommended
 from ..index.handmade import HandIndex, HandReference, read_hand_index
 from ..index.rules import index_problems
@@ -129,6 +139,9 @@ class AdoptReport:
     read_digests: dict[str, str] = field(
         default_factory=dict, repr=False
     )  # sha256 of every file as adopt read it, before it rewrote any
+    manifest_updated: list[str] = field(
+        default_factory=list
+    )  # files the registry rewrote (README.md) whose line in checkpoint_manifest.json now holds their new sha256
 
     @property
     def next_steps(self) -> list[str]:
@@ -138,6 +151,8 @@ class AdoptReport:
         for base in index.bases:
             if any(e.base_sha256 == base.sha256 for e in index.entries) and base.name in self.base_paths:
                 steps.append(f"registry smoke -C {root} --base-file {shlex.quote(self.base_paths[base.name])}")
+        if any(c.rwkv7 for c in index.checkpoints) and not steps:
+            steps.append(f"registry smoke -C {root}")
         if index.registry.repo_id:
             steps.append(f"registry publish -C {root}")
         return steps
@@ -181,6 +196,17 @@ class AdoptReport:
             "saved": self.saved,
             "mapped": self.mapped,
             "unmapped": self.unmapped,
+            "checkpoints": [
+                {
+                    "path": c.path,
+                    "architecture": c.architecture,
+                    "model_type": c.model_type,
+                    "initialized_from": c.initialized_from,
+                    "gate": "applies" if c.rwkv7 else "does not apply (not RWKV-7)",
+                }
+                for c in self.index.checkpoints
+            ],
+            "manifest_updated": self.manifest_updated,
             "overridden": self.overridden,
             "readme": self.readme,
             "next_steps": self.next_steps,
@@ -217,6 +243,7 @@ def adopt(
         stage_git_files(repo, txn)
         stage_kept_card(repo, txn)
         stage_rendered(repo, txn, plan.report.index)
+        plan.report.manifest_updated = stage_manifests(repo, txn, plan.report.index)
         stage_sums(repo, txn, progress, absorb=True, known=plan.digests)
         txn.after_commit(lambda: remember_digests(repo, plan.digests))
     return plan.report
@@ -258,10 +285,14 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
         saved=sorted(f"{SAVED_DIR}/{n}" for n in originals),
     )
     report.base_paths = {Path(f).name.removesuffix(".pth"): str(f) for f in options.base_files}
-    at_root = _root_weights(root, scan.files, hand, options)
-    bases = _bases(root, scan.files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
-    entries = _entries(root, scan.files, bases, digests, options, at_root)
+    checkpoint = _root_checkpoint(root, scan.files, digests)
+    files = [rel for rel in scan.files if checkpoint is None or not checkpoint_file(rel)]
+    at_root = _root_weights(root, files, hand, options)
+    bases = _bases(root, files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
+    entries = _entries(root, files, bases, digests, options, at_root)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report, options)
+    if checkpoint is not None:
+        report.index.checkpoints = [_initialized_from(checkpoint, report.index.registry.front_matter, report)]
     strays = stray_evaluations(scan.files, report.index)
     if strays:
         raise RegistryError.of(strays)
@@ -270,7 +301,9 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     _claims(report, options)
     _preview_card(repo, report.index, report)
     derived = DERIVED - {EVALUATION_NAME} if root_is_authors(report.index) else DERIVED
-    report.writes = sorted({*derived, *git_file_changes(repo), *report.saved})
+    report.writes = sorted(
+        {*derived, *git_file_changes(repo), *report.saved, *_manifest_follows(root, checkpoint, derived)}
+    )
     return _Plan(report, digests, identities, originals)
 
 
@@ -280,6 +313,57 @@ def _front_matter(root: Path, files: list[str]) -> dict[str, Any]:
         return {}
     front, _ = split_front_matter(decode_card(Repo(root).read_bytes(root / CARD_NAME)))
     return read_front_matter(front, CARD_NAME) if front.strip() else {}
+
+
+def _root_checkpoint(root: Path, files: list[str], digests: dict[str, str]) -> Checkpoint | None:
+    """A Transformers checkpoint at the root (seed 004: shards, their index, config.json, …), checked
+    as Transformers loads it and against the author's checkpoint_manifest.json; every file stays
+    where it is, byte for byte (:mod:`registry.hf.checkpoint`)."""
+    if not is_checkpoint_folder(files):
+        return None
+    facts = read_checkpoint(root, "", files)
+    if facts.manifest is not None:
+        sizes = {rel: (root / rel).stat().st_size for rel in files}
+        data = Repo(root).read_bytes(root / facts.manifest)
+        problems = manifest_problems(facts.manifest, data, "", digests, sizes)
+        if problems:
+            raise RegistryError.of(problems)
+
+    def ref(rel: str) -> FileRef:
+        return FileRef(path=rel, sha256=digests[rel], size=(root / rel).stat().st_size)
+
+    evaluation = author_evaluation_of(root, facts.index)  # the author's, kept byte for byte (seed 004)
+    if evaluation is not None:
+        read_author_evaluation(root / evaluation, evaluation)
+    return Checkpoint(
+        path=facts.index,
+        sha256=digests[facts.index],
+        size=(root / facts.index).stat().st_size,
+        architecture=facts.architecture,
+        model_type=facts.model_type,
+        evaluation=evaluation,
+        shards=[ref(rel) for rel in facts.shards],
+        files=[ref(rel) for rel in facts.files],
+        manifest=facts.manifest,
+    )
+
+
+def _manifest_follows(root: Path, checkpoint: Checkpoint | None, rewritten: frozenset[str]) -> list[str]:
+    """The manifest, where it lists a file adopt rewrites (``rewritten``: the card…): its line follows."""
+    if checkpoint is None or checkpoint.manifest is None:
+        return []
+    listed = read_manifest(Repo(root).read_bytes(root / checkpoint.manifest), checkpoint.manifest)
+    return [checkpoint.manifest] if set(listed) & rewritten else []
+
+
+def _initialized_from(checkpoint: Checkpoint, front_matter: dict[str, Any], report: AdoptReport) -> Checkpoint:
+    """The repo training started from, where the card says so: its front matter's ``base_model``."""
+    named = front_matter.get("base_model")
+    repo = named[0] if isinstance(named, list) and len(named) == 1 else named
+    if not isinstance(repo, str) or not repo:
+        return checkpoint
+    report.mapped.append(f"README.md base_model -> checkpoints[{checkpoint.path}].initialized_from ({repo})")
+    return checkpoint.model_copy(update={"initialized_from": repo})
 
 
 def _base_dirs(files: list[str]) -> list[str]:

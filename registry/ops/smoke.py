@@ -36,34 +36,64 @@ import torch
 from ..artifacts.accept import accept_weight
 from ..artifacts.signature import public_pem
 from ..core.atomic import transaction
-from ..core.errors import Exit, RegistryError
+from ..core.errors import Exit, RegistryError, warn
 from ..core.files import atomic_write
 from ..core.hashing import StatCache
 from ..core.hashing.engine import hash_file
 from ..core.lfs import refuse_pointer
 from ..core.libc import return_large_frees
-from ..core.models import Entry, Index
+from ..core.models import Checkpoint, Entry, Index
 from ..core.names import INDEX_NAME
 from ..core.pinned import open_registered, pinned, read_view
 from ..core.progress import Say, silent
 from ..core.repo import Repo, render_index, resolve_entry
 from ..gate.builds import background_builds
+from ..gate.checkpoint import gate_checkpoint
 from ..gate.groups import gate_files
-from ..gate.memory import gpu_budget
+from ..gate.memory import gpu_budget, out_of_memory_named
 from ..gate.phases import gate_entries, plan_groups
 from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.run import Run
 from ..gate.seal import sealed_json, signed
+from ..hf.checkpoint import gate_not_applicable
+from ..hf.tensors import fla_to_x070
 from ..hub.remote import Hub
 from ..index.catalog import known_base, load_catalog
 from ..index.derived import stage_derived
 from ..index.rules import index_to_change
 
 
-def _select(index: Index, repo: Repo, paths: list[str]) -> list[Entry]:
-    if paths:
-        return [resolve_entry(repo, index, p) for p in paths]
-    return list(index.entries)
+def _select(index: Index, repo: Repo, paths: list[str]) -> tuple[list[Entry], list[Checkpoint]]:
+    """The entries and the RWKV-7 Transformers checkpoints to gate: those named, else all.  A
+    checkpoint of another architecture named is refused (the RWKV-7 gate does not apply); left
+    unnamed, it is passed over with a warning, and no verdict is recorded for it."""
+    if not paths:
+        for checkpoint in index.checkpoints:
+            if not checkpoint.rwkv7:
+                warn(gate_not_applicable(checkpoint))
+        return list(index.entries), [c for c in index.checkpoints if c.rwkv7]
+    entries: list[Entry] = []
+    checkpoints: list[Checkpoint] = []
+    for path in paths:
+        named = index.checkpoint_by_path(path) or _inside(repo, index, path)
+        if named is None:
+            entries.append(resolve_entry(repo, index, path))
+        elif not named.rwkv7:
+            raise RegistryError.of([gate_not_applicable(named)])
+        else:
+            checkpoints.append(named)
+    return entries, checkpoints
+
+
+def _inside(repo: Repo, index: Index, path: str) -> Checkpoint | None:
+    """The checkpoint a path on disk (absolute, or from here) names, if any."""
+    candidate = Path(path)
+    if not (candidate.is_absolute() or candidate.exists()):
+        return None
+    try:
+        return index.checkpoint_by_path(repo.rel(candidate))
+    except ValueError:
+        return None  # outside the registry: resolve_entry says so
 
 
 def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Say) -> Path:
@@ -123,7 +153,7 @@ def _write_receipt(repo: Repo, receipt: Receipt, sign_key: Path | None) -> None:
     data = sealed_json(signed(receipt, sign_key) if sign_key else receipt)
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
-        current = index.entry_by_path(receipt.entry)
+        current = index.entry_by_path(receipt.entry) or index.checkpoint_by_path(receipt.entry)
         if current is None or current.sha256 != receipt.file_sha256:
             raise RegistryError(
                 "gate.entry-changed", receipt.entry, "the entry changed while the gate ran", "run the gate again"
@@ -174,7 +204,7 @@ def smoke(
             "CUDA is not available on this machine",
             "run on a GPU machine, or use --device cpu (publish then needs --allow-cpu-gate)",
         )
-    entries = _select(index, repo, paths)
+    entries, checkpoints = _select(index, repo, paths)
     on_base = [e for e in entries if e.method != "full"]
     if on_base and fetch_into:
         base_file = fetch_base(index, on_base, fetch_into, say)
@@ -192,7 +222,11 @@ def smoke(
     with ExitStack() as pins, background_builds(device) as builds:
         # Every input is opened once, checked (registered files against the index, the base by
         # its hash), and read through that open file for the whole gate.
-        opened = {rel: pins.enter_context(open_registered(repo.root, rel)) for rel in gate_files(index, entries)}
+        reads = {
+            **gate_files(index, entries),
+            **{rel: sha for c in checkpoints for rel, sha in c.weight_files().items()},
+        }
+        opened = {rel: pins.enter_context(open_registered(repo.root, rel)) for rel in reads}
         base = pins.enter_context(pinned(base_file, "base checkpoint")) if on_base and base_file else None
         if base:
             refuse_pointer(base.stable, base_file)
@@ -212,6 +246,11 @@ def smoke(
             gpu=gpu,
         )
         gate_entries(run, builds, on_base, base, view / base_name, full)
+        for checkpoint in checkpoints:
+            with out_of_memory_named([checkpoint.path], None):  # not planned yet: gate/checkpoint.py holds two copies
+                receipt = gate_checkpoint(run, builds, checkpoint, fla_to_x070)
+            run.record(receipt)
+            run.receipts.append(receipt)
     if run.problems:
         raise RegistryError.of(
             run.problems, {"receipts": [r.model_dump(mode="json") for r in run.receipts]}, Exit.PROBLEMS

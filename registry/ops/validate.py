@@ -24,10 +24,18 @@ from ..core.gitattributes import lfs_problems
 from ..core.hashing import StatCache
 from ..core.hashing.engine import Progress
 from ..core.hashing.tree import digest_tree
-from ..core.layout import declared_root, is_weight, place
+from ..core.layout import checkpoint_paths, declared_root, is_weight, place
 from ..core.lfs import Pointer, pointer_problem, pointers, read_pointer
-from ..core.models import Entry, FileRef, Index, Rewrite
-from ..core.names import EVALUATION_NAME, GITATTRIBUTES_NAME, INDEX_NAME, LFS_SUFFIXES, SIGNATURE_NAME, TRAIN_JSON
+from ..core.models import Checkpoint, Entry, FileRef, Index, Rewrite
+from ..core.names import (
+    CONFIG_NAME,
+    EVALUATION_NAME,
+    GITATTRIBUTES_NAME,
+    INDEX_NAME,
+    LFS_SUFFIXES,
+    SIGNATURE_NAME,
+    TRAIN_JSON,
+)
 from ..core.published import record_rewrites
 from ..core.repo import Repo, is_dataset, no_registry, render_index
 from ..core.schemas import format_problem, read_json, schema_errors
@@ -36,6 +44,7 @@ from ..core.tree import TreeScan, scan_tree
 from ..core.validation_result import Validation
 from ..gguf.check import gguf_problems
 from ..hf.check import export_problems, listed_files
+from ..hf.checkpoint import base_fit_problems, checkpoint_problems, manifest_problems
 from ..index.derived import stage_derived
 from ..index.rules import base_problems, entry_problems, index_to_change, weight_paths
 from ..index.validation import ACCEPT_BYTES, POINTER_FIX, Check, Context, check_immutable, check_sums
@@ -84,8 +93,9 @@ def check_layout(ctx: Context) -> Iterator[Problem]:
     yield from ctx.scan.findings
     bases = {b.name for b in ctx.index.bases}
     declared = declared_root(ctx.index)
+    kept = checkpoint_paths(ctx.index)
     for rel in ctx.scan.files:
-        placed = place(rel, bases, declared)
+        placed = place(rel, bases, declared, kept)
         if isinstance(placed, Problem):
             yield placed
         elif placed is not None:
@@ -144,7 +154,7 @@ def check_entries(ctx: Context) -> Iterator[Problem]:
     index = ctx.index
     yield from entry_problems(index)
     base_by_sha = {b.sha256: b for b in index.bases}
-    listed = set(weight_paths(index)) | listed_files(index)
+    listed = set(weight_paths(index)) | listed_files(index) | checkpoint_paths(index)
     files = set(ctx.scan.files)
     for entry in index.entries:
         base = base_by_sha.get(entry.base_sha256)
@@ -226,6 +236,66 @@ def check_shards(ctx: Context) -> Iterator[Problem]:
         listed = {s.path.rsplit("/", 1)[-1] for s in entry.shards}
         for problem in shard_set_problems(ctx.root / entry.path, listed):
             yield Problem("shards.invalid", entry.path, problem, "re-run `registry convert --force` on the source .pth")
+
+
+def check_checkpoints(ctx: Context) -> Iterator[Problem]:
+    """Transformers checkpoints (seed 004): their files as index.json records them, the weight index
+    against the shards' headers and (RWKV-7) config.json against their shapes, and the author's
+    checkpoint_manifest.json against the files (:mod:`registry.hf.checkpoint`)."""
+    files = set(ctx.scan.files)
+    for checkpoint in ctx.index.checkpoints:
+        refs = checkpoint.all_files()
+        missing = [ref.path for ref in refs if ref.path not in files]
+        for rel in missing:
+            yield Problem(
+                "index.missing-file",
+                rel,
+                "listed in index.json but not on disk",
+                "restore the file or remove the checkpoint",
+            )
+        for ref in refs:
+            actual = ctx.digests.get(ref.path)
+            if actual is not None and ref.path not in ctx.pointers and actual != ref.sha256:
+                yield Problem(
+                    "index.sha-mismatch",
+                    ref.path,
+                    f"index.json says sha256 {ref.sha256[:12]}… but the file is {actual[:12]}…",
+                    ACCEPT_BYTES,
+                )
+        yield from _checkpoint_place_problems(ctx.index, checkpoint)
+        if missing or any(ref.path in ctx.pointers for ref in refs):
+            continue  # pointer mode: oids and sizes are check_pointers'
+        found = checkpoint_problems(ctx.root, checkpoint.folder, ctx.scan.files)
+        yield from found
+        base = ctx.index.base_by_sha(checkpoint.base_sha256) if checkpoint.base_sha256 else None
+        if base is not None and not found:
+            config = f"{checkpoint.folder}/{CONFIG_NAME}"
+            yield from base_fit_problems(config, read_json(ctx.root / config, config), base.architecture, base.name)
+        manifest = checkpoint.manifest
+        if manifest is not None and manifest in files:
+            sizes = {rel: (ctx.root / rel).stat().st_size for rel in files if rel.startswith(checkpoint.folder)}
+            yield from manifest_problems(
+                manifest, ctx.repo.read_bytes(ctx.root / manifest), checkpoint.folder, ctx.digests, sizes
+            )
+
+
+def _checkpoint_place_problems(index: Index, checkpoint: Checkpoint) -> Iterator[Problem]:
+    """A checkpoint lies at the root (no base) or in its base's ``<base>/full/<data-version>/[<run>/]``."""
+    fix = "move the folder to <base>/full/<data-version>/ (registry add FOLDER does) and fix the record, or remove it"
+    if not checkpoint.folder:
+        return
+    base = index.base_by_sha(checkpoint.base_sha256) if checkpoint.base_sha256 else None
+    if base is None or checkpoint.data is None:
+        yield Problem(
+            "index.bad-path",
+            INDEX_NAME,
+            f"checkpoint {checkpoint.path} is away from the root but names no base and data version in index.json",
+            fix,
+        )
+        return
+    want = f"{base.name}/full/{checkpoint.data.version}"
+    if not (checkpoint.folder == want or checkpoint.folder.rsplit("/", 1)[0] == want):
+        yield Problem("index.misplaced", checkpoint.path, f"checkpoint says {want}", fix)
 
 
 def check_exports(ctx: Context) -> Iterator[Problem]:
@@ -325,6 +395,7 @@ CHECKS: list[Check] = [
     check_entry_hashes,
     check_twins,
     check_shards,
+    check_checkpoints,
     check_exports,
     check_gitattributes,
     check_ggufs,
