@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_state_file
+from registry.cli import main
 from registry.core.names import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
 from registry.core.published import record_published
 from registry.core.repo import Repo
@@ -44,11 +46,21 @@ CLI = [sys.executable, "-m", "registry"]
 BIG = TinySpec(n_layer=4, n_embd=512, vocab_size=65536)  # a ~90 MB checkpoint: long enough to be killed mid-copy
 
 
-def registry(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def registry(*args: str | Path, check: bool = True) -> Ran:
+    """The tool run in this process (click's runner): the commands around a killed one, which build
+    its registry and then find what it left, need not be processes of their own; the killed command
+    and the concurrent writers are (CLI)."""
+    result = CliRunner().invoke(main, [*map(str, args)])
     if check:
-        assert result.returncode == 0, result.stderr
-    return result
+        assert result.exit_code == 0, (result.stderr, result.exception)
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 def train_json(path: Path) -> Path:
