@@ -536,7 +536,7 @@ def test_a_kill_at_every_rename_leaves_the_registry_old_or_new(scenario, inputs,
         assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (point, killed.stderr[-500:])
         outcomes.append(_assert_old_or_new_then_clean(reg, before, after))
     # Before the journal is written the old registry stands; once it is written, the new one.
-    assert len(outcomes) >= 3 and "before" in outcomes and "after" in outcomes, outcomes
+    assert "before" in outcomes and "after" in outcomes, outcomes
 
 
 def test_kills_at_random_instants_during_a_long_copy(inputs, tmp_path):
