@@ -1,11 +1,12 @@
-"""The package's floors (README, "Project layout"): a module imports only from its own floor or
+"""The package's floors (docs/architecture.md): a module imports only from its own floor or
 below, and no import circle exists, typing-only and function-level imports included (a module's
 own packages, which Python imports before it, are not counted as its imports).
 
     floor 0  registry/core/     names, models, errors, the registry folder on disk, hashing
     floor 1  the libraries      artifacts, convert, gate, hf, gguf, dataset, card, hub
     floor 2  registry/index/    what the commands share about index.json (rules, editing, derived files)
-    floor 3  registry/ops/      one module per command
+    floor 3  registry/ops/      one module per command; it imports the floors below, not another command
+                                (the few that compose commands are named in COMMANDS_COMPOSED)
     floor 4  registry/cli/      the click shell (and ``python -m registry``)
 """
 
@@ -146,3 +147,52 @@ def test_the_checks_see_an_upward_import_and_a_circle():
     assert any(floor(b) > floor(a) for a, targets in planted.items() for b in targets)
     assert circles(planted)
     assert circles({"registry.hub": {"registry.dataset"}, "registry.dataset": {"registry.hub"}})
+
+
+# A command module imports libraries, not other commands (issue #41 item 2): what several commands
+# share lives on the floors below.  These modules compose commands, and only these, each for the
+# reason given; ``None`` means any command.
+COMMANDS_COMPOSED: dict[str, tuple[frozenset[str] | None, str]] = {
+    "registry.ops.demo": (None, "runs the whole pipeline, command by command, as a user would"),
+    "registry.ops.demo_dataset": (
+        frozenset({"dataset_init", "dataset_add", "dataset_set"}),
+        "builds demo's dataset registry with the dataset commands",
+    ),
+    "registry.ops.pull": (frozenset({"adopt", "validate"}), "pull is a download adopted, then validated"),
+    "registry.ops.publish": (frozenset({"validate"}), "publishes only a registry validate passes"),
+    "registry.ops.validate": (frozenset({"validate_dataset"}), "validate on a dataset registry is validate_dataset"),
+    "registry.ops.vouched": (frozenset({"validate"}), "validate's report, remembered while the tree is unchanged"),
+    "registry.ops.sums": (frozenset({"validate"}), "sums --check is validate's report on SHA256SUMS"),
+}
+
+
+def commands_importing_commands(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for every ops module importing another ops module outside COMMANDS_COMPOSED."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        if not module.startswith("registry.ops."):
+            continue
+        allowed, _ = COMMANDS_COMPOSED.get(module, (frozenset(), ""))
+        for target in sorted(t for t in targets if t.startswith("registry.ops.")):
+            if allowed is not None and target.removeprefix("registry.ops.") not in allowed:
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_a_command_imports_libraries_not_other_commands():
+    assert commands_importing_commands(import_graph()) == []
+
+
+def test_each_named_composition_still_composes():
+    """An exception no longer needed is removed from the list, so the list stays the truth."""
+    graph = import_graph()
+    unused = [m for m in COMMANDS_COMPOSED if not any(t.startswith("registry.ops.") for t in graph.get(m, ()))]
+    assert unused == []
+
+
+def test_the_check_sees_a_command_importing_a_command():
+    graph = import_graph()
+    planted = {**graph, "registry.ops.dataset_adopt": graph["registry.ops.dataset_adopt"] | {"registry.ops.adopt"}}
+    assert commands_importing_commands(planted) == ["registry.ops.dataset_adopt -> registry.ops.adopt"]
+    planted = {**graph, "registry.ops.pull": graph["registry.ops.pull"] | {"registry.ops.add"}}
+    assert commands_importing_commands(planted) == ["registry.ops.pull -> registry.ops.add"]

@@ -226,7 +226,7 @@ def test_a_full_entry_needs_no_base_file_but_state_and_miss_do(gated_registry):
 def test_progress_names_each_entry_and_each_step(gated_registry):
     root, base, entries, _ = gated_registry
     lines: list[str] = []
-    smoke(root, [entries["state"].path, entries["miss"].path], base, "cpu", echo=lines.append)
+    smoke(root, [entries["state"].path, entries["miss"].path], base, "cpu", say=lines.append)
     text = "\n".join(lines)
     for needle in (
         "loading the base",
@@ -273,7 +273,7 @@ def test_the_base_is_hashed_once_then_known_until_it_changes(tmp_path, monkeypat
 
     def hashing_said() -> str:
         lines: list[str] = []
-        smoke(root, [state.path], base, "cpu", echo=lines.append)
+        smoke(root, [state.path], base, "cpu", say=lines.append)
         return next(line for line in lines if "base sha256" in line)
 
     assert "hashed while loading" in hashing_said()
@@ -355,7 +355,7 @@ def test_a_twin_carries_its_sources_results_only_after_its_tensors_compare_equal
     state_twin = convert_entry(root, state.path, 1 << 30)
     full_twin = convert_entry(root, full.path, 1 << 20)
     lines: list[str] = []
-    together = {r.entry: r for r in smoke(root, [], base, "cpu", echo=lines.append)}
+    together = {r.entry: r for r in smoke(root, [], base, "cpu", say=lines.append)}
     text = "\n".join(lines)
     for twin, source in ((state_twin, state), (full_twin, full)):
         assert f"{twin.path}: tensors equal to {source.path}'s (compared), its results apply" in text

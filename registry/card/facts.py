@@ -1,8 +1,8 @@
-"""What the card shows that index.json does not hold: the train.json of each data version and
-where each MiSS ``.pth`` keeps its ``miss.json``.
+"""What the card shows that index.json does not hold: the train.json of each data version, where
+each MiSS ``.pth`` keeps its ``miss.json``, and the author's evaluation.json an entry declares.
 
-Both are read from the registry's files (from the transaction's staged bytes when the running
-command is adding them), without torch: train.json with the strict JSON reader, the zip's member
+All are read from the registry's files (from the transaction's staged bytes when the running
+command is adding them), without torch: train.json and evaluation.json with their readers, the zip's member
 names with :mod:`zipfile`.  A file that cannot be read is left out; ``validate`` reports it.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..artifacts.miss import MANIFEST_MEMBER, torch_zip_folder
+from ..core.author_evaluation import AuthorEvaluation, declarations, read_author_evaluation
 from ..core.errors import RegistryError
 from ..core.models import Index
 from ..core.names import TRAIN_JSON
@@ -29,6 +30,7 @@ class TreeFacts:
     manifests: dict[str, str] = field(
         default_factory=dict
     )  # MiSS .pth path -> its miss.json member, e.g. adapter-final/miss.json
+    evaluations: dict[str, AuthorEvaluation] = field(default_factory=dict)  # by the file's path
 
 
 def version_dir(path: str) -> str:
@@ -46,6 +48,15 @@ def _train(path: Path | None, rel: str) -> TrainFacts | None:
         return None
     try:
         return read_train(path, rel)
+    except RegistryError:
+        return None
+
+
+def _evaluation(path: Path | None, rel: str) -> AuthorEvaluation | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return read_author_evaluation(path, rel)
     except RegistryError:
         return None
 
@@ -71,7 +82,8 @@ def read_facts(index: Index, locate: Locate) -> TreeFacts:
         for e in index.entries
         if e.method == "miss" and e.format == "pth" and (m := _manifest_member(locate(e.path)))
     }
-    return TreeFacts(trains, manifests)
+    evaluations = {rel: found for rel in declarations(index) if (found := _evaluation(locate(rel), rel))}
+    return TreeFacts(trains, manifests, evaluations)
 
 
 def on_disk(repo: Repo) -> Locate:

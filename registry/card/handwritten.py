@@ -8,9 +8,11 @@ re-rendered: re-rendering would silently throw that text away.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..core.errors import RegistryError
+from ..core.models import Language
 from ..core.names import CARD_NAME
 
 START = "<!-- registry:handwritten:start -->"
@@ -111,3 +113,16 @@ def split_front_matter(text: str) -> tuple[str, str]:
         if end != -1:
             return text[4 : end + 1], text[end + 5 :]
     return "", text
+
+
+_CJK = re.compile("[\u3400-\u9fff]")
+_LATIN = re.compile("[A-Za-z]")
+_CODE = re.compile(r"^(```|~~~).*?^\1[^\n]*$|`[^`\n]*`", re.MULTILINE | re.DOTALL)
+
+
+def prose_languages(body: str) -> list[Language]:
+    """The card's language, as the author wrote it: the prose outside code, where Chinese
+    characters are at least a quarter as many as Latin letters (a character is about a word), is
+    Chinese; otherwise English (an English card that quotes a Chinese prompt stays English)."""
+    prose = _CODE.sub("", body)
+    return ["zh"] if len(_CJK.findall(prose)) * 4 >= len(_LATIN.findall(prose)) else ["en"]

@@ -1,5 +1,9 @@
 """Keeping the rendered files, README.md and evaluation.json, in step with index.json.
 
+Where a root entry declares the root's evaluation.json as its author's (seed 004's checkpoint at
+the root), that file is the author's and the registry renders README.md alone: its own results
+stay in index.json and on the card.
+
 :func:`stage_rendered` is called by ``stage_derived`` so that every command that changes the index
 re-renders both in the same transaction (and SHA256SUMS, staged after them, covers them).
 :func:`check_rendered` is what ``validate`` checks of them.
@@ -12,12 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..core.atomic import Transaction
+from ..core.author_evaluation import root_is_authors
 from ..core.errors import Problem, RegistryError
 from ..core.evaluation import render_evaluation
 from ..core.models import Index
 from ..core.names import CARD_NAME, EVALUATION_NAME
 from ..core.repo import Repo
 from .facts import Locate, on_disk, read_facts
+from .handwritten import keep_whole
 from .render import decode_card, render_card
 
 FIX = "run `registry card`"
@@ -75,10 +81,12 @@ class Rendered:
 
 
 def rendered(repo: Repo, index: Index, locate: Locate | None = None, card_text: str | None = None) -> list[Rendered]:
-    """README.md (keeping the hand-written section on disk, or of ``card_text``) and evaluation.json,
-    as they are and as ``index`` renders them; ``locate`` finds the train.json and adapter files the card reads."""
+    """README.md (keeping the hand-written section on disk, or of ``card_text``) and evaluation.json
+    (unless the root's is an author's), as they are and as ``index`` renders them; ``locate`` finds the train.json and adapter files the card reads."""
     card_text = card_text if card_text is not None else _read_text(repo, CARD_NAME)
     card = render_card(index, card_text, facts=read_facts(index, locate or on_disk(repo)))
+    if root_is_authors(index):  # the root's evaluation.json is an author's, kept as written: none of ours
+        return [Rendered(CARD_NAME, card_text, card)]
     evaluation = render_evaluation(index).decode("utf-8")
     return [
         Rendered(CARD_NAME, card_text, card),
@@ -104,3 +112,12 @@ def check_rendered(repo: Repo, index: Index) -> Iterator[Problem]:
         return
     for state in states:
         yield from state.problems()
+
+
+def stage_kept_card(repo: Repo, txn: Transaction) -> None:
+    """A hand-written README.md staged as the card's hand-written section, so rendering keeps it whole."""
+    path = repo.card_path
+    if path.is_file() or path.is_symlink():
+        kept = keep_whole(decode_card(repo.read_bytes(path)))
+        if kept is not None:
+            txn.write(CARD_NAME, kept.encode("utf-8"))

@@ -16,6 +16,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..core.author_evaluation import AuthorEvaluation, declarations, root_is_authors
 from ..core.evaluation import base_name, evaluation, short_sha, source_of, twins_by_source
 from ..core.layout import export_path, modelfile_path
 from ..core.models import (
@@ -215,6 +216,43 @@ class TrainView:
 
 
 @dataclass(frozen=True)
+class AuthorEvaluationView:
+    """An author's evaluation.json (seed 004), shown as written and attributed to its file."""
+
+    path: str  # in the registry
+    evaluation: AuthorEvaluation
+    weights: list[str]  # the paths of the weights that declare it
+
+    @property
+    def grouped(self) -> bool:
+        return any(m.benchmark for m in self.evaluation.metrics)
+
+    def table(self, languages: Languages) -> tuple[list[str], list[list[str]]]:
+        """The head and rows of its results: benchmark (where the file groups them), metric, the
+        initialization's value and the change from it (where given), this checkpoint's, items."""
+        evaluation, t = self.evaluation, languages.t
+        initialized = evaluation.has_initialization
+        init_head = t("初始化", "Initialization", " ") + (
+            f" ({evaluation.initialization})" if evaluation.initialization else ""
+        )
+        head = [t("基准", "Benchmark", " ")] if self.grouped else []
+        head += [t("指标", "Metric", " ")] + ([init_head] if initialized else [])
+        head += [t("本权重", "This checkpoint", " ")] + ([t("变化", "Change", " ")] if initialized else [])
+        head += [t("题数", "Items", " ")]
+        rows = []
+        for metric in evaluation.metrics:
+            count = evaluation.count_of(metric)
+            row = [metric.benchmark or "—"] if self.grouped else []
+            row += [metric.name]
+            if initialized:
+                row += [metric.initialization.written if metric.initialization else "—"]
+            row += [metric.value.written] + ([metric.change or "—"] if initialized else [])
+            row += [format_value(count, "") if count is not None else "—"]
+            rows.append(row)
+        return head, rows
+
+
+@dataclass(frozen=True)
 class BaseView:
     name: str
     base: Base | None  # None when entries name a base sha256 that ``bases`` lacks
@@ -262,6 +300,7 @@ class CardView:
     bases: list[BaseView]
     handwritten: str
     languages: Languages
+    author_evaluations: list[AuthorEvaluationView] = field(default_factory=list)  # each declared one that reads
 
     @property
     def zh(self) -> bool:
@@ -335,6 +374,11 @@ class CardView:
 
     def count(self, method: str) -> int:
         return sum(len(b.of_method(method)) for b in self.bases)
+
+    @property
+    def rendered_evaluation(self) -> bool:
+        """Whether the root's evaluation.json is the registry's (else an author's: see ``registry.card.sync``)."""
+        return not root_is_authors(self.index)
 
     @property
     def dataset_repos(self) -> list[str]:
@@ -555,9 +599,15 @@ def base_views(index: Index, facts: TreeFacts, languages: Languages) -> list[Bas
 
 def build_view(index: Index, handwritten: str, facts: TreeFacts | None = None) -> CardView:
     languages = Languages(tuple(index.registry.languages))
+    facts = facts or TreeFacts()
     return CardView(
         index=index,
-        bases=base_views(index, facts or TreeFacts(), languages),
+        bases=base_views(index, facts, languages),
         handwritten=handwritten,
         languages=languages,
+        author_evaluations=[
+            AuthorEvaluationView(path, facts.evaluations[path], weights)
+            for path, weights in declarations(index).items()
+            if path in facts.evaluations
+        ],
     )

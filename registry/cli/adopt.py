@@ -77,6 +77,13 @@ def adopt(
     SHA256SUMS is checked first; each weight is inspected as `registry add` inspects it; a
     hand-written index.json is mapped where it maps (the rest is listed); the README is kept whole
     as the card's hand-written section.
+
+    Weights: a full fine-tune at the root (seed 000's rwkv-final.pth) stays there under its name, declared in
+    index.json; train.json is read as people write it and kept byte for byte. What a hand-written index.json says
+    that maps nowhere is kept in index.json's kept_facts; where it contradicts the files, the files win only with
+    --trust-files; two recommended files, or a twin with other tensors, need --recommended / --not-a-twin. The
+    README's front matter goes into the live metadata. --dry-run refuses exactly what the real run refuses. It
+    prints the commands still to run, runnable as printed (docs/formats.md).
     """
     from ..ops.adopt import AdoptOptions
     from ..ops.adopt import adopt as adopt_folder

@@ -249,6 +249,11 @@ def main() -> None:
     Exit codes: 0 ok; 1 checked and found problems; 2 usage error; 3 refused
     (nothing changed); 4 Hub or network failure, retry; 5 the machine failed
     (disk full, permissions). REGISTRY_DEBUG=1 prints tracebacks.
+
+    -C DIR (or RWKV_REGISTRY) names the registry on every command; a command that also takes a positional DIR
+    accepts either (both, naming different directories, is a usage error). Run in a subfolder, a command finds the
+    registry in the nearest folder above that holds index.json (stopping at the top of a git checkout). Every
+    command has --help and --json (one JSON document on stdout). The command reference: docs/commands.md.
     """
 
 

@@ -28,8 +28,12 @@ if TYPE_CHECKING:
 def add_base_cmd(
     base: Path, registry: Path, source: str | None, vocab: str | None, sha256: str | None, metadata_only: bool
 ) -> None:
-    """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/."""
-    from ..ops.add_base import BaseRequest, add_base
+    """Register base checkpoint BASE (.pth): hash, inspect, check against the catalog, create <base-stem>/.
+
+    It says when the base is not in the known-bases catalog (in_catalog under --json).
+    """
+    from ..artifacts.accept import BaseRequest
+    from ..ops.add_base import add_base
 
     request = BaseRequest(
         path=None if metadata_only else base, filename=base.name, source=source, vocab=vocab, sha256=sha256
@@ -85,7 +89,12 @@ def add_cmd(
     notes: str,
     move: bool,
 ) -> None:
-    """Put weight FILE at its canonical path, refusing weights that do not fit the base."""
+    """Put weight FILE at its canonical path, refusing weights that do not fit the base.
+
+    Refused: State shapes or MiSS fingerprints of another base, and names validate would reject (no .pth or
+    .safetensors suffix, a case or Unicode twin of a file there, bidi or zero-width characters, a name over 255
+    bytes).
+    """
     from ..ops.add import AddRequest, add_weight
 
     request = AddRequest(
@@ -168,10 +177,18 @@ def score_cmd(
     footnote: str,
     lang: str | None,
 ) -> None:
-    """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference."""
+    """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference.
+
+    On an entry (a safetensors twin stands for its source), on a base alone, or on a reference: weights compared
+    against but not held here (e.g. never uploaded). The same benchmark, date, backend and setup again replaces the
+    result. --setup must exist; --baseline must have a result on the same benchmark with the same setup, date and
+    backend (or --footnote says why an indicative comparison is enough). Results go to index.json, never into an
+    author's evaluation.json (kept byte for byte and shown beside them, docs/formats.md).
+    """
     from ..core.models import Localized, Score
+    from ..core.schemas import build
     from ..index.arguments import parse_date, parse_value, require_finite, require_text
-    from ..index.editing import build, check_language
+    from ..index.editing import check_language
     from ..ops.score import Subject, add_score
 
     if (path is None) == (base is None) or (reference is None and (ref_method or location)):
@@ -223,7 +240,10 @@ def score_cmd(
 @REGISTRY_OPT
 @json_option
 def list_cmd(registry: Path) -> None:
-    """Show bases and entries (in a dataset registry: its versions, trained files and linked weights)."""
+    """Show bases and entries (in a dataset registry: its versions, trained files and linked weights).
+
+    Whole paths when not on a terminal.
+    """
     from ..ops.list import list_registry
 
     listing = list_registry(registry)

@@ -25,6 +25,9 @@ def card(directory: Path | None, registry: Path, check: bool) -> None:
     """Render the model card (README.md) and evaluation.json of the registry in DIRECTORY and refresh SHA256SUMS.
 
     DIR defaults to -C / RWKV_REGISTRY, else the current directory.  The card's languages are registry.languages (`registry set languages`).  The hand-written section between the registry:handwritten markers is kept verbatim.
+
+    Sections only for what is set and the methods present; train.json's trainer. --check prints the diff and exits 1
+    when either file is stale.
     """
     from ..ops.card import check_card, write_card
 

@@ -24,7 +24,12 @@ REQUIRE_BYTES_OPT = click.option(
 @card_front_options("model card")
 @json_option
 def init(directory: Path | None, registry: Path, title: str | None, license_: str | None) -> None:
-    """Create an empty registry in DIR (default: -C, else the current directory)."""
+    """Create an empty registry in DIR (default: -C, else the current directory).
+
+    It works in an empty folder or beside README.md, LICENSE, NOTICE, CITATION.cff and git's files (the README
+    becomes the card's hand-written section, whole), and writes or extends .gitignore with .registry/. A failed init
+    leaves nothing behind; init refuses inside a registry.
+    """
     from ..ops.init import init_registry
 
     repo = init_registry(registry_dir(directory, registry), title=title, license=license_)
@@ -38,7 +43,10 @@ def init(directory: Path | None, registry: Path, title: str | None, license_: st
 @REQUIRE_BYTES_OPT
 @json_option
 def sums(directory: Path | None, registry: Path, check: bool, require_bytes: bool) -> None:
-    """Recompute SHA256SUMS (or --check it) for the registry in DIR."""
+    """Recompute SHA256SUMS (or --check it) for the registry in DIR.
+
+    `sha256sum -c SHA256SUMS` agrees with what it writes; --check exits 1 when SHA256SUMS is stale.
+    """
     from ..ops.sums import check_sums, write_sums
 
     root, out = registry_dir(directory, registry), output()
@@ -97,7 +105,19 @@ def validate_cmd(
     public_key: Path | None,
 ) -> None:
     """Check layout, schemas, index cross-references, SHA256SUMS and model.sig; exit 0 only when clean.
-    Git LFS pointers are checked by oid and size (pointer mode) unless --require-bytes."""
+    Git LFS pointers are checked by oid and size (pointer mode) unless --require-bytes.
+
+    Also checked: model.sig against SHA256SUMS and the recorded signer (consistency; authorship with --public-key,
+    docs/ci.md); pointer mode is said in one line (docs/ci.md); names that are one file on macOS or Windows or read as another (case, NFC/NFD, bidi and zero-width characters);
+    Transformers exports re-derived from their sources (no torch needed); .gitattributes sending every weight and
+    GGUF file through LFS (a missing rule: the line to add). It names what it does not check (git's files,
+    .pre-commit-config.yaml; not_covered under --json). In a dataset registry: its versions, rows and card; --linked
+    DIR / --linked-hub: the data sha256s both ways between a model and a dataset registry (docs/formats.md).
+
+    --allow-rewrite accepts changed bytes only after add's checks pass on them (refused: a file that no longer fits
+    its base, two entries with one sha256, a changed safetensors twin, a changed source whose twin is still on
+    disk); it drops the changed weight's old results and its deleted stale twins, and says so.
+    """
     from ..ops.vouched import not_covered, validate_report
 
     root, out = registry_dir(directory, registry), output()
@@ -131,10 +151,10 @@ def validate_cmd(
 
 def _say_notes(lines: list[str]) -> None:
     """What a check did not do, or did in a lighter way, on stderr before its result."""
-    echo = output().say
-    if echo is not None:
+    say = output().say
+    if say is not None:
         for line in lines:
-            echo(line)
+            say(line)
 
 
 @main.command()
@@ -151,9 +171,14 @@ def _say_notes(lines: list[str]) -> None:
 )
 @json_option
 def demo(directory: Path | None, registry: Path) -> None:
-    """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR: two registries, shaped like seed 001 (State + MiSS, zh card) and seed 000 (a full fine-tune, en card)."""
+    """Run the whole pipeline on tiny built-in RWKV-7 artifacts in DIR: three registries, built from the seed cards.
+
+    DIR/registry is shaped like seed 001 (State + MiSS, a Chinese card), DIR/finetune-registry like seed 000 (a full
+    fine-tune, an English card), DIR/dataset-registry like seed 002 (the data the first was trained on, linked to it
+    both ways). --json names them (registries) with the steps.
+    """
     from ..ops.demo import run_demo
 
     out = output()
-    result = run_demo(registry_dir(directory, registry), echo=out.say)
+    result = run_demo(registry_dir(directory, registry), say=out.say)
     out.result(result, (f"{name}-shaped registry: {path}" for name, path in result["registries"].items()))

@@ -37,7 +37,10 @@ def dataset_group() -> None:
 @card_front_options("dataset card")
 @json_option
 def init_cmd(directory: Path | None, registry: Path, title: str | None, license_: str | None) -> None:
-    """Create an empty dataset registry in DIR (default: -C, else the current directory)."""
+    """Create an empty dataset registry in DIR (default: -C, else the current directory).
+
+    index.json says "kind": "dataset" (docs/formats.md, "Dataset registries").
+    """
     from ..ops.dataset_init import init_dataset
 
     repo = init_dataset(registry_dir(directory, registry), title=title, license=license_)
@@ -136,7 +139,13 @@ def add_cmd(folder: Path, registry: Path, version: str, day: date, thinking: str
             train_rows: int, validation_rows: int, wire_canonical: str, wire_hash: str, vocabulary: str, summary: tuple[str, ...], composition: tuple[str, ...],
             known_issues: tuple[str, ...], lang: str, known_issues_en: tuple[str, ...], stop_text: str | None, context: int | None, family_key: str | None,
             split_rule: str | None, flag_key: str | None, flagged_rows: int | None) -> None:  # fmt: skip
-    """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction."""
+    """Check the version FOLDER against what the options state and copy it to <version>/ in one transaction.
+
+    Checked: row counts, the trained file's sha256, the wire hash of every row, the three row forms,
+    release-manifest.json and the manifests; with the rwkv World tokenizer, the stop text, token counts within the
+    context and the manifests' quantiles, no loss-span boundary inside a token, families and the split rule, flagged
+    rows (docs/formats.md). A trained file another version holds is refused.
+    """
     from ..core.models import Localized
     from ..ops.dataset_add import VersionRequest, add_version
 
@@ -254,6 +263,8 @@ def adopt_cmd(
     `registry dataset add` checks it; the README is kept whole as the card's hand-written section.
     A fact the folder does not state comes from --models, else from its flag, given as
     VERSION=VALUE; every missing one is named at once.
+
+    docs/formats.md says what is read from where.
     """
     from ..ops.dataset_adopt import FLAGS, DatasetAdoptOptions, adopt_dataset
 

@@ -48,6 +48,11 @@ def export_hf_cmd(
     a State's folder (`hf/<state-stem>/` beside it) gets initial_state.safetensors (fla's Cache,
     `generate(past_key_values=…)`; the card shows how).  Export the base before an adapter or a
     State.  Needs the hf extra: pip install 'rwkv-registry[hf]'.
+
+    fla's Triton kernels need a CUDA GPU to run the folder; on a CPU, use the GGUF files or the rwkv package (the
+    card and the command's output say so). The stop text goes to generate(stop_strings=..., tokenizer=...), so a
+    plain generate() runs. The folder is checked with fla and AutoTokenizer before it is committed, and listed in
+    index.json (exports); a MiSS adapter merges bit-exactly as the rwkv runtime merges it (docs/formats.md).
     """
     if (entry is None) == (base_name is None):
         raise usage_error(
@@ -120,6 +125,10 @@ def export_gguf_cmd(
     registered: `gguf/` beside `hf/`, listed in index.json (`ggufs`, with its lineage) and
     SHA256SUMS, its receipt in .registry/gates/.  A State is refused (it is not a model).  Needs
     the gguf extra: pip install 'rwkv-registry[gguf]'.
+
+    Beside each GGUF file an Ollama <stem>-<TYPE>.Modelfile (FROM, the RWKV chat TEMPLATE, stop at the next User:
+    turn, greedy decoding) for `ollama create NAME -f ...`. --sign-key signs the receipts as smoke's
+    (docs/formats.md).
     """
     if (entry is None) == (base_name is None):
         raise click.UsageError(

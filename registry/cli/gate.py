@@ -51,11 +51,16 @@ def smoke_cmd(
 
     All entries of a base run in this one process on the base loaded once.  Writes one receipt per entry to .registry/gates/<sha256>.json and a summary into index.json;
     exits 1 when any entry failed a check.
+
+    Our CUDA kernel against the official rwkv runtime against an fp32 reference. State and MiSS entries need
+    --base-file, or --fetch-base DIR to download the base from its catalog source (sha256 checked); full entries run
+    on their own bytes. --sign-key signs the receipts, for a publish elsewhere (docs/ci.md). H200 figures:
+    docs/gpu-gate.md.
     """
     from ..ops.smoke import smoke
 
     out = output()
-    receipts = smoke(registry, list(paths), base_file, device, echo=out.say, fetch_into=fetch_into, sign_key=sign_key)
+    receipts = smoke(registry, list(paths), base_file, device, say=out.say, fetch_into=fetch_into, sign_key=sign_key)
     text = (
         f"{'passed' if r.passed else 'FAILED'} {r.entry} ({r.environment.device}, {r.timings.total_s:.1f} s)"
         for r in receipts

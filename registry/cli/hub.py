@@ -159,7 +159,20 @@ def publish_cmd(
     require_signature: bool,
     public_key: Path | None,
 ) -> None:
-    """Publish the registry to the Hub in one verified commit, after validate and the gate receipts."""
+    """Publish the registry to the Hub in one verified commit, after validate and the gate receipts.
+
+    In order: validate; gate receipts this installation's gate wrote (or signed by a --trust-gate-key); a plan
+    against the remote; the upload (the uploader hashes what it sends; a file changed since the plan is refused);
+    one commit; a verification after, also when nothing was sent (the Hub's Xet hashes against the local bytes;
+    files no Xet hash covers are downloaded and their sha256 compared), recording nothing while anything differs.
+    Exactly the files SHA256SUMS lists, SHA256SUMS and model.sig are sent; a present model.sig must sign exactly
+    them and goes in the same commit.
+
+    --repo-id defaults to registry.repo_id and is recorded there (with the card): staged before the upload, written
+    locally only once the Hub holds the commit. --restore puts the registry's own bytes back where the Hub was
+    changed behind it (docs/reliability.md). --private / --gated are refused once the repo holds a published
+    registry; they are recorded as registry.access, and the plan and the card say who may see the repo.
+    """
     from ..artifacts.signature import SignaturePolicy, TrustedKey
     from ..ops.publish import PublishOptions, publish
 
@@ -213,7 +226,11 @@ def pull_cmd(
     repo_type: str,
 ) -> None:
     """Download a registry into DIR (or -C; new or empty), verify every file, then move it into place.
-    A hand-made repo that is not a registry yet is adopted on the way (`registry adopt`)."""
+    A hand-made repo that is not a registry yet is adopted on the way (`registry adopt`).
+
+    model.sig is verified when present. A repo adopted on the way takes `registry adopt`'s options and records the
+    repo id it came from.
+    """
     from ..artifacts.signature import SignaturePolicy
     from ..ops.adopt import AdoptOptions
     from ..ops.pull import pull
@@ -259,7 +276,12 @@ def pull_cmd(
 def verify_remote_cmd(
     repo_id: str, registry: Path, revision: str, require_signature: bool, public_key: Path | None, repo_type: str
 ) -> None:
-    """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights."""
+    """Check the Hub's files against its SHA256SUMS, index.json and model.sig without downloading the weights.
+
+    The Hub's LFS oids are compared with SHA256SUMS; when -C holds the registry, also its Xet hashes with the local
+    bytes (an LFS-only file: sha256 only, said so; a redacted hash: unverifiable). A file SHA256SUMS does not list
+    (someone else's, which publish keeps) is a note, not a failure.
+    """
     from ..artifacts.signature import SignaturePolicy
     from ..core.repo import find_root
     from ..ops.verify_remote import verify_remote
@@ -324,7 +346,10 @@ def _diff_lines(diff: ReleaseDiff) -> Text:
 @json_option
 def history_cmd(repo_id: str | None, registry: Path, revision: str, limit: int, offline: bool) -> None:
     """The releases of the registry, newest first: commit, date and one line of what each changed
-    (weights, scores, recommended); from the Hub's commits, else the local record."""
+    (weights, scores, recommended); from the Hub's commits, else the local record.
+
+    --offline reads only the local record (docs/releases.md).
+    """
     from ..ops.history import history
 
     out = output()
@@ -362,7 +387,10 @@ def diff_cmd(old: str, new: str, repo_id: str | None, registry: Path, offline: b
     """What changed from OLD to NEW: weights added, removed or replaced (by sha256), scores,
     the recommended weights, other files and the card.  Each is `working` (the registry on disk),
     `published` (the last publish or pull) or a Hub revision (branch, tag, commit id); by default
-    `published` against `working`."""
+    `published` against `working`.
+
+    The releases a publish or pull kept in .registry/published/releases/ are read without the Hub.
+    """
     from ..ops.diff import diff
 
     out = output()
@@ -384,7 +412,11 @@ def diff_cmd(old: str, new: str, repo_id: str | None, registry: Path, offline: b
 def rollback_cmd(rev: str, repo_id: str | None, registry: Path, revision: str, dry_run: bool, hub_only: bool) -> None:
     """Make the branch hold REV's files again in one verified commit, copied on the Hub (no weight is
     uploaded again); refused if the branch moved meanwhile.  The local registry follows when it held
-    exactly the branch's release."""
+    exactly the branch's release.
+
+    It is verified as publish verifies (Xet hash and sha256); when the local registry does not follow, the output
+    says how to pull REV.
+    """
     from ..ops.rollback import rollback
 
     out = output()

@@ -84,11 +84,22 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
 @click.option("--dtype", help="Inference dtype for the VRAM hint and the snippet: bf16, fp16 or fp32.")
 @click.option("--dataset-repo", help="The dataset repo the training data came from.")
 @click.option("--dataset-revision", help="The dataset repo's 40-hex commit the data was taken at.")
+@click.option(
+    "--author-evaluation/--no-author-evaluation",
+    default=None,
+    help="Declare the author's evaluation.json beside the weight (read for the card, never rewritten), or drop that.",
+)
 @json_option
 def describe_cmd(
     path: str | None, registry: Path, method: str | None, base: str | None, lang: str | None, **fields: Any
 ) -> None:
-    """Set metadata of the weight at PATH, of every weight of --method, or of --base."""
+    """Set metadata of the weight at PATH, of every weight of --method, or of --base.
+
+    Per-weight metadata (with --method, every weight of that method, which must have weights) and per-base known
+    issues. The card shows each field that is set (VRAM hint = parameters x dtype bytes x 1.2).
+    --author-evaluation declares the author's evaluation.json beside the weight, shown on the card and never
+    rewritten (docs/formats.md).
+    """
     from ..ops.describe import Description, Target, describe
 
     if sum(x is not None for x in (path, method, base)) != 1:

@@ -18,6 +18,8 @@ def migrate_cmd(registry: Path, dry_run: bool) -> None:
     """Bring index.json, the card and SHA256SUMS from an older format_version to this tool's, in one transaction.
 
     Every other command refuses an older registry and says to run this.  A model.sig signed the old bytes: it is reported stale (sign again).
+
+    docs/formats.md lists the format versions.
     """
     from ..ops.migrate import migrate
 

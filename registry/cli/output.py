@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import click
 
 from ..core.errors import Exit, Problem, take_warnings
-from ..core.progress import ByteProgress, Echo, byte_progress, progress_enabled, say
+from ..core.progress import ByteProgress, Say, byte_progress, progress_enabled, say
 
 FLAG = "as_json"
 
@@ -60,7 +60,7 @@ class Output:
         return progress_enabled(not self.json)
 
     @property
-    def say(self) -> Echo | None:
+    def say(self) -> Say | None:
         """Step-by-step lines on stderr for humans; none under --json."""
         return None if self.json else say
 

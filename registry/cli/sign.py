@@ -30,7 +30,12 @@ REQUIRE_SIGNATURE_OPT = click.option(
 @REGISTRY_OPT
 @json_option
 def sign_cmd(key: Path, registry: Path) -> None:
-    """Sign every published file into model.sig (OpenSSF Model Signing), recording the signer in index.json."""
+    """Sign every published file into model.sig (OpenSSF Model Signing), recording the signer in index.json.
+
+    Stock `model_signing verify key` accepts it. It is made from SHA256SUMS without reading the weights, records the
+    signer's key fingerprint in index.json and the verify command on the card. Needs the sign extra: pip install
+    'rwkv-registry[sign]'.
+    """
     from ..ops.sign import sign
 
     signed = sign(registry, key)

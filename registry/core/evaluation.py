@@ -12,12 +12,25 @@ index and checked by ``validate`` and ``card --check``.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 
 from .errors import Problem
 from .models import Base, Entry, EvalBaseline, EvalResult, EvalSubject, Evaluation, Index, Score
 from .names import INDEX_NAME
+
+_VALUE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|/\s*\d+(?:\.\d+)?)?\s*$")
+
+
+def split_value(text: str) -> tuple[float, str | None] | None:
+    """A result as people write it: ``52.2``, ``52.2%`` or ``41.0/60`` (a value and its unit,
+    ``%`` or ``/60``), or None when ``text`` is none of these."""
+    match = _VALUE.match(text)
+    if match is None:
+        return None
+    unit = match.group(2)
+    return float(match.group(1)), unit.replace(" ", "") if unit else None
 
 
 def short_sha(sha256: str) -> str:

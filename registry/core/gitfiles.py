@@ -1,11 +1,13 @@
 """The git files a registry keeps beside its own: ``.gitignore`` (the tool's private folder stays
 out of commits) and ``.gitattributes`` (weights go through LFS).  A user's existing file is
-extended, never replaced; each function returns the new bytes, or None when nothing is missing."""
+extended, never replaced; :func:`ignore_private` and :func:`lfs_attributes` return the new bytes, or None
+when nothing is missing; :func:`stage_git_files` stages what a registry lacks (init, adopt, export-gguf)."""
 
 from __future__ import annotations
 
-from .names import PRIVATE_DIR
-from .repo import GITATTRIBUTES
+from .atomic import Transaction
+from .names import GITATTRIBUTES_NAME, GITIGNORE_NAME, PRIVATE_DIR
+from .repo import GITATTRIBUTES, Repo
 
 IGNORE_LINE = f"{PRIVATE_DIR}/"
 
@@ -39,3 +41,23 @@ def lfs_attributes(existing: bytes | None, wanted: str = GITATTRIBUTES) -> bytes
     }
     missing = [line for line in wanted.splitlines() if line.split()[0] not in present]
     return _appended(existing, missing) if missing else None
+
+
+def git_file_changes(repo: Repo, attributes: str = GITATTRIBUTES) -> dict[str, bytes]:
+    """.gitignore and .gitattributes extended (or written) with what a registry needs, where they
+    lack it (``attributes``: the LFS lines, a model registry's by default)."""
+    changes = {}
+    for name, extended in (
+        (GITIGNORE_NAME, ignore_private),
+        (GITATTRIBUTES_NAME, lambda existing: lfs_attributes(existing, attributes)),
+    ):
+        path = repo.root / name
+        data = extended(repo.read_bytes(path) if path.is_file() or path.is_symlink() else None)
+        if data is not None:
+            changes[name] = data
+    return changes
+
+
+def stage_git_files(repo: Repo, txn: Transaction, attributes: str = GITATTRIBUTES) -> None:
+    for name, data in git_file_changes(repo, attributes).items():
+        txn.write(name, data)

@@ -17,6 +17,7 @@ from .errors import Problem
 from .models import DATA_VERSION_PATTERN, METHODS, NAME_PATTERN, Index
 from .names import (
     DOCS_DIR,
+    EVALUATION_NAME,
     EXCLUDED_FILES,
     EXCLUDED_TOPS,
     GGUF_DIR,
@@ -138,12 +139,12 @@ def place(rel: str, bases: set[str], declared: dict[str, Placement] | None = Non
     if len(parts) == 4:
         return _place_in_version_dir(rel, parts)
     if len(parts) == 5 and method in ("miss", "full") and re.match(NAME_PATTERN, parts[3]):
-        if is_weight(parts[4]) or parts[4] == SHARD_INDEX:
+        if is_weight(parts[4]) or parts[4] in (SHARD_INDEX, EVALUATION_NAME):
             return Placement(parts[0], method, version, parts[3], parts[4])
         return Problem(
             "layout.stray-file",
             rel,
-            "only weight files belong in a run directory",
+            "only weight files (and the author's evaluation.json) belong in a run directory",
             "move train.json and notes to the data-version directory, delete other files",
         )
     return Problem(
@@ -156,7 +157,7 @@ def place(rel: str, bases: set[str], declared: dict[str, Placement] | None = Non
 
 def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Problem:
     base, method, version, name = parts
-    if name == TRAIN_JSON:
+    if name in (TRAIN_JSON, EVALUATION_NAME):  # an author's evaluation.json: validate checks an entry declares it
         return Placement(base, method, version, None, name)
     if method == "miss":
         return Problem(
@@ -168,7 +169,10 @@ def _place_in_version_dir(rel: str, parts: list[str]) -> Placement | Problem:
     if is_weight(name) or (method == "full" and name == SHARD_INDEX):
         return Placement(base, method, version, None, name)
     return Problem(
-        "layout.stray-file", rel, "not a weight file or train.json", "delete it or keep it outside the registry"
+        "layout.stray-file",
+        rel,
+        "not a weight file, train.json or the author's evaluation.json",
+        "delete it or keep it outside the registry",
     )
 
 

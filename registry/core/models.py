@@ -317,6 +317,10 @@ class Entry(_Strict):
     parameters: int | None = Field(default=None, ge=1, description="Parameter count, for the VRAM hint")
     inference_dtype: Literal["bf16", "fp16", "fp32"] | None = None
     training: list[TrainingStage] = Field(default_factory=list)
+    evaluation: str | None = Field(
+        default=None,
+        description="The author's evaluation.json about this weight, kept byte for byte: beside it, in its data-version folder, or at the root for a root entry (read for the card, never rewritten)",
+    )
 
     @field_validator("path")
     @classmethod

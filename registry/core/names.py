@@ -51,6 +51,7 @@ RELEASE_RECORD_NAME = "release.json"  # in a release's folder: its repo, revisio
 PUBLISHED_SEAL_NAME = "seal"  # this user's seal over the published SHA256SUMS (registry.core.userkey)
 GATES_DIR = "gates"  # one receipt per gated file, named by its sha256
 ADOPTED_DIR = "adopted"  # the originals `registry adopt` replaced
+SAVED_DIR = f"{PRIVATE_DIR}/{ADOPTED_DIR}"  # the originals adopt replaced, never published
 DATASET_CHECKED_NAME = "dataset-checked.json"  # a dataset registry's versions whose row check passed
 DATASET_TOKENS_NAME = "dataset-tokens.json"  # token counts of a dataset's rows files, by sha256 (HMAC-bound)
 

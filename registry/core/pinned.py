@@ -10,6 +10,7 @@ when the block ends.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -18,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import RegistryError
+from .files import naming
 from .hashing.cache import StatCache
-from .hashing.engine import Progress, hash_file
+from .hashing.engine import CHUNK, HashingWriter, Progress, hash_file
 from .lfs import refuse_pointer
 from .safepath import open_file
 from .sigbus import reading
@@ -137,3 +139,20 @@ def read_view(pins: Mapping[str, Pinned]) -> Iterator[Path]:
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(handle.stable)
         yield Path(tmp)
+
+
+def copy_hashing(source: Pinned, destination: Path, progress: Progress | None) -> str:
+    """Copy while hashing, so a multi-GB weight file is read once."""
+    with open(source.stable, "rb") as src, open(destination, "wb") as dst, naming(destination):
+        out = HashingWriter(dst)
+        try:
+            while chunk := src.read(CHUNK):
+                out.write(chunk)
+                if progress:
+                    progress(len(chunk))
+        finally:
+            out.close()
+        dst.flush()
+        os.fsync(dst.fileno())
+    shutil.copystat(source.stable, destination)
+    return out.digest.hexdigest()

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-# The one type of a progress/echo callback: a core function reports its steps through one it is
-# given (``say`` below on a terminal, None or a no-op under --json), never by printing.
-Echo = Callable[[str], None]
+# The one type of a step-line callback, ``say``: a line of progress or a notice to the user.  A core function
+# reports its steps through one it is given (``say`` below on a terminal, None or a no-op under --json), never
+# by printing.
+Say = Callable[[str], None]
 
 
 def silent(_line: str) -> None:
-    """The :data:`Echo` of a caller that wants no step lines."""
+    """The :data:`Say` of a caller that wants no step lines."""
 
 
 def progress_enabled(wanted: bool = True) -> bool:

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import stat
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,7 +54,7 @@ def _pydantic_path(loc: tuple) -> str:
 # Bounds on the JSON files the tool reads (docs/formats.md, "Bounds on JSON files"): far above
 # what a real registry reaches, far below what would exhaust memory or the interpreter's stack.
 MAX_JSON_DEPTH = 64
-MAX_JSON_BYTES = {"index": 64 << 20, "train": 4 << 20}
+MAX_JSON_BYTES = {"index": 64 << 20, "train": 4 << 20, "evaluation": 4 << 20}
 DEFAULT_MAX_JSON_BYTES = MAX_JSON_BYTES["index"]
 
 
@@ -230,3 +231,15 @@ def load_model(path: Path, model: type[M], display: str | None = None) -> M:
         err = exc.errors()[0]
         where = _pydantic_path(err["loc"])
         raise RegistryError("schema.invalid", display, f"{where}: {err['msg']}", f"correct {where}") from exc
+
+
+def build(model: type[M], data: Mapping[str, Any], options: Mapping[str, str]) -> M:
+    """``model`` from ``data``, or a refusal naming the option (``options``: field -> option) that holds the bad value."""
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        option = options.get(field, field or model.__name__)
+        message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
+        raise RegistryError("args.invalid", option, message, f"correct {option}") from exc

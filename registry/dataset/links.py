@@ -12,10 +12,12 @@ thinking mode against the profile, stop text).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
-from ..core.errors import Problem
+from ..core.errors import Problem, RegistryError
 from ..core.models import Entry, Index
 from ..core.names import INDEX_NAME
+from ..core.repo import Repo, is_dataset
 from .models import PROFILES, DatasetIndex, DataVersion, ModelSource, TrainedWeight
 
 RELINK = "run `registry dataset link` again in the dataset registry"
@@ -172,3 +174,15 @@ def listed_problems(dataset: DatasetIndex, source: ModelSource, models: Index, w
                 f"{where} has {weight.path}, trained on {weight.data_version}, which the card does not list",
                 RELINK,
             )
+
+
+def local_models(path: Path) -> Index:
+    repo = Repo.open(path)
+    if is_dataset(repo.root):
+        raise RegistryError(
+            "link.not-a-model-registry",
+            path,
+            "is a dataset registry",
+            "pass the model registry trained on this dataset to --linked",
+        )
+    return repo.load_index()

@@ -12,9 +12,9 @@ from pydantic import BaseModel
 from ..core.errors import Problem
 from ..core.names import INDEX_NAME
 from ..core.schemas import load_model
+from ..hub.listing import REPUBLISH
 from ..hub.plan import RemoteFile
 from ..hub.remote import Hub
-from ..hub.verify import REPUBLISH
 from .models import DatasetIndex
 
 M = TypeVar("M", bound=BaseModel)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import Problem, RegistryError
+from ..core.models import Localized
 from ..core.names import (
     FINAL_STATS,
     PACKING_INPUTS,
@@ -27,10 +28,10 @@ from ..core.names import (
     TEXT_NAME,
     VERSION_REQUIRED,
 )
-from ..core.schemas import read_json
+from ..core.schemas import build, read_json
 from .content import TokenCache, VersionContent
 from .layout import is_segments
-from .models import DataVersion, wire_thinking
+from .models import PROFILES, SPLIT_RULE, DataVersion, wire_thinking
 from .rows import FileReport, Progress, compare_segments, compare_texts, read_rows
 
 Locate = Callable[[str], Path]  # a path inside the version folder -> where its bytes are
@@ -246,3 +247,34 @@ def version_problems(
             "train and validation rows add up to",
         )
     return problems
+
+
+OPTIONS = {
+    "version": "--version", "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher",
+    "trained_file": "--trained-file/--trained-sha256", "train_rows": "--train-rows", "validation_rows": "--validation-rows",
+    "wire": "--wire-canonical/--wire-hash", "vocabulary": "--vocab", "summary": "--summary", "composition": "--composition", "known_issues": "--known-issue",
+    "stop_text": "--stop-text", "context": "--context", "family_key": "--family-key", "split_rule": "--split-rule", "flag_key": "--flag-key", "flagged_rows": "--flagged-rows",
+}  # fmt: skip
+
+
+def _rule_key(rule: str | None) -> str | None:
+    match = SPLIT_RULE.match(rule or "")
+    return match["key"] if match else None
+
+
+def version_of(facts: Mapping[str, Any], sizes: Mapping[str, int]) -> DataVersion:
+    """The version ``facts`` state (:class:`registry.ops.dataset_add.VersionRequest`'s fields by name; those left out are
+    not stated), with the trained file's size; a bad value is refused naming its option."""
+    get = facts.get
+    profile, trained = get("profile"), get("trained_file")
+    data = {
+        "version": get("version"), "date": get("date"), "thinking": get("thinking"), "profile": profile, "teachers": get("teachers"),
+        "trained_file": {"path": trained, "sha256": str(get("trained_sha256") or "").lower(), "size": sizes.get(trained or "", 0)},
+        "train_rows": get("train_rows"), "validation_rows": get("validation_rows"),
+        "wire": {"canonical": get("wire_canonical"), "hash": str(get("wire_hash") or "").lower()}, "vocabulary": get("vocabulary"),
+        "summary": get("summary") or Localized(), "composition": get("composition") or Localized(), "known_issues": get("known_issues") or Localized(),
+        "stop_text": get("stop_text") or (PROFILES[profile].stop_text if profile in PROFILES else None), "context": get("context"),
+        "family_key": get("family_key") or _rule_key(get("split_rule")), "split_rule": get("split_rule"),
+        "flag_key": get("flag_key"), "flagged_rows": get("flagged_rows"),
+    }  # fmt: skip
+    return build(DataVersion, data, OPTIONS)

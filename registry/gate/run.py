@@ -13,7 +13,7 @@ from ..core.errors import Problem
 from ..core.hashing import StatCache
 from ..core.models import Base, Index
 from ..core.pinned import Pinned
-from ..core.progress import Echo
+from ..core.progress import Say
 from .builds import built_kernel, environment
 from .checks import check_kernel
 from .receipt import CheckResult, Environment, Receipt
@@ -31,7 +31,7 @@ class Run:
     files: Path  # the registered files, read through their pinned open files
     opened: dict[str, Pinned]  # those open files by registry path (their bytes checked per group)
     cache: StatCache
-    say: Echo
+    say: Say
     accept: Accept  # run on the very bytes the gate loads, before an entry runs
     record: Callable[[Receipt], None]  # writes an entry's receipt, once it has run
     kernel: tuple[CheckResult, dict[str, Any]] | None = None

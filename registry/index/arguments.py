@@ -13,6 +13,7 @@ from datetime import date
 
 from ..core.collisions import invisible_character, too_long
 from ..core.errors import RegistryError
+from ..core.evaluation import split_value
 from ..core.models import CONTROL_CHARACTERS, MAX_NOTES_CHARS, NAME_PATTERN, SHA256_PATTERN, path_problem
 
 SURROGATES = re.compile("[\ud800-\udfff]")
@@ -125,19 +126,6 @@ def parse_date(value: str) -> date:
         raise RegistryError("args.bad-date", _shown(value), "not a YYYY-MM-DD date", "pass --date YYYY-MM-DD") from exc
 
 
-_VALUE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|/\s*\d+(?:\.\d+)?)?\s*$")
-
-
-def split_value(text: str) -> tuple[float, str | None] | None:
-    """A result as people write it: ``52.2``, ``52.2%`` or ``41.0/60`` (a value and its unit,
-    ``%`` or ``/60``), or None when ``text`` is none of these."""
-    match = _VALUE.match(text)
-    if match is None:
-        return None
-    unit = match.group(2)
-    return float(match.group(1)), unit.replace(" ", "") if unit else None
-
-
 def parse_value(text: str, unit: str | None, option: str = "--value") -> tuple[float, str]:
     """``--value`` (and ``--unit``, None when not given) as a value and a unit (``%`` by default);
     the value is checked finite by the caller (:func:`require_finite`)."""
@@ -160,3 +148,17 @@ def parse_value(text: str, unit: str | None, option: str = "--value") -> tuple[f
             "give the unit once: in --value or with --unit",
         )
     return value, written or unit or "%"
+
+
+REPO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*"
+
+
+def check_repo_id(value: str, option: str) -> str:
+    if not re.fullmatch(REPO_ID_PATTERN, value):
+        raise RegistryError(
+            "args.bad-repo-id",
+            option,
+            f"{value!r} is not a Hub repo id",
+            f"pass NAMESPACE/NAME to {option}, e.g. No-22/rwkv-agent-weights",
+        )
+    return value

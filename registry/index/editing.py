@@ -1,7 +1,7 @@
 """Changing index.json's metadata: one transaction per command, every value checked first.
 
 The metadata commands (``set``, ``describe``, ``train-stage``, ``eval-setup``, ``score``) build
-their new values with :func:`build`, which turns a model's validation error into a one-line
+their new values with :func:`registry.core.schemas.build`, which turns a model's validation error into a one-line
 refusal naming the option, and apply them with :func:`edit_index`, which refuses a result that
 breaks the index rules and otherwise writes index.json with its derived files (card,
 evaluation.json, SHA256SUMS) in one transaction.  A refusal leaves the registry byte-identical.
@@ -9,34 +9,21 @@ evaluation.json, SHA256SUMS) in one transaction.  A refusal leaves the registry 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from ..core.atomic import transaction
 from ..core.errors import RegistryError
-from ..core.models import LANGUAGES, Index, Localized
+from ..core.models import LANGUAGES, Entry, Index, Localized
 from ..core.names import INDEX_NAME
 from ..core.repo import Repo, render_index
 from .derived import stage_derived
 from .rules import index_problems, index_to_change
 
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
-
-
-def build(model: type[M], data: Mapping[str, Any], options: Mapping[str, str]) -> M:
-    """``model`` from ``data``, or a refusal naming the option (``options``: field -> option) that holds the bad value."""
-    try:
-        return model.model_validate(dict(data))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = str(err["loc"][0]) if err["loc"] else ""
-        option = options.get(field, field or model.__name__)
-        message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's ValueError
-        raise RegistryError("args.invalid", option, message, f"correct {option}") from exc
 
 
 def check_language(lang: str) -> str:
@@ -93,3 +80,11 @@ def edit_index(root: Path, change: Callable[[Index], T]) -> T:
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index)
     return result
+
+
+def set_recommended(index: Index, entry: Entry) -> None:
+    """One recommended file per base and method (seed 001: "State 推荐", "MiSS 推荐")."""
+    for other in index.entries:
+        if other.base_sha256 == entry.base_sha256 and other.method == entry.method:
+            other.recommended = False
+    entry.recommended = True

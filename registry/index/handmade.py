@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..core.errors import RegistryError
+from ..core.evaluation import split_value
 from ..core.models import Score
 from ..core.names import INDEX_NAME
-from .arguments import split_value
 
 # The keys people use, by the fact they state (aliases seen in hand-made indexes first).
 TOP = {"title": "title", "license": "license", "licence": "license", "repo_id": "repo_id", "repo": "repo_id"}

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+from ..core.author_evaluation import declaration_problems
 from ..core.errors import Problem, RegistryError
 from ..core.evaluation import reference_problems
 from ..core.layout import Placement, declared_root, place
 from ..core.models import Index
-from ..core.names import INDEX_NAME, TRAIN_JSON
+from ..core.names import EVALUATION_NAME, INDEX_NAME, TRAIN_JSON
 from ..core.repo import Repo
 
 
@@ -91,6 +92,7 @@ def entry_problems(index: Index) -> Iterator[Problem]:
             f"the root weights ({', '.join(sorted(declared))}) name different bases or data versions, but share the root's one train.json",
             "keep the root weights of one base and data version; move the others into <base>/full/<data-version>/",
         )
+    yield from declaration_problems(index)
 
 
 def weight_path_problem(path: str, bases: set[str], declared: dict[str, Placement] | None = None) -> Problem | None:
@@ -98,9 +100,9 @@ def weight_path_problem(path: str, bases: set[str], declared: dict[str, Placemen
     before it stages anything): it must place in the layout as a weight file, not as train.json
     (``declared``: the root weights index.json declares)."""
     placed = place(path, bases, declared)
-    if isinstance(placed, Placement) and placed.name != TRAIN_JSON:
+    if isinstance(placed, Placement) and placed.name not in (TRAIN_JSON, EVALUATION_NAME):
         return None
-    why = placed.message if isinstance(placed, Problem) else "that is the data-version directory's train.json"
+    why = placed.message if isinstance(placed, Problem) else f"that is its folder's {placed.name if placed else path}"
     return Problem(
         "index.bad-path",
         INDEX_NAME,

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..artifacts.inspect import Inspection, check_fits, inspect_weights
+from ..artifacts.accept import accept_weight, content_version
 from ..core.atomic import transaction
 from ..core.collisions import collisions, shown
 from ..core.errors import RegistryError
-from ..core.files import naming
 from ..core.hashing import hash_file
-from ..core.hashing.engine import CHUNK, HashingWriter, Progress
+from ..core.hashing.engine import Progress
 from ..core.layout import canonical_path
 from ..core.models import (
     DATA_VERSION_PATTERN,
@@ -29,13 +27,14 @@ from ..core.models import (
     Index,
 )
 from ..core.names import GGUF_DIR, HF_DIR, INDEX_NAME, TRAIN_JSON, WEIGHT_SUFFIXES
-from ..core.pinned import Pinned, pinned
+from ..core.pinned import copy_hashing, pinned
 from ..core.repo import Repo, render_index
 from ..core.sums import parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..index.arguments import require_name, require_sha
 from ..index.derived import stage_derived
+from ..index.editing import set_recommended
 from ..index.rules import index_to_change, weight_path_problem
 
 
@@ -167,46 +166,6 @@ def _check_data_sums(request: AddRequest, data_sha: str | None) -> None:
             f"no file in the dataset's SHA256SUMS has sha256 {data_sha}",
             "pass the SHA256SUMS of the dataset version the weights were trained on",
         )
-
-
-def copy_hashing(source: Pinned, destination: Path, progress: Progress | None) -> str:
-    """Copy while hashing, so a multi-GB weight file is read once."""
-    with open(source.stable, "rb") as src, open(destination, "wb") as dst, naming(destination):
-        out = HashingWriter(dst)
-        try:
-            while chunk := src.read(CHUNK):
-                out.write(chunk)
-                if progress:
-                    progress(len(chunk))
-        finally:
-            out.close()
-        dst.flush()
-        os.fsync(dst.fileno())
-    shutil.copystat(source.stable, destination)
-    return out.digest.hexdigest()
-
-
-def accept_weight(path: Path, method: str, base: Base, shown: str | Path) -> Inspection:
-    """add's acceptance rule, for every command that registers a weight (add, adopt): the file is
-    inspected without running it (pickles with weights_only) and must be of ``method``'s kind and
-    fit ``base`` (State shapes, MiSS fingerprint, a full checkpoint's architecture).  Refusals
-    name the file ``shown``."""
-    inspection = inspect_weights(path)
-    check_fits(method, inspection, base, shown)
-    return inspection
-
-
-def content_version(inspection: Inspection) -> str | None:
-    """The MiSS adapter's content_version (what the serving endpoint reports), else None."""
-    return inspection.miss.content_version if inspection.miss else None
-
-
-def set_recommended(index: Index, entry: Entry) -> None:
-    """One recommended file per base and method (seed 001: "State 推荐", "MiSS 推荐")."""
-    for other in index.entries:
-        if other.base_sha256 == entry.base_sha256 and other.method == entry.method:
-            other.recommended = False
-    entry.recommended = True
 
 
 def _stage_weight(request: AddRequest, staging: Path, progress: Progress | None) -> tuple[Path, str]:

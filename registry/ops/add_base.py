@@ -5,28 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..artifacts.inspect import inspect_weights
+from ..artifacts.accept import BaseRequest, fingerprint_base
 from ..core.atomic import transaction
 from ..core.errors import RegistryError
-from ..core.hashing import hash_file
 from ..core.hashing.engine import Progress
 from ..core.models import Base, Index
 from ..core.names import DOCS_DIR, INDEX_NAME
-from ..core.pinned import pinned
 from ..core.repo import Repo, render_index
 from ..index.arguments import require_name, require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
 from ..index.derived import stage_derived
 from ..index.rules import index_to_change
-
-
-@dataclass
-class BaseRequest:
-    path: Path | None
-    filename: str
-    source: str | None = None
-    vocab: str | None = None
-    sha256: str | None = None  # declared (--metadata-only) or expected
 
 
 @dataclass(frozen=True)
@@ -71,42 +60,3 @@ def add_base(
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index, progress)
     return AddedBase(base, known_base(catalog, base.filename) is not None)
-
-
-def fingerprint_base(request: BaseRequest, name: str, expected: str | None, progress: Progress | None) -> Base:
-    """The base as recorded: inspected and hashed through one open of the file (or declared by hash)."""
-    if request.path is None:
-        if expected is None:
-            raise RegistryError(
-                "args.missing",
-                request.filename,
-                "--metadata-only needs --sha256",
-                "pass the published sha256 with --sha256",
-            )
-        return Base(name=name, filename=request.filename, source=request.source, sha256=expected, vocab=request.vocab)
-    with pinned(request.path, "base checkpoint") as source:
-        inspection = inspect_weights(source.stable)
-        if inspection.kind != "checkpoint" or inspection.architecture is None:
-            raise RegistryError(
-                "base.not-checkpoint",
-                source.stable,
-                f"this is a {inspection.kind} file, not an RWKV-7 checkpoint",
-                "pass the base .pth",
-            )
-        sha = hash_file(source.stable, progress)
-    if expected and expected != sha:
-        raise RegistryError(
-            "base.sha-mismatch",
-            request.path,
-            f"sha256 is {sha}, not the expected {request.sha256}",
-            "download the file again",
-        )
-    return Base(
-        name=name,
-        filename=request.filename,
-        source=request.source,
-        sha256=sha,
-        vocab=request.vocab,
-        architecture=inspection.architecture,
-        size=source.stat.st_size,
-    )

@@ -9,7 +9,7 @@ private folder, so a refusal leaves the folder exactly as it was:
 3. a hand-written index.json is read for what maps (:mod:`registry.index.handmade`);
 4. each ``<base>/`` folder gets its base from ``--base-file`` (read, as add-base reads it), the
    known-bases catalog, or ``--sha256 --metadata-only``; each weight is inspected exactly as
-   ``registry add`` inspects it (:func:`registry.ops.add.accept_weight`), each train.json is read
+   ``registry add`` inspects it (:func:`registry.artifacts.accept.accept_weight`), each train.json is read
    as people write it (:mod:`registry.core.train`) and checked against its folder, once; a full
    fine-tune at the root (seed 000's ``rwkv-final.pth``) stays there under its name, declared in
    index.json, its base and data version read from the root's train.json;
@@ -35,19 +35,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..artifacts.accept import BaseRequest, accept_weight, content_version, fingerprint_base
 from ..artifacts.twins import twin_difference
 from ..card import stage_rendered
 from ..card.facts import on_disk
-from ..card.handwritten import keep_whole, split_front_matter
+from ..card.handwritten import keep_whole, prose_languages, split_front_matter
 from ..card.metadata import added_keys, read_front_matter
 from ..card.render import decode_card
-from ..card.sync import rendered
-from ..core.atomic import finish_interrupted, transaction
+from ..card.sync import rendered, stage_kept_card
+from ..core.adoptable import check_existing_sums, check_folder, file_identity, require_unchanged
+from ..core.atomic import transaction
+from ..core.author_evaluation import declare_found_evaluations, root_is_authors, stray_evaluations
 from ..core.errors import Problem, RegistryError
 from ..core.files import dry_run
+from ..core.gitfiles import git_file_changes, stage_git_files
 from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
-from ..core.layout import Placement, export_folder, gguf_folder, is_excluded, is_weight, place
+from ..core.layout import Placement, export_folder, gguf_folder, is_weight, place
 from ..core.lfs import refuse_pointers
 from ..core.models import (
     DATA_VERSION_PATTERN,
@@ -56,53 +60,35 @@ from ..core.models import (
     DataRef,
     Entry,
     Index,
-    Language,
     Reference,
     RegistryInfo,
     Serving,
-    path_problem,
 )
 from ..core.names import (
-    ADOPTED_DIR,
     CARD_NAME,
     DERIVED,
     DOCS_DIR,
+    EVALUATION_NAME,
     INDEX_NAME,
-    PRIVATE_DIR,
+    SAVED_DIR,
     SHARD_INDEX,
     SUMS_NAME,
     TRAIN_JSON,
 )
-from ..core.repo import Repo, find_root, render_index
-from ..core.schemas import load_model, read_json
+from ..core.repo import Repo, render_index
+from ..core.schemas import read_json
 from ..core.staged_sums import remember_digests, stage_sums
-from ..core.sums import parse_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..dataset.layout import dataset_repo_signs
-from ..index.arguments import require_sha
+from ..index.arguments import check_repo_id, require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
+from ..index.editing import set_recommended
 from ..index.handmade import HandIndex, HandReference, read_hand_index
 from ..index.rules import index_problems
-from .add import accept_weight, content_version, set_recommended
-from .add_base import BaseRequest, fingerprint_base
-from .init import git_file_changes, stage_git_files, stage_kept_card
-from .set import check_repo_id
 
-SAVED_DIR = f"{PRIVATE_DIR}/{ADOPTED_DIR}"  # the originals adopt replaced, never published
 TRUST_FILES = "--trust-files"
 NOT_A_TWIN = "--not-a-twin"
-_CJK = re.compile("[\u3400-\u9fff]")
-_LATIN = re.compile("[A-Za-z]")
-_CODE = re.compile(r"^(```|~~~).*?^\1[^\n]*$|`[^`\n]*`", re.MULTILINE | re.DOTALL)
-
-
-def _prose_languages(body: str) -> list[Language]:
-    """The card's language, as the author wrote it: the prose outside code, where Chinese
-    characters are at least a quarter as many as Latin letters (a character is about a word), is
-    Chinese; otherwise English (an English card that quotes a Chinese prompt stays English)."""
-    prose = _CODE.sub("", body)
-    return ["zh"] if len(_CJK.findall(prose)) * 4 >= len(_LATIN.findall(prose)) else ["en"]
 
 
 @dataclass(frozen=True)
@@ -189,24 +175,20 @@ class _Plan:
     originals: dict[str, bytes]
 
 
-def _identity(st: os.stat_result) -> tuple[int, ...]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def adopt(
     root: Path, options: AdoptOptions, catalog: Index | None = None, progress: Progress | None = None
 ) -> AdoptReport:
     """Adopt the folder ``root`` (see the module docstring); a refusal changes nothing."""
     given, root = str(root), Path(root).absolute()
     with dry_run(options.dry_run):  # a dry run writes nothing, caches included
-        _check_folder(root)
+        check_folder(root)
         plan = _plan(root, options, catalog if catalog is not None else load_catalog(), progress)
     plan.report.given, plan.report.read_digests = given, dict(plan.digests)
     if options.dry_run:
         return plan.report
     repo = Repo(root)
     with transaction(root) as txn:
-        _require_unchanged(root, plan.identities)
+        require_unchanged(root, plan.identities)
         txn.write(INDEX_NAME, render_index(plan.report.index))
         for name, data in plan.originals.items():
             txn.write(f"{SAVED_DIR}/{name}", data)
@@ -216,53 +198,6 @@ def adopt(
         stage_sums(repo, txn, progress, absorb=True, known=plan.digests)
         txn.after_commit(lambda: remember_digests(repo, plan.digests))
     return plan.report
-
-
-def _require_unchanged(root: Path, identities: dict[str, tuple[int, ...]]) -> None:
-    """Under the lock: the folder holds exactly the files adopt read, unchanged since."""
-    files = set(scan_tree(root).files)
-    changed = sorted(files ^ set(identities)) + [
-        rel
-        for rel in sorted(files & set(identities))
-        if _identity(os.stat(root / rel, follow_symlinks=False)) != identities[rel]
-    ]
-    if changed:
-        raise RegistryError(
-            "fs.changed",
-            changed[0],
-            "changed while adopt was reading the folder",
-            "run `registry adopt` again once nothing else writes to it",
-        )
-
-
-def _check_folder(root: Path) -> None:
-    if not root.is_dir():
-        raise RegistryError(
-            "args.not-a-directory", root, "no such directory", "pass the folder of the cloned or downloaded repo"
-        )
-    finish_interrupted(root)  # an interrupted adopt: finish it first
-    enclosing = find_root(root.parent) if root.parent != root else None
-    if enclosing is not None:
-        raise RegistryError(
-            "adopt.inside-registry",
-            root,
-            f"this folder is inside the registry at {enclosing}",
-            "adopt a folder outside any registry",
-        )
-    index = root / INDEX_NAME
-    if index.is_file() and not index.is_symlink():
-        try:  # the tool always writes format_version; a hand-written index need not name it
-            if "format_version" not in read_json(index, INDEX_NAME):
-                return
-            load_model(index, Index, INDEX_NAME)
-        except (RegistryError, TypeError):
-            return  # hand-written (or not JSON, refused with its line when it is read)
-        raise RegistryError(
-            "adopt.already-a-registry",
-            root,
-            "index.json was written by registry: this folder is a registry already",
-            f"run `registry validate {root}`",
-        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -282,7 +217,7 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
             f"run `registry dataset adopt {shlex.quote(str(root))}`",
         )
     refuse_pointers(root, scan.files)
-    identities = {rel: _identity(os.stat(root / rel, follow_symlinks=False)) for rel in scan.files}
+    identities = {rel: file_identity(os.stat(root / rel, follow_symlinks=False)) for rel in scan.files}
     hashed = hash_files([root / rel for rel in scan.files], progress)
     digests = {path.relative_to(root).as_posix(): sha for path, sha in hashed.items()}
     repo = Repo(root)  # its read_bytes refuses a link (SHA256SUMS is outside the tree walk)
@@ -291,7 +226,7 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
         for name in (INDEX_NAME, CARD_NAME, SUMS_NAME)
         if (root / name).is_file() or (root / name).is_symlink()
     }
-    _check_sums(root, originals.get(SUMS_NAME), digests)
+    check_existing_sums(root, originals.get(SUMS_NAME), digests)
     hand = read_hand_index(read_json(root / INDEX_NAME, INDEX_NAME)) if INDEX_NAME in originals else HandIndex()
     report = AdoptReport(
         root,
@@ -305,11 +240,15 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
     bases = _bases(root, scan.files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
     entries = _entries(root, scan.files, bases, digests, options, at_root)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report, options)
+    strays = stray_evaluations(scan.files, report.index)
+    if strays:
+        raise RegistryError.of(strays)
     if options.repo_id is not None:
         report.index.registry.repo_id = options.repo_id
     _claims(report, options)
     _preview_card(repo, report.index, report)
-    report.writes = sorted({*DERIVED, *git_file_changes(repo), *report.saved})
+    derived = DERIVED - {EVALUATION_NAME} if root_is_authors(report.index) else DERIVED
+    report.writes = sorted({*derived, *git_file_changes(repo), *report.saved})
     return _Plan(report, digests, identities, originals)
 
 
@@ -319,47 +258,6 @@ def _front_matter(root: Path, files: list[str]) -> dict[str, Any]:
         return {}
     front, _ = split_front_matter(decode_card(Repo(root).read_bytes(root / CARD_NAME)))
     return read_front_matter(front, CARD_NAME) if front.strip() else {}
-
-
-def _check_sums(root: Path, data: bytes | None, digests: dict[str, str]) -> None:
-    """An existing SHA256SUMS must agree with every file it lists (files it does not list are fine)."""
-    if data is None:
-        return
-    listed = {
-        rel.removeprefix("./"): sha for rel, sha in parse_sums(data, SUMS_NAME).items()
-    }  # `sha256sum ./x` writes ./x
-    problems = []
-    for rel, sha in sorted(listed.items()):
-        actual = digests.get(rel)
-        if (
-            actual is None
-            and "/" not in rel
-            and path_problem(rel) is None
-            and is_excluded(rel)
-            and (root / rel).is_file()
-            and not (root / rel).is_symlink()
-        ):
-            actual = next(iter(hash_files([root / rel]).values()))  # e.g. a .gitattributes someone listed
-        if actual is None:
-            problems.append(
-                Problem(
-                    "adopt.sums-missing",
-                    rel,
-                    "listed in SHA256SUMS but not in the folder",
-                    "restore the file (download it again), or remove its line from SHA256SUMS",
-                )
-            )
-        elif actual != sha:
-            problems.append(
-                Problem(
-                    "adopt.sums-mismatch",
-                    rel,
-                    f"sha256 is {actual[:12]}… but SHA256SUMS says {sha[:12]}…",
-                    "restore the file (download it again); if the file is right, correct its line in SHA256SUMS",
-                )
-            )
-    if problems:
-        raise RegistryError.of(problems)
 
 
 def _base_dirs(files: list[str]) -> list[str]:
@@ -589,6 +487,8 @@ def _entries(
                     "adopt the .pth it was converted from and run `registry convert`",
                 )
             )
+        elif placed is not None and placed.name == EVALUATION_NAME:
+            continue  # an author's evaluation.json: declared by the weights beside it (declare_found_evaluations)
         elif placed is not None and placed.name == TRAIN_JSON:
             try:
                 _train_json(root, placed, bases[placed.base], trains)
@@ -611,6 +511,7 @@ def _entries(
                 Problem("entry.duplicate", entry.path, f"the same bytes as {other}", "keep one of the two files")
             )
     problems += _twins(root, entries, options)
+    problems += declare_found_evaluations(root, entries)
     if problems:
         raise RegistryError.of(problems)
     return entries
@@ -700,7 +601,7 @@ def _index(
     written = info.front_matter.get("license")
     info.license = hand.facts.get("license") or (written if isinstance(written, str) else None)
     if body.strip():
-        info.languages = _prose_languages(body)
+        info.languages = prose_languages(body)
     report.readme = (
         "kept whole as the card's hand-written section" if body.strip() else "none: the card starts from the default"
     )

@@ -12,34 +12,23 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 from ..core.atomic import transaction
 from ..core.errors import Problem, RegistryError
 from ..core.hashing.engine import Progress
 from ..core.models import Localized, path_problem
 from ..core.names import DATASET_TOKENS_NAME, INDEX_NAME
-from ..core.pinned import pinned
+from ..core.pinned import copy_hashing, pinned
 from ..core.repo import Repo, render_index
 from ..dataset import store
 from ..dataset.content import TokenCache
 from ..dataset.layout import place_in_version
-from ..dataset.models import PROFILES, SPLIT_RULE, DataVersion
-from ..dataset.versions import version_problems
+from ..dataset.models import DataVersion
+from ..dataset.versions import version_of, version_problems
 from ..index.arguments import require_name
-from ..index.editing import build
-from .add import copy_hashing
-
-OPTIONS = {
-    "version": "--version", "date": "--date", "thinking": "--thinking", "profile": "--profile", "teachers": "--teacher",
-    "trained_file": "--trained-file/--trained-sha256", "train_rows": "--train-rows", "validation_rows": "--validation-rows",
-    "wire": "--wire-canonical/--wire-hash", "vocabulary": "--vocab", "summary": "--summary", "composition": "--composition", "known_issues": "--known-issue",
-    "stop_text": "--stop-text", "context": "--context", "family_key": "--family-key", "split_rule": "--split-rule", "flag_key": "--flag-key", "flagged_rows": "--flagged-rows",
-}  # fmt: skip
 
 
 @dataclass
@@ -97,29 +86,6 @@ def folder_files(source: Path) -> list[str]:
                 )
             files.append(rel)
     return sorted(files)
-
-
-def _rule_key(rule: str | None) -> str | None:
-    match = SPLIT_RULE.match(rule or "")
-    return match["key"] if match else None
-
-
-def version_of(facts: Mapping[str, Any], sizes: Mapping[str, int]) -> DataVersion:
-    """The version ``facts`` state (:class:`VersionRequest`'s fields by name; those left out are
-    not stated), with the trained file's size; a bad value is refused naming its option."""
-    get = facts.get
-    profile, trained = get("profile"), get("trained_file")
-    data = {
-        "version": get("version"), "date": get("date"), "thinking": get("thinking"), "profile": profile, "teachers": get("teachers"),
-        "trained_file": {"path": trained, "sha256": str(get("trained_sha256") or "").lower(), "size": sizes.get(trained or "", 0)},
-        "train_rows": get("train_rows"), "validation_rows": get("validation_rows"),
-        "wire": {"canonical": get("wire_canonical"), "hash": str(get("wire_hash") or "").lower()}, "vocabulary": get("vocabulary"),
-        "summary": get("summary") or Localized(), "composition": get("composition") or Localized(), "known_issues": get("known_issues") or Localized(),
-        "stop_text": get("stop_text") or (PROFILES[profile].stop_text if profile in PROFILES else None), "context": get("context"),
-        "family_key": get("family_key") or _rule_key(get("split_rule")), "split_rule": get("split_rule"),
-        "flag_key": get("flag_key"), "flagged_rows": get("flagged_rows"),
-    }  # fmt: skip
-    return build(DataVersion, data, OPTIONS)
 
 
 def _from_source(problem: Problem, version: str, source: Path) -> Problem:

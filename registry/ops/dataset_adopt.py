@@ -37,11 +37,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..card.handwritten import keep_whole, split_front_matter
+from ..card.handwritten import keep_whole, prose_languages, split_front_matter
 from ..card.metadata import read_front_matter
 from ..card.render import decode_card
+from ..core.adoptable import check_existing_sums, check_folder, file_identity, require_unchanged
 from ..core.atomic import transaction
 from ..core.errors import Problem, RegistryError
+from ..core.gitfiles import git_file_changes, stage_git_files
 from ..core.hashing import hash_files
 from ..core.hashing.engine import Progress
 from ..core.layout import is_weight
@@ -54,6 +56,7 @@ from ..core.names import (
     INDEX_NAME,
     RELEASE_MANIFEST,
     ROWS_NAME,
+    SAVED_DIR,
     SPLIT_MANIFEST,
     SPLIT_PARENT,
     SPLITS,
@@ -68,14 +71,10 @@ from ..dataset.card import OWNED
 from ..dataset.checked import CheckedVersions, check_key
 from ..dataset.content import TokenCache
 from ..dataset.layout import GITATTRIBUTES, place, version_folders
-from ..dataset.links import citing_problems, trained_weights
+from ..dataset.links import citing_problems, local_models, trained_weights
 from ..dataset.models import PROFILES, DatasetIndex, DatasetInfo, DataVersion, ModelSource, wire_hash, wire_thinking
-from ..dataset.versions import MAX_MANIFEST_BYTES, version_problems
-from .adopt import SAVED_DIR, _check_folder, _check_sums, _identity, _prose_languages, _require_unchanged
-from .dataset_add import version_of
-from .init import git_file_changes, stage_git_files
-from .set import check_repo_id
-from .validate_dataset import local_models
+from ..dataset.versions import MAX_MANIFEST_BYTES, version_of, version_problems
+from ..index.arguments import check_repo_id
 
 # Per-version facts a flag may state: field -> its flag (each given as VERSION=VALUE, repeatable).
 FLAGS = {
@@ -186,7 +185,7 @@ class _Plan:
 def adopt_dataset(root: Path, options: DatasetAdoptOptions, progress: Progress | None = None) -> DatasetAdoptReport:
     """Adopt the dataset repo ``root`` in place (see the module docstring); a refusal changes nothing."""
     given, root = str(root), Path(root).absolute()
-    _check_folder(root)
+    check_folder(root)
     if (root / INDEX_NAME).exists():
         raise RegistryError(
             "adopt.dataset-has-index",
@@ -200,7 +199,7 @@ def adopt_dataset(root: Path, options: DatasetAdoptOptions, progress: Progress |
         return plan.report
     repo = Repo(root)
     with transaction(root) as txn:
-        _require_unchanged(root, plan.identities)
+        require_unchanged(root, plan.identities)
         index = plan.report.index
         txn.write(INDEX_NAME, render_index(index))
         for name, data in plan.originals.items():
@@ -226,7 +225,7 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
     if scan.findings:
         raise RegistryError.of(scan.findings)
     refuse_pointers(root, scan.files)
-    identities = {rel: _identity((root / rel).lstat()) for rel in scan.files}
+    identities = {rel: file_identity((root / rel).lstat()) for rel in scan.files}
     hashed = hash_files([root / rel for rel in scan.files], progress)
     digests = {path.relative_to(root).as_posix(): sha for path, sha in hashed.items()}
     repo = Repo(root)
@@ -235,7 +234,7 @@ def _plan(root: Path, options: DatasetAdoptOptions, progress: Progress | None) -
         for name in (CARD_NAME, SUMS_NAME)
         if (root / name).is_file() or (root / name).is_symlink()
     }
-    _check_sums(root, originals.get(SUMS_NAME), digests)
+    check_existing_sums(root, originals.get(SUMS_NAME), digests)
     names = version_folders(scan.files)
     weights = [rel for rel in scan.files if is_weight(rel)]
     if weights:
@@ -451,7 +450,7 @@ def _info(
         "license": written.get("license"),
     }
     if body.strip():
-        fields["languages"] = _prose_languages(body)
+        fields["languages"] = prose_languages(body)
     if "language" in written:
         fields["data_languages"] = _merged(written["language"], [])
     fields["tags"] = _merged(written.get("tags"), defaults.tags)

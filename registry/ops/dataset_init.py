@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.atomic import Transaction
+from ..core.create import create_registry
+from ..core.gitfiles import stage_git_files
 from ..core.names import DATASET_INIT_KEPT, INDEX_NAME
 from ..core.repo import Repo, render_index
 from ..dataset import store
 from ..dataset.layout import GITATTRIBUTES
 from ..dataset.models import DatasetIndex, DatasetInfo
-from .init import create_registry, stage_git_files
 
 
 def init_dataset(root: Path, title: str | None = None, license: str | None = None) -> Repo:

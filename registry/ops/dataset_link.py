@@ -16,10 +16,9 @@ from ..core.models import Index
 from ..core.names import INDEX_NAME
 from ..core.repo import Repo, render_index
 from ..dataset import store
-from ..dataset.links import citing_problems, trained_weights
+from ..dataset.links import citing_problems, local_models, trained_weights
 from ..dataset.models import ModelSource
 from ..dataset.remote import fetch_index
-from .validate_dataset import local_models
 
 
 def link_models(

@@ -9,10 +9,11 @@ from ..core.atomic import transaction
 from ..core.errors import RegistryError
 from ..core.names import INDEX_NAME
 from ..core.repo import Repo, render_index
+from ..core.schemas import build
 from ..dataset import store
 from ..dataset.models import DatasetInfo
 from ..hub.remote import check_repo_id
-from ..index.editing import build, check_language
+from ..index.editing import check_language
 
 LISTS = {"languages", "data-languages", "tags", "task-categories"}
 SCALARS = {

@@ -32,15 +32,16 @@ from typing import Any
 
 import torch
 
+from ..artifacts.accept import BaseRequest
 from ..artifacts.synthetic import TinySpec, make_adapter_file, make_base_state_dict, make_state_file, save_checkpoint
 from ..core.errors import RegistryError
 from ..core.hashing import hash_file
 from ..core.models import Entry, Score
 from ..core.names import VOCAB_NAME
-from ..core.progress import Echo, silent
+from ..core.progress import Say, silent
 from ..core.repo import Repo
 from .add import AddRequest, add_weight
-from .add_base import BaseRequest, add_base
+from .add_base import add_base
 from .convert import convert_entry
 from .dataset_link import link_models
 from .demo_dataset import build_dataset_registry
@@ -421,9 +422,9 @@ def build_finetune_registry(directory: Path, step: Step) -> Built:
 # ----------------------------------------------------------------------------------------------
 
 
-def run_demo(directory: Path, echo: Echo | None = None) -> dict:
+def run_demo(directory: Path, say: Say | None = None) -> dict:
     """Build both registries, then gate, plan and validate each; the registries' paths and one record per step."""
-    say = echo or silent
+    say = say or silent
     steps: list[dict] = []
 
     def step(name: str, detail: str) -> None:

@@ -2,7 +2,8 @@
 
 The target is one entry (its path; a safetensors twin stands for its source), every entry of a
 method (``--method``), or a base (``--base``, known issues only).  Each option replaces one field;
-text options are in one language (``--lang``, or the card's only language).
+text options are in one language (``--lang``, or the card's only language).  ``--author-evaluation``
+declares the author's evaluation.json beside the weight (read, never changed: docs/formats.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..core.author_evaluation import declare_author_evaluation
 from ..core.errors import RegistryError
 from ..core.evaluation import source_of
 from ..core.models import (
@@ -29,14 +31,15 @@ from ..core.models import (
     StopRules,
 )
 from ..core.repo import Repo, resolve_entry
+from ..core.schemas import build
 from ..index.arguments import require_text
-from ..index.editing import build, card_language, edit_index, localized
+from ..index.editing import card_language, edit_index, localized
 
 OPTIONS = {
     "notes": "--notes", "known_issues": "--known-issue", "prompt_format": "--prompt-format", "prompt_example": "--prompt-example",
     "stop_tokens": "--stop-token", "stop_texts": "--stop-text", "keep_stop_text": "--keep-stop-text", "profile": "--profile",
     "sampling": "--sampling", "adapter_id": "--adapter-id", "parameters": "--parameters", "dtype": "--dtype",
-    "dataset_repo": "--dataset-repo", "dataset_revision": "--dataset-revision",
+    "dataset_repo": "--dataset-repo", "dataset_revision": "--dataset-revision", "author_evaluation": "--author-evaluation",
 }  # fmt: skip
 BASE_FIELDS = {"known_issues"}
 DTYPES = ("bf16", "fp16", "fp32")
@@ -60,6 +63,7 @@ class Description:
     dtype: str | None = None
     dataset_repo: str | None = None
     dataset_revision: str | None = None
+    author_evaluation: bool | None = None  # declare (or drop) the author's evaluation.json beside the weight
 
     def given(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -218,6 +222,8 @@ def describe(root: Path, target: Target, description: Description, lang: str | N
         entries = _entries(repo, index, target, given)
         for entry in entries:
             _describe_entry(index, entry, given, lang)
+            if "author_evaluation" in given:
+                declare_author_evaluation(repo.root, index, entry, given["author_evaluation"])
         return [e.path for e in entries]
 
     return edit_index(root, change)

@@ -8,8 +8,9 @@ from typing import Any
 
 from ..core.errors import RegistryError
 from ..core.models import EvalSetup, Index, Localized
+from ..core.schemas import build
 from ..index.arguments import require_name, require_text
-from ..index.editing import build, card_language, edit_index, localized
+from ..index.editing import card_language, edit_index, localized
 
 OPTIONS = {
     "name": "NAME", "description": "--describe", "items": "--items", "runtime": "--runtime", "torch": "--torch",

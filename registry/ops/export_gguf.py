@@ -22,6 +22,7 @@ from ..artifacts.signature import public_pem
 from ..core.atomic import Transaction, transaction
 from ..core.errors import RegistryError
 from ..core.files import atomic_write
+from ..core.gitfiles import stage_git_files
 from ..core.hashing.engine import Progress
 from ..core.layout import gguf_path
 from ..core.models import GgufFile, Index
@@ -36,7 +37,6 @@ from ..hf.source import ExportSource, export_source
 from ..hf.tokenizer import check_vocab
 from ..index.derived import stage_derived
 from ..index.rules import index_to_change
-from .init import stage_git_files
 
 DEFAULT_TYPES = ("q8_0",)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import RegistryError
-from ..core.progress import Echo, silent
+from ..core.progress import Say, silent
 from ..core.published import kept_releases, recorded_remote
 from ..core.repo import Repo
 from ..index.releases import HistoryItem, Release, compare, hub_release, read_kept, recorded_release, registry_hub
@@ -44,7 +44,7 @@ class History:
 
 
 def history(
-    root: Path | str, repo_id: str | None = None, revision: str = "main", limit: int = DEFAULT_LIMIT, offline: bool = False, say: Echo | None = None, hub_progress: bool = True,
+    root: Path | str, repo_id: str | None = None, revision: str = "main", limit: int = DEFAULT_LIMIT, offline: bool = False, say: Say | None = None, hub_progress: bool = True,
 ) -> History:  # fmt: skip
     """The last ``limit`` commits of ``revision`` (the Hub), or the local record (``offline``, or no repo known)."""
     say = say or silent

@@ -37,7 +37,7 @@ from ..core.files import dry_run
 from ..core.hashing.engine import hash_file
 from ..core.models import Access, Index
 from ..core.names import INDEX_NAME, SIGNATURE_NAME, SUMS_NAME
-from ..core.progress import Echo, silent
+from ..core.progress import Say, silent
 from ..core.published import RemoteRecord, published_sums, record_remote, recorded_rewrite
 from ..core.repo import Repo, is_dataset, render_index
 from ..core.sums import parse_sums
@@ -332,7 +332,7 @@ def publish(
     root: Path | str,
     options: PublishOptions,
     hub: Hub | None = None,
-    say: Echo | None = None,
+    say: Say | None = None,
     hub_progress: bool = True,
 ) -> Outcome:
     """Plan (``dry_run``) or publish the registry at ``root``; see the module docstring for the steps
@@ -343,7 +343,7 @@ def publish(
         return _publish(root, options, hub, say, hub_progress)
 
 
-def _publish(root: Path | str, options: PublishOptions, hub: Hub | None, say: Echo, hub_progress: bool) -> Outcome:
+def _publish(root: Path | str, options: PublishOptions, hub: Hub | None, say: Say, hub_progress: bool) -> Outcome:
     repo = Repo.open(root)
     dataset = is_dataset(repo.root)  # a dataset repo on the Hub: no weights, so nothing to gate
     hub = hub or Hub(
@@ -378,7 +378,7 @@ def _publish(root: Path | str, options: PublishOptions, hub: Hub | None, say: Ec
         return _record(repo, draft, options, outcome)
 
 
-def _prepare_repo(hub: Hub, remote: RemoteState, options: PublishOptions, say: Echo) -> RemoteState:
+def _prepare_repo(hub: Hub, remote: RemoteState, options: PublishOptions, say: Say) -> RemoteState:
     """The repo, created if missing, made as visible as --private/--gated ask before anything is
     committed to it (a gated repo is created private and opened once its gate is set, so a failure
     in between leaves it private); the state to plan against."""
@@ -420,7 +420,7 @@ def _with_repo_facts(
     return draft
 
 
-def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Echo) -> Outcome:
+def _carry_out(repo: Repo, draft: _Draft, options: PublishOptions, hub: Hub, say: Say) -> Outcome:
     """The commit on the Hub, verified, and the tag; nothing local is written here."""
     plan, result = draft.plan, None
     assert plan.head is not None, "publish plans against an existing repo"

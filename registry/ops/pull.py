@@ -25,15 +25,15 @@ from ..core.errors import Problem, RegistryError
 from ..core.hashing.engine import hash_file
 from ..core.models import path_problem
 from ..core.names import HUB_DOWNLOAD_CACHE, INDEX_NAME, PRIVATE_DIR, SUMS_NAME
-from ..core.progress import Echo, silent
+from ..core.progress import Say, silent
 from ..core.published import RemoteRecord, record_remote
 from ..core.repo import Repo
 from ..core.schemas import read_json
 from ..hub.content import check_local_bytes, content_problems
+from ..hub.listing import remote_findings
 from ..hub.local import local_sums
 from ..hub.plan import ExistingState, RemoteFile, plain_paths
 from ..hub.remote import Hub
-from ..hub.verify import remote_findings
 from .adopt import AdoptOptions, AdoptReport, adopt
 from .validate import validate
 
@@ -162,7 +162,7 @@ def pull(
     directory: Path,
     revision: str = "main",
     hub: Hub | None = None,
-    say: Echo | None = None,
+    say: Say | None = None,
     signature: SignaturePolicy = SignaturePolicy(),
     adopt_options: AdoptOptions | None = None,
     repo_type: str = "model",

@@ -35,7 +35,7 @@ from ..core.hashing.tree import digest_tree
 from ..core.hashing.xet import xet_digests
 from ..core.models import path_problem
 from ..core.names import SUMS_NAME, UNLISTED_OK
-from ..core.progress import Echo, silent
+from ..core.progress import Say, silent
 from ..core.published import RemoteRecord, published_sums, record_remote, recorded_remote
 from ..core.repo import Repo
 from ..core.sums import parse_sums
@@ -43,11 +43,11 @@ from ..core.tree import scan_tree
 from ..dataset.models import DatasetIndex
 from ..dataset.remote import trained_file_findings
 from ..hub.content import ContentCheck, check_content, content_problems
+from ..hub.listing import index_findings, remote_findings
 from ..hub.local import local_sums
 from ..hub.plan import ExistingState, LocalFile, RemoteFile, make_plan, verify_tree
 from ..hub.remote import Hub
 from ..hub.upload import copy_operations
-from ..hub.verify import index_findings, remote_findings
 from ..index.releases import RELEASE_FILES, read_release, registry_hub
 
 FIX_MOVED = "run `registry history` to see what was pushed, then `registry rollback REV` again"
@@ -164,7 +164,7 @@ def _local_state(repo: Repo, hub: Hub, head: str) -> str | None:
 
 
 def _follow(
-    repo: Repo, hub: Hub, target: str, sums: Mapping[str, str], tree: Mapping[str, RemoteFile], folder: Path, say: Echo
+    repo: Repo, hub: Hub, target: str, sums: Mapping[str, str], tree: Mapping[str, RemoteFile], folder: Path, say: Say
 ) -> None:
     """Bring the local registry to REV in one transaction (its plain files from ``folder``)."""
     mine = local_sums(repo)
@@ -207,7 +207,7 @@ def _prune_empty(root: Path, removed: set[str]) -> None:
 
 def rollback(
     root: Path | str, rev: str, repo_id: str | None = None, revision: str = "main", dry_run: bool = False, follow: bool = True,
-    hub: Hub | None = None, say: Echo | None = None, hub_progress: bool = True,
+    hub: Hub | None = None, say: Say | None = None, hub_progress: bool = True,
 ) -> Rollback:  # fmt: skip
     """Make ``revision`` on the Hub hold REV's tree again in one verified commit; see the module docstring."""
     say = say or silent

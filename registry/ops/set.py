@@ -10,10 +10,10 @@ from typing import get_args
 
 from ..core.errors import RegistryError
 from ..core.models import LANGUAGES, Access, Index, RegistryInfo
-from ..index.arguments import require_text
-from ..index.editing import build, card_language, edit_index, localized
+from ..core.schemas import build
+from ..index.arguments import check_repo_id, require_text
+from ..index.editing import card_language, edit_index, localized
 
-REPO_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*"
 LICENSE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9.+\-]*"  # an SPDX-like id (apache-2.0, mit, cc-by-4.0) or the Hub's "other"
 # FIELD on the command line -> RegistryInfo attribute
 SCALARS = {"title": "title", "license": "license", "repo-id": "repo_id", "access": "access"}
@@ -29,17 +29,6 @@ FRONT_MATTER_KEYS = {
     "tags": "tags",
     "languages": "language",
 }  # field -> the card metadata key it sets
-
-
-def check_repo_id(value: str, option: str) -> str:
-    if not re.fullmatch(REPO_ID_PATTERN, value):
-        raise RegistryError(
-            "args.bad-repo-id",
-            option,
-            f"{value!r} is not a Hub repo id",
-            f"pass NAMESPACE/NAME to {option}, e.g. No-22/rwkv-agent-weights",
-        )
-    return value
 
 
 def _scalar(field: str, values: Sequence[str]) -> str | None:

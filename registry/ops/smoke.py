@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from ..artifacts.accept import accept_weight
 from ..artifacts.signature import public_pem
 from ..core.atomic import transaction
 from ..core.errors import Exit, RegistryError
@@ -42,7 +43,7 @@ from ..core.libc import return_large_frees
 from ..core.models import Entry, Index
 from ..core.names import INDEX_NAME
 from ..core.pinned import open_registered, pinned, read_view
-from ..core.progress import Echo, silent
+from ..core.progress import Say, silent
 from ..core.repo import Repo, render_index, resolve_entry
 from ..gate.builds import background_builds
 from ..gate.groups import gate_files
@@ -54,7 +55,6 @@ from ..hub.remote import Hub
 from ..index.catalog import known_base, load_catalog
 from ..index.derived import stage_derived
 from ..index.rules import index_to_change
-from .add import accept_weight
 
 
 def _select(index: Index, repo: Repo, paths: list[str]) -> list[Entry]:
@@ -63,7 +63,7 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> list[Entry]:
     return list(index.entries)
 
 
-def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Echo) -> Path:
+def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Say) -> Path:
     """The base the (State/MiSS) ``entries`` run on, downloaded from its catalog ``source`` into
     ``folder`` through the Hub client (a file already there and unchanged is not fetched again),
     refused unless its sha256 is the one the catalog and index.json record."""
@@ -136,7 +136,7 @@ def smoke(
     paths: list[str],
     base_file: Path | None,
     device: str,
-    echo: Echo | None = None,
+    say: Say | None = None,
     *,
     fetch_into: Path | None = None,
     sign_key: Path | None = None,
@@ -147,7 +147,7 @@ def smoke(
     entry is chosen.  Entries that cannot be gated (they do not fit their base) are refused
     together at the end, after the others' receipts.  ``sign_key`` signs every receipt.
     """
-    say = echo or silent
+    say = say or silent
     if base_file and fetch_into:
         raise RegistryError(
             "args.conflict",

@@ -9,8 +9,9 @@ from typing import Any
 from ..core.evaluation import source_of
 from ..core.models import Index, Localized, TrainingStage
 from ..core.repo import Repo, resolve_entry
+from ..core.schemas import build
 from ..index.arguments import require_text
-from ..index.editing import build, card_language, edit_index, localized
+from ..index.editing import card_language, edit_index, localized
 
 OPTIONS = {
     "name": "NAME", "description": "--describe", "gpus": "--gpus", "precision": "--precision", "deepspeed_stage": "--deepspeed-stage",

@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..artifacts.accept import accept_weight, content_version
 from ..artifacts.inspect import check_fits, inspect_weights
 from ..artifacts.signature import STALE_FIX, SignaturePolicy
 from ..card import check_rendered
 from ..convert.shards import shard_set_problems
 from ..core.atomic import transaction
+from ..core.author_evaluation import author_evaluation_problems
 from ..core.errors import Problem, RegistryError
 from ..core.evaluation import reference_problems
 from ..core.gitattributes import lfs_problems
@@ -25,7 +27,7 @@ from ..core.hashing.tree import digest_tree
 from ..core.layout import declared_root, is_weight, place
 from ..core.lfs import Pointer, pointer_problem, pointers, read_pointer
 from ..core.models import Entry, FileRef, Index, Rewrite
-from ..core.names import GITATTRIBUTES_NAME, INDEX_NAME, LFS_SUFFIXES, SIGNATURE_NAME, TRAIN_JSON
+from ..core.names import EVALUATION_NAME, GITATTRIBUTES_NAME, INDEX_NAME, LFS_SUFFIXES, SIGNATURE_NAME, TRAIN_JSON
 from ..core.published import record_rewrites
 from ..core.repo import Repo, is_dataset, no_registry, render_index
 from ..core.schemas import format_problem, read_json, schema_errors
@@ -37,7 +39,6 @@ from ..hf.check import export_problems, listed_files
 from ..index.derived import stage_derived
 from ..index.rules import base_problems, entry_problems, index_to_change, weight_paths
 from ..index.validation import ACCEPT_BYTES, POINTER_FIX, Check, Context, check_immutable, check_sums
-from .add import accept_weight, content_version
 from .validate_dataset import model_link_findings, validate_dataset
 
 
@@ -132,6 +133,11 @@ def check_train_json(ctx: Context) -> Iterator[Problem]:
                 f"names other training data than an entry here ({said})",
                 "make train.json and the entries name the same training data",
             )
+
+
+def check_author_evaluations(ctx: Context) -> Iterator[Problem]:
+    placed = {rel for rel, p in ctx.placements.items() if p.name == EVALUATION_NAME}
+    yield from author_evaluation_problems(ctx.root, ctx.index, placed)
 
 
 def check_entries(ctx: Context) -> Iterator[Problem]:
@@ -311,6 +317,7 @@ CHECKS: list[Check] = [
     check_references,
     check_layout,
     check_train_json,
+    check_author_evaluations,
     check_entries,
     check_sums,
     check_pointers,

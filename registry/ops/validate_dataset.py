@@ -30,7 +30,7 @@ from ..dataset.card import card_problems
 from ..dataset.checked import CheckedVersions, check_key
 from ..dataset.content import TokenCache
 from ..dataset.layout import VersionPath, place
-from ..dataset.links import citing_problems, listed_problems
+from ..dataset.links import citing_problems, listed_problems, local_models
 from ..dataset.models import DatasetIndex, DataVersion
 from ..dataset.versions import version_problems
 from ..index.validation import Context, check_immutable, check_sums  # the model registry's checks of the same files
@@ -116,18 +116,6 @@ NEW_VERSION = (
 def _no_rewrite(problem: Problem) -> Problem:
     """A dataset's files are not rewritten in place: the model registry's --allow-rewrite fix does not apply."""
     return replace(problem, fix=NEW_VERSION) if "--allow-rewrite" in problem.fix else problem
-
-
-def local_models(path: Path) -> Index:
-    repo = Repo.open(path)
-    if is_dataset(repo.root):
-        raise RegistryError(
-            "link.not-a-model-registry",
-            path,
-            "is a dataset registry",
-            "pass the model registry trained on this dataset to --linked",
-        )
-    return repo.load_index()
 
 
 def local_dataset(path: Path) -> tuple[Repo, DatasetIndex]:

@@ -21,10 +21,10 @@ from ..core.tree import scan_tree
 from ..dataset.models import DatasetIndex
 from ..dataset.remote import trained_file_findings
 from ..hub.content import REDACTED, ContentCheck, check_content, check_local_bytes, content_problems
+from ..hub.listing import REPUBLISH, compare_findings, index_findings, remote_findings
 from ..hub.local import local_sums
 from ..hub.plan import RemoteFile, plain_paths
 from ..hub.remote import Hub
-from ..hub.verify import REPUBLISH, compare_findings, index_findings, remote_findings
 
 
 @dataclass(frozen=True)

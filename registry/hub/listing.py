@@ -1,4 +1,4 @@
-"""Does a remote tree hold what its SHA256SUMS says: the pure comparisons, no Hub and no file read.
+"""Does a remote tree's listing hold what its SHA256SUMS says: the pure comparisons, no Hub and no file read.
 
 ``registry verify-remote``'s steps (download SHA256SUMS, index.json and the plain files, hash them,
 compare, report) are :mod:`registry.ops.verify_remote`; ``registry pull`` runs
