@@ -43,6 +43,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 CLI = [sys.executable, "-m", "registry"]
+# A bound that only a hung command reaches: smoke on the gate's tiny model takes seconds on an idle
+# machine, and minutes beside seven other developers' builds (300 s was reached there).
+COMMAND_TIMEOUT = 1200
 BIG = TinySpec(n_layer=4, n_embd=512, vocab_size=65536)  # a ~90 MB checkpoint: long enough to be killed mid-copy
 
 
@@ -374,7 +377,7 @@ def _kill_at(cmd: list[str | Path], syscall: str, k: int) -> subprocess.Complete
         *CLI,
         *map(str, cmd),
     ]
-    return subprocess.run(injected, capture_output=True, text=True, timeout=300)
+    return subprocess.run(injected, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -409,7 +412,7 @@ def traced_renames(cmd: list[str | Path], log: Path, root: Path) -> list[Rename]
         [STRACE, "-f", "-qq", "-y", "-o", str(log), "-e", f"trace={','.join(RENAMES)}", *CLI, *map(str, cmd)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=COMMAND_TIMEOUT,
     )
     assert traced.returncode == 0, traced.stderr[-2000:]
     renames: list[Rename] = []
@@ -605,7 +608,7 @@ def test_concurrent_adds_lose_no_entry(inputs, tmp_path, writers):
             )
             for s in states
         ]
-        results = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+        results = [(p.wait(timeout=COMMAND_TIMEOUT), p.stderr.read() if p.stderr else "") for p in procs]
         index = json.loads((reg / "index.json").read_text())
         registered = {Path(e["path"]).name for e in index["entries"]}
         for state, (code, stderr) in zip(states, results, strict=True):
