@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import torch  # noqa: E402
 
+from registry.artifacts.rwkv7 import HEAD_SIZE  # noqa: E402
 from registry.gate.kernel import (  # noqa: E402
-    HEAD_SIZE,
     OUTPUT_TOLERANCE,
     PARITY_CASES,
     STATE_TOLERANCE,

@@ -97,6 +97,9 @@ def test_every_planted_kernel_bug_fails_the_gate(gate_registry, tmp_path, mutant
     failed = [c["name"] for c in receipt["checks"] if not c["passed"]]
     if MUTANTS[mutant] is None:
         assert receipt["passed"], failed
+        # the State's smoke sample ran on our kernel in its method's default format (g1k)
+        sample = receipt["sample"]
+        assert (sample["format"], sample["format_from"], len(sample["first_tokens"])) == ("g1k", "default", 16)
     else:
         assert not receipt["passed"] and "kernel-parity" in failed, receipt["checks"][0]
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from registry.gate.receipt import Receipt
 from registry.gate.seal import sealed_here
 from registry.ops.add import AddRequest, add_weight
 from registry.ops.add_base import BaseRequest, add_base
+from registry.ops.describe import Description, Target, describe
 from registry.ops.smoke import smoke
 from registry.ops.sums import write_sums
 from registry.ops.validate import validate
@@ -39,6 +41,11 @@ from .test_ops_artifacts import train_json
 
 # vocab 65536: the gate feeds the seeds' prompts through the real rwkv tokenizer
 GATE_SPEC = TinySpec(n_layer=2, n_embd=64, vocab_size=65536, seed=11)
+# seed 000's "Prompt format", as its card states it
+SEED000_PROMPT = "System: 你是一个中文小说归因辅助助手。只能从候选角色中选择，并只输出 JSON。\n\nUser: 候选角色：甲、乙\n上下文：……\n\nAssistant:"
+# the sample's prompt in seed 001's profiles: g1k, and g1k-think (the RWKV-7 G1 think prompt)
+G1K_PROMPT = "User: 用一句话介绍你自己。\n\nAssistant:"
+G1K_THINK_PROMPT = "User: 用一句话介绍你自己。\n\nAssistant: <think"
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +67,14 @@ def gated_registry(tmp_path_factory):
     full = add_weight(
         root,
         AddRequest(save_checkpoint(tmp / "rwkv-final.pth", tuned), name, "full", "v1.0", train_json(tmp / "f.json")),
+    )
+    # each in its own format: the State's profile is recorded (seed 001: g1k), the MiSS adapter's
+    # is not (its method's default, g1k-think), the full fine-tune's card states its prompt (seed 000)
+    describe(root, Target(path=state.path), Description(profile="g1k"))
+    describe(
+        root,
+        Target(path=full.path),
+        Description(prompt_format=SEED000_PROMPT, stop_tokens=(0,), stop_texts=("\n\nUser:",), keep_stop_text=False),
     )
     receipts = smoke(root, [], base, "cpu")
     return root, base, {"state": state, "miss": miss, "full": full}, receipts
@@ -235,6 +250,7 @@ def test_progress_names_each_entry_and_each_step(gated_registry):
         "official rwkv runtime",
         f"{entries['state'].path}: our runtime",
         f"{entries['miss'].path}: PASSED",
+        f"{entries['miss'].path}: sample in g1k-think: 32 tokens, stop text not seen (reported, not a check)",
     ):
         assert needle in text, text
 
@@ -317,6 +333,11 @@ def test_the_gate_tokenizer_is_the_packages_from_its_cache(tmp_path, monkeypatch
     ]
     assert [cached.decode(tokens) for tokens in ids] == [trie.decode(tokens) for tokens in ids]
     assert sum(trie.decode(tokens) != "\ufffd" for tokens in ids) > 100  # most decode: the comparison is not all U+FFFD
+    # a sample's prompt (the card's own, any text) is encoded as the package encodes it
+    alphabet = "ab Zz09 \n\t:<>{}用一句话介绍你自己。🙂é\x00\x7f"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40))) for _ in range(300)]
+    for text in [*texts, *prompts.PROMPTS.values(), prompts.profile_prompt("g1k-think")]:
+        assert cached.encode(text) == trie.encode(text), text
     (tmp_path / "rwkv-registry" / "world-tokenizer.json").write_text("{broken")
     prompts.tokenizer.cache_clear()
     assert prompts.tokenizer().prompt_ids == built.prompt_ids  # a broken cache is rebuilt
@@ -438,3 +459,170 @@ def test_smoke_keeps_the_runtimes_banner_and_loading_lines_off_stderr(tmp_path):
         args, capture_output=True, text=True, env={**user_environment(), "REGISTRY_DEBUG": "1"}, timeout=600
     )
     assert debug.returncode == 0 and "Loading" in debug.stderr
+
+
+# ---- each entry in its own format: the smoke sample ----------------------------------------------
+
+
+def _greedy(model, ids: list[int], state, count: int) -> list[int]:
+    """``count`` greedy tokens after ``ids``, no stop rule: what the sample must begin with."""
+    logits, state = model.forward(ids, state)
+    tokens = []
+    for _ in range(count):
+        tokens.append(int(torch.argmax(logits)))
+        logits, state = model.forward(tokens[-1:], state)
+    return tokens
+
+
+def _trie():
+    import rwkv
+    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
+
+    return TRIE_TOKENIZER(str(Path(rwkv.__file__).parent / VOCAB_NAME))
+
+
+def test_each_entry_runs_a_sample_in_its_own_format(gated_registry):
+    """State in g1k (its profile), MiSS in g1k-think (its method's default), the full fine-tune in
+    the prompt its card states: the sample's tokens are the greedy continuation of that prompt on
+    that entry's model, which random weights never end within the budget: reported, not a failure."""
+    from registry.gate.runtime import Rwkv7, load_tensors, merged_weights
+
+    root, base, entries, receipts = gated_registry
+    by_method = {r.method: r for r in receipts}
+    base_t = load_tensors(base)
+    own = {m: load_tensors(root / entries[m].path) for m in entries}
+    models = {
+        "state": (Rwkv7(base_t), Rwkv7(base_t).apply_state_file(own["state"])),
+        "miss": (Rwkv7({**base_t, **dict(merged_weights(base_t, own["miss"], 2.0))}), None),
+        "full": (Rwkv7(own["full"]), None),
+    }
+    expected = {
+        "state": ("g1k", "profile", G1K_PROMPT),
+        "miss": ("g1k-think", "default", G1K_THINK_PROMPT),
+        "full": ("prompt", "prompt", SEED000_PROMPT),
+    }
+    trie = _trie()
+    index = Index.model_validate_json((root / INDEX_NAME).read_text())
+    for method, (name, source, prompt) in expected.items():
+        sample = by_method[method].sample
+        ids = trie.encode(prompt)
+        model, state = models[method]
+        assert (sample.format, sample.format_from) == (name, source), method
+        assert sample.prompt_sha256 == sha256(prompt.encode()).hexdigest() and sample.prompt_tokens == len(ids)
+        assert (sample.stop_tokens, sample.stop_texts) == ([0], ["\n\nUser:"])
+        want = _greedy(model, ids, state, 16)
+        assert sample.first_tokens == want and 0 not in want, method
+        assert sample.text == trie.decodeBytes(want).decode("utf-8", errors="replace")
+        assert (sample.tokens, sample.stop_reason, sample.stop_text_seen) == (32, "max_new_tokens", False)
+        assert by_method[method].passed  # reported, not enforced
+        assert index.entry_by_path(entries[method].path).gate.sample == sample  # what the card reads
+    # the formats differ, so the samples do: the State and the MiSS run on the same base
+    assert by_method["state"].sample.first_tokens != by_method["miss"].sample.first_tokens
+
+
+def test_the_card_shows_the_smoke_sample_and_stays_current(gated_registry):
+    from registry.card.markdown import escaped, md_cell
+
+    root, _, entries, receipts = gated_registry
+    card = (root / "README.md").read_text()
+    assert "### 冒烟样例（不是跑分） · Smoke sample (not a benchmark)" in card
+    assert "not a benchmark: the gate's verdict does not depend on it" in card
+    rows = {line.split(" | ")[0].strip("| `"): line for line in card.splitlines() if line.startswith("| `")}
+    name = entries["state"].path.split("/", 1)[0]
+    for receipt in receipts:
+        row = rows[receipt.entry.removeprefix(f"{name}/")]
+        sample = receipt.sample
+        assert md_cell(escaped(sample.text)) in row and "| 否 / no |" in row, row
+        assert f"| 32 / 32（到上限 / budget） | {receipt.created[:10]}, cpu |" in row, row
+    assert "| g1k |" in rows[entries["state"].path.removeprefix(f"{name}/")]
+    assert (
+        "| g1k-think（按方法的默认 / default for the method） |" in rows[entries["miss"].path.removeprefix(f"{name}/")]
+    )
+    assert "| 卡片上的提示格式 / the card's prompt format |" in rows[entries["full"].path.removeprefix(f"{name}/")]
+    result = CliRunner().invoke(main, ["card", "-C", str(root), "--check"])
+    assert result.exit_code == 0, result.output
+
+
+def _a_word_it_writes(trie, tokens: list[int]) -> tuple[int, str]:
+    """(k, word): the first of ``tokens`` after the first that is a plain word, where the text
+    up to it decodes (the gate looks for a stop text in decodable text only) and does not hold
+    the word before it."""
+    for k in range(1, len(tokens)):
+        head, piece = trie.decodeBytes(tokens[:k]), trie.decodeBytes(tokens[k : k + 1])
+        word = piece.decode("ascii", errors="ignore").strip()
+        try:
+            (head + piece).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if piece.isascii() and len(word) >= 2 and word.isalpha() and word not in head.decode(errors="replace"):
+            return k, word
+    raise AssertionError(f"no plain word in {tokens}")
+
+
+def test_the_cards_stop_rules_end_the_sample(tmp_path):
+    """A full fine-tune's stated stop text and stop token end its sample where the model produces
+    them: the receipt says the stop text came, after how many tokens, and cuts the text before it."""
+    root, base, _ = state_registry(tmp_path)
+    tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
+    full = add_weight(
+        root,
+        AddRequest(
+            save_checkpoint(tmp_path / "rwkv-final.pth", tuned),
+            base.name[:-4],
+            "full",
+            "v1.0",
+            train_json(tmp_path / "f.json"),
+        ),
+    )
+    describe(root, Target(path=full.path), Description(prompt_format=SEED000_PROMPT))
+    [free] = smoke(root, [full.path], None, "cpu")
+    k, stop = _a_word_it_writes(_trie(), free.sample.first_tokens)
+    describe(root, Target(path=full.path), Description(stop_tokens=(0,), stop_texts=(stop,)))
+    [stopped] = smoke(root, [full.path], None, "cpu")
+    sample = stopped.sample
+    assert (sample.stop_reason, sample.stop_text_seen, sample.tokens) == ("stop_text", True, k + 1)
+    assert sample.first_tokens == free.sample.first_tokens[: k + 1] and stop not in sample.text
+    assert sample.stop_texts == [stop] and sample.format == "prompt"
+    # a stop token: the model's second token ends the sample before it
+    describe(root, Target(path=full.path), Description(stop_tokens=(free.sample.first_tokens[1],), stop_texts=()))
+    [token] = smoke(root, [full.path], None, "cpu")
+    assert (token.sample.stop_reason, token.sample.tokens, token.sample.first_tokens) == (
+        "stop_token",
+        1,
+        free.sample.first_tokens[:1],
+    )
+    assert token.passed and stopped.passed
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_a_receipt_written_before_samples_is_still_trusted(tmp_path, monkeypatch, gated_registry):
+    """A receipt the gate sealed and signed before samples existed (tests/golden, written by the
+    previous version with a known key) still checks under its seal and signature, has no sample,
+    and the card says so; a sample added to it afterwards breaks both."""
+    from registry.artifacts.signature import TrustedKey
+    from registry.card import render_card
+    from registry.gate.receipt import gate_summary
+    from registry.gate.seal import signature_problem
+
+    key_dir = tmp_path / "config" / "rwkv-registry"
+    key_dir.mkdir(parents=True)
+    (key_dir / "receipt-key").write_text("0123456789abcdef" * 4 + "\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    old = Receipt.model_validate_json((GOLDEN / "receipt_before_samples.json").read_bytes())
+    trusted = [TrustedKey.read(GOLDEN / "receipt_before_samples.pub", "--trust-gate-key")]
+    assert old.sample is None and sealed_here(old) and signature_problem(old, trusted) is None
+    assert gate_summary(old).sample is None
+    _, _, _, receipts = gated_registry
+    forged = old.model_copy(update={"sample": receipts[0].sample})
+    assert not sealed_here(forged) and signature_problem(forged, trusted)[0] == "gate.bad-signature"
+    # on the card: a weight gated before samples, beside one with a sample
+    root = gated_registry[0]
+    index = Index.model_validate_json((root / INDEX_NAME).read_text())
+    index.entries[0].gate = gate_summary(old.model_copy(update={"file_sha256": index.entries[0].sha256}))
+    card = render_card(index, None)
+    assert "not recorded (gated before samples: run `registry smoke` again)" in card
+    for entry in index.entries:
+        entry.gate = gate_summary(old.model_copy(update={"file_sha256": entry.sha256}))
+    assert "Smoke sample" not in render_card(index, None)  # no sample at all: the card is as it was

@@ -35,6 +35,16 @@ from ..core.models import Architecture, Base
 from ..core.names import SHARD_INDEX
 from .dtypes import ITEMSIZE
 from .miss import MissManifest, default_targets, manifest_from_metadata, verify_payload
+from .rwkv7 import (
+    OLDER_GENERATIONS,
+    block_name,
+    heads,
+    layer_count,
+    required_keys,
+    shape_of,
+    state_key,
+    state_layer,
+)
 from .safetensors_header import MAX_HEADER_SIZE, SafetensorsHeader, read_safetensors_header, read_shard_index
 from .torch_zip import read_torch_zip
 
@@ -45,27 +55,6 @@ Kind = Literal["checkpoint", "state", "miss"]
 Format = Literal["pth", "safetensors", "safetensors-sharded"]
 
 STATE_DTYPES = ("BF16", "F32")
-
-_STATE_KEY = re.compile(r"blocks\.(\d+)\.att\.time_state")
-_BLOCK_KEY = re.compile(r"blocks\.(\d+)\.")
-# Per-layer keys only x070 (RWKV-7) has, plus the Linears every layer needs.
-_X070_LAYER_KEYS = (
-    "att.w0",
-    "att.a0",
-    "att.k_k",
-    "att.r_k",
-    *(f"{t}.weight" for t in ("att.receptance", "att.key", "att.value", "att.output", "ffn.key", "ffn.value")),
-)
-# Layer 0 takes v_first directly; official files still carry unused blocks.0.att.v0/v1/v2, others drop them.
-_X070_LATER_LAYER_KEYS = ("att.v0", "att.v1", "att.v2")
-# Keys of earlier RWKV generations, most specific first, with what they betray.
-_OLDER_RWKV_KEYS = (
-    ("att.time_maa_x", "RWKV-6 (x060)"),
-    ("att.time_faaaa", "RWKV-6 (x060)"),
-    ("att.time_first", "RWKV-4/5"),
-    ("att.time_mix_k", "RWKV-4/5"),
-    ("att.time_decay", "RWKV-6 or earlier"),
-)
 
 
 class TensorInfo(NamedTuple):
@@ -285,7 +274,7 @@ def _classified(
 ) -> Inspection:
     if manifest is not None:
         return Inspection(path, "miss", fmt, tensors, miss=manifest, files=files)
-    if any(_STATE_KEY.fullmatch(name) for name in tensors):
+    if any(state_layer(name) is not None for name in tensors):
         _check_state_layout(path, tensors)
         return Inspection(path, "state", fmt, tensors, files=files)
     return Inspection(path, "checkpoint", fmt, tensors, architecture=_architecture(path, tensors), files=files)
@@ -294,8 +283,8 @@ def _classified(
 def _check_state_layout(path: Path, tensors: dict[str, TensorInfo]) -> None:
     """Exactly ``blocks.{0..L-1}.att.time_state``, each ``[H, N, N]`` in bf16 or fp32."""
     fix = "export the State with rwkv_state_tune (one blocks.<i>.att.time_state [H, N, N] per layer)"
-    layers = sorted(int(m[1]) for name in tensors if (m := _STATE_KEY.fullmatch(name)))
-    others = [name for name in tensors if not _STATE_KEY.fullmatch(name)]
+    layers = sorted(layer for name in tensors if (layer := state_layer(name)) is not None)
+    others = [name for name in tensors if state_layer(name) is None]
     if others or layers != list(range(len(layers))):
         raise RegistryError(
             "weights.bad-state",
@@ -303,7 +292,7 @@ def _check_state_layout(path: Path, tensors: dict[str, TensorInfo]) -> None:
             f"a State file must hold exactly blocks.0..L-1.att.time_state (extra: {others[:3]}, layers: {layers})",
             fix,
         )
-    first = tensors["blocks.0.att.time_state"]
+    first = tensors[state_key(0)]
     for name, info in tensors.items():
         h_n_n = len(info.shape) == 3 and info.shape[1] == info.shape[2]
         if not h_n_n or info.shape != first.shape or info.dtype not in STATE_DTYPES:
@@ -317,15 +306,15 @@ def _check_state_layout(path: Path, tensors: dict[str, TensorInfo]) -> None:
 
 def _architecture(path: Path, tensors: dict[str, TensorInfo]) -> Architecture:
     """RWKV-7 shape facts, refusing anything that is not an x070 checkpoint."""
-    layers = {int(m[1]) for name in tensors if (m := _BLOCK_KEY.match(name))}
-    if "emb.weight" not in tensors or not layers:
+    n_layer = layer_count(tensors)
+    if "emb.weight" not in tensors or not n_layer:
         raise RegistryError(
             "weights.not-rwkv",
             path,
             f"not an RWKV checkpoint: no emb.weight and blocks.<i>.* tensors (it has {', '.join(list(tensors)[:3])}, …)",
             "pass an RWKV-7 (x070) checkpoint",
         )
-    for key, generation in _OLDER_RWKV_KEYS:
+    for key, generation in OLDER_GENERATIONS:
         if any(name.endswith("." + key) for name in tensors):
             raise RegistryError(
                 "weights.not-rwkv7",
@@ -333,10 +322,8 @@ def _architecture(path: Path, tensors: dict[str, TensorInfo]) -> Architecture:
                 f"looks like an {generation} checkpoint (it has blocks.<i>.{key}); this registry holds RWKV-7 (x070) weights",
                 "pass an RWKV-7 (x070) checkpoint",
             )
-    n_layer = max(layers) + 1
     for layer in range(n_layer):
-        required = _X070_LAYER_KEYS + (_X070_LATER_LAYER_KEYS if layer else ())
-        missing = [key for key in required if f"blocks.{layer}.{key}" not in tensors]
+        missing = [key for key in required_keys(layer) if block_name(layer, key) not in tensors]
         if missing:
             raise RegistryError(
                 "weights.not-rwkv7",
@@ -344,21 +331,12 @@ def _architecture(path: Path, tensors: dict[str, TensorInfo]) -> Architecture:
                 f"not an RWKV-7 (x070) checkpoint: blocks.{layer} lacks {', '.join(missing[:4])}",
                 "pass a complete RWKV-7 (x070) checkpoint",
             )
-    vocab_size, n_embd = tensors["emb.weight"].shape
-    n_head, head_size = tensors["blocks.0.att.r_k"].shape
-    architecture = Architecture(
-        n_layer=n_layer,
-        n_embd=n_embd,
-        head_size=head_size,
-        vocab_size=vocab_size,
-        n_head=n_head,
-        dim_ffn=tensors["blocks.0.ffn.key.weight"].shape[0],
-    )
-    if n_head * head_size != n_embd:
+    architecture = shape_of({name: info.shape for name, info in tensors.items()})
+    if heads(architecture) * architecture.head_size != architecture.n_embd:
         raise RegistryError(
             "weights.inconsistent",
             path,
-            f"r_k is [{n_head}, {head_size}] but n_embd is {n_embd}",
+            f"r_k is [{architecture.n_head}, {architecture.head_size}] but n_embd is {architecture.n_embd}",
             "pass an unmodified RWKV-7 checkpoint",
         )
     _check_consistent(path, tensors, architecture)
@@ -389,9 +367,8 @@ def check_state_fits(inspection: Inspection, arch: Architecture, file: str | Pat
         raise RegistryError(
             "weights.wrong-kind", file, f"this is a {inspection.kind} file, not a State file", "pass a State file"
         )
-    n_head = arch.n_head or arch.n_embd // arch.head_size
-    expected = (arch.n_layer, (n_head, arch.head_size, arch.head_size))
-    actual = (len(inspection.tensors), inspection.tensors["blocks.0.att.time_state"].shape)
+    expected = (arch.n_layer, (heads(arch), arch.head_size, arch.head_size))
+    actual = (len(inspection.tensors), inspection.tensors[state_key(0)].shape)
     if actual != expected:
         raise RegistryError(
             "state.wrong-base",

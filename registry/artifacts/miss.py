@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import struct
 import zipfile
 import zlib
@@ -47,6 +46,7 @@ from ..core.hashing.digest import sha256
 from ..core.models import SHA256_PATTERN, Architecture
 from ..core.schemas import parse_json
 from .dtypes import dtype_code, little_endian_bytes
+from .rwkv7 import MISS_TARGETS, block_name, linear_shapes, miss_target_order
 
 if TYPE_CHECKING:  # torch is imported where tensors are made: reading a manifest needs none
     import torch
@@ -56,16 +56,6 @@ MISS_FORMAT_VERSION: Final = 1
 MANIFEST_MEMBER = "miss.json"
 ADAPTER_DTYPE = "BF16"  # safetensors name of the adapters' dtype
 
-# The Linears rwkv_miss_tune adapts by default, in the order they appear in a block.
-DEFAULT_TARGET_LINEARS: tuple[str, ...] = (
-    "att.receptance",
-    "att.key",
-    "att.value",
-    "att.output",
-    "ffn.key",
-    "ffn.value",
-)
-_TARGET_NAME = re.compile(r"blocks\.(\d+)\.(" + "|".join(re.escape(t) for t in DEFAULT_TARGET_LINEARS) + r")\.weight")
 
 # ----------------------------------------------------------------------------------------------
 # miss.json
@@ -104,40 +94,22 @@ class MissManifest(BaseModel):
 
 
 def default_targets(base: Architecture | Mapping[str, Sequence[int]]) -> list[MissTarget]:
-    """The Linears rwkv_miss_tune adapts by default, with their base shapes, in block order.
+    """The Linears rwkv_miss_tune adapts by default (:data:`~registry.artifacts.rwkv7.MISS_TARGETS`),
+    with their base shapes, in block order.
 
     ``base`` is either the base's :class:`Architecture` (shapes derived from it) or the base's
     tensor shapes by name (the Linears present among them).
     """
     if isinstance(base, Architecture):
-        return [MissTarget(name=name, shape=shape) for name, shape in _x070_linear_shapes(base).items()]
-    found = [(m, name) for name in base if (m := _TARGET_NAME.fullmatch(name))]
-    found.sort(key=lambda item: (int(item[0][1]), DEFAULT_TARGET_LINEARS.index(item[0][2])))
+        shapes = linear_shapes(base)
+        return [
+            MissTarget(name=block_name(i, f"{linear}.weight"), shape=shapes[f"{linear}.weight"])
+            for i in range(base.n_layer)
+            for linear in MISS_TARGETS
+        ]
+    found = [(order, name) for name in base if (order := miss_target_order(name))]
+    found.sort(key=lambda item: item[0])
     return [MissTarget(name=name, shape=tuple(base[name])) for _, name in found]
-
-
-def _x070_linear_shapes(arch: Architecture) -> dict[str, tuple[int, int]]:
-    if arch.dim_ffn is None:
-        raise RegistryError(
-            "base.architecture-incomplete",
-            None,
-            "the base's dim_ffn is unknown, so its ffn Linear shapes are too",
-            "register the base from its .pth file",
-        )
-    c, f = arch.n_embd, arch.dim_ffn
-    per_linear = {
-        "att.receptance": (c, c),
-        "att.key": (c, c),
-        "att.value": (c, c),
-        "att.output": (c, c),
-        "ffn.key": (f, c),
-        "ffn.value": (c, f),
-    }
-    return {
-        f"blocks.{i}.{linear}.weight": per_linear[linear]
-        for i in range(arch.n_layer)
-        for linear in DEFAULT_TARGET_LINEARS
-    }
 
 
 # ----------------------------------------------------------------------------------------------

@@ -16,8 +16,7 @@ from pathlib import Path
 import torch
 
 from .miss import default_targets, write_adapter
-
-HEAD_SIZE = 64
+from .rwkv7 import HEAD_SIZE, MIX_KEYS, has_value_residual, state_key
 
 
 def _lora_dim(n_embd: int, factor: float, power: float) -> int:
@@ -68,7 +67,7 @@ def _layer_shapes(spec: TinySpec, layer: int) -> dict[str, tuple[int, ...]]:
     for ln in ("ln1", "ln2"):
         shapes[f"blocks.{layer}.{ln}.weight"] = (c,)
         shapes[f"blocks.{layer}.{ln}.bias"] = (c,)
-    for mix in ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g"):
+    for mix in MIX_KEYS:
         shapes[att + mix] = (1, 1, c)
     shapes[att + "w0"] = (1, 1, c)
     shapes[att + "w1"] = (c, lora["w"])
@@ -76,7 +75,7 @@ def _layer_shapes(spec: TinySpec, layer: int) -> dict[str, tuple[int, ...]]:
     shapes[att + "a0"] = (1, 1, c)
     shapes[att + "a1"] = (c, lora["a"])
     shapes[att + "a2"] = (lora["a"], c)
-    if layer > 0 or spec.with_layer0_v:
+    if has_value_residual(layer) or spec.with_layer0_v:
         shapes[att + "v0"] = (1, 1, c)
         shapes[att + "v1"] = (c, lora["v"])
         shapes[att + "v2"] = (lora["v"], c)
@@ -181,9 +180,7 @@ def make_state_tensors(spec: TinySpec, seed: int = 1, dtype: torch.dtype | None 
     gen = torch.Generator().manual_seed(seed)
     dtype = dtype or spec.dtype
     return {
-        f"blocks.{i}.att.time_state": (
-            torch.randn((spec.n_head, spec.head_size, spec.head_size), generator=gen) * 0.1
-        ).to(dtype)
+        state_key(i): (torch.randn((spec.n_head, spec.head_size, spec.head_size), generator=gen) * 0.1).to(dtype)
         for i in range(spec.n_layer)
     }
 

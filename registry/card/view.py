@@ -282,6 +282,13 @@ class BaseView:
     def with_details(self) -> list[EntryView]:
         return [e for e in self.entries if e.has_details]
 
+    @property
+    def gated(self) -> list[EntryView]:
+        """The weights whose gate ran, for the smoke-sample table; none when no gate recorded a
+        sample (every receipt predates the samples: the card stays as it was)."""
+        gated = [e for e in self.entries if e.entry.gate is not None]
+        return gated if any(e.entry.gate and e.entry.gate.sample for e in gated) else []
+
     def known_issues(self, languages: Languages) -> list[str]:
         """The base's known issues, then each weight's, prefixed with its path."""
         own = languages.items(self.base.known_issues) if self.base else []
@@ -421,6 +428,36 @@ class CardView:
     def stop_rules(self, e: EntryView | None) -> StopRules:
         """The entry's stop rules, else the RWKV chat default: token 0 (EOD) or the next user turn."""
         return (e and e.entry.stop) or StopRules(tokens=[0], texts=[DEFAULT_STOP_TEXT])
+
+    def sample_row(self, e: EntryView) -> list[str]:
+        """A smoke-sample table row: path, format, the first tokens' text (escaped: newlines shown
+        as ``\\n``), whether a stop text came, the tokens before the stop, where and when it ran."""
+        gate = e.entry.gate
+        assert gate is not None  # BaseView.gated lists gated weights only
+        where = f"{gate.date}, {gate.gpu or gate.device}"
+        sample = gate.sample
+        if sample is None:
+            missing = self.t(
+                "未记录（样例出现前跑的 gate，请再跑 `registry smoke`）",
+                "not recorded (gated before samples: run `registry smoke` again)",
+                " / ",
+            )
+            return [md_code(e.rel_path), missing, "—", "—", "—", where]
+        label = (
+            self.t("卡片上的提示格式", "the card's prompt format", " / ")
+            if sample.format == "prompt"
+            else sample.format
+        )
+        if sample.format_from == "default":
+            label += self.languages.paren(self.t("按方法的默认", "default for the method", " / "))
+        ended = {
+            "stop_text": self.t("停止文本", "stop text", " / "),
+            "stop_token": self.t("停止 token", "stop token", " / "),
+            "max_new_tokens": self.t("到上限", "budget", " / "),
+        }[sample.stop_reason]
+        seen = self.t("是", "yes", " / ") if sample.stop_text_seen else self.t("否", "no", " / ")
+        tokens = f"{sample.tokens} / {sample.max_new_tokens}{self.languages.paren(ended)}"
+        return [md_code(e.rel_path), label, escaped(sample.text) or "—", seen, tokens, where]
 
     def hf_exports(self) -> list[tuple[HfExport, EntryView | None]]:
         """Each export (``registry export-hf``) with the entry it was made from: a full weight, a

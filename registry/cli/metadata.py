@@ -77,7 +77,11 @@ def set_cmd(field: str, values: tuple[str, ...], registry: Path, lang: str | Non
 @click.option(
     "--keep-stop-text/--consume-stop-text", default=None, help="Whether the stop text is shown (default: consumed)."
 )
-@click.option("--profile", help="Chat format profile for rwkv-cli, e.g. g1k or g1k-think.")
+@click.option(
+    "--profile",
+    help="Chat format profile for rwkv-cli, e.g. g1k or g1k-think; `registry smoke` samples the weight in it "
+    "unless --prompt-format is set (default: g1k for State and full weights, g1k-think for MiSS).",
+)
 @click.option("--sampling", help="Sampling preset for rwkv-cli, e.g. g1k-agent.")
 @click.option("--adapter-id", help="The id a MiSS adapter is registered under, e.g. v21-lr2e-5-e2.")
 @click.option("--parameters", type=click.IntRange(min=1), help="Parameter count (e.g. 13300000000), for the VRAM hint.")

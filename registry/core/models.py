@@ -9,6 +9,7 @@ tools can validate a registry without importing this package.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 from typing import Annotated, Any, ClassVar, Final, Literal
 
@@ -136,6 +137,21 @@ class StopRules(_Strict):
         if any(token < 0 for token in value):
             raise ValueError("token ids are non-negative")
         return value
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A chat format profile (seed 001: rwkv-cli's ``--profile``): its thinking mode and the text a turn stops at."""
+
+    thinking: str
+    stop_text: str
+
+
+STOP_USER = "\n\nUser:"
+# The profiles seeds 001 and 002 name: State on g1k (no thinking), MiSS on g1k-think; rows end in
+# \n\nUser:.  A dataset version's profile (registry/dataset/) and the gate's sample of a weight in
+# its serving profile (registry/gate/prompts.py) read them here.
+PROFILES = {"g1k": Profile("off", STOP_USER), "g1k-think": Profile("full", STOP_USER)}
 
 
 class Serving(_Strict):
@@ -277,6 +293,31 @@ class GateCheck(_Strict):
     figures: dict[str, float | int | str | bool | None] = Field(default_factory=dict)
 
 
+class FormatSample(_Strict):
+    """A short greedy continuation the gate ran in the weight's own prompt format, with its stop
+    rules: a smoke sample (the weight runs in its format and how it ends its turn), not a benchmark
+    and not part of the gate's verdict (docs/gpu-gate.md, "Each weight in its own format")."""
+
+    format: str = Field(
+        min_length=1, description="g1k or g1k-think (the profile's prompt), or prompt (the entry's own prompt format)"
+    )
+    format_from: Literal["prompt", "profile", "default"] = Field(
+        description="prompt: the entry's prompt; profile: its serving.profile; default: the method's default profile"
+    )
+    prompt_sha256: Sha256 = Field(pattern=SHA256_PATTERN, description="sha256 of the prompt's UTF-8 text")
+    prompt_tokens: int = Field(ge=1)
+    stop_tokens: list[int] = Field(default_factory=list)
+    stop_texts: list[str] = Field(default_factory=list)
+    max_new_tokens: int = Field(ge=1)
+    first_tokens: list[int] = Field(description="The first generated token ids (a stop token is never one of them)")
+    text: str = Field(
+        description="The first tokens decoded (bytes that are not UTF-8 shown as U+FFFD), cut before a stop text"
+    )
+    tokens: int = Field(ge=0, description="Tokens generated before the stop (the budget when none came)")
+    stop_reason: Literal["stop_token", "stop_text", "max_new_tokens"]
+    stop_text_seen: bool = Field(description="One of the stop texts appeared within the budget")
+
+
 class GateSummary(_Strict):
     """What a reader needs to know of the gate run on exactly these bytes: when, where, with which
     versions, the verdict and its figures.  The receipt publish trusts stays in the gating
@@ -291,6 +332,9 @@ class GateSummary(_Strict):
         default_factory=dict, description="torch, cuda, rwkv, python, registry, kernel_source_hash, driver"
     )
     checks: list[GateCheck] = Field(default_factory=list)
+    sample: FormatSample | None = Field(
+        default=None, description="The smoke sample in the weight's own format; null: gated before samples were run"
+    )
 
 
 class Entry(_Strict):

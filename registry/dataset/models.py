@@ -7,7 +7,6 @@ checks are derived from; ``schemas/dataset-index.schema.json`` is generated from
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -20,6 +19,7 @@ from ..core.models import (
     DATA_VERSION_PATTERN,
     DATASET_KIND,
     GIT_COMMIT_PATTERN,
+    PROFILES,
     SHA256_PATTERN,
     Access,
     Language,
@@ -31,19 +31,6 @@ from ..core.models import (
 )
 
 Thinking = Literal["off", "full"]
-STOP_USER = "\n\nUser:"
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A chat format profile (seed 001: rwkv-cli's ``--profile``): its thinking mode and the text a turn stops at."""
-
-    thinking: str
-    stop_text: str
-
-
-# The profiles seeds 001 and 002 name: State on g1k (no thinking), MiSS on g1k-think; rows end in \n\nUser:.
-PROFILES = {"g1k": Profile("off", STOP_USER), "g1k-think": Profile("full", STOP_USER)}
 # How a version's validation split was chosen: the rows whose family hashes to the remainder (seed 002).
 SPLIT_RULE = re.compile(
     r"^sha256\((?P<key>[A-Za-z_][A-Za-z0-9_]*)\) mod (?P<modulus>[1-9][0-9]{0,5}) == (?P<remainder>[0-9]{1,6})$"

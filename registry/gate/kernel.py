@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
+from ..artifacts.rwkv7 import HEAD_SIZE  # the kernel's compile-time N
 from ..core.errors import RegistryError
 from ..core.hashing.digest import sha256, sha256_hex
 from ..core.resources import REINSTALL, kernel_dir, user_cache
 from .reference import check_wkv7_args, make_wkv7_inputs, relative_error, wkv7_reference
 
 KERNEL_SOURCES = ("wkv7_fwd.cu", "wkv7_binding.cpp")
-HEAD_SIZE = 64  # the kernel's compile-time N
 CACHE_ENV = "RWKV_REGISTRY_KERNEL_CACHE"
 BUILD_LOG = "build.log"
 CXX_FLAGS = ("-O3",)

@@ -22,6 +22,7 @@ from unittest import mock
 
 import torch
 
+from ..artifacts.rwkv7 import state_key
 from ..core.errors import RegistryError
 
 # The loader stores these weights transposed (x @ W form).
@@ -112,7 +113,7 @@ class OfficialModel:
         """Zero state with each layer's WKV slot replaced by the State file's time_state."""
         state = self.model.generate_zero_state()
         for i in range(len(state) // 3):
-            state[3 * i + 1] = tensors[f"blocks.{i}.att.time_state"].to(device=self.device, dtype=torch.float32).clone()
+            state[3 * i + 1] = tensors[state_key(i)].to(device=self.device, dtype=torch.float32).clone()
         return state
 
     def replace_weight(self, name: str, weight: torch.Tensor) -> None:

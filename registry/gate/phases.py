@@ -4,7 +4,8 @@ First our runtime (bf16 kernel path, and the fp32 reference and fp32 kernel path
 layer from the same stored weights), then the official ``rwkv`` runtime, built from the tensors
 already loaded.  A State is an initial state; a MiSS adapter is merged into the runtime's weights
 in place, one Linear at a time, and the pristine base bytes are copied back afterwards.  Each
-entry's receipt is made once both phases ran it, and handed to the run's ``record``.
+entry's receipt is made once both phases ran it, and handed to the run's ``record``.  Phase one
+also runs each entry's smoke sample in its own prompt format (:mod:`registry.gate.sample`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from typing import Any
 import torch
 
 from ..core.errors import RegistryError
+from ..core.evaluation import source_of
 from ..core.libc import release_free_memory
-from ..core.models import Entry
+from ..core.models import Entry, FormatSample
 from ..core.pinned import Pinned
 from .checks import (
     Logits,
@@ -38,10 +40,11 @@ from .groups import Group, base_group, entry_files, full_group, full_groups
 from .memory import drop_pages, out_of_memory_named
 from .official import load_official
 from .prepare import Prepared, prepare, same_tensors
-from .prompts import tokenizer
+from .prompts import SampleFormat, Tokenizer, sample_format, tokenizer
 from .receipt import CheckResult, Receipt, Timings
 from .run import Run, kernel_once
 from .runtime import Rwkv7, merged_weights, patched
+from .sample import run_sample
 
 
 @dataclass
@@ -56,6 +59,8 @@ class OursRun:
     decode_tps: float
     prefill_tps: float
     seconds: float
+    format: SampleFormat  # the entry's own prompt format, and the sample run in it
+    sample: FormatSample
     # Set when this entry's tensors were compared equal to an earlier entry's in this run (a
     # safetensors twin and its .pth): its figures are that run's, as a deterministic function of
     # the same tensors on the same weights.
@@ -77,12 +82,18 @@ def _state_file(prepared: Prepared) -> dict[str, torch.Tensor] | None:
     return prepared.own if prepared.entry.method == "state" else None
 
 
+def _format(run: Run, item: Prepared) -> SampleFormat:
+    """The format the entry's sample runs in: its own, or its source's for a safetensors twin."""
+    fmt = sample_format(source_of(run.index, item.entry))
+    if fmt.unknown_profile:
+        run.say(
+            f"{item.entry.path}: profile {fmt.unknown_profile!r} has no prompt the gate knows; its sample runs in {fmt.name}"
+        )
+    return fmt
+
+
 def _phase_ours(
-    run: Run,
-    group: Group,
-    prepared: list[Prepared],
-    prompts: Mapping[str, list[int]],
-    decode: Callable[[list[int]], str],
+    run: Run, group: Group, prepared: list[Prepared], prompts: Mapping[str, list[int]], tok: Tokenizer
 ) -> list[OursRun]:
     dtype = torch.bfloat16 if run.device == "cuda" else torch.float32
     ours = Rwkv7(
@@ -96,7 +107,11 @@ def _phase_ours(
     results: list[OursRun] = []
     for item in prepared:
         start = time.perf_counter()
-        earlier = next((r for r in results if r.same_as is None and same_tensors(r.prepared, item)), None)
+        fmt = _format(run, item)
+        earlier = next(
+            (r for r in results if r.same_as is None and r.format == fmt and same_tensors(r.prepared, item)),
+            None,
+        )
         if earlier is not None:
             run.say(
                 f"{item.entry.path}: tensors equal to {earlier.prepared.entry.path}'s (compared), its results apply"
@@ -104,17 +119,32 @@ def _phase_ours(
             results.append(replace(earlier, prepared=item, seconds=time.perf_counter() - start, same_as=earlier))
             continue
         run.say(
-            f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding"
+            f"{item.entry.path}: our runtime ({run.device}, {'bf16' if run.device == 'cuda' else 'fp32'}), fp32 reference, greedy decoding, a sample in {fmt.name}"
         )
         with _merged_into(ours.replace_weight, group, item):
             state_file = _state_file(item)
             state = ours.apply_state_file(state_file, source=item.entry.path) if state_file else None
             mine = our_logits(ours, prompts, state)
             reference, fp32_kernel = reference_logits(ours, mine, prompts, state_file)
-            decoding, decode_tps = check_decoding(ours, prompts, state, decode)
+            decoding, decode_tps = check_decoding(ours, prompts, state, tok.decode)
             prefill_tps = prefill_throughput(ours, prompts)
+            sample = run_sample(ours, fmt, tok, state)
+        run.say(
+            f"{item.entry.path}: sample in {fmt.name}: {sample.tokens} tokens, stop text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
+        )
         results.append(
-            OursRun(item, mine, reference, fp32_kernel, decoding, decode_tps, prefill_tps, time.perf_counter() - start)
+            OursRun(
+                item,
+                mine,
+                reference,
+                fp32_kernel,
+                decoding,
+                decode_tps,
+                prefill_tps,
+                time.perf_counter() - start,
+                fmt,
+                sample,
+            )
         )
         group.drop_pages()  # what restoring a merge read
     del ours
@@ -178,7 +208,7 @@ def _receipt(run: Run, group: Group, result: OursRun, theirs: Logits, seconds: f
     return Receipt(
         entry=entry.path, method=entry.method, file_sha256=entry.sha256, files=entry_files(entry), base_sha256=entry.base_sha256,
         created=datetime.now(UTC).isoformat(timespec="seconds"), environment=run.environment, checks=checks,
-        timings=timings, passed=all(c.passed for c in checks),
+        timings=timings, passed=all(c.passed for c in checks), sample=result.sample,
     )  # fmt: skip
 
 
@@ -195,7 +225,7 @@ def _gate_group(run: Run, group: Group) -> None:
         return
     tok = tokenizer()
     prompts = tok.prompt_ids
-    results = _phase_ours(run, group, prepared, prompts, tok.decode)
+    results = _phase_ours(run, group, prepared, prompts, tok)
     _phase_official(run, group, results, prompts)
 
 

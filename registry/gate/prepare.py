@@ -19,7 +19,7 @@ from .groups import Group, source_pth
 from .memory import on_device
 from .receipt import CheckResult
 from .run import Run
-from .runtime import check_miss_fits, load_tensors
+from .runtime import check_mergeable, load_tensors
 
 
 @dataclass
@@ -63,7 +63,7 @@ def prepare(run: Run, entry: Entry, group: Group) -> Prepared:
     scale = None
     if entry.method == "miss":
         scale = read_miss_json(run.files / source_pth(run.index, entry)).scale
-        check_miss_fits(group.weights, own, source=entry.path)
+        check_mergeable(group.weights, own, source=entry.path)
     return Prepared(entry, own, scale, check_finite_weights(own), time.perf_counter() - start)
 
 

@@ -6,6 +6,10 @@ by a key publish was told to trust (its ``signature``, made by ``smoke --sign-ke
 ``file_sha256`` equals the bytes about to be uploaded, it passed, and it ran on CUDA (a ``cpu``
 receipt needs ``--allow-cpu-gate``).  The schema is checked in as
 ``schemas/receipt.schema.json``.
+
+``sample`` (the smoke sample in the weight's own format) came later: a receipt written before it
+has none, and its seal and signature cover the fields it has, so it is read and trusted as it was
+(:func:`unsigned_fields`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.models import SHA256_PATTERN, GateCheck, GateSummary
+from ..core.models import SHA256_PATTERN, FormatSample, GateCheck, GateSummary
 
 RECEIPT_FORMAT: Final = "rwkv-registry-gate-receipt"
 RECEIPT_PAYLOAD_TYPE: Final = (
@@ -96,6 +100,10 @@ class Receipt(_Strict):
     checks: list[CheckResult]
     timings: Timings
     passed: bool
+    sample: FormatSample | None = Field(
+        default=None,
+        description="A short greedy continuation in the weight's own prompt format: reported, never part of the verdict; absent in receipts written before it existed",
+    )
     seal: str | None = Field(
         default=None,
         description="HMAC-SHA256 of the rest of the receipt under the key of the installation whose gate wrote it (kept outside the registry)",
@@ -109,11 +117,17 @@ class Receipt(_Strict):
         return [c for c in self.checks if not c.passed]
 
 
+def unsigned_fields(receipt: Receipt) -> set[str]:
+    """The fields a receipt's seal and signature do not cover: those two, and ``sample`` where there
+    is none, so that a receipt written before samples existed checks as it was sealed and signed."""
+    return {"seal", "signature"} | ({"sample"} if receipt.sample is None else set())
+
+
 def signed_payload(receipt: Receipt) -> bytes:
-    """The bytes a receipt's seal and signature cover: every field but those two, as canonical JSON
-    (sorted keys, no spaces), so another installation re-derives them from the parsed receipt."""
+    """The bytes a receipt's signature covers: every field but :func:`unsigned_fields`, as canonical
+    JSON (sorted keys, no spaces), so another installation re-derives them from the parsed receipt."""
     facts = json.loads(
-        receipt.model_dump_json(exclude={"seal", "signature"})
+        receipt.model_dump_json(exclude=unsigned_fields(receipt))
     )  # as the file holds it (a NaN figure is null)
     return json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
@@ -129,6 +143,7 @@ def gate_summary(receipt: Receipt) -> GateSummary:
         passed=receipt.passed, device=receipt.environment.device, file_sha256=receipt.file_sha256,
         gpu=receipt.environment.gpu, date=receipt.created[:10], versions={k: str(v) for k, v in environment.items()},
         checks=[GateCheck(name=c.name, passed=c.passed, figures={k: _finite_or_text(v) for k, v in c.figures.items()}) for c in receipt.checks],
+        sample=receipt.sample,
     )  # fmt: skip
 
 

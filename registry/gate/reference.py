@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..artifacts.rwkv7 import HEAD_SIZE
+
 # (r, w, k, v, a, b)
 Wkv7Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -90,7 +92,7 @@ def make_wkv7_inputs(
     steps: int,
     heads: int,
     *,
-    head_size: int = 64,
+    head_size: int = HEAD_SIZE,
     dtype: torch.dtype = torch.float32,
     device: str | torch.device = "cpu",
     seed: int = 0,

@@ -21,35 +21,38 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
 
 from ..artifacts.inspect import load_tensor_map
 from ..artifacts.miss import merge_delta
+from ..artifacts.rwkv7 import (
+    GLOBAL_KEYS,
+    MIX_KEYS,
+    SHAPE_TENSORS,
+    VALUE_RESIDUAL,
+    block_key,
+    block_name,
+    has_value_residual,
+    heads,
+    is_linear_weight,
+    layer_keys,
+    linear_shapes,
+    shape_of,
+    state_key,
+)
 from ..artifacts.safetensors_header import read_shard_index
 from ..core.errors import RegistryError
+from ..core.models import Architecture
 from ..core.names import SHARD_INDEX, SINGLE_SAFETENSORS
 from .kernel import wkv7
 from .reference import wkv7_reference
 
 GROUP_NORM_EPS = 64e-5
-LAYER0_UNUSED = ("att.v0", "att.v1", "att.v2")  # official files carry them; the model ignores them
-MIX_KEYS = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g")
-LORA_KEYS = ("w", "a", "v", "g")
-LAYER_KEYS = (
-    "ln1.weight", "ln1.bias", "ln2.weight", "ln2.bias",
-    *(f"att.{m}" for m in MIX_KEYS),
-    "att.w0", "att.a0", "att.v0", "att.k_k", "att.k_a", "att.r_k",
-    *(f"att.{x}{n}" for x in LORA_KEYS for n in (1, 2)),
-    "att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight",
-    "att.ln_x.weight", "att.ln_x.bias",
-    "ffn.x_k", "ffn.key.weight", "ffn.value.weight",
-)  # fmt: skip
-GLOBAL_KEYS = ("emb.weight", "blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias", "head.weight")
-MISS_TARGET = re.compile(r"blocks\.\d+\.(att|ffn)\.\w+\.weight")
 WKV_CHOICES = ("auto", "kernel", "reference")
+StopReason = Literal["stop_token", "stop_text", "max_new_tokens"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,12 +133,15 @@ def load_tensors(path: str | Path) -> dict[str, torch.Tensor]:
 # Adapters and state layout
 
 
-def check_miss_fits(
+def check_mergeable(
     base: Mapping[str, torch.Tensor], adapter: Mapping[str, torch.Tensor], *, source: str | Path | None = None
 ) -> None:
-    """Every adapter block targets a Linear of ``base`` it can be merged into (else a refusal)."""
+    """Every adapter block targets a Linear of ``base`` it can be merged into (else a refusal).
+
+    Whether an adapter file fits a base file (its miss.json against the base's shapes) is
+    :func:`registry.artifacts.inspect.check_miss_fits`; this checks the tensors about to be merged."""
     for name, block in adapter.items():
-        if not MISS_TARGET.fullmatch(name):
+        if not is_linear_weight(name):
             raise RegistryError(
                 "gate.miss-key",
                 source,
@@ -167,7 +173,7 @@ def merged_weights(
     """The merged Linears one at a time (:func:`~registry.artifacts.miss.merge_delta`:
     ``W' = W + scale * D.repeat(1, ceil(in/rank))[:, :in]``), after checking that all of them fit,
     so a misfit is refused before anything is merged.  Each is computed on the base weight's device."""
-    check_miss_fits(base, adapter, source=source)
+    check_mergeable(base, adapter, source=source)
     for name, block in adapter.items():
         weight = base[name]
         yield name, merge_delta(weight, block.to(weight.device), scale)
@@ -210,55 +216,44 @@ def from_package_state(state: Sequence[torch.Tensor]) -> list[torch.Tensor]:
 
 
 @dataclass(frozen=True)
-class ModelShape:
-    n_layer: int
-    n_embd: int
-    n_head: int
-    head_size: int
-    vocab_size: int
-    dim_ffn: int
-
-
-@dataclass(frozen=True)
 class Generation:
     tokens: list[int]  # generated tokens, without the stop token
     text: str  # their decoded text, cut before the stop text
-    stop_reason: str  # "stop_token", "stop_text" or "max_new_tokens"
+    stop_reason: StopReason
 
 
-def _infer_shape(tensors: Mapping[str, torch.Tensor], source: str | Path | None) -> ModelShape:
-    for name in ("emb.weight", "blocks.0.att.r_k", "blocks.0.ffn.key.weight"):
+def _infer_shape(tensors: Mapping[str, torch.Tensor], source: str | Path | None) -> Architecture:
+    for name in SHAPE_TENSORS:
         if name not in tensors:
             raise RegistryError("gate.weights-keys", source, f"missing {name}", "pass an RWKV-7 (x070) checkpoint")
-    vocab, embd = tensors["emb.weight"].shape
-    heads, head_size = tensors["blocks.0.att.r_k"].shape
-    layers = 1 + max(int(m.group(1)) for n in tensors if (m := re.match(r"blocks\.(\d+)\.", n)))
-    if heads * head_size != embd:
+    n_head, head_size = tensors["blocks.0.att.r_k"].shape
+    _vocab, n_embd = tensors["emb.weight"].shape
+    if n_head * head_size != n_embd:
         raise RegistryError(
             "gate.weights-shape",
             source,
-            f"r_k is {heads}x{head_size} but n_embd is {embd}",
+            f"r_k is {n_head}x{head_size} but n_embd is {n_embd}",
             "pass an RWKV-7 (x070) checkpoint",
         )
-    return ModelShape(layers, embd, heads, head_size, vocab, tensors["blocks.0.ffn.key.weight"].shape[0])
+    return shape_of({name: t.shape for name, t in tensors.items()})
 
 
-def _expected_keys(shape: ModelShape) -> set[str]:
+def _expected_keys(shape: Architecture) -> set[str]:
     keys = set(GLOBAL_KEYS)
     for i in range(shape.n_layer):
-        keys.update(f"blocks.{i}.{k}" for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED))
+        keys.update(block_name(i, k) for k in layer_keys(i))
     return keys
 
 
-def _expected_shape(name: str, shape: ModelShape, tensors: Mapping[str, torch.Tensor]) -> tuple[int, ...] | None:
+def _expected_shape(name: str, shape: Architecture, tensors: Mapping[str, torch.Tensor]) -> tuple[int, ...] | None:
     """The shape a matrix must have; None for the vectors, which are checked by element count."""
-    c, f, v = shape.n_embd, shape.dim_ffn, shape.vocab_size
-    leaf = name.split(".", 2)[-1] if name.startswith("blocks.") else name
+    c, v = shape.n_embd, shape.vocab_size
+    key = block_key(name)
+    leaf = key[1] if key else name
     fixed = {
         "emb.weight": (v, c), "head.weight": (v, c),
-        "att.receptance.weight": (c, c), "att.key.weight": (c, c), "att.value.weight": (c, c), "att.output.weight": (c, c),
-        "ffn.key.weight": (f, c), "ffn.value.weight": (c, f),
-        "att.r_k": (shape.n_head, shape.head_size),
+        **linear_shapes(shape),
+        "att.r_k": (heads(shape), shape.head_size),
     }  # fmt: skip
     if leaf in fixed:
         return fixed[leaf]
@@ -269,9 +264,9 @@ def _expected_shape(name: str, shape: ModelShape, tensors: Mapping[str, torch.Te
     return None
 
 
-def _check_weights(tensors: Mapping[str, torch.Tensor], shape: ModelShape, source: str | Path | None) -> None:
+def _check_weights(tensors: Mapping[str, torch.Tensor], shape: Architecture, source: str | Path | None) -> None:
     expected = _expected_keys(shape)
-    present = set(tensors) - {f"blocks.0.{k}" for k in LAYER0_UNUSED}
+    present = set(tensors) - {block_name(0, k) for k in VALUE_RESIDUAL}
     missing, unknown = sorted(expected - present), sorted(present - expected)
     if missing:
         raise RegistryError(
@@ -356,10 +351,7 @@ class Rwkv7:
             copied(head)
             return t
 
-        self._layers = [
-            {k: prep(f"blocks.{i}.{k}") for k in LAYER_KEYS if not (i == 0 and k in LAYER0_UNUSED)}
-            for i in range(self.shape.n_layer)
-        ]
+        self._layers = [{k: prep(block_name(i, k)) for k in layer_keys(i)} for i in range(self.shape.n_layer)]
         self._outer = {
             name: prep(name) for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias")
         }
@@ -384,16 +376,16 @@ class Rwkv7:
 
     def replace_weight(self, name: str, value: torch.Tensor) -> None:
         """Copy ``value`` into the stored Linear weight ``name`` (``blocks.N.…weight``) in place."""
-        match = re.fullmatch(r"blocks\.(\d+)\.(.+)", name)
-        layer = self._layers[int(match.group(1))] if match and int(match.group(1)) < self.shape.n_layer else {}
-        target = layer.get(match.group(2)) if match else None
+        key = block_key(name)
+        layer = self._layers[key[0]] if key and key[0] < self.shape.n_layer else {}
+        target = layer.get(key[1]) if key else None
         if target is None or target.shape != value.shape:
             raise ValueError(f"{name} is not a weight of this model with shape {tuple(value.shape)}")
         target.copy_(value)
 
     def stored_weights(self) -> dict[str, torch.Tensor]:
         """The stored block weights by checkpoint name (for tests of patch and restore)."""
-        return {f"blocks.{i}.{k}": t for i, layer in enumerate(self._layers) for k, t in layer.items()}
+        return {block_name(i, k): t for i, layer in enumerate(self._layers) for k, t in layer.items()}
 
     def _layer_norm(self, x: torch.Tensor, weight_bias: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         return F.layer_norm(x, (self.shape.n_embd,), *weight_bias)
@@ -403,7 +395,7 @@ class Rwkv7:
     def _state_shapes(self, batch: int) -> list[tuple[tuple[int, ...], torch.dtype]]:
         s = self.shape
         shift = ((batch, s.n_embd), self.dtype)
-        wkv = ((batch, s.n_head, s.head_size, s.head_size), torch.float32)
+        wkv = ((batch, heads(s), s.head_size, s.head_size), torch.float32)
         return [shift, wkv, shift] * s.n_layer
 
     def zero_state(self, batch: int = 1) -> list[torch.Tensor]:
@@ -414,7 +406,7 @@ class Rwkv7:
     ) -> list[torch.Tensor]:
         """Initial state from a state-tuning file: WKV slots = ``blocks.i.att.time_state``, shifts zero."""
         s = self.shape
-        expected = {f"blocks.{i}.att.time_state" for i in range(s.n_layer)}
+        expected = {state_key(i) for i in range(s.n_layer)}
         if set(tensors) != expected:
             odd = sorted(set(tensors) ^ expected)[0]
             raise RegistryError(
@@ -425,10 +417,10 @@ class Rwkv7:
             )
         state = self.zero_state(batch)
         for i in range(s.n_layer):
-            t = tensors[f"blocks.{i}.att.time_state"]
-            if tuple(t.shape) != (s.n_head, s.head_size, s.head_size):
+            t = tensors[state_key(i)]
+            if tuple(t.shape) != (heads(s), s.head_size, s.head_size):
                 raise RegistryError(
-                    "gate.state-mismatch", source, f"blocks.{i}.att.time_state is {tuple(t.shape)}, the model needs {(s.n_head, s.head_size, s.head_size)}",
+                    "gate.state-mismatch", source, f"{state_key(i)} is {tuple(t.shape)}, the model needs {(heads(s), s.head_size, s.head_size)}",
                     "use the state trained for this base model",
                 )  # fmt: skip
             state[3 * i + 1] = t.to(device=self.device, dtype=torch.float32).unsqueeze(0).repeat(batch, 1, 1, 1)
@@ -508,7 +500,7 @@ class Rwkv7:
         v_first: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         batch, steps, c = x.shape
-        heads, n = self.shape.n_head, self.shape.head_size
+        n_head, n = heads(self.shape), self.shape.head_size
         xx = self._shift_delta(x, x_prev)
         xr, xw, xk, xv, xa, xg = (x + xx * p[f"att.{m}"] for m in MIX_KEYS)
 
@@ -519,9 +511,9 @@ class Rwkv7:
         a = torch.sigmoid(p["att.a0"] + (xa @ p["att.a1"]) @ p["att.a2"])
         g = torch.sigmoid(xg @ p["att.g1"]) @ p["att.g2"]
 
-        kk = F.normalize((k * p["att.k_k"]).view(batch, steps, heads, n), dim=-1, p=2.0).view(batch, steps, c)
+        kk = F.normalize((k * p["att.k_k"]).view(batch, steps, n_head, n), dim=-1, p=2.0).view(batch, steps, c)
         k = k * (1 + (a - 1) * p["att.k_a"])
-        if layer == 0:
+        if not has_value_residual(layer):
             v_first = v
         else:
             assert v_first is not None  # layer 0's value, passed on by forward
@@ -530,10 +522,10 @@ class Rwkv7:
 
         y, _ = self._wkv(r, w, k, v, -kk, kk * a, wkv_state)
         y = F.group_norm(
-            y.view(batch * steps, c), heads, p["att.ln_x.weight"], p["att.ln_x.bias"], eps=GROUP_NORM_EPS
+            y.view(batch * steps, c), n_head, p["att.ln_x.weight"], p["att.ln_x.bias"], eps=GROUP_NORM_EPS
         ).view(batch, steps, c)
-        bonus = (r * k * p["att.r_k"]).view(batch, steps, heads, n).sum(-1, keepdim=True) * v.view(
-            batch, steps, heads, n
+        bonus = (r * k * p["att.r_k"]).view(batch, steps, n_head, n).sum(-1, keepdim=True) * v.view(
+            batch, steps, n_head, n
         )
         y = y + bonus.view(batch, steps, c)
         return F.linear(y * g, p["att.output.weight"]), x[:, -1], v_first
@@ -554,13 +546,13 @@ class Rwkv7:
         *,
         decode: Callable[[list[int]], str],
         stop_tokens: Iterable[int] = (0,),
-        stop_text: str | None = "\n\nUser:",
+        stop_texts: Sequence[str] = ("\n\nUser:",),
         state: Sequence[torch.Tensor] | None = None,
     ) -> Generation:
-        """Greedy continuation of one prompt; stops on a stop token, the stop text or the budget.
+        """Greedy continuation of one prompt; stops on a stop token, a stop text or the budget.
 
-        The stop text (the next chat turn's header) is cut from the returned text: a model that
-        answers and then starts the next turn has answered correctly.
+        A stop text (the next chat turn's header) is cut from the returned text, from where the
+        first of them starts: a model that answers and then starts the next turn has answered correctly.
         """
         stops = set(stop_tokens)
         logits, state = self.forward(list(prompt_tokens), state)
@@ -573,6 +565,7 @@ class Rwkv7:
                 return Generation(tokens, decode(tokens), "stop_token")
             tokens.append(token)
             text = decode(tokens)
-            if stop_text and stop_text in text:
-                return Generation(tokens, text[: text.index(stop_text)], "stop_text")
+            found = [text.index(stop) for stop in stop_texts if stop and stop in text]
+            if found:
+                return Generation(tokens, text[: min(found)], "stop_text")
         return Generation(tokens, decode(tokens), "max_new_tokens")

@@ -23,11 +23,11 @@ from pathlib import Path
 from ..artifacts.signature import TrustedKey, sign_document
 from ..core.hashing.digest import hmac_sha256_hex
 from ..core.userkey import create_key, key_path, read_key
-from .receipt import RECEIPT_PAYLOAD_TYPE, Receipt, ReceiptSignature, signed_payload
+from .receipt import RECEIPT_PAYLOAD_TYPE, Receipt, ReceiptSignature, signed_payload, unsigned_fields
 
 
 def _mac(key: bytes, receipt: Receipt) -> str:
-    return hmac_sha256_hex(key, receipt.model_dump_json(exclude={"seal", "signature"}).encode("utf-8"))
+    return hmac_sha256_hex(key, receipt.model_dump_json(exclude=unsigned_fields(receipt)).encode("utf-8"))
 
 
 def sealed(receipt: Receipt) -> Receipt:

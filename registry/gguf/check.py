@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..artifacts.rwkv7 import has_value_residual, recorded_differences
 from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem
 from ..core.hashing.digest import sha256_hex
@@ -28,6 +29,13 @@ from .reader import GgufFormatError, read_header
 
 UNLISTED_FIX = "move it out of the gguf folder (export-gguf writes the files there and lists each GGUF in index.json; it refuses to overwrite one no record lists), then run `registry sums`"
 MODELFILE_FIX = "run `registry card` (it writes the Modelfile again)"
+# the header's shape fields and the base's recorded Architecture fields they must equal
+RECORDED_FIELDS = {
+    "block_count": "n_layer",
+    "embedding_length": "n_embd",
+    "head_size": "head_size",
+    "feed_forward_length": "dim_ffn",
+}
 FIX = "make it again with `registry export-gguf --force` (or remove the file and its record in ggufs)"
 
 
@@ -49,7 +57,7 @@ def expected_shapes(meta: dict[str, Any], n_vocab: int) -> dict[str, tuple[int, 
         for leaf in ("attn_norm", "attn_norm_2", "time_mix_ln"):
             shapes[f"blk.{i}.{leaf}.weight"] = shapes[f"blk.{i}.{leaf}.bias"] = (c,)
         for x in "wavg":
-            r = rank["a"] if (i == 0 and x == "v") else rank[x]  # layer 0's v LoRA stands in with a's shape
+            r = rank["a"] if (x == "v" and not has_value_residual(i)) else rank[x]  # layer 0's v LoRA: a's shape
             shapes[f"blk.{i}.time_mix_{x}1.weight"] = (r, c)
             shapes[f"blk.{i}.time_mix_{x}2.weight"] = (c, r)
             if x != "g":
@@ -121,15 +129,8 @@ def header_problems(path: Path, record: GgufFile, index: Index) -> Iterator[str]
     base = index.base_by_sha(record.base_sha256)
     arch_facts = base.architecture if base else None
     if arch_facts is not None:
-        recorded = {
-            "block_count": arch_facts.n_layer,
-            "embedding_length": arch_facts.n_embd,
-            "head_size": arch_facts.head_size,
-            "feed_forward_length": arch_facts.dim_ffn,
-        }
-        for key, value in recorded.items():
-            if value is not None and counts[key] != value:
-                yield f"says {key} {counts[key]} but the base records {value}"
+        for key, said, value in recorded_differences(arch_facts, counts, RECORDED_FIELDS):
+            yield f"says {key} {said} but the base records {value}"
         if n_vocab != arch_facts.vocab_size:
             yield f"has {n_vocab} tokens but the base's vocabulary is {arch_facts.vocab_size}"
     want = expected_shapes(counts, n_vocab)

@@ -16,7 +16,7 @@ from ..convert.source import locate_tensors
 from ..core.errors import RegistryError
 from ..core.pinned import Pinned
 from ..core.repo import Repo
-from ..gate.runtime import check_miss_fits
+from ..gate.runtime import check_mergeable
 from ..hf.source import ExportSource, pinned_source
 from . import writer
 
@@ -49,7 +49,7 @@ def open_inputs(repo: Repo, source: ExportSource, base_file: Path | None) -> Ite
             adapter = load_tensor_map(adapter_pin.stable)
             verify_adapter(adapter_pin.path, adapter, manifest)
             tensors = load_tensor_map(handle.stable)
-            check_miss_fits(tensors, adapter, source=source.entry.path)
+            check_mergeable(tensors, adapter, source=source.entry.path)
             yield Inputs(
                 source,
                 tensors,

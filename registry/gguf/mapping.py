@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..hf.mapping import DROPPED, HEAD_SIZE, NORM_EPS, fla_plan
+from ..artifacts.rwkv7 import HEAD_SIZE, VALUE_RESIDUAL, has_value_residual
+from ..hf.mapping import NORM_EPS, fla_plan
 
 ARCH = "rwkv7"
 CONTEXT_LENGTH = 1048576  # RWKV is not context-limited; the converter writes this
@@ -80,7 +81,7 @@ def rules(n_layer: int) -> list[Rule]:
     out += [Rule(f"token_embd_norm.{leaf}", (f"blocks.0.ln0.{leaf}",), "rename") for leaf in ("weight", "bias")]
     for i in range(n_layer):
         for src, dst, how in _LAYER:
-            if i == 0 and src in DROPPED:
+            if not has_value_residual(i) and src in VALUE_RESIDUAL:
                 src = src.replace("att.v", "att.a")  # the converter's stand-ins for layer 0's unused v0/v1/v2
             out.append(Rule(f"blk.{i}.{dst}", (f"blocks.{i}.{src}",), how))
         out.append(

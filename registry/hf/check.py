@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..artifacts.rwkv7 import recorded_differences
 from ..artifacts.safetensors_header import SafetensorsHeader, read_safetensors_header
 from ..artifacts.shapes import shape_findings
 from ..core.errors import Problem, RegistryError
@@ -66,21 +67,23 @@ def _place_problems(index: Index, export: HfExport) -> Iterator[str]:
         yield f"{export.source}'s export belongs at {path}"
 
 
+# config.json's shape fields and the base's recorded Architecture fields they must equal
+RECORDED_FIELDS = {
+    "num_hidden_layers": "n_layer",
+    "hidden_size": "n_embd",
+    "head_dim": "head_size",
+    "vocab_size": "vocab_size",
+    "intermediate_size": "dim_ffn",
+}
+
+
 def _config_problems(index: Index, export: HfExport, config: dict) -> Iterator[str]:
     base = index.base_by_sha(export.base_sha256)
     arch = base.architecture if base else None
     if arch is None:
         return
-    recorded = {
-        "num_hidden_layers": arch.n_layer,
-        "hidden_size": arch.n_embd,
-        "head_dim": arch.head_size,
-        "vocab_size": arch.vocab_size,
-        "intermediate_size": arch.dim_ffn,
-    }
-    for key, want in recorded.items():
-        if want is not None and config.get(key) != want:
-            yield f"config.json says {key} {config.get(key)} but the base records {want}"
+    for key, said, want in recorded_differences(arch, config, RECORDED_FIELDS):
+        yield f"config.json says {key} {said} but the base records {want}"
 
 
 def _tensor_problems(root: Path, export: HfExport, config: dict) -> Iterator[str]:

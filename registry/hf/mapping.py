@@ -10,7 +10,7 @@ place in fla's model, reached in one of three ways:
   so ``w1 [C, r]`` becomes ``w_lora.lora.0.weight [r, C]``: the same values, another byte order.
 
 Layer 0 of an official file carries ``att.v0/v1/v2``, which neither runtime uses (layer 0 makes
-``v_first``); fla's layer 0 has no ``v_lora``, so they are left out (:data:`DROPPED`).
+``v_first``); fla's layer 0 has no ``v_lora``, so they are left out (:data:`DROPPED_SOURCES`).
 """
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..artifacts.rwkv7 import HEAD_SIZE, SHAPE_TENSORS, VALUE_RESIDUAL, block_name, has_value_residual, shape_of
 from ..core.errors import RegistryError
 
-HEAD_SIZE = 64  # fla's RWKV-7 kernels, and every published RWKV-7 checkpoint
 NORM_EPS = 1e-5  # x070's layer norms; fla's group norm uses head_dim * norm_eps = 64e-5, as x070
-DROPPED = ("att.v0", "att.v1", "att.v2")  # layer 0 only
-# The x070 tensors fla has no place for (present in official files, used by no runtime).
-DROPPED_SOURCES = tuple(f"blocks.0.{leaf}" for leaf in DROPPED)
+# The x070 tensors fla has no place for: layer 0's value residual (in official files, used by no runtime).
+DROPPED_SOURCES = tuple(block_name(0, leaf) for leaf in VALUE_RESIDUAL)
 Transform = Literal["rename", "flatten", "transpose"]
 
 # (x070 leaf, fla leaf, transform), per layer; the fla order of RWKV7Block's state_dict.
@@ -94,7 +93,7 @@ def rules(n_layer: int) -> list[Rule]:
         out += [
             Rule(f"model.layers.{i}.{dst}", f"blocks.{i}.{src}", how)
             for src, dst, how in _LAYER
-            if not (i == 0 and src in DROPPED)
+            if has_value_residual(i) or src not in VALUE_RESIDUAL
         ]
     out += [
         Rule("model.norm.weight", "ln_out.weight", "rename"),
@@ -144,7 +143,7 @@ def fla_shapes(config: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
             {
                 f"model.layers.{i}.{leaf}": shape
                 for leaf, shape in per_layer.items()
-                if not (i == 0 and leaf.startswith("attn.v_lora."))
+                if has_value_residual(i) or not leaf.startswith("attn.v_lora.")
             }
         )
     shapes.update({"model.norm.weight": (c,), "model.norm.bias": (c,), "lm_head.weight": (v, c)})
@@ -163,29 +162,22 @@ class FlaPlan:
 def _refuse(
     source: str | Path | None,
     message: str,
-    fix: str = "export an RWKV-7 (x070) checkpoint with head size 64 and all four LoRA blocks in every layer",
+    fix: str = f"export an RWKV-7 (x070) checkpoint with head size {HEAD_SIZE} and all four LoRA blocks in every layer",
 ) -> RegistryError:
     return RegistryError("export.not-fla", source, message, fix)
 
 
-def _layers(shapes: Mapping[str, Sequence[int]]) -> int:
-    found = {int(m.group(1)) for name in shapes if (m := re.match(r"blocks\.(\d+)\.", name))}
-    return max(found) + 1 if found else 0
-
-
 def _shape_config(shapes: Mapping[str, Sequence[int]], source: str | Path | None) -> dict[str, Any]:
-    for name in ("emb.weight", "blocks.0.att.r_k", "blocks.0.ffn.key.weight"):
+    for name in SHAPE_TENSORS:
         if name not in shapes:
             raise _refuse(source, f"missing {name}, so this is not an RWKV-7 (x070) checkpoint")
-    vocab, hidden = shapes["emb.weight"]
-    heads, head_dim = shapes["blocks.0.att.r_k"]
-    if head_dim != HEAD_SIZE:
+    arch = shape_of(shapes)
+    if arch.head_size != HEAD_SIZE:
         raise _refuse(
             source,
-            f"blocks.0.att.r_k is {heads}x{head_dim}: head size {head_dim}, and fla's RWKV-7 takes head size {HEAD_SIZE} only",
+            f"blocks.0.att.r_k is {arch.n_head}x{arch.head_size}: head size {arch.head_size}, and fla's RWKV-7 takes head size {HEAD_SIZE} only",
         )
-    n_layer = _layers(shapes)
-    if n_layer == 1:
+    if arch.n_layer == 1:
         # fla 0.6's RWKV7Attention._initialize_weights divides by num_hidden_layers - 1, and runs
         # whenever the model is built (transformers 5 has no switch to skip it), from_pretrained too
         raise _refuse(
@@ -194,11 +186,11 @@ def _shape_config(shapes: Mapping[str, Sequence[int]], source: str | Path | None
             "no Transformers export exists for a 1-layer model: publish the .pth, which the rwkv runtime loads",
         )
     config: dict[str, Any] = {
-        "hidden_size": hidden, "num_hidden_layers": n_layer, "head_dim": head_dim, "num_heads": heads,
-        "intermediate_size": shapes["blocks.0.ffn.key.weight"][0], "vocab_size": vocab,
+        "hidden_size": arch.n_embd, "num_hidden_layers": arch.n_layer, "head_dim": arch.head_size, "num_heads": arch.n_head,
+        "intermediate_size": arch.dim_ffn, "vocab_size": arch.vocab_size,
     }  # fmt: skip
     for key, leaf in _RANKS.items():
-        name = f"blocks.1.{leaf}"
+        name = block_name(1, leaf)
         if name not in shapes:
             raise _refuse(source, f"missing {name} (fla's RWKV-7 has this LoRA block in every layer)")
         config[key] = shapes[name][-1]

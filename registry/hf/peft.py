@@ -13,10 +13,10 @@ the tensors.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..artifacts.rwkv7 import block_key
 from ..core.names import ADAPTER_CONFIG_NAME, ADAPTER_WEIGHTS_NAME
 from .mapping import fla_shapes, rules, tensor_misfit
 
@@ -32,10 +32,10 @@ _SUFFIX = ".miss_block"
 
 def fla_module(target: str) -> str:
     """The fla module a MiSS target Linear is: ``blocks.3.att.receptance.weight`` → ``model.layers.3.attn.r_proj``."""
-    match = re.fullmatch(r"blocks\.(\d+)\.(.+)", target)
-    if not match:
+    key = block_key(target)
+    if not key:
         raise ValueError(f"{target} is not a layer's weight")
-    layer = int(match.group(1))
+    layer = key[0]
     by_source = {rule.source: rule.target for rule in rules(layer + 1)}
     fla = by_source.get(target)
     if fla is None or not fla.endswith(".weight"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..artifacts.rwkv7 import state_key
 from ..core.names import STATE_WEIGHTS_NAME
 from .mapping import tensor_misfit
 
@@ -30,7 +31,7 @@ def tensor_name(layer: int) -> str:
 
 def source_name(layer: int) -> str:
     """The State file's tensor that :func:`tensor_name` is made from."""
-    return f"blocks.{layer}.att.time_state"
+    return state_key(layer)
 
 
 def misfit(base_config: Mapping[str, Any], found: Mapping[str, tuple[tuple[int, ...], str]]) -> str | None:
