@@ -13,6 +13,13 @@ figure.  "cold" runs start with empty kernel caches (ours and the rwkv package's
 per-user hash cache and no registry stat cache: a fresh machine, except that the checkpoint is
 in the page cache.  Prints one JSON line per step (also appended to OUT/gate.jsonl); receipts and
 the last lines of stderr go to OUT.
+
+Memory (issue #45): each entry's row gives the receipt's ``gpu_peak_bytes``
+(``torch.cuda.max_memory_allocated``) as ``peak_ratio``, a ratio to the bf16 file's size, the
+card named in the ``env`` row.  Beside the default runs (the card's free memory is the budget):
+7.2B State and MiSS with ``--max-gpu-memory 16GiB``; 13.3B on a simulated 32 GiB card (the
+process's ``torch.cuda.set_per_process_memory_fraction`` set to 32 GiB before the gate starts),
+and with ``--max-gpu-memory 24GiB``, which must be refused in one line before loading (exit 5).
 """
 
 from __future__ import annotations
@@ -55,9 +62,20 @@ def build_base(path: Path, spec: TinySpec, device: str = "cuda") -> Path:
     return path
 
 
+# Runs the CLI as on a card of argv[1] GiB: this process may allocate no more than that.
+AS_ON_A_CARD = """
+import sys, torch
+torch.cuda.set_per_process_memory_fraction(float(sys.argv[1]) * 2**30 / torch.cuda.mem_get_info()[1])
+sys.argv = ["registry", *sys.argv[2:]]
+from registry.cli import run
+run()
+"""
+
+
 class Bench:
-    def __init__(self, work: Path, out: Path):
-        self.work, self.out = work, out
+    def __init__(self, work: Path, out: Path, cold: bool = True):
+        self.work, self.out, self.cold = work, out, cold
+        self.weights_bytes = 0  # the bf16 checkpoint's size: the peaks' yardstick
 
     def emit(self, **row) -> None:
         line = json.dumps(row)
@@ -79,14 +97,27 @@ class Bench:
             "XDG_CACHE_HOME": str(caches / "xdg"),
         }
 
-    def smoke(self, tag: str, root: Path, paths: list[str], base: Path | None, env: dict[str, str]) -> None:
-        command = [sys.executable, "-m", "registry", "smoke", *paths, "-C", str(root), "--device", "cuda", "--json"]
+    def smoke(
+        self,
+        tag: str,
+        root: Path,
+        paths: list[str],
+        base: Path | None,
+        env: dict[str, str],
+        *extra: str,
+        card_gib: float | None = None,
+    ) -> None:
+        """``registry smoke`` in a fresh process; ``card_gib``: as on a card of that size (this
+        process's memory fraction set before the gate starts)."""
+        entry = ["-m", "registry"] if card_gib is None else ["-c", AS_ON_A_CARD, str(card_gib)]
+        command = [sys.executable, *entry, "smoke", *paths, "-C", str(root), "--device", "cuda", "--json", *extra]
         command += ["--base-file", str(base)] if base else []
         start = time.perf_counter()
         proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env})
         wall = time.perf_counter() - start
         (self.out / f"{tag}.stderr.txt").write_text(proc.stderr[-6000:])
-        row: dict = {"tag": tag, "rc": proc.returncode, "wall_s": round(wall, 1)}
+        row: dict = {"tag": tag, "gpu": torch.cuda.get_device_name(0), "rc": proc.returncode, "wall_s": round(wall, 1)}
+        row["bf16_bytes"] = self.weights_bytes
         try:
             receipts = json.loads(proc.stdout)
         except ValueError:
@@ -104,6 +135,8 @@ class Bench:
                     k: r["timings"][k]
                     for k in ("total_s", "setup_s", "kernel_build_s", "decode_tokens_per_s", "gpu_peak_bytes")
                 },
+                "peak_ratio": round(r["timings"]["gpu_peak_bytes"] / self.weights_bytes, 3),
+                "peak_gib": round(r["timings"]["gpu_peak_bytes"] / 2**30, 2),
                 **{
                     k: v
                     for c in r["checks"]
@@ -119,6 +152,7 @@ class Bench:
     def build(self, part: str) -> Path:
         start = time.perf_counter()
         path = build_base(self.work / f"{NAMES[part]}.pth", SHAPES[part])
+        self.weights_bytes = path.stat().st_size
         self.emit(step=f"build-{part}", seconds=round(time.perf_counter() - start, 1), bytes=path.stat().st_size)
         return path
 
@@ -158,10 +192,11 @@ def part_7b(bench: Bench) -> None:
         adapter = make_adapter_file(bench.work / run / "adapter-final.pth", spec, base_sha, rank=16, seed=6 + i)
         entries.append(add_weight(root, AddRequest(adapter, name, "miss", "v2.1", train, run=run, move=True)).path)
     bench.emit(step="registry-7b", seconds=round(time.perf_counter() - start, 1), entries=entries)
-    env = bench.cold_caches("7b", root)
-    bench.smoke("7b-state-cold", root, entries[:1], base, env)
+    env = bench.cold_caches("7b", root) if bench.cold else {}
+    bench.smoke("7b-state-cold" if bench.cold else "7b-state-first", root, entries[:1], base, env)
     bench.smoke("7b-state-warm", root, entries[:1], base, env)
     bench.smoke("7b-miss-warm", root, entries[1:2], base, env)
+    bench.smoke("7b-miss-16gib", root, entries[1:2], base, env, "--max-gpu-memory", "16GiB")
     bench.smoke("7b-seed001-repo-warm", root, [], base, env)
 
 
@@ -179,9 +214,11 @@ def part_13b(bench: Bench) -> None:
     # The fine-tune is the base's bytes moved into the registry: the gate runs a full entry on its own.
     entry = add_weight(root, AddRequest(weights, name, "full", "v1.0", bench.train_json(), move=True)).path
     bench.emit(step="registry-13b", seconds=round(time.perf_counter() - start, 1), entry=entry)
-    env = bench.cold_caches("13b", root)
-    bench.smoke("13b-full-cold", root, [entry], None, env)
+    env = bench.cold_caches("13b", root) if bench.cold else {}
+    bench.smoke("13b-full-cold" if bench.cold else "13b-full-first", root, [entry], None, env)
     bench.smoke("13b-full-warm", root, [entry], None, env)
+    bench.smoke("13b-full-32gib-card", root, [entry], None, env, card_gib=32)
+    bench.smoke("13b-full-24gib-refused", root, [entry], None, env, "--max-gpu-memory", "24GiB")
 
 
 def main() -> None:
@@ -189,11 +226,16 @@ def main() -> None:
     parser.add_argument("--part", choices=("7b", "13b"), required=True)
     parser.add_argument("--work", type=Path, default=Path("/dev/shm/gate"))
     parser.add_argument("--out", type=Path, default=Path("gate-out"))
+    parser.add_argument(
+        "--warm-only",
+        action="store_true",
+        help="keep this machine's caches: the first run is not cold (saves the JIT rebuilds)",
+    )
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    bench = Bench(args.work, args.out)
+    bench = Bench(args.work, args.out, cold=not args.warm_only)
     bench.emit(
         step="env",
         gpu=torch.cuda.get_device_name(0),

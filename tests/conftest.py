@@ -44,14 +44,20 @@ def snapshot(root: Path) -> dict[str, bytes]:
 @pytest.fixture(scope="session", autouse=True)
 def receipt_key_home(tmp_path_factory):
     """The gate's receipt key (registry/gate/seal.py) in a folder of this session's, never the
-    user's ~/.config; set in the environment, so the tool run as a subprocess uses it too."""
-    home, before = tmp_path_factory.mktemp("config"), os.environ.get("XDG_CONFIG_HOME")
-    os.environ["XDG_CONFIG_HOME"] = str(home)
-    yield home
-    if before is None:
-        del os.environ["XDG_CONFIG_HOME"]
-    else:
-        os.environ["XDG_CONFIG_HOME"] = before
+    user's ~/.config; set in the environment, so the tool run as a subprocess uses it too.  The
+    user cache likewise (``$XDG_CACHE_HOME``: the file-hash cache, the gate's tokenizer, compiled
+    templates): what a test finds there is what this session put there, not what another checkout
+    or an earlier run left in ~/.cache, so a test that counts what a command writes counts the same
+    on every machine."""
+    folders = {"XDG_CONFIG_HOME": tmp_path_factory.mktemp("config"), "XDG_CACHE_HOME": tmp_path_factory.mktemp("cache")}
+    before = {name: os.environ.get(name) for name in folders}
+    os.environ.update({name: str(path) for name, path in folders.items()})
+    yield folders["XDG_CONFIG_HOME"]
+    for name, value in before.items():
+        if value is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +69,26 @@ def small_base(tmp_path_factory) -> Path:
 @pytest.fixture
 def empty_registry(tmp_path) -> Path:
     return init_registry(tmp_path / "reg").root
+
+
+# pytest-xdist hands tests out in the order they were collected, and a long test handed out last
+# keeps one worker busy while the other idles.  The files whose tests run longest (`--durations`,
+# docs/benchmarks.md "The test line") are collected first, longest first; each file's tests stay
+# together and in their order, so its module-scoped fixtures are still built once per worker.
+LONGEST_FIRST = (
+    "test_crash.py",
+    "test_wheel.py",
+    "test_demo.py",
+    "test_export_hf_fla.py",
+    "test_dataset_adopt.py",
+    "test_gguf.py",
+    "test_sign.py",
+    "test_adopt_seeds.py",
+    "test_export_hf.py",
+    "test_gate_smoke.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

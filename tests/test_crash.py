@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_state_file
+from registry.cli import main
 from registry.core.names import JOURNAL_NAME, PRIVATE_DIR, STAGING_NAME
 from registry.core.published import record_published
 from registry.core.repo import Repo
@@ -42,14 +44,27 @@ pytestmark = pytest.mark.skipif(
 )
 
 CLI = [sys.executable, "-m", "registry"]
+# A bound that only a hung command reaches: smoke on the gate's tiny model takes seconds on an idle
+# machine, and minutes beside seven other developers' builds (300 s was reached there).
+COMMAND_TIMEOUT = 1200
 BIG = TinySpec(n_layer=4, n_embd=512, vocab_size=65536)  # a ~90 MB checkpoint: long enough to be killed mid-copy
 
 
-def registry(*args: str | Path, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+@dataclass(frozen=True)
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def registry(*args: str | Path, check: bool = True) -> Ran:
+    """The tool run in this process (click's runner): the commands around a killed one, which build
+    its registry and then find what it left, need not be processes of their own; the killed command
+    and the concurrent writers are (CLI)."""
+    result = CliRunner().invoke(main, [*map(str, args)])
     if check:
-        assert result.returncode == 0, result.stderr
-    return result
+        assert result.exit_code == 0, (result.stderr, result.exception)
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 def train_json(path: Path) -> Path:
@@ -340,6 +355,7 @@ def inputs(tmp_path_factory) -> Path:
     make_state_file(directory / "g1.pth", GATE)
     train_json(directory / "train.json")
     build_version(directory / "final-20261013", DATA_SPEC)
+    an_hour_old(directory)  # as the registries' files are: the user's hash cache keeps them too
     return directory
 
 
@@ -354,13 +370,18 @@ def _prepared(scenario: Scenario, inputs: Path, root: Path) -> Path:
     if scenario.name == "sums":  # and sums: a hand edit of the card's hand-written section
         card = reg / "README.md"
         card.write_text(card.read_text(encoding="utf-8").replace("这一段由人维护", "edited by hand"), encoding="utf-8")
-    # An hour old: the stat cache skips files younger than RACY_SECONDS, so a fresh template would
-    # make whether a run saves the cache (one more rename) depend on how fast the machine is.
+    an_hour_old(reg)
+    return reg
+
+
+def an_hour_old(root: Path) -> None:
+    """Date every file under root an hour back.  The stat caches skip files younger than
+    RACY_SECONDS, so with fresh files whether a run saves a cache (one more rename) would depend
+    on how fast the machine is, and the kill points counted on one run would miss on the next."""
     an_hour_ago = time.time() - 3600
-    for path in reg.rglob("*"):
+    for path in root.rglob("*"):
         if path.is_file() and not path.is_symlink():
             os.utime(path, (an_hour_ago, an_hour_ago))
-    return reg
 
 
 RENAMES = ("rename", "renameat", "renameat2")
@@ -380,35 +401,109 @@ def _kill_at(cmd: list[str | Path], syscall: str, k: int) -> subprocess.Complete
         *CLI,
         *map(str, cmd),
     ]
-    return subprocess.run(injected, capture_output=True, text=True, timeout=300)
+    return subprocess.run(injected, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
 
 
-def _counted_run(cmd: list[str | Path], log: Path) -> dict[str, int]:
-    """Run the command to the end under strace; how many times it called each rename syscall."""
+@dataclass(frozen=True)
+class Rename:
+    """One rename a command made: its syscall, which call of that syscall it was (strace's
+    ``inject=…:when=``), and its kind: ``journal`` (a commit's journal written), ``move`` (a staged
+    file renamed into place), ``removal`` (a file moved into staging to be removed), ``private``
+    (any other: the tool's caches, gate receipts, the stat cache)."""
+
+    syscall: str
+    nth: int
+    kind: str
+
+
+def classify(syscall: str, arguments: str) -> str:
+    """The kind of a rename from strace's ``-y`` line arguments (directories decoded as ``fd</path>``)."""
+    staging = f"/{PRIVATE_DIR}/{STAGING_NAME}"
+    if syscall == "rename":
+        target = re.findall(r'"([^"]*)"', arguments)[-1]
+        return "journal" if Path(target).name == JOURNAL_NAME else "private"
+    source_dir, target_dir = re.findall(r"\d+<([^>]*)>", arguments)[:2]
+    if source_dir.endswith(staging) and not target_dir.endswith(staging):
+        return "move"
+    return "removal" if target_dir.endswith(staging) else "private"
+
+
+def traced_renames(cmd: list[str | Path], log: Path, root: Path) -> list[Rename]:
+    """Run the command on the registry ``root`` to the end under strace: every rename it made
+    there, in order.  A rename outside the root (a user cache under ``$XDG_CACHE_HOME``, filled
+    once) is left out of the count: the killed runs that follow find those caches filled."""
     traced = subprocess.run(
-        [STRACE, "-f", "-qq", "-o", str(log), "-e", f"trace={','.join(RENAMES)}", *CLI, *map(str, cmd)],
+        [STRACE, "-f", "-qq", "-y", "-o", str(log), "-e", f"trace={','.join(RENAMES)}", *CLI, *map(str, cmd)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=COMMAND_TIMEOUT,
     )
     assert traced.returncode == 0, traced.stderr[-2000:]
-    called = [m[1] for line in log.read_text().splitlines() if (m := re.match(r"(?:\d+\s+)?(\w+)\(", line))]
-    return {syscall: called.count(syscall) for syscall in RENAMES}
+    renames: list[Rename] = []
+    for line in log.read_text().splitlines():
+        if not (m := re.match(r"(?:\d+\s+)?(rename|renameat|renameat2)\((.*)\)\s+=", line)):
+            continue
+        if m[1] == "rename" and not re.findall(r'"([^"]*)"', m[2])[-1].startswith(f"{root}/"):
+            continue
+        nth = 1 + sum(r.syscall == m[1] for r in renames)
+        renames.append(Rename(m[1], nth, classify(m[1], m[2])))
+    return renames
 
 
-def kill_points(calls: int) -> list[int]:
-    """The kill points that each prove something the others do not: before the first rename, after
-    the first, half-way, one before the last, the last.  Between them a kill leaves the same
-    journal state as its neighbours (nothing moved yet, or the journal written and some files
-    moved), so every call is a kill point only where there are few."""
-    if calls <= 6:
-        return list(range(1, calls + 1))
-    return sorted({1, 2, calls // 2, calls - 1, calls})
+def kill_points(renames: list[Rename]) -> list[Rename]:
+    """The renames to kill at: one instant per distinct state a kill can leave, not every rename.
+
+    Before a commit's journal is written nothing public has changed, and each private write is an
+    atomic rename of a cache or receipt: a kill at the journal's rename has all of them behind it
+    and proves what a kill at any of them would.  Once the journal is written, a kill at the first
+    move leaves none moved, a kill at the last leaves all but one moved; in between, some moved and
+    the rest rolled forward by the next command, as at the last (``tests/test_transaction.py``
+    kills a transaction at every one of its renames).  Removals likewise.  Private writes after the
+    last journal (the stat cache saved after the commit): the last of them.  A command whose
+    private writes are not followed by a journal: the last of each run of them."""
+    points: list[Rename] = []
+    for position, rename in enumerate(renames):
+        previous = renames[position - 1].kind if position else None
+        following = renames[position + 1].kind if position + 1 < len(renames) else None
+        if rename.kind == "journal":
+            points.append(rename)
+        elif rename.kind in ("move", "removal"):
+            if previous != rename.kind or following != rename.kind:  # the first or the last of a run
+                points.append(rename)
+        elif following != "private" and not any(r.kind == "journal" for r in renames[position:]):
+            points.append(rename)
+    return points
 
 
-def test_kill_points_sample_long_runs_and_keep_short_ones_whole():
-    assert kill_points(0) == [] and kill_points(4) == [1, 2, 3, 4]
-    assert kill_points(30) == [1, 2, 15, 29, 30]
+def test_kill_points_are_one_instant_per_distinct_state():
+    def made(*kinds: str) -> list[Rename]:
+        renames: list[Rename] = []
+        for kind in kinds:
+            syscall = "rename" if kind in ("journal", "private") else "renameat"
+            renames.append(Rename(syscall, 1 + sum(r.syscall == syscall for r in renames), kind))
+        return renames
+
+    # export-gguf's run: a gate receipt, the stat cache, the journal, six moves, the stat cache after the commit
+    renames = made("private", "private", "journal", *["move"] * 6, "private")
+    assert [(r.syscall, r.nth) for r in kill_points(renames)] == [
+        ("rename", 3),
+        ("renameat", 1),
+        ("renameat", 6),
+        ("rename", 4),
+    ]
+    assert [r.kind for r in kill_points(made("journal", "move", "move", "move", "removal"))] == [
+        "journal",
+        "move",
+        "move",
+        "removal",
+    ]
+    assert [r.nth for r in kill_points(made("private", "private"))] == [2]
+    assert kill_points([]) == []
+    assert classify("rename", '"/r/.registry/.journal.json.x.tmp", "/r/.registry/journal.json"') == "journal"
+    assert classify("rename", '"/r/.registry/.statcache.json.x.tmp", "/r/.registry/statcache.json"') == "private"
+    staged = f"4</r/{PRIVATE_DIR}/{STAGING_NAME}>"
+    assert classify("renameat", f'{staged}, ".index.json.x.tmp", 5</r>, "index.json"') == "move"
+    assert classify("renameat", f'5</r/old>, "stale.bin", {staged}, "trash-0"') == "removal"
 
 
 def _assert_old_or_new_then_clean(reg: Path, before: dict, after: dict) -> str:
@@ -450,31 +545,25 @@ def test_a_kill_at_every_rename_leaves_the_registry_old_or_new(scenario, inputs,
         return Path(shutil.copytree(template, tmp_path / name / "reg", symlinks=True))
 
     done = fresh("done")
-    calls = _counted_run(scenario.command(done, inputs), tmp_path / "renames.log")
-    after = snapshot(done)
-    assert after != before
-    # Kill at renames of the run (kill_points: all of them, or a sample of a long run).  strace
+    # Kill at the renames of an uninterrupted run that leave distinct states (kill_points).  strace
     # counts each syscall apart: the journal is renamed with rename(2), the files with
     # renameat(2) (renameat2 where the architecture has no renameat).  A run may rename once
     # more or less than the counted one (e.g. whether the stat cache is saved): a kill point it
     # does not reach lets it finish, and it must then be complete.
+    renames = traced_renames(scenario.command(done, inputs), tmp_path / "renames.log", done)
+    after = snapshot(done)
+    assert after != before and any(r.kind == "journal" for r in renames), renames
     outcomes = []
-    for syscall in RENAMES:
-        for k in kill_points(calls[syscall]):
-            reg = fresh(f"kill-{syscall}-{k}")
-            killed = _kill_at(scenario.command(reg, inputs), syscall, k)
-            if killed.returncode == 0:
-                assert snapshot(reg) == after
-                continue
-            assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (
-                syscall,
-                k,
-                killed.returncode,
-                killed.stderr[-500:],
-            )
-            outcomes.append(_assert_old_or_new_then_clean(reg, before, after))
+    for point in kill_points(renames):
+        reg = fresh(f"kill-{point.syscall}-{point.nth}")
+        killed = _kill_at(scenario.command(reg, inputs), point.syscall, point.nth)
+        if killed.returncode == 0:
+            assert snapshot(reg) == after
+            continue
+        assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), (point, killed.stderr[-500:])
+        outcomes.append(_assert_old_or_new_then_clean(reg, before, after))
     # Before the journal is written the old registry stands; once it is written, the new one.
-    assert len(outcomes) >= 3 and "before" in outcomes and "after" in outcomes, outcomes
+    assert "before" in outcomes and "after" in outcomes, outcomes
 
 
 def test_kills_at_random_instants_during_a_long_copy(inputs, tmp_path):
@@ -516,9 +605,10 @@ def test_kills_at_random_instants_during_a_long_copy(inputs, tmp_path):
 @pytest.mark.parametrize("writers", [2, 3])
 def test_concurrent_adds_lose_no_entry(inputs, tmp_path, writers):
     states = [make_state_file(inputs / f"c{writers}-{i}.pth", SMALL, seed=10 + i) for i in range(writers)]
+    template = tmp_path / "template"
+    _base(template, inputs)  # built once, copied for each trial
     for trial in range(6):
-        reg = tmp_path / f"trial-{trial}" / "reg"
-        _base(reg, inputs)
+        reg = Path(shutil.copytree(template, tmp_path / f"trial-{trial}" / "reg", symlinks=True))
         procs = [
             subprocess.Popen(
                 [
@@ -542,7 +632,7 @@ def test_concurrent_adds_lose_no_entry(inputs, tmp_path, writers):
             )
             for s in states
         ]
-        results = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+        results = [(p.wait(timeout=COMMAND_TIMEOUT), p.stderr.read() if p.stderr else "") for p in procs]
         index = json.loads((reg / "index.json").read_text())
         registered = {Path(e["path"]).name for e in index["entries"]}
         for state, (code, stderr) in zip(states, results, strict=True):
@@ -610,22 +700,22 @@ def test_bytes_swapped_behind_the_index_are_refused_before_anything_runs(inputs,
 
 def test_a_kill_at_every_rename_of_init_leaves_nothing_or_a_registry(tmp_path):
     done = tmp_path / "done"
-    registry("init", done, "--title", "Crash")
+    renames = traced_renames(["init", done, "--title", "Crash"], tmp_path / "renames.log", done)
     after = snapshot(done)
     outcomes = []
-    for syscall in RENAMES:
-        for k in range(1, 40):
-            target = tmp_path / f"kill-{syscall}-{k}"
-            killed = _kill_at(["init", target, "--title", "Crash"], syscall, k)
-            if killed.returncode == 0:
-                break
-            assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr[-500:]
-            if (target / PRIVATE_DIR / JOURNAL_NAME).exists():
-                registry("validate", "-C", target)  # the next command completes the interrupted init
-                outcomes.append("after")
-            else:
-                assert snapshot(target) == {}  # nothing public; init runs again on the same folder
-                registry("init", target, "--title", "Crash")
-                outcomes.append("before")
-            assert snapshot(target) == after and list((target / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
+    for point in kill_points(renames):  # the journal's rename, the first and the last file moved into place
+        target = tmp_path / f"kill-{point.syscall}-{point.nth}"
+        killed = _kill_at(["init", target, "--title", "Crash"], point.syscall, point.nth)
+        if killed.returncode == 0:  # a run that renamed less than the counted one: it must be complete
+            assert snapshot(target) == after
+            continue
+        assert killed.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), killed.stderr[-500:]
+        if (target / PRIVATE_DIR / JOURNAL_NAME).exists():
+            registry("validate", "-C", target)  # the next command completes the interrupted init
+            outcomes.append("after")
+        else:
+            assert snapshot(target) == {}  # nothing public; init runs again on the same folder
+            registry("init", target, "--title", "Crash")
+            outcomes.append("before")
+        assert snapshot(target) == after and list((target / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
     assert "before" in outcomes and "after" in outcomes, outcomes

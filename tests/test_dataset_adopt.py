@@ -24,7 +24,7 @@ from registry.ops.sums import write_sums
 from registry.ops.validate import validate
 
 from .conftest import snapshot
-from .test_crash import RENAMES, _kill_at, registry
+from .test_crash import _kill_at, an_hour_old, kill_points, registry, traced_renames
 from .test_dataset import DATASET_REPO, models, models_template, run, sources  # noqa: F401  (fixtures)
 
 pytest_plugins = ["tests.hubserver"]
@@ -336,10 +336,14 @@ def test_dataset_adopt_of_a_model_repo_says_to_use_adopt(tmp_path):
     shutil.which("strace") is None, reason="strace is not installed: the kill is injected at rename(2) with it"
 )
 def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_complete(sources, tmp_path):
+    """SIGKILL at the renames of `registry dataset adopt` that leave distinct states (tests/test_crash.py's
+    kill_points: the journal's, the first and the last of the files moved into place, the stat cache saved
+    after): the next command finds the folder as it was, or the registry complete."""
     template = tmp_path / "template"
     shutil.copytree(sources["v1.41"].folder, template / "v1.41")
     (template / "README.md").write_text("# RWKV-Agent 蒸馏训练集\n\n只放实际训练过的版本。\n")
     sh("find . -type f ! -name SHA256SUMS | sort | xargs sha256sum > SHA256SUMS", template)
+    an_hour_old(template)
     before = snapshot(template)
 
     def command(reg: Path) -> list[str | Path]:
@@ -361,31 +365,28 @@ def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_comp
         return Path(shutil.copytree(template, tmp_path / name / "reg"))
 
     done = fresh("done")
-    registry(*command(done))
+    renames = traced_renames(command(done), tmp_path / "renames.log", done)
     after = snapshot(done)
     outcomes = []
-    for syscall in RENAMES:
-        for k in range(1, 40):
-            reg = fresh(f"kill-{syscall}-{k}")
-            killed = _kill_at(command(reg), syscall, k)
-            if killed.returncode == 0:
-                assert snapshot(reg) == after
-                break
-            registry("validate", reg, check=False)  # the next command: rolls an interrupted commit forward first
-            now = snapshot(reg)
-            assert now in (before, after), (syscall, k)
-            outcomes.append("before" if now == before else "after")
-            if now == before:  # a folder still as it was is adopted again; no debris either way
-                registry(
-                    *command(reg), check=False
-                )  # refused (exit 3) only where it found a commit to finish: then complete
-            assert (
-                snapshot(reg) == after
-                and list((reg / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
-                and not (reg / PRIVATE_DIR / JOURNAL_NAME).exists()
-            )
-        else:
-            pytest.fail(f"dataset adopt was still calling {syscall} after 40 kill points")
+    for point in kill_points(renames):
+        reg = fresh(f"kill-{point.syscall}-{point.nth}")
+        killed = _kill_at(command(reg), point.syscall, point.nth)
+        if killed.returncode == 0:  # a run that renamed less than the counted one: it must be complete
+            assert snapshot(reg) == after
+            continue
+        registry("validate", reg, check=False)  # the next command: rolls an interrupted commit forward first
+        now = snapshot(reg)
+        assert now in (before, after), point
+        outcomes.append("before" if now == before else "after")
+        if now == before:  # a folder still as it was is adopted again; no debris either way
+            registry(
+                *command(reg), check=False
+            )  # refused (exit 3) only where it found a commit to finish: then complete
+        assert (
+            snapshot(reg) == after
+            and list((reg / PRIVATE_DIR / STAGING_NAME).iterdir()) == []
+            and not (reg / PRIVATE_DIR / JOURNAL_NAME).exists()
+        )
     assert "before" in outcomes and "after" in outcomes, outcomes
 
 

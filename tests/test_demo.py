@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from registry.cli import main
@@ -61,9 +63,25 @@ SEED002_FACTS = (
 )
 
 
-def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(tmp_path):
-    result = CliRunner().invoke(main, ["demo", str(tmp_path / "demo"), "--json"])
-    assert result.exit_code == 0, result.output
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The demo run once, as a user runs it (its own process, the user's environment), for the tests
+    that inspect what it built and printed (one xdist group, so one worker builds it once)."""
+    directory = tmp_path_factory.mktemp("demo-run") / "demo"
+    done = subprocess.run(
+        [sys.executable, "-m", "registry", "demo", str(directory), "--json"],
+        capture_output=True,
+        text=True,
+        env=user_environment(),
+        timeout=900,
+    )
+    return directory, done
+
+
+@pytest.mark.xdist_group("demo")
+def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(demo_run):
+    directory, result = demo_run
+    assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     steps = [s["step"] for s in document["steps"]]
     for expected in (
@@ -85,9 +103,9 @@ def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(tmp_path):
     assert steps[-2:] == ["validate --linked", "validate --linked"] and steps.count("validate") == 2
     registries = {name: Path(path) for name, path in document["registries"].items()}
     assert registries == {
-        "seed001": tmp_path / "demo" / "registry",
-        "seed000": tmp_path / "demo" / "finetune-registry",
-        "seed002": tmp_path / "demo" / "dataset-registry",
+        "seed001": directory / "registry",
+        "seed000": directory / "finetune-registry",
+        "seed002": directory / "dataset-registry",
     }
     methods = {}
     for name, root in registries.items():
@@ -145,9 +163,11 @@ def _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(
         )
 
 
-def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(tmp_path):
+@pytest.mark.xdist_group("demo")
+def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(demo_run, tmp_path):
     runner = CliRunner()
-    assert runner.invoke(main, ["demo", str(tmp_path / "d")]).exit_code == 0
+    assert demo_run[1].returncode == 0  # a directory the demo made (a copy: the other tests read the original)
+    shutil.copytree(demo_run[0], tmp_path / "d", symlinks=True)
     assert runner.invoke(main, ["demo", str(tmp_path / "d")]).exit_code == 0
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.txt").write_text("precious")
@@ -171,6 +191,16 @@ def test_readme_has_the_two_quickstart_commands_and_ci_runs_the_test_one():
     assert "README.md" in (PROJECT / ".ci" / "run").read_text()
 
 
+def test_the_test_lines_llama_cpp_build_names_a_cmake_file_of_the_clone():
+    """The README's test line builds llama-cpp-python with a CMake file of the clone included in its
+    projects (CMAKE_PROJECT_INCLUDE, resolved from the clone's root where the line runs): it must be
+    there, and turn off the library the bindings do not load."""
+    test = re.search(r"```bash test\n(.+)\n```", (PROJECT / "README.md").read_text()).group(1)
+    included = re.search(r"-DCMAKE_PROJECT_INCLUDE=\$PWD/(\S+?)\"", test).group(1)
+    text = (PROJECT / included).read_text()
+    assert "set(LLAMA_BUILD_COMMON OFF CACHE BOOL" in text and text.rstrip().endswith("FORCE)")
+
+
 def test_every_command_has_help():
     runner = CliRunner()
     commands = [([name], command) for name, command in main.commands.items()]
@@ -190,17 +220,11 @@ def test_pre_commit_hooks_file_is_the_one_documented():
     assert (PROJECT / ".pre-commit-hooks.yaml").read_text() == documented
 
 
-def test_demo_keeps_the_runtimes_banner_loading_lines_and_warnings_off_stderr(tmp_path):
+@pytest.mark.xdist_group("demo")
+def test_demo_keeps_the_runtimes_banner_loading_lines_and_warnings_off_stderr(demo_run):
     """What the official runtime and torch print while the demo gates its weights stays off both
     streams: stdout is the JSON document, stderr is empty."""
-
-    done = subprocess.run(
-        [sys.executable, "-m", "registry", "demo", str(tmp_path / "demo"), "--json"],
-        capture_output=True,
-        text=True,
-        env=user_environment(),
-        timeout=900,
-    )
+    done = demo_run[1]
     assert done.returncode == 0 and json.loads(done.stdout)["steps"], done.stderr
     assert done.stderr == "", done.stderr
 

@@ -3,7 +3,8 @@
 Each mutant is a copy of ``kernels/`` with one planted error, built and run by ``registry smoke``
 in its own process (torch registers the kernel's op once per process).  Every mutant must fail
 ``kernel-parity``; the unmodified copy must pass.  A GPU too small for the model gets one line
-naming the entry and the memory needed, not a CUDA traceback.
+naming the entry, the card and the memory needed, before anything loads; a card of exactly the
+planned size runs the gate, its peak within the plan.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import pytest
 import torch
 
 from registry.artifacts.synthetic import TinySpec
+from registry.core.repo import Repo
 from registry.core.resources import kernel_dir
+from registry.gate.memory import plan_gpu
 
 from .test_gate_smoke import state_registry
 
@@ -104,8 +107,24 @@ def test_every_planted_kernel_bug_fails_the_gate(gate_registry, tmp_path, mutant
         assert not receipt["passed"] and "kernel-parity" in failed, receipt["checks"][0]
 
 
-def test_out_of_gpu_memory_is_one_line_naming_the_entry(gate_registry, tmp_path):
+def _plan(root: Path, base: Path):
+    [registered] = Repo.open(root).load_index().bases
+    return plan_gpu("", 0, base.stat().st_size, registered.architecture)
+
+
+def test_a_gpu_too_small_is_refused_in_one_line_before_loading(gate_registry, tmp_path):
     root, base, entry = gate_registry
-    result = _gate(_sources(tmp_path, None), root, entry, base, tmp_path, "1e-7")
-    assert result["exit"] == 5 and result["error"]["code"] == "gate.out-of-memory", result
+    total = torch.cuda.mem_get_info()[1]
+    fraction = (_plan(root, base).need - 2**20) / total
+    result = _gate(_sources(tmp_path, None), root, entry, base, tmp_path, str(fraction))
+    assert result["exit"] == 5 and result["error"]["code"] == "gate.gpu-memory", result
     assert entry in result["error"]["file"] and "GiB" in result["error"]["message"]
+    assert torch.cuda.get_device_name(0) in result["error"]["message"]
+
+
+def test_a_gpu_of_the_planned_size_runs_the_gate_within_the_plan(gate_registry, tmp_path):
+    root, base, entry = gate_registry
+    plan = _plan(root, base)
+    result = _gate(_sources(tmp_path, None), root, entry, base, tmp_path, str(plan.need / torch.cuda.mem_get_info()[1]))
+    [receipt] = result["receipts"]
+    assert receipt["passed"] and receipt["timings"]["gpu_peak_bytes"] <= plan.need, receipt["timings"]

@@ -29,6 +29,7 @@ from registry.gate.runtime import (
     from_package_state,
     load_tensors,
     merged_weights,
+    patched,
     to_package_state,
 )
 
@@ -449,7 +450,9 @@ def test_a_runtime_stores_contiguous_weights_whatever_the_callers_strides(artifa
 
 
 def test_a_patch_is_undone_bit_exactly_in_both_runtimes(artifacts, tmp_path):
-    """What a multi-entry gate does per MiSS entry: merge into each runtime, run, restore."""
+    """What a multi-entry gate does per MiSS entry: the official runtime is built on our runtime's
+    tensors (one copy for both), a merge into them is seen by both, and the pristine values, from
+    the host's checkpoint or from clones of only the touched Linears, restore both bit-exactly."""
     base = {k: v.to(torch.bfloat16) for k, v in artifacts["tensors"].items()}
     adapter = {
         "blocks.0.att.key.weight": torch.randn(128, 8).bfloat16(),
@@ -461,24 +464,51 @@ def test_a_patch_is_undone_bit_exactly_in_both_runtimes(artifacts, tmp_path):
         from pathlib import Path
         from registry.gate.official import load_official
         from registry.gate.runtime import Rwkv7, merged_weights, patched
-        base = torch.load({str(path)!r}, weights_only=True)
+        base = torch.load({str(path)!r}, weights_only=True, mmap=True)
         adapter = torch.load({str(tmp_path / "adapter.pt")!r}, weights_only=True)
-        ours, official = Rwkv7(base), load_official(Path({str(path)!r}), "cpu", base)
+        ours = Rwkv7(base)
+        official = load_official(Path({str(path)!r}), "cpu", ours.checkpoint())
+        storages = {{t.untyped_storage().data_ptr() for t in ours.checkpoint().values()}}
+        z = official.model.z
+        own = sorted(k for k, v in z.items() if v.numel() and v.untyped_storage().data_ptr() not in storages)
+        assert own == ["emb.weight"], own  # its embedding with ln0 applied is its own; every other tensor is ours
         before = (
             {{k: v.clone() for k, v in ours.stored_weights().items()}},
-            {{k: v.clone() for k, v in official.model.z.items()}},
+            {{k: v.clone() for k, v in z.items()}},
         )
         plain = ours.forward([1, 2, 3])[0], official.logits([1, 2, 3], None)[0]
-        with patched(ours.replace_weight, base, merged_weights(base, adapter, 2.0)):
-            assert not torch.equal(ours.forward([1, 2, 3])[0], plain[0])
-        with patched(official.replace_weight, base, merged_weights(base, adapter, 2.0)):
-            assert not torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
-        assert all(torch.equal(v, before[0][k]) for k, v in ours.stored_weights().items())
-        assert all(torch.equal(v, before[1][k]) for k, v in official.model.z.items())
-        assert torch.equal(ours.forward([1, 2, 3])[0], plain[0])
-        assert torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
+        for pristine in (base, {{n: ours.weight(n).clone() for n in adapter}}):
+            with patched(ours.replace_weight, pristine, merged_weights(ours.checkpoint(), adapter, 2.0)):
+                assert not torch.equal(ours.forward([1, 2, 3])[0], plain[0])
+                assert not torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
+            assert all(torch.equal(v, before[0][k]) for k, v in ours.stored_weights().items())
+            assert all(torch.equal(v, before[1][k]) for k, v in z.items())
+            assert torch.equal(ours.forward([1, 2, 3])[0], plain[0])
+            assert torch.equal(official.logits([1, 2, 3], None)[0], plain[1])
         print("restored")
     """)
     torch.save(adapter, tmp_path / "adapter.pt")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.returncode == 0 and "restored" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_a_patch_left_in_is_not_undone(artifacts):
+    """The group's last entry leaves its merge in (nothing reads the weights after it)."""
+    base = artifacts["tensors"]
+    ours = Rwkv7(base)
+    name = "blocks.1.att.key.weight"
+    with patched(ours.replace_weight, base, [(name, torch.zeros_like(base[name]))], undo=False):
+        pass
+    assert ours.weight(name).abs().sum() == 0
+
+
+def test_the_checkpoint_view_is_the_stored_tensors_in_the_files_layout(artifacts):
+    tensors = artifacts["tensors"]
+    ours = Rwkv7(tensors)
+    view = ours.checkpoint()
+    assert set(view) == set(tensors) - {"blocks.0.att.v0", "blocks.0.att.v1", "blocks.0.att.v2"}
+    assert all(torch.equal(view[k], tensors[k].float()) and view[k].shape == tensors[k].shape for k in view)
+    stored = {
+        t.untyped_storage().data_ptr() for t in (*ours.stored_weights().values(), ours._emb, *ours._outer.values())
+    }
+    assert {t.untyped_storage().data_ptr() for t in view.values()} == stored  # views: nothing copied

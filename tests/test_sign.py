@@ -22,7 +22,7 @@ from registry.core.repo import Repo
 
 from .conftest import snapshot
 from .keys import write_key
-from .test_crash import RENAMES, STRACE, _kill_at
+from .test_crash import STRACE, _kill_at, an_hour_old, kill_points, traced_renames
 from .test_publish import REPO, add_state, publish_args, weight_path
 
 pytest_plugins = ["tests.hubserver", "tests.publish_fixtures"]  # the Hub fixtures; publish's registry and cli fixtures
@@ -222,39 +222,35 @@ def test_a_signature_by_another_key_is_refused(hub_server, registry, keys, tmp_p
 
 
 def test_a_kill_at_every_rename_of_sign_leaves_the_old_signature_or_the_new(registry, keys, tmp_path, cli):
-    """SIGKILL at each rename(2) of `registry sign` (tests/test_crash.py's harness): the next command finds the
-    old files with the old signature, or the new files with the new one (ECDSA signs with a random nonce, so
-    the new signature is checked by verifying it, not by its bytes)."""
+    """SIGKILL at the renames of `registry sign` that leave distinct states (tests/test_crash.py's harness and
+    its kill_points): the next command finds the old files with the old signature, or the new files with the
+    new one (ECDSA signs with a random nonce, so the new signature is checked by verifying it, not by its bytes)."""
 
     if STRACE is None:
         pytest.skip("strace is not installed")
     new_private, new_public = write_key(tmp_path, "new")
     cli("sign", "--key", keys[0], "-C", registry)
+    an_hour_old(registry)
     before = snapshot(registry)
-    outcomes = []
-    for syscall in RENAMES:
-        for k in range(1, 40):
-            reg = Path(shutil.copytree(registry, tmp_path / f"kill-{syscall}-{k}", symlinks=True))
-            killed = _kill_at(["sign", "--key", new_private, "-C", reg], syscall, k)
-            cli("validate", "-C", reg)  # rolls an interrupted commit forward, and finds the registry consistent
-            now = snapshot(reg)
-            if now == before:
-                outcomes.append("old")
-                assert stock_verify(reg, keys[1]).returncode == 0
-            else:
-                outcomes.append("new")
-                assert {p for p in now if now[p] != before.get(p)} == {
-                    "index.json",
-                    "README.md",
-                    "SHA256SUMS",
-                    SIGNATURE_NAME,
-                }
-                assert stock_verify(reg, new_public).returncode == 0
-            if killed.returncode == 0:
-                break
-        else:
-            pytest.fail(f"sign was still calling {syscall} after 40 kill points")
-    assert "old" in outcomes and "new" in outcomes, outcomes
+
+    def outcome(reg: Path) -> str:
+        cli("validate", "-C", reg)  # rolls an interrupted commit forward, and finds the registry consistent
+        now = snapshot(reg)
+        if now == before:
+            assert stock_verify(reg, keys[1]).returncode == 0
+            return "old"
+        assert {p for p in now if now[p] != before.get(p)} == {"index.json", "README.md", "SHA256SUMS", SIGNATURE_NAME}
+        assert stock_verify(reg, new_public).returncode == 0
+        return "new"
+
+    done = Path(shutil.copytree(registry, tmp_path / "done", symlinks=True))
+    renames = traced_renames(["sign", "--key", new_private, "-C", done], tmp_path / "renames.log", done)
+    outcomes = [outcome(done)]
+    for point in kill_points(renames):
+        reg = Path(shutil.copytree(registry, tmp_path / f"kill-{point.syscall}-{point.nth}", symlinks=True))
+        _kill_at(["sign", "--key", new_private, "-C", reg], point.syscall, point.nth)
+        outcomes.append(outcome(reg))
+    assert outcomes[0] == "new" and "old" in outcomes[1:] and "new" in outcomes[1:], outcomes
 
 
 def test_publish_refuses_to_record_a_repo_id_that_would_stale_the_signature(hub_server, registry, keys, cli):

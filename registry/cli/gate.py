@@ -40,6 +40,12 @@ from .output import json_option, output
     show_default=True,
     help="cpu runs everything but the kernel; publish then needs --allow-cpu-gate.",
 )
+@click.option(
+    "--max-gpu-memory",
+    metavar="SIZE",
+    help="GPU memory the gate may use, e.g. 24GiB (default: what the card has free); a model that cannot fit "
+    "is refused before loading. docs/gpu-gate.md.",
+)
 @json_option
 def smoke_cmd(
     paths: tuple[str, ...],
@@ -48,6 +54,7 @@ def smoke_cmd(
     fetch_into: Path | None,
     sign_key: Path | None,
     device: str,
+    max_gpu_memory: str | None,
 ) -> None:
     """Run entries PATH… (default: all) through the RWKV-7 kernel and the official runtime.
 
@@ -57,13 +64,26 @@ def smoke_cmd(
 
     Our CUDA kernel against the official rwkv runtime against an fp32 reference. State and MiSS entries need
     --base-file, or --fetch-base DIR to download the base from its catalog source (sha256 checked); full entries run
-    on their own bytes. --sign-key signs the receipts, for a publish elsewhere (docs/ci.md). H200 figures:
-    docs/gpu-gate.md.
+    on their own bytes. --sign-key signs the receipts, for a publish elsewhere (docs/ci.md). One copy of a model's
+    weights is on the GPU, shared by both runtimes (about 1.1x the bf16 file); each group is planned against
+    --max-gpu-memory (default: what the card has free) and refused in one line before loading when it cannot fit.
+    Figures: docs/gpu-gate.md.
     """
+    from ..convert.shards import parse_size  # noqa: PLC0415 start-up: only smoke parses a size
     from ..ops.smoke import smoke  # noqa: PLC0415 optional dependency: torch (through ops.smoke)
 
     out = output()
-    receipts = smoke(registry, list(paths), base_file, device, say=out.say, fetch_into=fetch_into, sign_key=sign_key)
+    budget = parse_size(max_gpu_memory, "--max-gpu-memory") if max_gpu_memory is not None else None
+    receipts = smoke(
+        registry,
+        list(paths),
+        base_file,
+        device,
+        say=out.say,
+        fetch_into=fetch_into,
+        sign_key=sign_key,
+        max_gpu_memory=budget,
+    )
     text = (
         f"{'passed' if r.passed else 'FAILED'} {r.entry} ({r.environment.device}, {r.timings.total_s:.1f} s)"
         for r in receipts

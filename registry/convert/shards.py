@@ -26,15 +26,15 @@ _UNITS = {
 }
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, option: str = "--shard-size") -> int:
     """'5GB' → 5·10⁹ (decimal, as Transformers' max_shard_size), '512MiB' → 512·2²⁰."""
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     unit = match.group(2).upper() if match else None
     if not match or unit not in _UNITS:
-        raise RegistryError("args.bad-size", text, "not a size like 5GB or 512MiB", "pass --shard-size 5GB")
+        raise RegistryError("args.bad-size", text, "not a size like 5GB or 512MiB", f"pass {option} 5GB")
     size = int(float(match.group(1)) * _UNITS[unit])
     if size <= 0:
-        raise RegistryError("args.bad-size", text, "shard size must be positive", "pass --shard-size 5GB")
+        raise RegistryError("args.bad-size", text, "the size must be positive", f"pass {option} 5GB")
     return size
 
 

@@ -93,7 +93,6 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
     decoding, decode_tps = check_decoding(ours, prompts, None, tok.decode)
     prefill_tps = prefill_throughput(ours, prompts)
     sample = run_sample(ours, fmt, tok, None)
-    measured = Measured(mine, reference, fp32_kernel, decoding, decode_tps, prefill_tps, sample)
     run.say(
         f"{checkpoint.path}: sample in {fmt.name}: {sample.tokens} tokens, stop "
         f"text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
@@ -105,9 +104,10 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
     official = load_official(run.files / f"{checkpoint.path}.pth", run.device, weights)
     theirs = official_logits(official, prompts, None, reference)
     del official
+    measured = Measured(mine, reference, fp32_kernel, theirs, decoding, decode_tps, prefill_tps, sample)
     gated = Gated(checkpoint.path, "full", checkpoint.sha256, files, checkpoint.base_sha256 or checkpoint.sha256)
     timed = (setup_s, setup_s, 1, time.perf_counter() - start)
-    receipt = make_receipt(run, gated, finite_weights, measured, theirs, timed)
+    receipt = make_receipt(run, gated, finite_weights, measured, timed)
     run.say(
         f"{checkpoint.path}: "
         + ("PASSED" if receipt.passed else "FAILED: " + ", ".join(c.name for c in receipt.failed_checks()))

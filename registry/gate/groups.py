@@ -3,6 +3,11 @@
 Every State and MiSS entry of a base runs on that base; full entries are grouped by the ``.pth``
 they come from (a ``.pth`` and its safetensors twins).  A group's files are hashed while its
 weights load, and nothing runs on bytes that are not what index.json registered.
+
+The weights are read on the host (memory-mapped from a ``.pth``) and copied once, tensor by
+tensor, into our runtime on the gate's device; that copy is the only one on the GPU (the official
+runtime is built on its tensors).  The host tensors stay as the pristine values a MiSS merge is
+undone from; their pages are dropped after each use (they stay in the page cache).
 """
 
 from __future__ import annotations
@@ -19,31 +24,36 @@ from ..core.errors import RegistryError
 from ..core.models import Entry, Index
 from ..core.pinned import Pinned, check_registered
 from .loading import Hashed, ToHash, load_hashed, user_hash_cache
-from .memory import drop_pages, mapped, on_device
+from .memory import drop_pages, mapped
 from .run import Run
-from .runtime import load_tensors
+from .runtime import Rwkv7, load_tensors
 
 
 @dataclass
 class Group:
     """Entries that run on one set of weights, loaded once: a base's State/MiSS entries, or one full entry."""
 
-    weights: dict[str, torch.Tensor]  # pristine, on the gate's device; never modified
-    official_checkpoint: Path  # the .pth the official runtime is built from
-    official_tensors: Mapping[str, torch.Tensor]  # that .pth's tensors, already read and checked
+    weights: Mapping[str, torch.Tensor]  # pristine, on the host, in the checkpoint's layout; never modified
+    model: Rwkv7  # our runtime: the one copy on the gate's device, which MiSS merges patch in place
+    official_checkpoint: Path  # the .pth the official runtime is named after (built on ``model``'s tensors)
     entries: list[Entry]
     setup_s: float
-    # On CPU, tensors memory-mapped from a .pth (torch.load mmap): pages this process no longer
-    # needs are dropped (they stay in the page cache), so a copy of the model does not add the
-    # file's size to the gate's RSS.
+    # Tensors memory-mapped from a .pth (torch.load mmap): pages this process no longer needs are
+    # dropped (they stay in the page cache), so reading them does not add the file's size to RSS.
     weights_mapped: bool = False
-    official_mapped: bool = False
 
     def drop_pages(self) -> None:
-        for tensors, is_mapped in ((self.weights, self.weights_mapped), (self.official_tensors, self.official_mapped)):
-            if is_mapped:
-                for tensor in tensors.values():
-                    drop_pages(tensor)
+        if self.weights_mapped:
+            for tensor in self.weights.values():
+                drop_pages(tensor)
+
+
+def _runtime(run: Run, tensors: Mapping[str, torch.Tensor], entry: Entry, is_mapped: bool) -> Rwkv7:
+    """Our runtime on ``tensors``: bf16 on CUDA (the kernel), fp32 on CPU (the torch recurrence)."""
+    return Rwkv7(
+        tensors, dtype=torch.bfloat16 if run.device == "cuda" else torch.float32, device=run.device, wkv="auto",
+        source=entry.path, copied=drop_pages if is_mapped else None,
+    )  # fmt: skip
 
 
 def entry_files(entry: Entry) -> dict[str, str]:
@@ -105,7 +115,13 @@ def base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) ->
     start = time.perf_counter()
     run.say(f"loading the base {base.path.name} (hashed on the way)")
     files = [ToHash(base, user_hash_cache(), os.path.realpath(base.path)), *_group_files(run, entries)]
-    weights, hashed = load_hashed(files, lambda: on_device(run.device, load_tensors(base_view)))
+    is_mapped = mapped(base_view)
+
+    def load() -> tuple[dict[str, torch.Tensor], Rwkv7]:
+        weights = load_tensors(base_view)
+        return weights, _runtime(run, weights, entries[0], is_mapped)
+
+    (weights, model), hashed = load_hashed(files, load)
     base_sha = hashed[0].sha256
     run.say(
         f"  base sha256 {base_sha[:12]}… "
@@ -120,31 +136,25 @@ def base_group(run: Run, entries: list[Entry], base: Pinned, base_view: Path) ->
                 "pass the base file the entry was trained on (nothing was run)",
             )
     _check_group_files(run, entries, hashed[1:])
-    is_mapped = mapped(run.device, base_view)
-    return Group(weights, base_view, weights, entries, time.perf_counter() - start, is_mapped, is_mapped)
+    return Group(weights, model, base_view, entries, time.perf_counter() - start, is_mapped)
 
 
 def full_group(run: Run, entries: list[Entry]) -> Group:
-    """The first full entry's weights (and a twin's .pth source for the official runtime), hashed
-    while they load with every file of the group."""
+    """The first full entry's weights, hashed while they load with every file of the group (a
+    twin's .pth source included: the official runtime is named after it, and runs on the same
+    tensors, which :func:`~registry.gate.prepare.prepare` compares bit by bit for each twin)."""
     start = time.perf_counter()
     entry = entries[0]
     run.say(f"loading {entry.path} (hashed on the way)")
-    source = source_pth(run.index, entry)
     files = _group_files(run, entries)
+    path = run.files / entry.path
 
-    def load() -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-        weights = on_device(run.device, load_tensors(run.files / entry.path))
-        return weights, (weights if source == entry.path else load_tensors(run.files / source))
+    def load() -> tuple[dict[str, torch.Tensor], Rwkv7]:
+        weights = load_tensors(path)
+        return weights, _runtime(run, weights, entry, mapped(path))
 
-    (weights, official), hashed = load_hashed(files, load)
+    (weights, model), hashed = load_hashed(files, load)
     _check_group_files(run, entries, hashed)
     return Group(
-        weights,
-        run.files / source,
-        official,
-        entries,
-        time.perf_counter() - start,
-        mapped(run.device, run.files / entry.path),
-        mapped(run.device, run.files / source),
+        weights, model, run.files / source_pth(run.index, entry), entries, time.perf_counter() - start, mapped(path)
     )

@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -140,48 +140,27 @@ class OfficialModel:
         return out.float(), new_state
 
 
-def load_official(
-    checkpoint: Path,
-    device: str,
-    tensors: Mapping[str, torch.Tensor] | None = None,
-    converted: Callable[[torch.Tensor], None] | None = None,
-) -> OfficialModel:
+def load_official(checkpoint: Path, device: str, tensors: Mapping[str, torch.Tensor] | None = None) -> OfficialModel:
     """Load a .pth checkpoint (the loader wants the path without .pth) on cuda bf16 or cpu fp32.
 
     With ``tensors`` (the checkpoint's tensors, already read and checked by the gate, possibly on
     the GPU) the official loader runs on them instead of reading the file a second time: its
     ``torch.load`` of ``checkpoint`` returns them, and everything after that is its own code.
-    ``converted`` is called with each of them once the loader is done with it (it deletes it from
-    what its ``torch.load`` returned).
+    Handed :meth:`~registry.gate.runtime.Rwkv7.checkpoint` (our runtime's tensors as views in the
+    file's layout, in the strategy's dtype and device), it keeps them as they are: its transposes
+    give back our stored tensors, its ``.to()`` returns them, so both runtimes share one copy.
     """
     module = import_official(device)
     strategy = "cuda bf16" if device == "cuda" else "cpu fp32"
     start = time.perf_counter()
-    with (
-        quietly(),
-        _loading_from(checkpoint, tensors, converted or (lambda _tensor: None)),
-    ):  # the loader prints "Loading …" lines
+    with quietly(), _loading_from(checkpoint, tensors):  # the loader prints "Loading …" lines
         model = module.RWKV(model=str(checkpoint)[: -len(".pth")], strategy=strategy)
     _no_tf32()
     return OfficialModel(model, device, time.perf_counter() - start, version("rwkv"))
 
 
-class _Handed(dict):
-    """The tensors handed to the official loader, reporting each one it deletes when converted."""
-
-    def __init__(self, tensors: Mapping[str, torch.Tensor], converted: Callable[[torch.Tensor], None]):
-        super().__init__(tensors)
-        self._converted = converted
-
-    def __delitem__(self, key: str) -> None:
-        self._converted(self[key])
-        super().__delitem__(key)
-
-
 @contextlib.contextmanager
-def _loading_from(
-    checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None, converted: Callable[[torch.Tensor], None]
-) -> Iterator[None]:
+def _loading_from(checkpoint: Path, tensors: Mapping[str, torch.Tensor] | None) -> Iterator[None]:
     """While the official loader runs, its ``torch.load`` of ``checkpoint`` yields ``tensors``."""
     if tensors is None:
         yield
@@ -191,7 +170,7 @@ def _loading_from(
     def load(path: str | Path, *args: Any, **kwargs: Any) -> Any:
         if Path(path) != checkpoint:
             return real_load(path, *args, **kwargs)
-        return _Handed(tensors, converted)  # a copy: the loader deletes each key once it has converted it
+        return dict(tensors)  # a copy: the loader deletes each key once it has converted it
 
     with mock.patch.object(torch, "load", load):
         yield

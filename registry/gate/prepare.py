@@ -27,7 +27,7 @@ class Prepared:
     """One entry, checked and loaded, ready to run on its group's weights."""
 
     entry: Entry
-    own: dict[str, torch.Tensor]  # the entry's tensors: a State, an adapter, or the full weights
+    own: Mapping[str, torch.Tensor]  # the entry's tensors: a State, an adapter, or the full weights
     scale: float | None  # MiSS only
     finite: CheckResult
     seconds: float
@@ -69,7 +69,9 @@ def prepare(run: Run, entry: Entry, group: Group) -> Prepared:
     if entry.method == "miss":
         scale = read_miss_json(run.files / source_pth(run.index, entry)).scale
         check_mergeable(group.weights, own, source=entry.path)
-    return Prepared(entry, own, scale, check_finite_weights(own), time.perf_counter() - start)
+    # A full entry's weights are checked where they run: our runtime's copy (on the GPU), not the host's pages.
+    finite = check_finite_weights(group.model.checkpoint() if entry.method == "full" else own)
+    return Prepared(entry, own, scale, finite, time.perf_counter() - start)
 
 
 def equal_tensors(a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]) -> bool:

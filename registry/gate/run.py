@@ -34,6 +34,7 @@ class Run:
     say: Say
     accept: Accept  # run on the very bytes the gate loads, before an entry runs
     record: Callable[[Receipt], None]  # writes an entry's receipt, once it has run
+    gpu: tuple[str, int] | None = None  # on CUDA: the card as refusals name it, and the bytes the gate may use
     kernel: tuple[CheckResult, dict[str, Any]] | None = None
     environment: Environment | None = None
     problems: list[Problem] = field(default_factory=list)

@@ -52,6 +52,21 @@ from .reference import wkv7_reference
 
 GROUP_NORM_EPS = 64e-5
 WKV_CHOICES = ("auto", "kernel", "reference")
+# The Linears, stored transposed ([in, out], applied as ``x @ W``): the official runtime's layout,
+# so that it runs on this runtime's very tensors (:meth:`Rwkv7.checkpoint`), one copy for both.
+TRANSPOSED = (
+    "att.receptance.weight",
+    "att.key.weight",
+    "att.value.weight",
+    "att.output.weight",
+    "ffn.key.weight",
+    "ffn.value.weight",
+    "head.weight",
+)
+# Vocabulary columns of the head converted at a time when the model computes in another dtype
+# than it stores (the fp32 reference of a bf16 model): 16384 x n_embd in fp32, not the whole head.
+HEAD_CHUNK = 16384
+MERGE_ROWS = 1024  # rows of a Linear merged at a time (:func:`merged_weights`)
 StopReason = Literal["stop_token", "stop_text", "max_new_tokens"]
 
 
@@ -177,8 +192,14 @@ def merged_weights(
     so a misfit is refused before anything is merged.  Each is computed on the base weight's device."""
     check_mergeable(base, adapter, source=source)
     for name, block in adapter.items():
-        weight = base[name]
-        yield name, merge_delta(weight, block.to(weight.device), scale)
+        weight, block = base[name], block.to(base[name].device)
+        # By MERGE_ROWS rows: each row's merge is its own (elementwise), so this is merge_delta's
+        # result bit for bit, with its fp32 temporaries a slice of the Linear instead of four copies.
+        rows = range(0, weight.shape[0], MERGE_ROWS)
+        yield (
+            name,
+            torch.cat([merge_delta(weight[lo : lo + MERGE_ROWS], block[lo : lo + MERGE_ROWS], scale) for lo in rows]),
+        )
 
 
 @contextmanager
@@ -186,10 +207,14 @@ def patched(
     replace: Callable[[str, torch.Tensor], None],
     pristine: Mapping[str, torch.Tensor],
     patch: Iterable[tuple[str, torch.Tensor]],
+    *,
+    undo: bool = True,
 ) -> Iterator[None]:
     """Copy each patched weight into a runtime with ``replace``; afterwards copy the ``pristine``
     bytes back the same way, so the runtime is bit-exactly what it was (one weight at a time:
-    no second copy of the model)."""
+    no second copy of the model).  ``pristine`` needs only the patched names, and may live
+    elsewhere (the host's mapped checkpoint): ``replace`` moves each value where it belongs.
+    ``undo=False`` leaves the patch in (the model's last use: nothing would read the restore)."""
     done: list[str] = []
     try:
         for name, value in patch:
@@ -197,8 +222,14 @@ def patched(
             done.append(name)
         yield
     finally:
-        for name in done:
+        for name in done if undo else ():
             replace(name, pristine[name])
+
+
+def _transposed(name: str) -> bool:
+    """Whether the runtime stores ``name`` transposed (:data:`TRANSPOSED`)."""
+    leaf = name.split(".", 2)[-1] if name.startswith("blocks.") else name
+    return leaf in TRANSPOSED
 
 
 def to_package_state(state: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -332,32 +363,28 @@ class Rwkv7:
         return cls(load_tensors(path), source=path, **kwargs)
 
     def _prepare(self, tensors: Mapping[str, torch.Tensor], copied: Callable[[torch.Tensor], None]) -> None:
-        """Copy the weights to device/dtype (never sharing the caller's tensors: a patch of this
-        model must not touch them) and squeeze the [1, 1, C] vectors.  The copies are contiguous
-        whatever the caller's strides (a transposed view read back from an export): a GEMM on a
-        transposed operand may round differently on CUDA, and the same weights must give the
-        same logits."""
+        """Copy the weights to device/dtype, one tensor at a time (never sharing the caller's
+        tensors: a patch of this model must not touch them), the Linears transposed
+        (:data:`TRANSPOSED`), the [1, 1, C] vectors squeezed.  The copies are contiguous whatever
+        the caller's strides (a transposed view read back from an export): a GEMM on a transposed
+        operand may round differently on CUDA, and the same weights must give the same logits."""
+        self._shapes: dict[str, tuple[int, ...]] = {}
 
         def prep(name: str) -> torch.Tensor:
-            t = tensors[name].to(device=self.device, dtype=self.dtype, memory_format=torch.contiguous_format, copy=True)
-            copied(tensors[name])
+            source = tensors[name]
+            self._shapes[name] = tuple(source.shape)
+            moved = source.to(device=self.device, dtype=self.dtype)  # the caller's own tensor, or a temporary
+            laid = moved.t() if _transposed(name) else moved
+            t = torch.empty(laid.shape, dtype=self.dtype, device=self.device).copy_(laid)
+            del moved, laid
+            copied(source)
             return t.flatten() if name.endswith("att.r_k") else t.squeeze()
-
-        def prep_head() -> torch.Tensor:
-            # On CPU the head is kept as [C, V]: one token's logits then read it about 2.8x faster
-            # (the vocabulary-sized product dominates a CPU decode step).  CUDA keeps [V, C].
-            if self.device.type != "cpu":
-                return prep("head.weight")
-            head = tensors["head.weight"]
-            t = torch.empty((head.shape[1], head.shape[0]), dtype=self.dtype).copy_(head.t())
-            copied(head)
-            return t
 
         self._layers = [{k: prep(block_name(i, k)) for k in layer_keys(i)} for i in range(self.shape.n_layer)]
         self._outer = {
-            name: prep(name) for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias")
+            name: prep(name)
+            for name in ("blocks.0.ln0.weight", "blocks.0.ln0.bias", "ln_out.weight", "ln_out.bias", "head.weight")
         }
-        self._outer["head.weight"] = prep_head()
         self._emb = prep("emb.weight")  # ln0 is applied to the rows a forward uses
         self._stored_dtype = self.dtype
 
@@ -376,17 +403,33 @@ class Rwkv7:
             return tensors
         return {k: t.to(self.dtype) for k, t in tensors.items()}
 
+    def _stored(self) -> dict[str, torch.Tensor]:
+        """Every stored tensor by checkpoint name, in this model's layout."""
+        return self.stored_weights() | self._outer | {"emb.weight": self._emb}
+
+    def weight(self, name: str) -> torch.Tensor:
+        """The stored tensor ``name`` as a view in the checkpoint's layout and shape (no copy)."""
+        t = self._stored()[name]
+        return t.t() if _transposed(name) else t.view(self._shapes[name])
+
+    def checkpoint(self) -> dict[str, torch.Tensor]:
+        """Every stored tensor as :meth:`weight` gives it: a checkpoint's tensors that are views of
+        this model's (the official loader, handed these, keeps them: one copy for both runtimes)."""
+        return {name: self.weight(name) for name in self._stored()}
+
     def replace_weight(self, name: str, value: torch.Tensor) -> None:
-        """Copy ``value`` into the stored Linear weight ``name`` (``blocks.N.…weight``) in place."""
+        """Copy ``value`` (checkpoint layout, any device and dtype) into the stored Linear weight
+        ``name`` (``blocks.N.…weight``) in place."""
         key = block_key(name)
         layer = self._layers[key[0]] if key and key[0] < self.shape.n_layer else {}
         target = layer.get(key[1]) if key else None
-        if target is None or target.shape != value.shape:
+        if target is None or self._shapes[name] != tuple(value.shape):
             raise ValueError(f"{name} is not a weight of this model with shape {tuple(value.shape)}")
-        target.copy_(value)
+        moved = value.to(device=target.device, dtype=target.dtype)
+        target.copy_(moved.t() if _transposed(name) else moved.view_as(target))
 
     def stored_weights(self) -> dict[str, torch.Tensor]:
-        """The stored block weights by checkpoint name (for tests of patch and restore)."""
+        """The stored block weights by checkpoint name, in this model's layout (for tests)."""
         return {block_name(i, k): t for i, layer in enumerate(self._layers) for k, t in layer.items()}
 
     def _layer_norm(self, x: torch.Tensor, weight_bias: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -470,11 +513,11 @@ class Rwkv7:
         else:
             self._check_state(state, ids.shape[0])
             state = [s.clone(memory_format=torch.contiguous_format) for s in state]
-        outer = self._in_compute_dtype(self._outer)
+        outer = self._in_compute_dtype({k: t for k, t in self._outer.items() if k != "head.weight"})
         x = self._layer_norm(self._emb[ids].to(self.dtype), (outer["blocks.0.ln0.weight"], outer["blocks.0.ln0.bias"]))
         v_first = None
         for i, stored in enumerate(self._layers):
-            p = self._in_compute_dtype(stored)
+            p = self._in_compute_dtype(stored)  # computing in another dtype: this layer converted
             out, state[3 * i], v_first = self._time_mix(
                 i, p, self._layer_norm(x, (p["ln1.weight"], p["ln1.bias"])), state[3 * i], state[3 * i + 1], v_first
             )
@@ -483,11 +526,20 @@ class Rwkv7:
                 p, self._layer_norm(x, (p["ln2.weight"], p["ln2.bias"])), state[3 * i + 2]
             )
             x = x + out
+            del p, out  # one converted layer at a time: freed before the next is made
         if not full_output:
             x = x[:, -1]
-        x = self._layer_norm(x, (outer["ln_out.weight"], outer["ln_out.bias"]))
-        logits = x @ outer["head.weight"] if self.device.type == "cpu" else F.linear(x, outer["head.weight"])
+        logits = self._head(self._layer_norm(x, (outer["ln_out.weight"], outer["ln_out.bias"])))
         return (logits[0] if unbatched else logits), state
+
+    def _head(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ head`` by :data:`HEAD_CHUNK` vocabulary columns, each converted to the compute
+        dtype as it is used (the same chunks whatever the dtype, so a view computes what a model
+        stored in its dtype computes)."""
+        head = self._outer["head.weight"]
+        return torch.cat(
+            [x @ head[:, lo : lo + HEAD_CHUNK].to(self.dtype) for lo in range(0, head.shape[1], HEAD_CHUNK)], dim=-1
+        )
 
     @staticmethod
     def _shift_delta(x: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
@@ -508,10 +560,10 @@ class Rwkv7:
         xx = self._shift_delta(x, x_prev)
         xr, xw, xk, xv, xa, xg = (x + xx * p[f"att.{m}"] for m in MIX_KEYS)
 
-        r = F.linear(xr, p["att.receptance.weight"])
+        r = xr @ p["att.receptance.weight"]
         w = torch.tanh(xw @ p["att.w1"]) @ p["att.w2"]
-        k = F.linear(xk, p["att.key.weight"])
-        v = F.linear(xv, p["att.value.weight"])
+        k = xk @ p["att.key.weight"]
+        v = xv @ p["att.value.weight"]
         a = torch.sigmoid(p["att.a0"] + (xa @ p["att.a1"]) @ p["att.a2"])
         g = torch.sigmoid(xg @ p["att.g1"]) @ p["att.g2"]
 
@@ -532,14 +584,14 @@ class Rwkv7:
             batch, steps, n_head, n
         )
         y = y + bonus.view(batch, steps, c)
-        return F.linear(y * g, p["att.output.weight"]), x[:, -1], v_first
+        return (y * g) @ p["att.output.weight"], x[:, -1], v_first
 
     def _channel_mix(
         self, p: Mapping[str, torch.Tensor], x: torch.Tensor, x_prev: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         k = x + self._shift_delta(x, x_prev) * p["ffn.x_k"]
-        k = torch.relu(F.linear(k, p["ffn.key.weight"])) ** 2
-        return F.linear(k, p["ffn.value.weight"]), x[:, -1]
+        k = torch.relu(k @ p["ffn.key.weight"]) ** 2
+        return k @ p["ffn.value.weight"], x[:, -1]
 
     # ---- generation -------------------------------------------------------------------------
 

@@ -9,8 +9,10 @@ gated in one process:
   names the base it came from, and its own bytes are the model).
 * The base is **read once**: its sha256 is computed while it loads (or recognised by the per-user
   stat cache), and every entry's recorded base sha256 is compared before any check runs.
-* Each group runs in **two phases** so that only one runtime holds the weights at a time: our
-  runtime, then the official ``rwkv`` runtime built from the tensors already loaded.
+* A group's weights are on the GPU **once**: our runtime's copy, on which the official ``rwkv``
+  runtime is built (its own loader, handed our tensors) and from which the fp32 reference converts
+  one layer at a time; each group is planned against ``--max-gpu-memory`` before anything loads
+  (:mod:`registry.gate.memory`).
 * On CUDA, our kernel's build and the official runtime's JIT builds start in the background while
   the weights are hashed and loaded (:mod:`registry.gate.builds`).
 
@@ -48,8 +50,8 @@ from ..core.repo import Repo, render_index, resolve_checkpoint, resolve_entry
 from ..gate.builds import background_builds
 from ..gate.checkpoint import gate_checkpoint
 from ..gate.groups import gate_files
-from ..gate.memory import out_of_memory_named
-from ..gate.phases import gate_entries
+from ..gate.memory import gpu_budget, out_of_memory_named
+from ..gate.phases import gate_entries, plan_groups
 from ..gate.receipt import Receipt, gate_summary, receipt_path
 from ..gate.run import Run
 from ..gate.seal import sealed_json, signed
@@ -160,12 +162,15 @@ def smoke(
     *,
     fetch_into: Path | None = None,
     sign_key: Path | None = None,
+    max_gpu_memory: int | None = None,
 ) -> list[Receipt]:
     """Gate the chosen entries (all when none are named) and record a receipt for each.
 
     ``base_file`` (or ``fetch_into``, a folder to download it into) is needed when a State or MiSS
     entry is chosen.  Entries that cannot be gated (they do not fit their base) are refused
     together at the end, after the others' receipts.  ``sign_key`` signs every receipt.
+    ``max_gpu_memory`` (bytes; default what the card has free) is what each group is planned to
+    fit (:mod:`registry.gate.memory`): a card too small is refused before anything loads.
     """
     say = say or silent
     if base_file and fetch_into:
@@ -199,6 +204,10 @@ def smoke(
             f"{on_base[0].path} is a {on_base[0].method} entry: it runs on its base checkpoint",
             "pass --base-file BASE.pth (the file the entries were trained on)",
         )
+    full = [e for e in entries if e.method == "full"]
+    # Planned before anything is opened, built or loaded: a card too small is refused at once.
+    gpu = gpu_budget(max_gpu_memory) if device == "cuda" else None
+    plan_groups(index, gpu, on_base, base_file.stat().st_size if on_base and base_file else 0, full)
     with ExitStack() as pins, background_builds(device) as builds:
         # Every input is opened once, checked (registered files against the index, the base by
         # its hash), and read through that open file for the whole gate.
@@ -223,10 +232,11 @@ def smoke(
             say,
             accept_weight,
             lambda receipt: _write_receipt(repo, receipt, sign_key),
+            gpu=gpu,
         )
-        gate_entries(run, builds, on_base, base, view / base_name, [e for e in entries if e.method == "full"])
+        gate_entries(run, builds, on_base, base, view / base_name, full)
         for checkpoint in checkpoints:
-            with out_of_memory_named([checkpoint.path], sum(ref.size for ref in checkpoint.all_files())):
+            with out_of_memory_named([checkpoint.path], None):  # not planned yet: gate/checkpoint.py holds two copies
                 receipt = gate_checkpoint(run, builds, checkpoint, fla_to_x070)
             run.record(receipt)
             run.receipts.append(receipt)
