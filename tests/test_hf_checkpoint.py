@@ -444,7 +444,12 @@ def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtim
     checkpoint = Repo(folder).load_index().checkpoints[0]
     assert checkpoint.gate is not None and checkpoint.gate.passed and checkpoint.gate.device == "cpu"
     assert checkpoint.gate.sample is not None and checkpoint.gate.sample.model_dump(mode="json") == sample
-    assert "passed (cpu" in (folder / "README.md").read_text()
+    card = (folder / "README.md").read_text()
+    assert "passed (cpu" in card
+    shown = card[card.index("## Transformers checkpoints") :]
+    shown = shown[shown.index("### Smoke sample (not a benchmark)") :]
+    row = next(line for line in shown.splitlines() if line.startswith("| `/model.safetensors.index.json`"))
+    assert "g1k (default for the method)" in row and f"{sample['tokens']} / {sample['max_new_tokens']}" in row
     assert validate(folder) == []
 
 
