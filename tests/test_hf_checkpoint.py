@@ -672,6 +672,16 @@ def test_a_hand_made_repo_with_a_checkpoint_under_the_layout_is_adopted_in_place
     assert validate(repo) == []
     assert CliRunner().invoke(main, ["card", "--check", "-C", str(repo)]).exit_code == 0
 
+    # a score on it (by its folder) joins its base's score tables, the author's evaluation.json untouched
+    args = ["--benchmark", "exam", "--value", "52.5", "--date", "2026-12-01", "--backend", "rwkv 0.8.30"]
+    scored = CliRunner().invoke(main, ["score", str(repo / folder), *args, "-C", str(repo)])
+    assert scored.exit_code == 0, scored.output
+    assert (repo / folder / "evaluation.json").read_bytes() == before[f"{folder}/evaluation.json"]
+    card = (repo / "README.md").read_text()
+    row = next(line for line in card.splitlines() if line.startswith("| `full/v1/model.safetensors.index.json`"))
+    assert "| Transformers | exam | 52.5% |" in row
+    assert validate(repo) == []
+
 
 def test_a_hand_made_checkpoint_under_the_layout_that_disagrees_is_refused_leaving_the_folder_as_it_was(
     seed_004_template, tmp_path
