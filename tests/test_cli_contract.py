@@ -424,7 +424,7 @@ def test_list_and_card_check_are_ops_functions(empty_registry):
     assert (
         listing.as_dict()
         == json.loads(invoke("list", "-C", empty_registry, "--json").stdout)
-        == {"bases": [], "entries": []}
+        == {"bases": [], "entries": [], "checkpoints": []}
     )
     assert check_card(empty_registry).problems == [] and check_card(empty_registry).diff == ""
     readme = empty_registry / "README.md"

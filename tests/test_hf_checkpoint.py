@@ -24,7 +24,9 @@ from registry.artifacts.dtypes import bit_equal
 from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_base_state_dict
 from registry.cli.app import main
 from registry.core.errors import RegistryError
+from registry.core.models import PROFILES
 from registry.core.repo import Repo
+from registry.gate.prompts import profile_prompt
 from registry.gate.runtime import load_tensors
 from registry.hf.files import config_json, render
 from registry.hf.mapping import DROPPED_SOURCES, fla_plan
@@ -364,6 +366,51 @@ def test_a_command_that_rewrites_the_card_updates_its_manifest_line_in_the_same_
     assert validate(seed_004) == []
 
 
+def test_a_score_on_a_root_checkpoint_goes_to_the_index_the_authors_file_untouched_and_the_card_shows_both(seed_004):
+    adopt_cli(seed_004)
+    authors = (seed_004 / "evaluation.json").read_bytes()
+    args = ["--benchmark", "mmlu_redux", "--value", "61.25%", "--count", "1837", "--date", "2026-12-01"]
+    for path in ("model.safetensors.index.json", str(seed_004)):  # by its weight index, and by its folder on disk
+        result = CliRunner().invoke(
+            main, ["score", path, *args, "--backend", "vllm 0.11", "-C", str(seed_004), "--json"]
+        )
+        assert result.exit_code == 0, result.output
+    assert (seed_004 / "evaluation.json").read_bytes() == authors  # the author's file, byte for byte
+    checkpoint = Repo(seed_004).load_index().checkpoints[0]
+    assert [(s.benchmark, s.value, s.count) for s in checkpoint.scores] == [("mmlu_redux", 61.25, 1837)]
+    assert json.loads(result.stdout)["scores"][0]["benchmark"] == "mmlu_redux"
+    assert manifest_lines(seed_004)["evaluation.json"] == sha(seed_004 / "evaluation.json")
+    card = (seed_004 / "README.md").read_text()
+    assert "exact match after HQA normalization" in card  # the author's evaluation ...
+    ours = card[card.index("### Scores") :]
+    assert "mmlu_redux" in ours and "vllm 0.11" in ours and "`/model.safetensors.index.json`" in ours  # ... and ours
+    assert "is the author's and does not hold them" in ours
+    assert validate(seed_004) == []
+    assert CliRunner().invoke(main, ["card", "--check", "-C", str(seed_004)]).exit_code == 0
+
+    listed = CliRunner().invoke(main, ["list", "-C", str(seed_004), "--json"])
+    assert listed.exit_code == 0, listed.output
+    (row,) = json.loads(listed.stdout)["checkpoints"]
+    assert row["path"] == "model.safetensors.index.json" and [s["benchmark"] for s in row["scores"]] == ["mmlu_redux"]
+    table = CliRunner().invoke(main, ["list", "-C", str(seed_004)]).output
+    assert "checkpoints" in table and "RWKV7ForCausalLM" in table and "not run" in table
+
+
+def test_describe_takes_a_checkpoint_for_its_author_evaluation_and_refuses_an_entrys_field_in_one_line(seed_004):
+    adopt_cli(seed_004)
+    before = snapshot(seed_004)
+    refused = CliRunner().invoke(
+        main, ["describe", "model.safetensors.index.json", "--notes", "x", "-C", str(seed_004)]
+    )
+    assert refused.exit_code != 0 and snapshot(seed_004) == before
+    (line,) = refused.output.strip().splitlines()
+    assert line.startswith("error: model.safetensors.index.json: --notes describe a registry entry")
+    done = CliRunner().invoke(main, ["describe", str(seed_004), "--author-evaluation", "-C", str(seed_004), "--json"])
+    assert done.exit_code == 0, done.output
+    assert Repo(seed_004).load_index().checkpoints[0].evaluation == "evaluation.json"
+    assert (seed_004 / "evaluation.json").read_bytes() == before["evaluation.json"]
+
+
 # -- the gate (CPU path here; the GPU runs where CUDA is) -------------------------------------------------------
 
 
@@ -378,6 +425,12 @@ def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtim
     }
     names = {c["name"] for c in receipt["checks"]}
     assert names == {"kernel-parity", "finite-weights", "model-parity", "finite-logits", "greedy-decoding"}
+    # its smoke sample, in a full fine-tune's default format (g1k, token 0 and g1k's stop text)
+    sample = receipt["sample"]
+    assert (sample["format"], sample["format_from"]) == ("g1k", "default")
+    assert sample["prompt_sha256"] == hashlib.sha256(profile_prompt("g1k").encode()).hexdigest()
+    assert (sample["stop_tokens"], sample["stop_texts"]) == ([0], [PROFILES["g1k"].stop_text])
+    assert 0 <= sample["tokens"] <= sample["max_new_tokens"] and receipt["timings"]["entries_sharing_setup"] == 1
     after = snapshot(folder)
     # no copy of the weights on disk: only index.json (the gate's summary), the card and SHA256SUMS changed
     assert set(after) == set(before)
@@ -390,7 +443,13 @@ def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtim
     }
     checkpoint = Repo(folder).load_index().checkpoints[0]
     assert checkpoint.gate is not None and checkpoint.gate.passed and checkpoint.gate.device == "cpu"
-    assert "passed (cpu" in (folder / "README.md").read_text()
+    assert checkpoint.gate.sample is not None and checkpoint.gate.sample.model_dump(mode="json") == sample
+    card = (folder / "README.md").read_text()
+    assert "passed (cpu" in card
+    shown = card[card.index("## Transformers checkpoints") :]
+    shown = shown[shown.index("### Smoke sample (not a benchmark)") :]
+    row = next(line for line in shown.splitlines() if line.startswith("| `/model.safetensors.index.json`"))
+    assert "g1k (default for the method)" in row and f"{sample['tokens']} / {sample['max_new_tokens']}" in row
     assert validate(folder) == []
 
 
@@ -576,6 +635,71 @@ def test_registry_add_refuses_a_bad_checkpoint_folder_leaving_the_registry_as_it
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {folder / 'config.json'}: ") and "; fix: " in lines[0]
     assert snapshot(world_registry) == before
+
+
+# -- adopt: a hand-made repo holding a checkpoint folder under the layout ------------------------------------------
+
+
+def _hand_made_layout(template: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A repo made by hand: the checkpoint folder at <base>/full/v1/ with its train.json; the base
+    .pth beside the repo (given with --base-file, read, not copied)."""
+    base = make_base_checkpoint(tmp_path / "rwkv7-tiny-w-20260101.pth", TinySpec(**{**WORLD.__dict__, "seed": 1}))
+    repo = tmp_path / "hand-made"
+    version = repo / "rwkv7-tiny-w-20260101/full/v1"
+    version.parent.mkdir(parents=True)
+    shutil.copytree(_checkpoint_folder(template, tmp_path), version)
+    train_json(version / "train.json")
+    return repo, base
+
+
+def test_a_hand_made_repo_with_a_checkpoint_under_the_layout_is_adopted_in_place_byte_for_byte(
+    seed_004_template, tmp_path
+):
+    repo, base = _hand_made_layout(seed_004_template, tmp_path)
+    before = snapshot(repo)
+    report = json.loads(adopt_cli(repo, "--base-file", str(base), "--json").stdout)
+    after = snapshot(repo)
+    assert {p: after[p] for p in before} == before  # every file of the author's, byte for byte
+    index = Repo(repo).load_index()
+    (checkpoint,) = index.checkpoints
+    folder = "rwkv7-tiny-w-20260101/full/v1"
+    assert checkpoint.path == f"{folder}/model.safetensors.index.json" and index.entries == []
+    assert checkpoint.base_sha256 == index.bases[0].sha256 == sha(base) and checkpoint.data.version == "v1"
+    assert checkpoint.manifest == f"{folder}/checkpoint_manifest.json"
+    assert checkpoint.evaluation == f"{folder}/evaluation.json"
+    assert [s.path for s in checkpoint.shards] == [f"{folder}/model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)]
+    assert report["checkpoints"][0]["gate"] == "applies"
+    assert validate(repo) == []
+    assert CliRunner().invoke(main, ["card", "--check", "-C", str(repo)]).exit_code == 0
+
+    # a score on it (by its folder) joins its base's score tables, the author's evaluation.json untouched
+    args = ["--benchmark", "exam", "--value", "52.5", "--date", "2026-12-01", "--backend", "rwkv 0.8.30"]
+    scored = CliRunner().invoke(main, ["score", str(repo / folder), *args, "-C", str(repo)])
+    assert scored.exit_code == 0, scored.output
+    assert (repo / folder / "evaluation.json").read_bytes() == before[f"{folder}/evaluation.json"]
+    card = (repo / "README.md").read_text()
+    row = next(line for line in card.splitlines() if line.startswith("| `full/v1/model.safetensors.index.json`"))
+    assert "| Transformers | exam | 52.5% |" in row
+    assert validate(repo) == []
+
+
+def test_a_hand_made_checkpoint_under_the_layout_that_disagrees_is_refused_leaving_the_folder_as_it_was(
+    seed_004_template, tmp_path
+):
+    repo, base = _hand_made_layout(seed_004_template, tmp_path)
+    folder = repo / "rwkv7-tiny-w-20260101/full/v1"
+    _flip_data_byte(folder)
+    misplaced = repo / "rwkv7-tiny-w-20260101/miss/v1"
+    shutil.copytree(_checkpoint_folder(seed_004_template, tmp_path / "again"), misplaced)
+    before = snapshot(repo)
+    lines = adopt_cli(repo, "--base-file", str(base), code=3).stderr.strip().splitlines()
+    assert snapshot(repo) == before
+    assert len(lines) == 2 and lines[0].startswith(
+        f"error: {folder.relative_to(repo)}/checkpoint_manifest.json: says model-00002-of-00003.safetensors has sha256"
+    )
+    assert lines[1].startswith(
+        "error: rwkv7-tiny-w-20260101/miss/v1: a Transformers checkpoint folder outside the layout"
+    )
 
 
 def test_pull_of_the_hand_made_seed_004_repo_adopts_it_on_the_way(hub_server, seed_004_template, tmp_path):

@@ -22,6 +22,7 @@ from ..core.layout import export_path, modelfile_path
 from ..core.models import (
     METHODS,
     Base,
+    Checkpoint,
     Entry,
     EvalResult,
     EvalSetup,
@@ -313,6 +314,8 @@ class CardView:
     handwritten: str
     languages: Languages
     author_evaluations: list[AuthorEvaluationView] = field(default_factory=list)  # each declared one that reads
+    # results recorded on a checkpoint at the root (one under a base is in its base's score tables)
+    checkpoint_score_groups: list[ScoreGroup] = field(default_factory=list)
 
     @property
     def zh(self) -> bool:
@@ -434,11 +437,12 @@ class CardView:
         """The entry's stop rules, else the RWKV chat default: token 0 (EOD) or the next user turn."""
         return (e and e.entry.stop) or StopRules(tokens=[0], texts=[DEFAULT_STOP_TEXT])
 
-    def sample_row(self, e: EntryView) -> list[str]:
+    def sample_row(self, e: EntryView | Checkpoint) -> list[str]:
         """A smoke-sample table row: path, format, the first tokens' text (escaped: newlines shown
-        as ``\\n``), whether a stop text came, the tokens before the stop, where and when it ran."""
-        gate = e.entry.gate
-        assert gate is not None  # BaseView.gated lists gated weights only
+        as ``\\n``), whether a stop text came, the tokens before the stop, where and when it ran;
+        a Transformers checkpoint's by its weight index from the root."""
+        gate, rel_path = (e.gate, f"/{e.path}") if isinstance(e, Checkpoint) else (e.entry.gate, e.rel_path)
+        assert gate is not None  # BaseView.gated (and the checkpoints' table) list gated weights only
         where = f"{gate.date}, {gate.gpu or gate.device}"
         sample = gate.sample
         if sample is None:
@@ -447,7 +451,7 @@ class CardView:
                 "not recorded (gated before samples: run `registry smoke` again)",
                 " / ",
             )
-            return [md_code(e.rel_path), missing, "—", "—", "—", where]
+            return [md_code(rel_path), missing, "—", "—", "—", where]
         label = (
             self.t("卡片上的提示格式", "the card's prompt format", " / ")
             if sample.format == "prompt"
@@ -462,7 +466,7 @@ class CardView:
         }[sample.stop_reason]
         seen = self.t("是", "yes", " / ") if sample.stop_text_seen else self.t("否", "no", " / ")
         tokens = f"{sample.tokens} / {sample.max_new_tokens}{self.languages.paren(ended)}"
-        return [md_code(e.rel_path), label, escaped(sample.text) or "—", seen, tokens, where]
+        return [md_code(rel_path), label, escaped(sample.text) or "—", seen, tokens, where]
 
     def hf_exports(self) -> list[tuple[HfExport, EntryView | None]]:
         """Each export (``registry export-hf``) with the entry it was made from: a full weight, a
@@ -568,6 +572,10 @@ def _subject_label(index: Index, result: EvalResult, languages: Languages) -> tu
         entry = index.entry_by_path(subject.name)
         path = _relative(subject.name, subject.base if index.base_by_name(subject.base) else None)
         return md_code(path), METHOD_LABELS[entry.method] if entry else "—"
+    if subject.kind == "checkpoint":
+        return md_code(
+            _relative(subject.name, subject.base if index.base_by_name(subject.base) else None)
+        ), "Transformers"
     if subject.kind == "reference":
         base = index.base_by_name(subject.base)
         ref = next((r for r in base.references if r.name == subject.name), None) if base else None
@@ -651,5 +659,11 @@ def build_view(index: Index, handwritten: str, facts: TreeFacts | None = None) -
             AuthorEvaluationView(path, facts.evaluations[path], weights)
             for path, weights in declarations(index).items()
             if path in facts.evaluations
+        ],
+        checkpoint_score_groups=[
+            group
+            for checkpoint in sorted(index.checkpoints, key=lambda c: c.path)
+            if checkpoint.base_sha256 is None
+            for group in _score_groups(index, evaluation(index).results, checkpoint.path, languages)
         ],
     )

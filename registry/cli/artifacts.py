@@ -187,7 +187,8 @@ def score_cmd(
 ) -> None:
     """Record an evaluation result for the entry at PATH, for --base alone, or for --base's --reference.
 
-    On an entry (a safetensors twin stands for its source), on a base alone, or on a reference: weights compared
+    On an entry (a safetensors twin stands for its source), on a Transformers checkpoint (PATH: its
+    model.safetensors.index.json or its folder), on a base alone, or on a reference: weights compared
     against but not held here (e.g. never uploaded). The same benchmark, date, backend and setup again replaces the
     result. --setup must exist; --baseline must have a result on the same benchmark with the same setup, date and
     backend (or --footnote says why an indicative comparison is enough). Results go to index.json, never into an
@@ -249,7 +250,8 @@ def score_cmd(
 @REGISTRY_OPT
 @json_option
 def list_cmd(registry: Path) -> None:
-    """Show bases and entries (in a dataset registry: its versions, trained files and linked weights).
+    """Show bases, entries and Transformers checkpoints (in a dataset registry: its versions, trained files and
+    linked weights).
 
     Whole paths when not on a terminal.
     """
@@ -295,8 +297,24 @@ def _tables(listing: Listing | DatasetListing) -> Iterator[Line]:
                 "★" if e.get("recommended") else "",
                 str(len(e.get("scores") or [])),
             )
+    third = None
+    if not isinstance(listing, DatasetListing) and listing.checkpoints:
+        third = Table("path", "architecture", "shards", "gate", "scores", title="checkpoints")
+        for c in listing.checkpoints:
+            gate = c.get("gate")
+            third.add_row(
+                c["path"],
+                c["architecture"],
+                str(len(c["shards"])),
+                ("passed" if gate["passed"] else "failed")
+                if gate
+                else ("not run" if c["model_type"] == "rwkv7" else "does not apply (not RWKV-7)"),
+                str(len(c.get("scores") or [])),
+            )
     console = Console() if sys.stdout.isatty() else Console(width=1 << 16)
     with console.capture() as tables:
         console.print(first)
         console.print(second)
+        if third is not None:
+            console.print(third)
     yield Line(tables.get(), nl=False)

@@ -38,7 +38,7 @@ from typing import Any
 
 from .errors import Problem, RegistryError
 from .evaluation import split_value
-from .models import Entry, Index
+from .models import Checkpoint, Entry, Index
 from .names import DOCS_DIR, EVALUATION_NAME, INDEX_NAME
 from .schemas import MAX_JSON_BYTES, read_json
 
@@ -441,7 +441,7 @@ def author_evaluation_problems(root: Path, index: Index, placed: set[str]) -> It
             yield from err.problems
 
 
-def declare_author_evaluation(root: Path, index: Index, entry: Entry, declared: bool) -> None:
+def declare_author_evaluation(root: Path, index: Index, entry: Entry | Checkpoint, declared: bool) -> None:
     """``registry describe PATH --author-evaluation``: ``entry`` declares the author's evaluation.json
     beside it (nearest place first; read and checked, never changed); ``--no-author-evaluation``
     drops the declaration and leaves the file where it is."""

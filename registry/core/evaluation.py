@@ -68,7 +68,8 @@ def _by_benchmark(scores: list[Score]) -> list[Score]:
 
 
 def subjects(index: Index) -> Iterator[tuple[EvalSubject, list[Score]]]:
-    """Every subject with its scores: per base (by name) the base, its references, its entries by path."""
+    """Every subject with its scores: per base (by name) the base, its references, its entries by path;
+    then the Transformers checkpoints (one at the root is a group of its own, named by its weight index)."""
     twins = twins_by_source(index)
     sources = sorted((e for e in index.entries if source_of(index, e) is e), key=lambda e: e.path)
     names = sorted({b.name for b in index.bases} | {base_name(index, e.base_sha256) for e in sources})
@@ -81,6 +82,13 @@ def subjects(index: Index) -> Iterator[tuple[EvalSubject, list[Score]]]:
         for entry in (e for e in sources if base_name(index, e.base_sha256) == name):
             files = [entry.path, *(t.path for t in twins.get(entry.path, []))]
             yield EvalSubject(kind="entry", name=entry.path, base=name, sha256=entry.sha256, files=files), entry.scores
+    for checkpoint in sorted(index.checkpoints, key=lambda c: c.path):  # under a base, or its own at the root
+        group = base_name(index, checkpoint.base_sha256) if checkpoint.base_sha256 else checkpoint.path
+        files = [s.path for s in checkpoint.shards]
+        yield (
+            EvalSubject(kind="checkpoint", name=checkpoint.path, base=group, sha256=checkpoint.sha256, files=files),
+            checkpoint.scores,
+        )
 
 
 def baseline_scores(index: Index, base: str) -> dict[str, list[Score]]:

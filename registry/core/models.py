@@ -435,6 +435,9 @@ class Checkpoint(_Strict):
         default=None,
         description="The author's evaluation.json beside it (read, shown on the card, never rewritten)",
     )
+    scores: list[Score] = Field(
+        default_factory=list, description="Results recorded with `registry score` (the author's file is not written)"
+    )
     gate: GateSummary | None = None
 
     @property
@@ -679,9 +682,11 @@ def path_problem(path: str) -> str | None:
 class EvalSubject(_Strict):
     """What a result was measured on: an entry (with its safetensors twins), a base alone, or a reference."""
 
-    kind: Literal["entry", "base", "reference"]
-    name: str = Field(description="The entry's path, the base's name or the reference's name")
-    base: str = Field(description="Name of the base it runs on")
+    kind: Literal["entry", "base", "reference", "checkpoint"]
+    name: str = Field(
+        description="The entry's path, the base's name, the reference's name or the checkpoint's weight index"
+    )
+    base: str = Field(description="Name of the base it runs on (a checkpoint at the root: its weight index)")
     sha256: Sha256 | None = Field(
         default=None, pattern=SHA256_PATTERN, description="The file's sha256 (entry: the .pth; base: the base file)"
     )

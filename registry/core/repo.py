@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from .atomic import finish_interrupted
 from .errors import Problem, RegistryError
 from .gitattributes import lfs_line
-from .models import DATASET_KIND, Entry, Index
+from .models import DATASET_KIND, Checkpoint, Entry, Index
 from .names import (
     CARD_NAME,
     GATES_DIR,
@@ -203,3 +203,18 @@ def resolve_entry(repo: Repo, index: Index, path: str) -> Entry:
             "entry.unknown", path, "no such entry in index.json", "pass a path listed by `registry list`"
         )
     return entry
+
+
+def resolve_checkpoint(repo: Repo, index: Index, path: str) -> Checkpoint | None:
+    """The Transformers checkpoint ``path`` names (its weight index or its folder, registry-relative
+    or a path on disk: absolute, or from here), or None."""
+    if path and (found := index.checkpoint_by_path(path)) is not None:
+        return found
+    candidate = Path(path)
+    if not (candidate.is_absolute() or candidate.exists()):
+        return None
+    try:
+        rel = repo.rel(candidate)
+    except ValueError:
+        return None  # outside the registry: resolve_entry says so
+    return index.checkpoint_by_path("" if rel == "." else rel)

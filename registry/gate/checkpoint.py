@@ -7,6 +7,8 @@ views, and no copy on
 disk).  Then the same checks as a ``.pth`` full entry, in the same two phases: our runtime (the
 kernel's bf16 path on CUDA, the fp32 reference, greedy decoding), then the official ``rwkv``
 runtime built from those tensors (its ``torch.load`` handed them, :func:`registry.gate.official.load_official`).
+Its smoke sample runs in a full fine-tune's default format (:func:`registry.gate.prompts.checkpoint_sample_format`),
+and its receipt is made by the one function that makes an entry's (:func:`registry.gate.phases.make_receipt`).
 
 A checkpoint has no base file: its receipt names the checkpoint's own weight index as its base
 (``base_sha256``), or the base index.json records for one under ``<base>/full/<v>/``.  Another
@@ -19,7 +21,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from datetime import UTC, datetime
 from typing import Any
 
 import torch
@@ -32,20 +33,20 @@ from .checks import (
     WORLD_VOCAB_SIZE,
     check_decoding,
     check_finite_weights,
-    finite,
     official_logits,
     our_logits,
-    parity_check_of,
     prefill_throughput,
     reference_logits,
 )
 from .loading import ToHash, load_hashed
 from .memory import on_device
 from .official import load_official
-from .prompts import tokenizer
-from .receipt import CheckResult, Receipt, Timings
+from .phases import Gated, Measured, make_receipt
+from .prompts import checkpoint_sample_format, tokenizer
+from .receipt import Receipt
 from .run import Run, kernel_once
 from .runtime import Rwkv7, load_tensors
+from .sample import run_sample
 
 # fla's tensors → the runtime's x070 ones, in memory (registry.hf.tensors.fla_to_x070, handed in by smoke)
 ToRuntime = Callable[[Mapping[str, torch.Tensor], str], dict[str, torch.Tensor]]
@@ -75,11 +76,11 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
         )
     setup_s = time.perf_counter() - start
     kernel_once(run, list(builds))
-    assert run.kernel is not None and run.environment is not None
     tok = tokenizer()
     prompts = tok.prompt_ids
+    fmt = checkpoint_sample_format()
     finite_weights = check_finite_weights(weights)
-    run.say(f"{checkpoint.path}: our runtime ({run.device}), fp32 reference, greedy decoding")
+    run.say(f"{checkpoint.path}: our runtime ({run.device}), fp32 reference, greedy decoding, a sample in {fmt.name}")
     ours = Rwkv7(
         weights,
         dtype=torch.bfloat16 if run.device == "cuda" else torch.float32,
@@ -91,6 +92,11 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
     reference, fp32_kernel = reference_logits(ours, mine, prompts, None)
     decoding, decode_tps = check_decoding(ours, prompts, None, tok.decode)
     prefill_tps = prefill_throughput(ours, prompts)
+    sample = run_sample(ours, fmt, tok, None)
+    run.say(
+        f"{checkpoint.path}: sample in {fmt.name}: {sample.tokens} tokens, stop "
+        f"text {'seen' if sample.stop_text_seen else 'not seen'} (reported, not a check)"
+    )
     del ours
     release_free_memory()
     run.say(f"{checkpoint.path}: official rwkv runtime, built from the tensors already loaded")
@@ -98,39 +104,10 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
     official = load_official(run.files / f"{checkpoint.path}.pth", run.device, weights)
     theirs = official_logits(official, prompts, None, reference)
     del official
-    kernel_check, kernel_timings = run.kernel
-    logit_sets = [mine, theirs, reference, *([fp32_kernel] if fp32_kernel else [])]
-    checks = [
-        kernel_check,
-        finite_weights,
-        parity_check_of(mine, theirs, reference, fp32_kernel),
-        CheckResult(name="finite-logits", passed=finite(*logit_sets), detail="every logit of every path is finite"),
-        decoding,
-    ]
-    total = time.perf_counter() - start
-    timings = Timings(
-        kernel_build_s=kernel_timings["kernel_build_s"],
-        kernel_cached=kernel_timings["kernel_cached"],
-        load_s=round(setup_s, 3),
-        prefill_tokens_per_s=round(prefill_tps, 1),
-        decode_tokens_per_s=round(decode_tps, 1),
-        total_s=round(total, 3),
-        setup_s=round(setup_s, 3),
-        entries_sharing_setup=1,
-        gpu_peak_bytes=torch.cuda.max_memory_allocated() if run.device == "cuda" else None,
-    )
-    receipt = Receipt(
-        entry=checkpoint.path,
-        method="full",
-        file_sha256=checkpoint.sha256,
-        files=files,
-        base_sha256=checkpoint.base_sha256 or checkpoint.sha256,
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
-        environment=run.environment,
-        checks=checks,
-        timings=timings,
-        passed=all(c.passed for c in checks),
-    )
+    measured = Measured(mine, reference, fp32_kernel, theirs, decoding, decode_tps, prefill_tps, sample)
+    gated = Gated(checkpoint.path, "full", checkpoint.sha256, files, checkpoint.base_sha256 or checkpoint.sha256)
+    timed = (setup_s, setup_s, 1, time.perf_counter() - start)
+    receipt = make_receipt(run, gated, finite_weights, measured, timed)
     run.say(
         f"{checkpoint.path}: "
         + ("PASSED" if receipt.passed else "FAILED: " + ", ".join(c.name for c in receipt.failed_checks()))

@@ -26,7 +26,7 @@ import torch
 from ..core.errors import RegistryError
 from ..core.evaluation import source_of
 from ..core.libc import release_free_memory
-from ..core.models import Entry, FormatSample, Index
+from ..core.models import Entry, FormatSample, Index, Method
 from ..core.pinned import Pinned
 from .checks import (
     Logits,
@@ -50,10 +50,9 @@ from .sample import run_sample
 
 
 @dataclass
-class EntryRun:
-    """What both runtimes measured for an entry."""
+class Measured:
+    """What both runtimes measured of one weight: an entry (an :class:`EntryRun`) or a Transformers checkpoint."""
 
-    prepared: Prepared
     ours: Logits
     reference: Logits
     fp32_kernel: Logits | None
@@ -61,9 +60,16 @@ class EntryRun:
     decoding: CheckResult
     decode_tps: float
     prefill_tps: float
+    sample: FormatSample
+
+
+@dataclass
+class EntryRun(Measured):
+    """What both runtimes measured for an entry."""
+
+    prepared: Prepared
     seconds: float
     format: SampleFormat  # the entry's own prompt format, and the sample run in it
-    sample: FormatSample
     # Set when this entry's tensors were compared equal to an earlier entry's in this run (a
     # safetensors twin and its .pth): its figures are that run's, as a deterministic function of
     # the same tensors on the same weights.
@@ -132,17 +138,17 @@ def _run_entry(
     )
     group.drop_pages()  # what restoring a merge read
     return EntryRun(
-        item,
-        mine,
-        reference,
-        fp32_kernel,
-        theirs,
-        decoding,
-        decode_tps,
-        prefill_tps,
-        time.perf_counter() - start,
-        fmt,
-        sample,
+        ours=mine,
+        reference=reference,
+        fp32_kernel=fp32_kernel,
+        official=theirs,
+        decoding=decoding,
+        decode_tps=decode_tps,
+        prefill_tps=prefill_tps,
+        sample=sample,
+        prepared=item,
+        seconds=time.perf_counter() - start,
+        format=fmt,
     )
 
 
@@ -185,9 +191,23 @@ def _run_entries(
     release_free_memory()
 
 
-def _receipt(run: Run, group: Group, result: EntryRun, seconds: float) -> Receipt:
-    """The entry's receipt: the kernel check, its weights' and logits' checks, and its timings."""
-    entry, item = result.prepared.entry, result.prepared
+@dataclass(frozen=True)
+class Gated:
+    """What a receipt names: the weight gated (an entry, or a checkpoint by its weight index)."""
+
+    path: str
+    method: Method
+    file_sha256: str
+    files: dict[str, str]  # what the gate read, by sha256
+    base_sha256: str
+
+
+def make_receipt(
+    run: Run, gated: Gated, finite_weights: CheckResult, result: Measured, timed: tuple[float, float, int, float]
+) -> Receipt:
+    """The one receipt of a gated weight (an entry of a group, a Transformers checkpoint): the
+    kernel check, its weights' and logits' checks, its sample; ``timed``: (load_s, setup_s, weights
+    sharing the setup, total seconds)."""
     assert run.kernel is not None and run.environment is not None
     kernel_check, kernel_timings = run.kernel
     theirs = result.official
@@ -195,28 +215,29 @@ def _receipt(run: Run, group: Group, result: EntryRun, seconds: float) -> Receip
     logit_sets = [result.ours, theirs, result.reference, *([result.fp32_kernel] if result.fp32_kernel else [])]
     checks = [
         kernel_check,
-        item.finite,
+        finite_weights,
         parity,
         CheckResult(name="finite-logits", passed=finite(*logit_sets), detail="every logit of every path is finite"),
         result.decoding,
     ]
+    load_s, setup_s, sharing, seconds = timed
     timings = Timings(
         kernel_build_s=kernel_timings["kernel_build_s"],
         kernel_cached=kernel_timings["kernel_cached"],
-        load_s=round(group.setup_s + item.seconds, 3),
+        load_s=round(load_s, 3),
         prefill_tokens_per_s=round(result.prefill_tps, 1),
         decode_tokens_per_s=round(result.decode_tps, 1),
         total_s=round(seconds, 3),
-        setup_s=round(group.setup_s, 3),
-        entries_sharing_setup=len(group.entries),
+        setup_s=round(setup_s, 3),
+        entries_sharing_setup=sharing,
         gpu_peak_bytes=torch.cuda.max_memory_allocated() if run.device == "cuda" else None,
     )
     return Receipt(
-        entry=entry.path,
-        method=entry.method,
-        file_sha256=entry.sha256,
-        files=entry_files(entry),
-        base_sha256=entry.base_sha256,
+        entry=gated.path,
+        method=gated.method,
+        file_sha256=gated.file_sha256,
+        files=gated.files,
+        base_sha256=gated.base_sha256,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         environment=run.environment,
         checks=checks,
@@ -224,6 +245,14 @@ def _receipt(run: Run, group: Group, result: EntryRun, seconds: float) -> Receip
         passed=all(c.passed for c in checks),
         sample=result.sample,
     )
+
+
+def _receipt(run: Run, group: Group, result: EntryRun, seconds: float) -> Receipt:
+    """An entry's receipt."""
+    entry, item = result.prepared.entry, result.prepared
+    gated = Gated(entry.path, entry.method, entry.sha256, entry_files(entry), entry.base_sha256)
+    timed = (group.setup_s + item.seconds, group.setup_s, len(group.entries), seconds)
+    return make_receipt(run, gated, item.finite, result, timed)
 
 
 def _gate_group(run: Run, group: Group, plan: GpuPlan | None) -> None:

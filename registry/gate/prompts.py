@@ -8,7 +8,9 @@ Besides them, each entry runs a short sample in its own format (:func:`sample_fo
 prompt its card states (``registry describe --prompt-format/--prompt-example``), else its serving
 profile's (``--profile g1k`` or ``g1k-think``), else its method's default profile (seed 001: a
 State on g1k, a MiSS adapter on g1k-think; a full fine-tune without a stated format on g1k), with
-its stop rules (``--stop-token/--stop-text``, else token 0 and the profile's stop text).
+its stop rules (``--stop-token/--stop-text``, else token 0 and the profile's stop text).  A
+Transformers checkpoint states none of these in index.json: it runs in a full fine-tune's default
+(:func:`checkpoint_sample_format`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Literal
 
 from ..core.files import atomic_write
 from ..core.hashing.digest import sha256_hex
-from ..core.models import PROFILES, Entry, Method
+from ..core.models import PROFILES, Entry, Method, PromptFormat, StopRules
 from ..core.names import VOCAB_NAME
 from ..core.resources import user_cache
 
@@ -68,17 +70,25 @@ def profile_prompt(profile: str) -> str:
 
 def sample_format(entry: Entry) -> SampleFormat:
     """The format ``entry`` (a source entry: a twin is described through its source) is sampled in."""
-    stop = entry.stop
-    profile = entry.serving.profile if entry.serving else None
+    return _format(entry.method, entry.prompt, entry.stop, entry.serving.profile if entry.serving else None)
+
+
+def checkpoint_sample_format() -> SampleFormat:
+    """The format a Transformers checkpoint is sampled in: a full fine-tune's default (its
+    generation_config.json's sampling defaults do not apply: the sample is greedy)."""
+    return _format("full", None, None, None)
+
+
+def _format(method: Method, stated: PromptFormat | None, stop: StopRules | None, profile: str | None) -> SampleFormat:
     source: Literal["prompt", "profile", "default"]
-    if entry.prompt is not None:
-        name, source, prompt = "prompt", "prompt", entry.prompt.example or entry.prompt.format
+    if stated is not None:
+        name, source, prompt = "prompt", "prompt", stated.example or stated.format
         stop_text = STOP_TEXT
     else:
         if profile in PROFILES:
             name, source = profile, "profile"
         else:
-            name, source = DEFAULT_PROFILE[entry.method], "default"
+            name, source = DEFAULT_PROFILE[method], "default"
         prompt, stop_text = profile_prompt(name), PROFILES[name].stop_text
     return SampleFormat(
         name=name,

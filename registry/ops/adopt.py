@@ -74,6 +74,7 @@ from ..core.models import (
 )
 from ..core.names import (
     CARD_NAME,
+    CONFIG_NAME,
     DERIVED,
     DOCS_DIR,
     EVALUATION_NAME,
@@ -89,7 +90,15 @@ from ..core.staged_sums import remember_digests, stage_sums
 from ..core.train import TrainFacts, read_train, train_problems
 from ..core.tree import scan_tree
 from ..dataset.layout import dataset_repo_signs
-from ..hf.checkpoint import checkpoint_file, is_checkpoint_folder, manifest_problems, read_checkpoint, read_manifest
+from ..hf.checkpoint import (
+    base_fit_problems,
+    checkpoint_file,
+    in_folder,
+    is_checkpoint_folder,
+    manifest_problems,
+    read_checkpoint,
+    read_manifest,
+)
 from ..index.arguments import check_repo_id, require_sha
 from ..index.catalog import check_against_catalog, known_base, load_catalog
 from ..index.derived import stage_manifests
@@ -285,14 +294,18 @@ def _plan(root: Path, options: AdoptOptions, catalog: Index, progress: Progress 
         saved=sorted(f"{SAVED_DIR}/{n}" for n in originals),
     )
     report.base_paths = {Path(f).name.removesuffix(".pth"): str(f) for f in options.base_files}
-    checkpoint = _root_checkpoint(root, scan.files, digests)
-    files = [rel for rel in scan.files if checkpoint is None or not checkpoint_file(rel)]
+    checkpoint = _checkpoint(root, "", scan.files, digests) if is_checkpoint_folder(scan.files) else None
+    layout_folders = _layout_checkpoint_folders(scan.files)
+    held = ([""] if checkpoint is not None else []) + layout_folders
+    files = [rel for rel in scan.files if not any(checkpoint_file(rel, folder) for folder in held)]
     at_root = _root_weights(root, files, hand, options)
     bases = _bases(root, files, options, catalog, hand, report, progress, {p.base for p in at_root.values()})
+    under = _layout_checkpoints(root, layout_folders, scan.files, bases, digests, at_root)
     entries = _entries(root, files, bases, digests, options, at_root)
     report.index = _index(bases, entries, hand, originals.get(CARD_NAME), report, options)
     if checkpoint is not None:
         report.index.checkpoints = [_initialized_from(checkpoint, report.index.registry.front_matter, report)]
+    report.index.checkpoints += under
     strays = stray_evaluations(scan.files, report.index)
     if strays:
         raise RegistryError.of(strays)
@@ -315,19 +328,23 @@ def _front_matter(root: Path, files: list[str]) -> dict[str, Any]:
     return read_front_matter(front, CARD_NAME) if front.strip() else {}
 
 
-def _root_checkpoint(root: Path, files: list[str], digests: dict[str, str]) -> Checkpoint | None:
-    """A Transformers checkpoint at the root (seed 004: shards, their index, config.json, …), checked
-    as Transformers loads it and against the author's checkpoint_manifest.json; every file stays
-    where it is, byte for byte (:mod:`registry.hf.checkpoint`)."""
-    if not is_checkpoint_folder(files):
-        return None
-    facts = read_checkpoint(root, "", files)
+def _checkpoint(
+    root: Path, folder: str, files: list[str], digests: dict[str, str], base: Base | None = None
+) -> Checkpoint:
+    """The Transformers checkpoint in ``folder`` (the root: seed 004; or ``<base>/full/<v>/[<run>/]``
+    on ``base``, whose shape it must have), checked as Transformers loads it and against the
+    author's checkpoint_manifest.json; every file stays where it is, byte for byte
+    (:mod:`registry.hf.checkpoint`)."""
+    facts = read_checkpoint(root, folder, files)
+    problems = (
+        base_fit_problems(in_folder(folder, CONFIG_NAME), facts.config, base.architecture, base.name) if base else []
+    )
     if facts.manifest is not None:
         sizes = {rel: (root / rel).stat().st_size for rel in files}
         data = Repo(root).read_bytes(root / facts.manifest)
-        problems = manifest_problems(facts.manifest, data, "", digests, sizes)
-        if problems:
-            raise RegistryError.of(problems)
+        problems += manifest_problems(facts.manifest, data, folder, digests, sizes)
+    if problems:
+        raise RegistryError.of(problems)
 
     def ref(rel: str) -> FileRef:
         return FileRef(path=rel, sha256=digests[rel], size=(root / rel).stat().st_size)
@@ -345,7 +362,70 @@ def _root_checkpoint(root: Path, files: list[str], digests: dict[str, str]) -> C
         shards=[ref(rel) for rel in facts.shards],
         files=[ref(rel) for rel in facts.files],
         manifest=facts.manifest,
+        base_sha256=base.sha256 if base else None,
     )
+
+
+def _layout_checkpoint_folders(files: list[str]) -> list[str]:
+    """The folders below the root that hold a Transformers checkpoint made by hand (an export
+    folder made by hand aside: refused as before, `registry export-hf` makes one)."""
+    folders = sorted({rel.rsplit("/", 1)[0] for rel in files if "/" in rel})
+    return [f for f in folders if is_checkpoint_folder(files, f) and export_folder(in_folder(f, SHARD_INDEX)) is None]
+
+
+def _layout_checkpoints(
+    root: Path,
+    folders: list[str],
+    files: list[str],
+    bases: dict[str, Base],
+    digests: dict[str, str],
+    at_root: dict[str, Placement],
+) -> list[Checkpoint]:
+    """Each checkpoint folder under the layout, ``<base>/full/<data-version>/[<run>/]``, as a full
+    fine-tune of its base: the base read (its shape is the config's), the version's train.json
+    read for its data; every problem of every folder refused at once, one line each."""
+    problems: list[Problem] = []
+    found: list[Checkpoint] = []
+    trains: dict[str, TrainFacts | RegistryError] = {}
+    for folder in folders:
+        placed = place(in_folder(folder, SHARD_INDEX), set(bases), at_root)
+        if not isinstance(placed, Placement) or placed.method != "full":
+            problems.append(
+                Problem(
+                    "adopt.checkpoint-place",
+                    folder,
+                    "a Transformers checkpoint folder outside the layout",
+                    "move it to <base>/full/<data-version>/ (a full fine-tune of that base) or hold it at the root",
+                )
+            )
+            continue
+        base = bases[placed.base]
+        try:
+            if base.architecture is None:
+                raise RegistryError(
+                    "adopt.needs-base-file",
+                    folder,
+                    f"the base {base.name} was not read, so its shapes are unknown and this checkpoint "
+                    "cannot be checked",
+                    f"pass --base-file {base.filename} (read, not copied)",
+                )
+            checkpoint = _checkpoint(root, folder, files, digests, base)
+            train = _train_json(root, placed, base, trains)
+        except RegistryError as err:
+            problems.extend(err.problems)
+            continue
+        except _Reported:
+            continue
+        data = DataRef(
+            version=placed.version,
+            sha256=train.data_sha256,
+            dataset_repo=train.data.repo,
+            dataset_revision=train.data.revision,
+        )
+        found.append(checkpoint.model_copy(update={"data": data}))
+    if problems:
+        raise RegistryError.of(problems)
+    return found
 
 
 def _manifest_follows(root: Path, checkpoint: Checkpoint | None, rewritten: frozenset[str]) -> list[str]:

@@ -1,7 +1,9 @@
 """``registry describe``: per-weight and per-base metadata the card shows.
 
 The target is one entry (its path; a safetensors twin stands for its source), every entry of a
-method (``--method``), or a base (``--base``, known issues only).  Each option replaces one field;
+method (``--method``), or a base (``--base``, known issues only).  A Transformers checkpoint (its
+weight index or folder) takes ``--author-evaluation`` alone: the rest of its metadata is its
+author's files (config.json, generation_config.json).  Each option replaces one field;
 text options are in one language (``--lang``, or the card's only language).  ``--author-evaluation``
 declares the author's evaluation.json beside the weight (read, never changed: docs/formats.md).
 """
@@ -22,6 +24,7 @@ from ..core.models import (
     GIT_COMMIT_PATTERN,
     METHODS,
     Base,
+    Checkpoint,
     DataRef,
     Entry,
     Index,
@@ -30,7 +33,7 @@ from ..core.models import (
     Serving,
     StopRules,
 )
-from ..core.repo import Repo, resolve_entry
+from ..core.repo import Repo, resolve_checkpoint, resolve_entry
 from ..core.schemas import build
 from ..index.arguments import require_text
 from ..index.editing import card_language, edit_index, localized
@@ -223,6 +226,20 @@ def _describe_entry(index: Index, entry: Entry, given: dict[str, Any], lang: str
         entry.data = build(DataRef, data, OPTIONS)
 
 
+def _describe_checkpoint(repo: Repo, index: Index, checkpoint: Checkpoint, given: dict[str, Any]) -> None:
+    """A checkpoint's one field describe sets: the author's evaluation.json it declares."""
+    others = [OPTIONS[f] for f in given if f != "author_evaluation"]
+    if others:
+        raise RegistryError(
+            "describe.checkpoint-field",
+            checkpoint.path,
+            f"{', '.join(others)} describe a registry entry; a Transformers checkpoint's metadata is its author's "
+            "files (config.json, generation_config.json, the README), kept as written",
+            "pass only --author-evaluation or --no-author-evaluation for a checkpoint",
+        )
+    declare_author_evaluation(repo.root, index, checkpoint, given["author_evaluation"])
+
+
 def describe(root: Path, target: Target, description: Description, lang: str | None = None) -> list[str]:
     """Set the given fields on the target; the paths (or the base name) described."""
     given = _check(description)
@@ -231,6 +248,9 @@ def describe(root: Path, target: Target, description: Description, lang: str | N
     def change(index: Index) -> list[str]:
         if target.base is not None:
             return [_describe_base(index, target.base, given, lang).name]
+        if target.path is not None and (checkpoint := resolve_checkpoint(repo, index, target.path)) is not None:
+            _describe_checkpoint(repo, index, checkpoint, given)
+            return [checkpoint.path]
         entries = _entries(repo, index, target, given)
         for entry in entries:
             _describe_entry(index, entry, given, lang)

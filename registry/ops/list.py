@@ -1,5 +1,6 @@
-"""What ``registry list`` does: the bases and entries index.json holds; in a dataset registry, its
-versions, the file each trained weight read, and the weights linked to each version."""
+"""What ``registry list`` does: the bases, entries and Transformers checkpoints index.json holds; in
+a dataset registry, its versions, the file each trained weight read, and the weights linked to each
+version."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Listing:
-    """The bases and entries as index.json's JSON form (what ``--json`` prints)."""
+    """The bases, entries and checkpoints as index.json's JSON form (what ``--json`` prints)."""
 
     bases: list[dict[str, Any]]
     entries: list[dict[str, Any]]
+    checkpoints: list[dict[str, Any]]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"bases": self.bases, "entries": self.entries}
+        return {"bases": self.bases, "entries": self.entries, "checkpoints": self.checkpoints}
 
 
 @dataclass(frozen=True)
@@ -91,13 +93,13 @@ def _linked(version: DataVersion, models: list[ModelSource]) -> list[LinkedWeigh
 
 
 def list_registry(root: Path) -> Listing | DatasetListing:
-    """The bases and entries of the registry at (or above) ``root``, or a dataset registry's
+    """The bases, entries and checkpoints of the registry at (or above) ``root``, or a dataset registry's
     versions; on a model registry unchanged since the last list, the listing it printed, without
     parsing index.json again (registry.core.verdict)."""
     verdicts = vouching(root)
     kept = verdicts.recall("list") if verdicts is not None else None
-    if isinstance(kept, dict) and isinstance(kept.get("bases"), list) and isinstance(kept.get("entries"), list):
-        return Listing(kept["bases"], kept["entries"])
+    if isinstance(kept, dict) and all(isinstance(kept.get(k), list) for k in ("bases", "entries", "checkpoints")):
+        return Listing(kept["bases"], kept["entries"], kept["checkpoints"])
     from ..core.repo import Repo, is_dataset  # the index's models: only for a tree that changed  # noqa: PLC0415 start-up: light commands import no jsonschema, pydantic (test_light_commands)
 
     repo = Repo.open(root)
@@ -108,7 +110,9 @@ def list_registry(root: Path) -> Listing | DatasetListing:
         return DatasetListing([VersionListing(v, _linked(v, dataset.models)) for v in dataset.versions])
     index = repo.load_index()
     listing = Listing(
-        [b.model_dump(mode="json") for b in index.bases], [e.model_dump(mode="json") for e in index.entries]
+        [b.model_dump(mode="json") for b in index.bases],
+        [e.model_dump(mode="json") for e in index.entries],
+        [c.model_dump(mode="json") for c in index.checkpoints],
     )
     if verdicts is not None:
         verdicts.remember("list", listing.as_dict())

@@ -12,14 +12,15 @@ from pathlib import Path
 
 from ..core.errors import RegistryError
 from ..core.evaluation import BASELINE_FIX, base_name, baseline_problem, baseline_scores, source_of
-from ..core.models import Base, Entry, Index, Localized, Method, Reference, Score
-from ..core.repo import Repo, resolve_entry
+from ..core.models import Base, Checkpoint, Entry, Index, Localized, Method, Reference, Score
+from ..core.repo import Repo, resolve_checkpoint, resolve_entry
 from ..index.editing import edit_index, localized
 
 
 @dataclass(frozen=True)
 class Subject:
-    """What was measured: an entry's ``path``; or a ``base``, alone or with a ``reference`` on it."""
+    """What was measured: an entry's or a Transformers checkpoint's ``path``; or a ``base``, alone or
+    with a ``reference`` on it."""
 
     path: str | None = None
     base: str | None = None
@@ -28,8 +29,14 @@ class Subject:
     location: str | None = None  # where a reference is published (None: never uploaded)
 
 
-def _holder(repo: Repo, index: Index, subject: Subject) -> tuple[Entry | Base | Reference, str]:
-    """The object whose scores the result joins, and the name of its base."""
+Holder = Entry | Checkpoint | Base | Reference
+
+
+def _holder(repo: Repo, index: Index, subject: Subject) -> tuple[Holder, str]:
+    """The object whose scores the result joins, and the name of its base (a checkpoint at the
+    root: its weight index, the group its results are compared in)."""
+    if subject.path is not None and (checkpoint := resolve_checkpoint(repo, index, subject.path)) is not None:
+        return checkpoint, base_name(index, checkpoint.base_sha256) if checkpoint.base_sha256 else checkpoint.path
     if subject.path is not None:
         entry = source_of(index, resolve_entry(repo, index, subject.path))  # a twin's results are its source's
         return entry, base_name(index, entry.base_sha256)
@@ -93,14 +100,16 @@ def _merged(old: Score | None, new: Score, lang: str | None) -> Score:
     return new.model_copy(update=texts)
 
 
-def add_score(root: Path, subject: Subject | str, score: Score, lang: str | None = None) -> Entry | Base | Reference:
-    """Record ``score`` on ``subject`` (an entry path, or a :class:`Subject`); the object holding it."""
+def add_score(root: Path, subject: Subject | str, score: Score, lang: str | None = None) -> Holder:
+    """Record ``score`` on ``subject`` (an entry's or a checkpoint's path, or a :class:`Subject`);
+    the object holding it.  On a checkpoint the result goes to index.json (``checkpoints[].scores``):
+    the author's evaluation.json is never written."""
     subject = Subject(path=subject) if isinstance(subject, str) else subject
     repo = Repo.open(root)
 
-    def change(index: Index) -> Entry | Base | Reference:
+    def change(index: Index) -> Holder:
         holder, base = _holder(repo, index, subject)
-        _check_names(index, holder.path if isinstance(holder, Entry) else holder.name, base, score)
+        _check_names(index, holder.path if isinstance(holder, Entry | Checkpoint) else holder.name, base, score)
         key = (score.benchmark, score.date, score.backend, score.setup)
         old = next((s for s in holder.scores if (s.benchmark, s.date, s.backend, s.setup) == key), None)
         holder.scores = [s for s in holder.scores if s is not old] + [_merged(old, score, lang)]

@@ -46,7 +46,7 @@ from ..core.models import Checkpoint, Entry, Index
 from ..core.names import INDEX_NAME
 from ..core.pinned import open_registered, pinned, read_view
 from ..core.progress import Say, silent
-from ..core.repo import Repo, render_index, resolve_entry
+from ..core.repo import Repo, render_index, resolve_checkpoint, resolve_entry
 from ..gate.builds import background_builds
 from ..gate.checkpoint import gate_checkpoint
 from ..gate.groups import gate_files
@@ -75,7 +75,7 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> tuple[list[Entry], li
     entries: list[Entry] = []
     checkpoints: list[Checkpoint] = []
     for path in paths:
-        named = index.checkpoint_by_path(path) or _inside(repo, index, path)
+        named = resolve_checkpoint(repo, index, path)
         if named is None:
             entries.append(resolve_entry(repo, index, path))
         elif not named.rwkv7:
@@ -83,17 +83,6 @@ def _select(index: Index, repo: Repo, paths: list[str]) -> tuple[list[Entry], li
         else:
             checkpoints.append(named)
     return entries, checkpoints
-
-
-def _inside(repo: Repo, index: Index, path: str) -> Checkpoint | None:
-    """The checkpoint a path on disk (absolute, or from here) names, if any."""
-    candidate = Path(path)
-    if not (candidate.is_absolute() or candidate.exists()):
-        return None
-    try:
-        return index.checkpoint_by_path(repo.rel(candidate))
-    except ValueError:
-        return None  # outside the registry: resolve_entry says so
 
 
 def fetch_base(index: Index, entries: list[Entry], folder: Path, say: Say) -> Path:
