@@ -13,7 +13,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-import registry.ops.add as add_module
+import registry.artifacts.accept as accept_module
 import registry.ops.convert as convert_module
 from registry.artifacts.synthetic import make_state_file
 from registry.core.errors import RegistryError
@@ -39,14 +39,14 @@ def test_add_registers_the_bytes_it_inspected_when_the_source_is_swapped_mid_com
     original = sha256_of(state)
     evil = tmp_path / "evil.pth"
     evil.write_bytes(b"PK\x03\x04 not the inspected file")
-    real = add_module.inspect_weights
+    real = accept_module.inspect_weights
 
     def swap_then_inspect(path):
         if evil.exists():
             _swap(state, evil)  # after the copy started from the open file, before inspection
         return real(path)
 
-    monkeypatch.setattr(add_module, "inspect_weights", swap_then_inspect)
+    monkeypatch.setattr(accept_module, "inspect_weights", swap_then_inspect)
     entry = add_weight(
         registry_with_base, AddRequest(state, base_name(small_base), "state", "v1.41", train_json(tmp_path / "t.json"))
     )
