@@ -666,22 +666,8 @@ def test_an_index_json_symlinked_outside_the_root_is_never_read(inputs, tmp_path
 
 def test_bytes_swapped_behind_the_index_are_refused_before_anything_runs(inputs, tmp_path):
     reg = tmp_path / "reg"
-    _base(reg, inputs)
-    registry(
-        "add",
-        inputs / "s1.pth",
-        "-C",
-        reg,
-        "--base",
-        "rwkv7-crash-20260101",
-        "--method",
-        "state",
-        "--data-version",
-        "v1.41",
-        "--train-json",
-        inputs / "train.json",
-    )
-    rel = "rwkv7-crash-20260101/state/v1.41/s1.pth"
+    _with_state(reg, inputs)
+    rel = STATE_PATH
     other = make_state_file(tmp_path / "other.pth", SMALL, seed=7)  # a valid State, other bytes
     shutil.copyfile(other, reg / rel)
     before = snapshot(reg)
