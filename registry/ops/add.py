@@ -69,6 +69,25 @@ class AddRequest:
     move: bool = False
 
 
+def _require_data_version(data_version: str) -> None:
+    if not re.fullmatch(DATA_VERSION_PATTERN, data_version):
+        raise RegistryError(
+            "args.bad-data-version",
+            repr(data_version),
+            f"data version {data_version!r} must look like v1.41 or v2.1",
+            "pass --data-version v<major>[.<minor>]",
+        )
+
+
+def _known_base(index: Index, name: str) -> Base:
+    base = index.base_by_name(name)
+    if base is None:
+        raise RegistryError(
+            "base.unknown", name, "no such base in index.json", f"run `registry add-base {name}.pth` first"
+        )
+    return base
+
+
 def _check_request(request: AddRequest, index: Index) -> Base:
     # Every name that becomes part of the entry's path, and the text the card shows, before anything is staged.
     require_name(request.base, "base name", "--base")
@@ -86,13 +105,7 @@ def _check_request(request: AddRequest, index: Index) -> Base:
     require_text(request.notes, "--notes")
     if request.dataset_repo is not None:
         require_text(request.dataset_repo, "--dataset-repo")
-    if not re.fullmatch(DATA_VERSION_PATTERN, request.data_version):
-        raise RegistryError(
-            "args.bad-data-version",
-            repr(request.data_version),
-            f"data version {request.data_version!r} must look like v1.41 or v2.1",
-            "pass --data-version v<major>[.<minor>]",
-        )
+    _require_data_version(request.data_version)
     if request.method == "miss" and not request.run:
         raise RegistryError(
             "args.missing",
@@ -109,14 +122,7 @@ def _check_request(request: AddRequest, index: Index) -> Base:
             "train.json not found",
             "pass --train-json with the trainer, hyperparameters, command and data sha256",
         )
-    base = index.base_by_name(request.base)
-    if base is None:
-        raise RegistryError(
-            "base.unknown",
-            request.base,
-            "no such base in index.json",
-            f"run `registry add-base {request.base}.pth` first",
-        )
+    base = _known_base(index, request.base)
     rel = canonical_path(base.name, request.method, request.data_version, request.file.name, request.run)
     if (
         weight_path_problem(rel, {base.name}) is not None
@@ -324,21 +330,8 @@ def add_checkpoint(root: Path, request: AddRequest, progress: Progress | None = 
         )
     with transaction(repo.root) as txn:
         index = index_to_change(repo)
-        base = index.base_by_name(request.base)
-        if base is None:
-            raise RegistryError(
-                "base.unknown",
-                request.base,
-                "no such base in index.json",
-                f"run `registry add-base {request.base}.pth` first",
-            )
-        if not re.fullmatch(DATA_VERSION_PATTERN, request.data_version):
-            raise RegistryError(
-                "args.bad-data-version",
-                repr(request.data_version),
-                f"data version {request.data_version!r} must look like v1.41 or v2.1",
-                "pass --data-version v<major>[.<minor>]",
-            )
+        base = _known_base(index, request.base)
+        _require_data_version(request.data_version)
         if request.run is not None:
             require_name(request.run, "run name", "--run")
         folder = canonical_path(base.name, "full", request.data_version, SHARD_INDEX, request.run).rsplit("/", 1)[0]
