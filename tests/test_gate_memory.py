@@ -20,7 +20,7 @@ from registry.cli.app import main
 from registry.core.errors import Exit, RegistryError
 from registry.core.models import Architecture
 from registry.core.repo import Repo
-from registry.gate.memory import CEILING_FACTOR, GIB, plan_gpu, refuse_unless_fits
+from registry.gate.memory import CEILING_FACTOR, GIB, WORKSPACE, plan_gpu, refuse_unless_fits
 from registry.gate.phases import plan_groups
 from registry.gate.runtime import HEAD_CHUNK, MERGE_ROWS, Rwkv7, merged_weights
 from registry.ops.init import init_registry
@@ -78,9 +78,9 @@ def test_pristine_values_stay_on_the_gpu_only_when_the_plan_has_room_under_its_c
     assert tight.fits and not tight.pristine_on_gpu(one_linear)  # the budget, not only the ceiling
 
 
-def test_without_a_recorded_architecture_the_plan_keeps_the_ceilings_margin():
+def test_without_a_recorded_architecture_the_plan_keeps_the_ceilings_margin_and_the_workspace():
     plan = plan_gpu(CARD, 16 * GIB, 10 * GIB, None)
-    assert plan.need == plan.ceiling and abs(plan.need - CEILING_FACTOR * 10 * GIB) < 2 and plan.fits
+    assert plan.need == plan.ceiling and abs(plan.need - CEILING_FACTOR * 10 * GIB - WORKSPACE) < 2 and plan.fits
 
 
 # ---- the layer-streamed reference ------------------------------------------------------------

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,9 +25,11 @@ from safetensors.torch import save_file
 from registry.artifacts.dtypes import bit_equal
 from registry.artifacts.synthetic import TinySpec, make_base_checkpoint, make_base_state_dict
 from registry.cli.app import main
-from registry.core.errors import RegistryError
+from registry.core.errors import Exit, RegistryError
 from registry.core.models import PROFILES
 from registry.core.repo import Repo
+from registry.gate.checkpoint import plan_checkpoint
+from registry.gate.memory import GIB
 from registry.gate.prompts import profile_prompt
 from registry.gate.runtime import load_tensors
 from registry.hf.files import config_json, render
@@ -456,8 +460,32 @@ def test_an_rwkv7_checkpoint_is_gated_through_the_kernel_and_the_official_runtim
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the GPU gate needs CUDA")
 def test_an_rwkv7_checkpoint_passes_the_gate_on_the_gpu(gated):
 
-    receipt = smoke(gated, ["model.safetensors.index.json"], None, "cuda")[0]
-    assert receipt.passed and receipt.environment.device == "cuda", [c for c in receipt.checks if not c.passed]
+    # A process of its own, as users run it: the gated fixture's CPU gate imported the official
+    # runtime without CUDA in this one (a CUDA gate then refuses, `gate.rwkv-imported`).
+    command = [sys.executable, "-m", "registry", "smoke", "model.safetensors.index.json", "-C", str(gated)]
+    done = subprocess.run([*command, "--device", "cuda", "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (receipt,) = json.loads(done.stdout)
+    assert receipt["passed"] and receipt["environment"]["device"] == "cuda", receipt["checks"]
+    index = Repo(gated).load_index()
+    plan = plan_checkpoint(("this card", torch.cuda.mem_get_info()[1]), index.checkpoints[0], index)
+    assert plan is not None and 0 < receipt["timings"]["gpu_peak_bytes"] <= plan.need  # one copy, as planned
+
+
+def test_a_checkpoint_the_card_cannot_hold_once_is_refused_before_anything_loads(gated):
+    """The GPU plan of a checkpoint: its shards' bytes held once plus a working set; a card with less
+    is refused in one line naming the checkpoint, before smoke opens a file (nothing planned on CPU)."""
+    index = Repo(gated).load_index()
+    checkpoint = index.checkpoints[0]
+    weights = sum(shard.size for shard in checkpoint.shards)
+    assert plan_checkpoint(None, checkpoint, index) is None
+    plan = plan_checkpoint(("a roomy card", 2 * weights + GIB), checkpoint, index)
+    assert plan is not None and plan.weights == weights and weights < plan.need <= plan.ceiling
+    with pytest.raises(RegistryError) as refused:
+        plan_checkpoint(("a small card (1.0 GiB)", plan.need - 1), checkpoint, index)
+    problem = refused.value.problem
+    assert problem.code == "gate.gpu-memory" and problem.file == checkpoint.path
+    assert "a small card (1.0 GiB)" in problem.message and refused.value.exit_code == Exit.MACHINE
 
 
 def test_the_gate_reads_the_shards_back_as_the_runtimes_x070_tensors_bit_for_bit(seed_004):

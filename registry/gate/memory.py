@@ -70,10 +70,11 @@ class GpuPlan:
 
 def plan_gpu(card: str, budget: int, weights: int, architecture: Architecture | None, adapter: int = 0) -> GpuPlan:
     """The plan for ``weights`` bytes of bf16 checkpoint of ``architecture`` (None: not recorded,
-    then the working set is taken as the ceiling's 15 %), with a MiSS ``adapter`` of that many
-    bytes at most.  Every figure is an upper bound from the shapes (docs/gpu-gate.md)."""
+    then the working set is taken as the ceiling's 15 % plus the activations' workspace), with a
+    MiSS ``adapter`` of that many bytes at most.  Every figure is an upper bound from the shapes
+    (docs/gpu-gate.md)."""
     if architecture is None:
-        working = int((CEILING_FACTOR - 1) * weights)
+        working = int((CEILING_FACTOR - 1) * weights) + WORKSPACE
         return GpuPlan(card, budget, weights, working, weights + working)
     c, v, layers = architecture.n_embd, architecture.vocab_size, architecture.n_layer
     ffn = architecture.dim_ffn or 4 * c

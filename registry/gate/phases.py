@@ -305,6 +305,8 @@ def gate_entries(
                     f"GPU plan: {plan.need / GIB:.1f} GiB ({plan.weights / GIB:.1f} weights + "
                     f"{plan.working / GIB:.1f} working) of {plan.budget / GIB:.1f} GiB on {plan.card}"
                 )
+            if run.device == "cuda":
+                torch.cuda.reset_peak_memory_stats()  # each receipt's gpu_peak_bytes is its group's
             if base and members is on_base:
                 group = base_group(run, on_base, base, base_view)
             else:

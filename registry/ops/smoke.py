@@ -48,7 +48,7 @@ from ..core.pinned import open_registered, pinned, read_view
 from ..core.progress import Say, silent
 from ..core.repo import Repo, render_index, resolve_checkpoint, resolve_entry
 from ..gate.builds import background_builds
-from ..gate.checkpoint import gate_checkpoint
+from ..gate.checkpoint import gate_checkpoint, plan_checkpoint
 from ..gate.groups import gate_files
 from ..gate.memory import gpu_budget, out_of_memory_named
 from ..gate.phases import gate_entries, plan_groups
@@ -208,6 +208,7 @@ def smoke(
     # Planned before anything is opened, built or loaded: a card too small is refused at once.
     gpu = gpu_budget(max_gpu_memory) if device == "cuda" else None
     plan_groups(index, gpu, on_base, base_file.stat().st_size if on_base and base_file else 0, full)
+    checkpoint_plans = [plan_checkpoint(gpu, checkpoint, index) for checkpoint in checkpoints]
     with ExitStack() as pins, background_builds(device) as builds:
         # Every input is opened once, checked (registered files against the index, the base by
         # its hash), and read through that open file for the whole gate.
@@ -235,8 +236,8 @@ def smoke(
             gpu=gpu,
         )
         gate_entries(run, builds, on_base, base, view / base_name, full)
-        for checkpoint in checkpoints:
-            with out_of_memory_named([checkpoint.path], None):  # not planned yet: gate/checkpoint.py holds two copies
+        for checkpoint, plan in zip(checkpoints, checkpoint_plans, strict=True):
+            with out_of_memory_named([checkpoint.path], plan):
                 receipt = gate_checkpoint(run, builds, checkpoint, fla_to_x070)
             run.record(receipt)
             run.receipts.append(receipt)
