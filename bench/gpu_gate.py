@@ -25,13 +25,17 @@ and with ``--max-gpu-memory 24GiB``, which must be refused in one line before lo
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import pstats
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -73,8 +77,8 @@ run()
 
 
 class Bench:
-    def __init__(self, work: Path, out: Path, cold: bool = True):
-        self.work, self.out, self.cold = work, out, cold
+    def __init__(self, work: Path, out: Path, cold: bool = True, repeat: int = 1, profile: bool = False):
+        self.work, self.out, self.cold, self.repeat, self.profile = work, out, cold, repeat, profile
         self.weights_bytes = 0  # the bf16 checkpoint's size: the peaks' yardstick
 
     def emit(self, **row) -> None:
@@ -106,10 +110,14 @@ class Bench:
         env: dict[str, str],
         *extra: str,
         card_gib: float | None = None,
-    ) -> None:
-        """``registry smoke`` in a fresh process; ``card_gib``: as on a card of that size (this
-        process's memory fraction set before the gate starts)."""
+        profile: bool = False,
+    ) -> float:
+        """``registry smoke`` in a fresh process, its wall time returned; ``card_gib``: as on a card of
+        that size (this process's memory fraction set before the gate starts); ``profile``: under
+        cProfile (main thread), the top of its cumulative table written to OUT/<tag>.profile.txt."""
         entry = ["-m", "registry"] if card_gib is None else ["-c", AS_ON_A_CARD, str(card_gib)]
+        if profile:
+            entry = ["-m", "cProfile", "-o", str(self.out / f"{tag}.prof"), "-m", "registry"]
         command = [sys.executable, *entry, "smoke", *paths, "-C", str(root), "--device", "cuda", "--json", *extra]
         command += ["--base-file", str(base)] if base else []
         start = time.perf_counter()
@@ -122,10 +130,10 @@ class Bench:
             receipts = json.loads(proc.stdout)
         except ValueError:
             self.emit(**row, stderr_tail=proc.stderr[-1500:])
-            return
+            return wall
         if isinstance(receipts, dict):  # a refusal
             self.emit(**row, refusal=receipts)
-            return
+            return wall
         (self.out / f"{tag}.receipts.json").write_text(json.dumps(receipts, indent=1))
         row["entries"] = {
             r["entry"].split("/", 1)[1]: {
@@ -148,6 +156,18 @@ class Bench:
             for r in receipts
         }
         self.emit(**row)
+        if profile:
+            table = io.StringIO()
+            pstats.Stats(str(self.out / f"{tag}.prof"), stream=table).sort_stats("cumulative").print_stats(60)
+            (self.out / f"{tag}.profile.txt").write_text(table.getvalue())
+        return wall
+
+    def warm(self, tag: str, *args: Any, **kwargs: Any) -> None:
+        """A warm case, run ``repeat`` times; with more than one run, a row with their median."""
+        walls = [self.smoke(tag if self.repeat == 1 else f"{tag}-{i + 1}", *args, **kwargs) for i in range(self.repeat)]
+        if self.repeat > 1:
+            median = round(statistics.median(walls), 1)
+            self.emit(summary=tag, wall_s_median=median, wall_s=[round(w, 1) for w in walls])
 
     def build(self, part: str) -> Path:
         start = time.perf_counter()
@@ -194,10 +214,13 @@ def part_7b(bench: Bench) -> None:
     bench.emit(step="registry-7b", seconds=round(time.perf_counter() - start, 1), entries=entries)
     env = bench.cold_caches("7b", root) if bench.cold else {}
     bench.smoke("7b-state-cold" if bench.cold else "7b-state-first", root, entries[:1], base, env)
-    bench.smoke("7b-state-warm", root, entries[:1], base, env)
-    bench.smoke("7b-miss-warm", root, entries[1:2], base, env)
+    bench.warm("7b-state-warm", root, entries[:1], base, env)
+    bench.warm("7b-miss-warm", root, entries[1:2], base, env)
     bench.smoke("7b-miss-16gib", root, entries[1:2], base, env, "--max-gpu-memory", "16GiB")
-    bench.smoke("7b-seed001-repo-warm", root, [], base, env)
+    bench.warm("7b-seed001-repo-warm", root, [], base, env)
+    if bench.profile:
+        bench.smoke("7b-state-profiled", root, entries[:1], base, env, profile=True)
+        bench.smoke("7b-seed001-repo-profiled", root, [], base, env, profile=True)
 
 
 def part_13b(bench: Bench) -> None:
@@ -216,7 +239,7 @@ def part_13b(bench: Bench) -> None:
     bench.emit(step="registry-13b", seconds=round(time.perf_counter() - start, 1), entry=entry)
     env = bench.cold_caches("13b", root) if bench.cold else {}
     bench.smoke("13b-full-cold" if bench.cold else "13b-full-first", root, [entry], None, env)
-    bench.smoke("13b-full-warm", root, [entry], None, env)
+    bench.warm("13b-full-warm", root, [entry], None, env)
     bench.smoke("13b-full-32gib-card", root, [entry], None, env, card_gib=32)
     bench.smoke("13b-full-24gib-refused", root, [entry], None, env, "--max-gpu-memory", "24GiB")
 
@@ -231,11 +254,13 @@ def main() -> None:
         action="store_true",
         help="keep this machine's caches: the first run is not cold (saves the JIT rebuilds)",
     )
+    parser.add_argument("--repeat", type=int, default=1, help="run each warm case this many times (median printed)")
+    parser.add_argument("--profile", action="store_true", help="also run the 7.2B State and repo cases under cProfile")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    bench = Bench(args.work, args.out, cold=not args.warm_only)
+    bench = Bench(args.work, args.out, cold=not args.warm_only, repeat=args.repeat, profile=args.profile)
     bench.emit(
         step="env",
         gpu=torch.cuda.get_device_name(0),
