@@ -76,6 +76,21 @@ run()
 """
 
 
+# Runs the CLI under cProfile, its statistics written to argv[1]: in-process, since the registry's
+# entry point ends with os._exit (which `python -m cProfile` would not survive to write its file).
+PROFILED = """
+import cProfile, sys
+from registry.cli import main
+profile = cProfile.Profile()
+profile.enable()
+try:
+    main(sys.argv[2:], standalone_mode=False)
+finally:
+    profile.disable()
+    profile.dump_stats(sys.argv[1])
+"""
+
+
 class Bench:
     def __init__(self, work: Path, out: Path, cold: bool = True, repeat: int = 1, profile: bool = False):
         self.work, self.out, self.cold, self.repeat, self.profile = work, out, cold, repeat, profile
@@ -117,7 +132,7 @@ class Bench:
         cProfile (main thread), the top of its cumulative table written to OUT/<tag>.profile.txt."""
         entry = ["-m", "registry"] if card_gib is None else ["-c", AS_ON_A_CARD, str(card_gib)]
         if profile:
-            entry = ["-m", "cProfile", "-o", str(self.out / f"{tag}.prof"), "-m", "registry"]
+            entry = ["-c", PROFILED, str(self.out / f"{tag}.prof")]
         command = [sys.executable, *entry, "smoke", *paths, "-C", str(root), "--device", "cuda", "--json", *extra]
         command += ["--base-file", str(base)] if base else []
         start = time.perf_counter()
