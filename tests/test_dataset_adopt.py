@@ -337,8 +337,8 @@ def test_dataset_adopt_of_a_model_repo_says_to_use_adopt(tmp_path):
 )
 def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_complete(sources, tmp_path):
     """SIGKILL at the renames of `registry dataset adopt` that leave distinct states (tests/test_crash.py's
-    kill_points: the journal's, the first and the last of the files moved into place, the stat cache saved
-    after): the next command finds the folder as it was, or the registry complete."""
+    kill_points: the journal's and the first of the files moved into place): the next command finds the
+    folder as it was, or the registry complete."""
     template = tmp_path / "template"
     shutil.copytree(sources["v1.41"].folder, template / "v1.41")
     (template / "README.md").write_text("# RWKV-Agent 蒸馏训练集\n\n只放实际训练过的版本。\n")

@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import click
@@ -18,7 +17,9 @@ from registry.core.models import Index
 from registry.dataset.models import DatasetIndex
 from registry.ops.validate import validate
 
-from .conftest import user_environment
+from .installed_wheel import INSTALLED_GROUP
+
+pytest_plugins = ["tests.installed_wheel"]  # demo_run: the demo as the installed wheel runs it
 
 PROJECT = Path(__file__).resolve().parent.parent
 # Seed 002's card, as the demo's dataset card must carry it (hashes and paths of the tiny stand-ins aside).
@@ -63,22 +64,7 @@ SEED002_FACTS = (
 )
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """The demo run once, as a user runs it (its own process, the user's environment), for the tests
-    that inspect what it built and printed (one xdist group, so one worker builds it once)."""
-    directory = tmp_path_factory.mktemp("demo-run") / "demo"
-    done = subprocess.run(
-        [sys.executable, "-m", "registry", "demo", str(directory), "--json"],
-        capture_output=True,
-        text=True,
-        env=user_environment(),
-        timeout=900,
-    )
-    return directory, done
-
-
-@pytest.mark.xdist_group("demo")
+@pytest.mark.xdist_group(INSTALLED_GROUP)
 def test_demo_builds_the_three_seed_shaped_registries_and_ends_valid(demo_run):
     directory, result = demo_run
     assert result.returncode == 0, result.stderr
@@ -163,7 +149,7 @@ def _list_shows_the_dataset_registrys_versions_trained_files_and_linked_weights(
         )
 
 
-@pytest.mark.xdist_group("demo")
+@pytest.mark.xdist_group(INSTALLED_GROUP)
 def test_demo_reruns_in_its_own_directory_but_refuses_foreign_ones(demo_run, tmp_path):
     runner = CliRunner()
     assert demo_run[1].returncode == 0  # a directory the demo made (a copy: the other tests read the original)
@@ -220,7 +206,7 @@ def test_pre_commit_hooks_file_is_the_one_documented():
     assert (PROJECT / ".pre-commit-hooks.yaml").read_text() == documented
 
 
-@pytest.mark.xdist_group("demo")
+@pytest.mark.xdist_group(INSTALLED_GROUP)
 def test_demo_keeps_the_runtimes_banner_loading_lines_and_warnings_off_stderr(demo_run):
     """What the official runtime and torch print while the demo gates its weights stays off both
     streams: stdout is the JSON document, stderr is empty."""

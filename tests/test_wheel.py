@@ -1,23 +1,13 @@
 """The tool as users install it: the built wheel, in a fresh virtual environment, run from a
-directory outside the clone (how pre-commit, the GitHub Action and CI install it).
-
-Two environments are built once per session:
-
-* ``installed``: the wheel in a venv that sees the site-packages of the interpreter running the
-  tests, whether that is a system Python or itself a venv (torch and the other dependencies come
-  from there; the wheel itself is installed with ``--no-deps``);
-* ``light``: the wheel with its declared dependencies only, no torch at all, as
-  ``pip install rwkv-registry`` (and so a pre-commit hook) gets it.
-"""
+directory outside the clone (how pre-commit, the GitHub Action and CI install it); the
+environments (``installed``, ``light``) are tests/installed_wheel.py's fixtures."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-import sys
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,126 +17,12 @@ from registry.artifacts.synthetic import make_base_checkpoint
 from registry.ops.add_base import BaseRequest, add_base
 from registry.ops.init import init_registry
 
-from .conftest import user_environment
+from .installed_wheel import CLONE, INSTALLED_GROUP, venv_environment
 from .test_gguf import BASE, WORLD, _accept, _registered_without_gate
 
-# One xdist worker runs them all (README's `--dist loadgroup`): the wheel and its venvs are
-# session fixtures, built once, and the wheel is built in the clone (build/), which one build uses at a time.
-pytestmark = [pytest.mark.wheel, pytest.mark.xdist_group("wheel")]
+pytestmark = [pytest.mark.wheel, pytest.mark.xdist_group(INSTALLED_GROUP)]
 
-CLONE = Path(__file__).resolve().parents[1]
-
-
-def venv_environment() -> dict[str, str]:
-    """The user's environment for a process of a test venv: without PYTHONPATH (which would put a
-    checkout's ``registry`` and its egg-info ahead of the venv's wheel) or the tool's settings."""
-    return {
-        k: v
-        for k, v in user_environment().items()
-        if k not in ("PYTHONPATH", "PYTHONHOME") and not k.startswith(("RWKV_REGISTRY", "REGISTRY_DEBUG"))
-    }
-
-
-@dataclass
-class Venv:
-    root: Path
-    cwd: Path  # outside the clone
-
-    @property
-    def python(self) -> Path:
-        return self.root / "bin" / "python"
-
-    def site_file(self, *parts: str) -> Path:
-        """A file of the installed package (inside the venv, never the checkout)."""
-        out = subprocess.run(
-            [self.python, "-c", "import registry, sys; print(registry.__file__)"],
-            cwd=self.cwd,
-            capture_output=True,
-            text=True,
-            check=True,
-            env=venv_environment(),
-        )
-        package = Path(out.stdout.strip()).parent
-        assert package.is_relative_to(self.root), f"registry imported from {package}, not from the venv"
-        return package.joinpath(*parts)
-
-    def registry(
-        self, *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        environment = {**venv_environment(), **(env or {})}
-        return subprocess.run(
-            [self.root / "bin" / "registry", *map(str, args)],
-            cwd=cwd or self.cwd,
-            capture_output=True,
-            text=True,
-            env=environment,
-            timeout=600,
-        )
-
-
-def _pip(python: Path, *args: str | Path) -> None:
-    subprocess.run(
-        [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, args)],
-        check=True,
-        timeout=900,
-        env=venv_environment(),
-    )
-
-
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    # --no-build-isolation: setuptools is already here (torch depends on it); no download needed.
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, CLONE],
-        check=True,
-        cwd=out,
-        timeout=600,
-    )
-    (built,) = out.glob("rwkv_registry-*.whl")
-    return built
-
-
-def running_site_packages() -> list[str]:
-    """The site-packages folders this interpreter imports from: its own and, when it is a venv
-    made with --system-site-packages, its base's (``venv --system-site-packages`` would give the
-    new venv the *base* interpreter's only, without what this venv installed)."""
-    return [
-        entry for entry in sys.path if Path(entry).name in ("site-packages", "dist-packages") and Path(entry).is_dir()
-    ]
-
-
-@pytest.fixture(scope="session")
-def installed(tmp_path_factory, wheel) -> Venv:
-    root = tmp_path_factory.mktemp("venv-installed")
-    subprocess.run([sys.executable, "-m", "venv", root], check=True)
-    venv_site = subprocess.run(
-        [root / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=venv_environment(),
-    ).stdout.strip()
-    # Plain folder lines: appended after the venv's own site-packages (its wheel wins), and the
-    # .pth files in them (an editable install of this clone) are not run.
-    (Path(venv_site) / "running-interpreter.pth").write_text("".join(f"{entry}\n" for entry in running_site_packages()))
-    _pip(root / "bin" / "python", "--no-deps", "--force-reinstall", wheel)
-    return Venv(root, tmp_path_factory.mktemp("elsewhere"))
-
-
-@pytest.fixture(scope="session")
-def light(tmp_path_factory, wheel) -> Venv:
-    root = tmp_path_factory.mktemp("venv-light")
-    subprocess.run([sys.executable, "-m", "venv", root], check=True)
-    _pip(root / "bin" / "python", wheel)
-    return Venv(root, tmp_path_factory.mktemp("elsewhere-light"))
-
-
-@pytest.fixture(scope="session")
-def demo(installed) -> Path:
-    result = installed.registry("demo", installed.cwd / "demo")
-    assert result.returncode == 0, result.stderr
-    return installed.cwd / "demo" / "registry"
+pytest_plugins = ["tests.installed_wheel"]
 
 
 def test_the_wheel_carries_templates_kernels_schemas_catalog_and_py_typed(wheel):
