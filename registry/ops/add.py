@@ -88,6 +88,22 @@ def _known_base(index: Index, name: str) -> Base:
     return base
 
 
+def _train_json_place(root: Path, base: str, method: str, data_version: str, train_bytes: bytes) -> tuple[str, bool]:
+    """Where the data version's train.json goes, and whether it is there already (with these bytes);
+    another train.json there is refused."""
+    train_rel = canonical_path(base, method, data_version, TRAIN_JSON)
+    existing_train = root / train_rel
+    present = existing_train.is_file()
+    if present and existing_train.read_bytes() != train_bytes:
+        raise RegistryError(
+            "train.conflict",
+            train_rel,
+            "a different train.json is already in this data-version directory",
+            f"pass --train-json {existing_train}",
+        )
+    return train_rel, present
+
+
 def _check_request(request: AddRequest, index: Index) -> Base:
     # Every name that becomes part of the entry's path, and the text the card shows, before anything is staged.
     require_name(request.base, "base name", "--base")
@@ -248,15 +264,9 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
                 "on macOS and Windows checkouts",
                 "rename the file (or pass another --run) so that it differs in more",
             )
-        train_rel = canonical_path(base.name, request.method, request.data_version, TRAIN_JSON)
-        existing_train = repo.root / train_rel
-        if existing_train.is_file() and existing_train.read_bytes() != train_bytes:
-            raise RegistryError(
-                "train.conflict",
-                train_rel,
-                "a different train.json is already in this data-version directory",
-                f"pass --train-json {existing_train}",
-            )
+        train_rel, train_present = _train_json_place(
+            repo.root, base.name, request.method, request.data_version, train_bytes
+        )
         staged, sha = _stage_weight(request, txn.staging, progress)
         try:
             # The staged file is what gets registered: inspect that, not the path the user named.
@@ -295,7 +305,7 @@ def add_weight(root: Path, request: AddRequest, progress: Progress | None = None
         if request.recommended:
             set_recommended(index, entry)
         txn.move(staged, rel, sha)
-        if not existing_train.is_file():
+        if not train_present:
             txn.write(train_rel, train_bytes)
         if request.move:  # before the stat cache remembers the entry: dropping a link changes its ctime
             txn.after_commit(lambda: request.file.unlink(missing_ok=True))
@@ -346,15 +356,7 @@ def add_checkpoint(root: Path, request: AddRequest, progress: Progress | None = 
         with pinned(request.train_json, TRAIN_JSON) as train_source:
             train, data_sha = _check_train_json(request, train_source.stable, base)
             train_bytes = train_source.read_bytes()
-        train_rel = canonical_path(base.name, "full", request.data_version, TRAIN_JSON)
-        existing_train = repo.root / train_rel
-        if existing_train.is_file() and existing_train.read_bytes() != train_bytes:
-            raise RegistryError(
-                "train.conflict",
-                train_rel,
-                "a different train.json is already in this data-version directory",
-                f"pass --train-json {existing_train}",
-            )
+        train_rel, train_present = _train_json_place(repo.root, base.name, "full", request.data_version, train_bytes)
         staged = txn.staging / f"add-checkpoint-{os.getpid()}"
         staged.mkdir()
         try:
@@ -408,7 +410,7 @@ def add_checkpoint(root: Path, request: AddRequest, progress: Progress | None = 
             os.rename(staged / name, flat)
             txn.move(flat, f"{folder}/{name}", digests[name])
         staged.rmdir()
-        if not existing_train.is_file():
+        if not train_present:
             txn.write(train_rel, train_bytes)
         txn.write(INDEX_NAME, render_index(index))
         stage_derived(repo, txn, index, progress)
