@@ -253,6 +253,25 @@ def test_same_file_twice_refused(registry_with_base, small_base, tmp_path):
     assert copy.exists()
 
 
+def test_another_train_json_in_the_same_data_version_is_refused(registry_with_base, small_base, tmp_path):
+    """One train.json per data-version directory: a second entry whose train.json differs is refused
+    naming the one there, and the registry stays as it was."""
+    name = base_name(small_base)
+    first = make_state_file(tmp_path / "s1.pth", SMALL, seed=1)
+    add_weight(registry_with_base, AddRequest(first, name, "state", "v1.41", train_json(tmp_path / "t.json")))
+    other = train_json(tmp_path / "t2.json")
+    other.write_text(other.read_text().replace('"lr_init": 0.01', '"lr_init": 0.02'))
+    second = make_state_file(tmp_path / "s2.pth", SMALL, seed=2)
+    refused = refuse(
+        registry_with_base,
+        add_weight,
+        registry_with_base,
+        AddRequest(second, name, "state", "v1.41", other),
+        code="train.conflict",
+    )
+    assert refused.problem.file == f"{name}/state/v1.41/train.json"
+
+
 def test_move_moves_and_data_sums_provenance(registry_with_base, small_base, tmp_path):
     state = make_state_file(tmp_path / "s.pth", SMALL)
     dataset_sums = tmp_path / "SHA256SUMS"
