@@ -388,21 +388,18 @@ def test_a_twin_carries_its_sources_results_only_after_its_tensors_compare_equal
     assert f"{other.path}: our runtime" in text and _figures(together[other.path]) != _figures(together[state.path])
 
 
+def _tuned_full(root, base, tmp_path):
+    """A full fine-tune of ``base`` (every tensor moved by 0.01), added to ``root``."""
+    tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
+    weight = save_checkpoint(tmp_path / "rwkv-final.pth", tuned)
+    return add_weight(root, AddRequest(weight, base.name[:-4], "full", "v1.0", train_json(tmp_path / "f.json")))
+
+
 def test_a_full_twin_whose_tensors_differ_from_its_source_fails_alone(tmp_path):
     """A twin swapped for other tensors (index and sums kept consistent) is not given its source's run."""
 
     root, base, _ = state_registry(tmp_path)
-    tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
-    full = add_weight(
-        root,
-        AddRequest(
-            save_checkpoint(tmp_path / "rwkv-final.pth", tuned),
-            base.name[:-4],
-            "full",
-            "v1.0",
-            train_json(tmp_path / "f.json"),
-        ),
-    )
+    full = _tuned_full(root, base, tmp_path)
     twin = convert_entry(root, full.path, 1 << 30)
     swapped = load_file(root / twin.path)
     name = next(iter(swapped))
@@ -554,17 +551,7 @@ def test_the_cards_stop_rules_end_the_sample(tmp_path):
     """A full fine-tune's stated stop text and stop token end its sample where the model produces
     them: the receipt says the stop text came, after how many tokens, and cuts the text before it."""
     root, base, _ = state_registry(tmp_path)
-    tuned = {k: v + 0.01 for k, v in torch.load(base, weights_only=True).items()}
-    full = add_weight(
-        root,
-        AddRequest(
-            save_checkpoint(tmp_path / "rwkv-final.pth", tuned),
-            base.name[:-4],
-            "full",
-            "v1.0",
-            train_json(tmp_path / "f.json"),
-        ),
-    )
+    full = _tuned_full(root, base, tmp_path)
     describe(root, Target(path=full.path), Description(prompt_format=SEED000_PROMPT))
     [free] = smoke(root, [full.path], None, "cpu")
     k, stop = _a_word_it_writes(_trie(), free.sample.first_tokens)
