@@ -39,7 +39,7 @@ from .checks import (
     reference_logits,
 )
 from .loading import ToHash, load_hashed
-from .memory import GpuPlan, plan_gpu, refuse_unless_fits
+from .memory import GpuPlan, measure_peak_from_here, plan_gpu, refuse_unless_fits
 from .official import load_official
 from .phases import Gated, Measured, make_receipt
 from .prompts import checkpoint_sample_format, tokenizer
@@ -69,8 +69,7 @@ def gate_checkpoint(run: Run, builds: Sequence[Future[Any]], checkpoint: Checkpo
     """Run ``checkpoint`` through the kernel and both runtimes, its tensors mapped by ``to_runtime``;
     its receipt (passing or not)."""
     start = time.perf_counter()
-    if run.device == "cuda":
-        torch.cuda.reset_peak_memory_stats()  # its receipt's gpu_peak_bytes is its own
+    measure_peak_from_here(run.device)
     run.say(f"loading {checkpoint.path} (hashed on the way, mapped to the runtime's names in memory)")
     files = checkpoint.weight_files()
     to_hash = [ToHash(run.opened[rel], run.cache, rel) for rel in files]

@@ -44,6 +44,13 @@ def on_device(device: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.
     return {k: v.to(device) for k, v in tensors.items()} if device == "cuda" else tensors
 
 
+def measure_peak_from_here(device: str) -> None:
+    """Start the CUDA peak counter afresh: what the next receipt records as ``gpu_peak_bytes`` is
+    then its own group's (or checkpoint's), not the whole process's."""
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
 @dataclass(frozen=True)
 class GpuPlan:
     """What one group of entries needs on the GPU, against what it may use."""

@@ -39,7 +39,7 @@ from .checks import (
     reference_logits,
 )
 from .groups import Group, base_group, entry_files, full_group, full_groups
-from .memory import GIB, GpuPlan, out_of_memory_named, plan_gpu, refuse_unless_fits
+from .memory import GIB, GpuPlan, measure_peak_from_here, out_of_memory_named, plan_gpu, refuse_unless_fits
 from .official import OfficialModel, load_official
 from .prepare import Prepared, prepare, same_tensors
 from .prompts import SampleFormat, Tokenizer, sample_format, tokenizer
@@ -305,8 +305,7 @@ def gate_entries(
                     f"GPU plan: {plan.need / GIB:.1f} GiB ({plan.weights / GIB:.1f} weights + "
                     f"{plan.working / GIB:.1f} working) of {plan.budget / GIB:.1f} GiB on {plan.card}"
                 )
-            if run.device == "cuda":
-                torch.cuda.reset_peak_memory_stats()  # each receipt's gpu_peak_bytes is its group's
+            measure_peak_from_here(run.device)
             if base and members is on_base:
                 group = base_group(run, on_base, base, base_view)
             else:
