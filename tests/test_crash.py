@@ -1,7 +1,7 @@
 """Crash atomicity and concurrency of the writing commands, on real processes.
 
-Each writing command is killed with SIGKILL at every one of its rename(2) calls (strace injects
-the signal), and at random instants during a long copy; the next command must find the
+Each writing command is killed with SIGKILL at its rename(2) calls (counted under strace, killed
+by an audit hook as it makes the chosen one), and at random instants during a long copy; the next command must find the
 registry's public files byte-identical to before the command or to after it, finish an
 interrupted commit itself, and leave no staging debris once it has taken the lock.  Concurrent
 writers must each land their change or refuse cleanly.
@@ -389,26 +389,48 @@ RENAMES = ("rename", "renameat", "renameat2")
 # strace stops a traced process at every syscall unless a seccomp filter leaves all but the traced
 # ones alone (a CPU gate run: 13.2 s traced without it, 4.0 s with it, 3.9 s untraced): the run
 # that counts the renames uses it (where the kernel has no seccomp-bpf, strace says so and stops at
-# every syscall as before).  The killed runs cannot: strace 6.1 delivers no injected signal under
-# seccomp-bpf (an injected error, yes).
+# every syscall as before).
 COUNTED = [STRACE or "strace", "-f", "--seccomp-bpf", "-qq"]
 
+# The CLI with an audit hook (PEP 578: CPython raises "os.rename" for os.rename and os.replace,
+# before the call) that counts the renames as traced_renames does, appends each to a log (argv[2],
+# or "-" for none) and SIGKILLs the process at the chosen one (argv[3], argv[4]; "-" 0: none),
+# before the kernel sees it: where strace's inject=<syscall>:signal=SIGKILL:when=<k> stopped it,
+# without strace stopping the process at every syscall (strace 6.1 delivers no injected signal
+# under --seccomp-bpf), which cost ~9 s a kill of smoke.  The counting run uses it too, and its
+# log must equal what strace saw: a rename the hook cannot see fails the test, not the proof.
+AT_RENAMES = """
+import os, signal, sys
+root, log, kill_syscall, kill_nth = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+made = {"rename": 0, "renameat": 0}
+def at_rename(event, args):
+    if event != "os.rename":
+        return
+    _, target, source_dir_fd, target_dir_fd = args
+    syscall = "rename" if source_dir_fd == -1 and target_dir_fd == -1 else "renameat"
+    if syscall == "rename" and not os.fsdecode(target).startswith(root + "/"):
+        return
+    made[syscall] += 1
+    if log != "-":
+        with open(log, "a") as renames:
+            renames.write(syscall + "\\n")
+    if syscall == kill_syscall and made[syscall] == kill_nth:
+        os.kill(os.getpid(), signal.SIGKILL)
+sys.addaudithook(at_rename)
+from registry.cli import main
+main(sys.argv[5:])
+"""
 
-def _kill_at(cmd: list[str | Path], syscall: str, k: int) -> subprocess.CompletedProcess[str]:
-    injected = [
-        STRACE,
-        "-f",
-        "-qq",
-        "-o",
-        "/dev/null",
-        "-e",
-        f"trace={syscall}",
-        "-e",
-        f"inject={syscall}:signal=SIGKILL:when={k}",
-        *CLI,
-        *map(str, cmd),
-    ]
-    return subprocess.run(injected, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+
+def _at_renames(root: Path, cmd: list[str | Path], log: str = "-", kill: Rename | None = None) -> list[str]:
+    """The command run on the registry ``root`` through AT_RENAMES."""
+    point = [kill.syscall, str(kill.nth)] if kill else ["-", "0"]
+    return [sys.executable, "-c", AT_RENAMES, str(root), log, *point, *map(str, cmd)]
+
+
+def _kill_at(cmd: list[str | Path], root: Path, point: Rename) -> subprocess.CompletedProcess[str]:
+    """The command run on the registry ``root``, killed (SIGKILL) as it makes the rename ``point``."""
+    return subprocess.run(_at_renames(root, cmd, kill=point), capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -439,8 +461,9 @@ def traced_renames(cmd: list[str | Path], log: Path, root: Path) -> list[Rename]
     """Run the command on the registry ``root`` to the end under strace: every rename it made
     there, in order.  A rename outside the root (a user cache under ``$XDG_CACHE_HOME``, filled
     once) is left out of the count: the killed runs that follow find those caches filled."""
+    seen = log.with_suffix(".hook.log")
     traced = subprocess.run(
-        [*COUNTED, "-y", "-o", str(log), "-e", f"trace={','.join(RENAMES)}", *CLI, *map(str, cmd)],
+        [*COUNTED, "-y", "-o", str(log), "-e", f"trace={','.join(RENAMES)}", *_at_renames(root, cmd, str(seen))],
         capture_output=True,
         text=True,
         timeout=COMMAND_TIMEOUT,
@@ -454,6 +477,8 @@ def traced_renames(cmd: list[str | Path], log: Path, root: Path) -> list[Rename]
             continue
         nth = 1 + sum(r.syscall == m[1] for r in renames)
         renames.append(Rename(m[1], nth, classify(m[1], m[2])))
+    # What the killed runs count by (AT_RENAMES) saw every rename strace saw, in the same order.
+    assert (seen.read_text().split() if seen.exists() else []) == [r.syscall for r in renames], renames
     return renames
 
 
@@ -618,7 +643,7 @@ def test_a_kill_at_every_rename_leaves_the_registry_old_or_new(scenario, inputs,
     outcomes = []
     for point in kill_points(renames):
         reg = fresh(f"kill-{point.syscall}-{point.nth}")
-        killed = _kill_at(scenario.command(reg, inputs), point.syscall, point.nth)
+        killed = _kill_at(scenario.command(reg, inputs), reg, point)
         if killed.returncode == 0:
             completed.refresh()
             assert snapshot(reg) in completed.states
@@ -758,7 +783,7 @@ def test_a_kill_at_every_rename_of_init_leaves_nothing_or_a_registry(tmp_path):
     outcomes = []
     for point in kill_points(renames):  # the journal's rename, the first and the last file moved into place
         target = tmp_path / f"kill-{point.syscall}-{point.nth}"
-        killed = _kill_at(["init", target, "--title", "Crash"], point.syscall, point.nth)
+        killed = _kill_at(["init", target, "--title", "Crash"], target, point)
         if killed.returncode == 0:  # a run that renamed less than the counted one: it must be complete
             assert snapshot(target) == after
             continue

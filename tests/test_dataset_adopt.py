@@ -370,7 +370,7 @@ def test_a_kill_at_every_rename_leaves_the_folder_as_it_was_or_the_registry_comp
     outcomes = []
     for point in kill_points(renames):
         reg = fresh(f"kill-{point.syscall}-{point.nth}")
-        killed = _kill_at(command(reg), point.syscall, point.nth)
+        killed = _kill_at(command(reg), reg, point)
         if killed.returncode == 0:  # a run that renamed less than the counted one: it must be complete
             assert snapshot(reg) == after
             continue

@@ -248,7 +248,7 @@ def test_a_kill_at_every_rename_of_sign_leaves_the_old_signature_or_the_new(regi
     outcomes = [outcome(done)]
     for point in kill_points(renames):
         reg = Path(shutil.copytree(registry, tmp_path / f"kill-{point.syscall}-{point.nth}", symlinks=True))
-        _kill_at(["sign", "--key", new_private, "-C", reg], point.syscall, point.nth)
+        _kill_at(["sign", "--key", new_private, "-C", reg], reg, point)
         outcomes.append(outcome(reg))
     assert outcomes[0] == "new" and "old" in outcomes[1:] and "new" in outcomes[1:], outcomes
 
