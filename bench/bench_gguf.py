@@ -53,7 +53,7 @@ from registry.artifacts.inspect import load_tensor_map
 from registry.convert.source import locate_tensors
 from registry.gate.prompts import PROMPTS, tokenizer
 from registry.gguf import gate, llama, mapping, writer
-from registry.hf.tokenizer import read_vocab, world_vocab_file
+from registry.hf.tokenizer import world_vocab
 from registry.artifacts.synthetic import TinySpec, make_base_checkpoint
 import json
 out = Path(sys.argv[1]); spec = TinySpec(**json.loads(sys.argv[2])); kinds = sys.argv[3].split(",")
@@ -61,7 +61,7 @@ path = make_base_checkpoint(out / "gate.pth", spec, shared=True)
 tensors = load_tensor_map(path)
 plan = mapping.gguf_plan({n: tuple(t.shape) for n, t in tensors.items()}, path)
 source = writer.Source(tensors, locate_tensors(path, tensors).mapped)
-tokens = mapping.world_tokens(read_vocab(world_vocab_file()), plan.config["vocab_size"])
+tokens = mapping.world_tokens(world_vocab(), plan.config["vocab_size"])
 ids = tokenizer().prompt_ids
 reference = gate.reference_logits(tensors, ids)
 for kind in kinds:

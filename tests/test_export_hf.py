@@ -56,9 +56,8 @@ from registry.hf.tensors import read_export
 from registry.hf.tokenizer import (
     END_OF_TEXT,
     longest_match_pattern,
-    read_vocab,
-    tokenizer_json,
     trie_tokenizer,
+    world_tokenizer_json,
     world_vocab_file,
 )
 from registry.hf.verify import SAMPLES
@@ -852,7 +851,7 @@ def test_a_deeply_nested_config_in_an_export_is_one_line_and_validate_needs_no_t
 
 
 def test_the_pinned_tokenizer_digest_is_what_export_hf_writes():
-    assert hashlib.sha256(tokenizer_json(read_vocab(world_vocab_file()))).hexdigest() == TOKENIZER_JSON_SHA256
+    assert hashlib.sha256(world_tokenizer_json()).hexdigest() == TOKENIZER_JSON_SHA256
 
 
 def test_config_json_shape_fields_are_written_in_shape_keys_order():

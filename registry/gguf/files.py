@@ -21,7 +21,7 @@ from ..core.repo import Repo
 from ..core.safepath import check_dir
 from ..gate.prompts import tokenizer
 from ..gate.receipt import CheckResult, Receipt
-from ..hf.tokenizer import read_vocab, world_vocab_file
+from ..hf.tokenizer import world_vocab
 from . import gate, mapping, writer
 from .inputs import Inputs, reference_tensors
 
@@ -63,7 +63,7 @@ def write_type(
     """The GGUF file of ``gguf_type`` bound for ``rel``, written to ``staging`` and hashed."""
     source = inputs.source
     kv_common = mapping.lineage_metadata(source.sha256, source.base.sha256, gguf_type, inputs.adapter is not None)
-    tokens = mapping.world_tokens(read_vocab(world_vocab_file()), plan.config["vocab_size"])
+    tokens = mapping.world_tokens(world_vocab(), plan.config["vocab_size"])
     stream = writer.Source(inputs.tensors, inputs.mapped, inputs.adapter, inputs.scale)
     name = Path(rel).stem
     temp = _temp(staging, rel)

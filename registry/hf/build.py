@@ -37,7 +37,7 @@ from . import state as fla_state
 from .mapping import FlaPlan, fla_plan
 from .source import ExportSource
 from .tensors import to_fla
-from .tokenizer import check_vocab, read_vocab, tokenizer_config_json, tokenizer_json, world_vocab_file
+from .tokenizer import check_vocab, tokenizer_config_json, world_tokenizer_json, world_vocab_file
 from .verify import check_model, check_peft, check_state, check_tokenizer
 
 
@@ -101,7 +101,7 @@ def json_files(converted: Converted, stop: StopRules | None) -> dict[str, bytes]
     return {
         CONFIG_NAME: hf_files.render(hf_files.config_json(converted.plan.config, converted.dtype)),
         GENERATION_CONFIG_NAME: hf_files.render(hf_files.generation_config_json(stop)),
-        TOKENIZER_NAME: tokenizer_json(read_vocab(world_vocab_file())),
+        TOKENIZER_NAME: world_tokenizer_json(),
         TOKENIZER_CONFIG_NAME: tokenizer_config_json(),
         VOCAB_NAME: world_vocab_file().read_bytes(),
     }

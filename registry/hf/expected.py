@@ -39,7 +39,7 @@ from ..core.names import (
 from . import peft
 from .files import config_json, generation_config_json, render
 from .mapping import SHAPE_KEYS
-from .tokenizer import read_vocab, tokenizer_config_json, tokenizer_json, world_vocab_file
+from .tokenizer import tokenizer_config_json, world_tokenizer_json
 
 # sha256 of tokenizer.json as export-hf writes it for rwkv_vocab_v20230424 (tokenizers 0.23;
 # tests/test_export_hf.py re-derives it, so a library that writes other bytes is noticed).
@@ -76,7 +76,7 @@ def _derived_tokenizer_sha256() -> str | None:
     if importlib.util.find_spec("tokenizers") is None or importlib.util.find_spec("rwkv") is None:
         return None
 
-    return sha256_hex(tokenizer_json(read_vocab(world_vocab_file())))
+    return sha256_hex(world_tokenizer_json())
 
 
 def expected_names(export: HfExport, source: Entry | None) -> str | None:

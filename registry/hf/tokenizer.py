@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..core.errors import RegistryError
@@ -143,7 +145,7 @@ def longest_match_pattern(tokens: list[str]) -> str:
     return pattern(trie)
 
 
-def tokenizer_json(vocab: dict[int, bytes]) -> bytes:
+def tokenizer_json(vocab: Mapping[int, bytes]) -> bytes:
     """tokenizer.json (the ``tokenizers`` library's format) for this vocabulary."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers  # noqa: PLC0415 optional dependency: tokenizers
 
@@ -165,6 +167,18 @@ def tokenizer_json(vocab: dict[int, bytes]) -> bytes:
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.add_special_tokens([AddedToken(END_OF_TEXT, special=True, normalized=False)])
     return (tokenizer.to_str(pretty=False) + "\n").encode()
+
+
+@cache
+def world_vocab() -> Mapping[int, bytes]:
+    """id → token bytes of the world vocabulary (:func:`world_vocab_file`, checked), read once a process."""
+    return MappingProxyType(read_vocab(world_vocab_file()))
+
+
+@cache
+def world_tokenizer_json() -> bytes:
+    """tokenizer.json for the world vocabulary, built once a process (about a second each time)."""
+    return tokenizer_json(world_vocab())
 
 
 def tokenizer_config_json() -> bytes:
