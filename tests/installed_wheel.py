@@ -1,7 +1,8 @@
 """The built wheel installed in fresh virtual environments, run from directories outside the clone:
 fixtures shared by the tests of the installed tool (tests/test_wheel.py) and of its demo
 (tests/test_demo.py).  A plugin (``pytest_plugins``), so each session fixture is built once per
-worker; the tests that use them share one xdist group (``INSTALLED_GROUP``), so one worker does.
+worker; the tests that use them share one xdist group (``INSTALLED_GROUP``), so one worker does
+(mostly: see ``INSTALLED_GROUP``).
 
 Two environments:
 
@@ -14,6 +15,7 @@ Two environments:
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,8 +25,9 @@ import pytest
 
 from .conftest import user_environment
 
-# The wheel is built in the clone (build/), which one build uses at a time, and the demo takes half a
-# minute: the tests that use these fixtures run on one xdist worker (README's `--dist loadgroup`).
+# The demo takes half a minute: the tests that use these fixtures run on one xdist worker (README's
+# `--dist loadgroup`).  xdist does not always keep a group whole: a clean-clone run of 2026-12-07
+# gave three of its tests to the other worker, whose wheel build collided with this one's in build/.
 INSTALLED_GROUP = "wheel"
 
 CLONE = Path(__file__).resolve().parents[1]
@@ -101,13 +104,18 @@ def _pip(python: Path, *args: str | Path) -> None:
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    # --no-build-isolation: setuptools is already here (torch depends on it); no download needed.
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, CLONE],
-        check=True,
-        cwd=out,
-        timeout=600,
-    )
+    # pip builds in the clone's build/ folder, one build at a time ("File exists: build/bdist.linux-
+    # x86_64/wheel/…dist-info" when two workers built at once): a lock in that folder takes them in turn.
+    (CLONE / "build").mkdir(exist_ok=True)
+    with open(CLONE / "build" / "tests-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # --no-build-isolation: setuptools is already here (torch depends on it); no download needed.
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, CLONE],
+            check=True,
+            cwd=out,
+            timeout=600,
+        )
     (built,) = out.glob("rwkv_registry-*.whl")
     return built
 
