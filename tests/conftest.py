@@ -90,6 +90,17 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Each xdist worker gets its share of the cores for torch's thread pool, and so does the tool it
+    # runs as a subprocess (through the environment).  With the default, every worker's pool takes
+    # every core and spins while another worker holds them: tests/test_gate_smoke.py took 117 s
+    # beside a second copy of itself and 32 s with a core each (2026-12-07, 2 cores).
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // workers)))
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -10,6 +10,7 @@ also compared byte for byte with llama.cpp's own convert_hf_to_gguf.py on the ex
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -37,7 +38,7 @@ from registry.core.names import SUMS_NAME
 from registry.core.repo import Repo
 from registry.core.sums import parse_sums
 from registry.gate.receipt import receipt_path
-from registry.gguf import gate, mapping
+from registry.gguf import gate, llama, mapping
 from registry.gguf.check import expected_shapes
 from registry.gguf.reader import GGML_TYPES, read_header
 from registry.hub.gates import GateTrust, gate_findings
@@ -527,3 +528,16 @@ def test_a_stray_file_in_a_gguf_folder_is_told_to_move_out_not_to_export_again(s
     (root / stray).unlink()
     write_sums(root)
     assert validate(root) == []
+
+
+def test_llama_cpp_takes_the_cores_it_may_use_or_fewer_where_omp_num_threads_asks(monkeypatch):
+    cores = min(8, len(os.sched_getaffinity(0)))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert llama.threads() == cores
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert llama.threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "64")
+    assert llama.threads() == cores
+    for ignored in ("0", "two", ""):
+        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
+        assert llama.threads() == cores, ignored

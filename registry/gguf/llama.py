@@ -45,7 +45,13 @@ class LlamaRun:
 
 
 def threads() -> int:
-    return max(1, min(8, len(os.sched_getaffinity(0))))
+    """llama.cpp's threads: the cores this process may use, at most 8, or fewer where
+    ``OMP_NUM_THREADS`` asks for fewer (as it does of torch's pool)."""
+    cores = len(os.sched_getaffinity(0))
+    asked = os.environ.get("OMP_NUM_THREADS", "")
+    if asked.isdigit() and int(asked) > 0:
+        cores = min(cores, int(asked))
+    return min(8, cores)
 
 
 def _run_child(task: str, request: Mapping[str, Any], work: Path) -> dict[str, Any]:
