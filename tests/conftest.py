@@ -95,10 +95,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # runs as a subprocess (through the environment).  With the default, every worker's pool takes
     # every core and spins while another worker holds them: tests/test_gate_smoke.py took 117 s
     # beside a second copy of itself and 32 s with a core each (2026-12-07, 2 cores).
+    # A value the user set is theirs: torch read it at import.
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if workers > 1:
-        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // workers)))
-        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        share = max(1, len(os.sched_getaffinity(0)) // workers)
+        os.environ["OMP_NUM_THREADS"] = str(share)
+        torch.set_num_threads(share)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
